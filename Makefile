@@ -1,0 +1,58 @@
+# kraftlake: `make run` and `make test` on a fresh clone need nothing else; both run `setup` first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_BOOT ?= python3.11
+VENV        := .venv
+PY          := $(VENV)/bin/python
+CACHE       := .cache
+M2          := $(CACHE)/m2
+JARS        := $(CACHE)/jars
+MVN         := mvn -q -B -Dmaven.repo.local=$(abspath $(M2))
+export PYSPARK_PYTHON := $(abspath $(PY))
+export KRAFTLAKE_JARS := $(abspath $(JARS))
+
+.PHONY: help setup run test test-fast lint fmt bench dist clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done ## virtualenv, pip install -e .[dev], Delta and Kafka jars (idempotent)
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+$(JARS)/%/.done: conf/jars/%.pom.xml
+	rm -rf $(JARS)/$* && mkdir -p $(JARS)/$*
+	$(MVN) -f $< dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS)/$*) -Dmdep.includeScope=runtime
+	touch $@
+
+run: setup ## the main job on embedded defaults: local quorum, simulated cluster, Delta warehouse, queries by offset
+	$(PY) -m kraftlake.cli demo --warehouse ./warehouse
+
+test: setup ## the whole test suite (pure layers, Spark, the real Kafka peer)
+	$(PY) -m pytest -q
+
+test-fast: setup ## the tests that need neither Spark nor Kafka
+	$(PY) -m pytest -q -m "not spark and not kafka and not slow"
+
+lint: setup ## ruff, mypy, import-linter contracts
+	$(VENV)/bin/ruff check kraftlake pipelines udfs jobs tests
+	$(VENV)/bin/mypy kraftlake pipelines udfs jobs
+	$(VENV)/bin/lint-imports
+
+fmt: setup ## format the code
+	$(VENV)/bin/ruff format kraftlake pipelines udfs jobs tests
+	$(VENV)/bin/ruff check --fix kraftlake pipelines udfs jobs tests
+
+bench: setup ## benchmarks; writes bench/results.json
+	$(PY) -m kraftlake.bench --out bench/results.json
+
+dist: setup ## the wheel that spark-submit --py-files ships
+	$(PY) -m pip wheel --no-deps -w dist .
+
+clean: ## remove build outputs (keeps the venv and the jar cache)
+	rm -rf build dist bench/results.json warehouse

@@ -1,0 +1,3 @@
+"""kraftlake: the KRaft metadata log as first-class data."""
+
+__version__ = "0.1.0"
