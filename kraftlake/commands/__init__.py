@@ -1,0 +1,1 @@
+"""Subcommands of the `kraftlake` CLI, one module each: ``add_arguments(parser)`` and ``run(args) -> int``."""
