@@ -1,0 +1,1 @@
+"""The only package of kraftlake that imports pyspark and delta."""

@@ -1,0 +1,103 @@
+"""One factory for every SparkSession kraftlake builds: Delta enabled from the local jar cache.
+
+`make setup` fetches Delta's jars with Maven into ``<repo>/.cache/jars/delta`` (or ``$KRAFTLAKE_JARS/delta``);
+this module hands them to Spark as ``spark.jars``, so nothing is resolved from the network when a session
+starts. Jars whose artifact pyspark already ships (jackson, hadoop, parquet, log4j, ...) are left out: pyspark's
+own versions are the ones Spark was built against.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from kraftlake.errors import KraftlakeError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CONF = REPO_ROOT / "conf" / "spark-defaults.conf"
+_VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+
+
+class SparkSetupError(KraftlakeError):
+    """Raised when a session cannot be built: Delta's jars are missing or the conf file is malformed."""
+
+
+def jar_cache() -> Path:
+    """The root of the jar cache `make setup` fills."""
+    return Path(os.environ.get("KRAFTLAKE_JARS", REPO_ROOT / ".cache" / "jars"))
+
+
+def _artifact(jar: Path) -> str:
+    match = _VERSIONED_JAR.match(jar.name)
+    return match.group("artifact") if match else jar.stem
+
+
+def delta_jars(cache: Path | None = None) -> list[Path]:
+    """Delta's jars from the cache, less the artifacts pyspark already ships."""
+    folder = (cache or jar_cache()) / "delta"
+    jars = sorted(folder.glob("*.jar"))
+    if not any(j.name.startswith("delta-spark_") for j in jars):
+        raise SparkSetupError(f"Delta's jars are not in {folder}: run `make setup`")
+    import pyspark
+
+    shipped = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [j for j in jars if _artifact(j) not in shipped]
+
+
+def read_conf(path: Path = DEFAULT_CONF) -> dict[str, str]:
+    """Parse a spark-defaults.conf file: ``key value`` per line, ``#`` comments."""
+    conf: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            raise SparkSetupError(f"{path}:{number}: expected 'key value', got {line!r}")
+        conf[parts[0]] = parts[1].strip()
+    return conf
+
+
+def build_session(
+    app_name: str = "kraftlake",
+    conf: Mapping[str, str] | None = None,
+    conf_file: Path = DEFAULT_CONF,
+    warehouse: Path | None = None,
+) -> SparkSession:
+    """Build (or return the running) SparkSession with Delta enabled.
+
+    Parameters
+    ----------
+    app_name:
+        The Spark application name.
+    conf:
+        Settings that override ``conf_file``.
+    conf_file:
+        A spark-defaults.conf; the project's ``conf/spark-defaults.conf`` by default.
+    warehouse:
+        ``spark.sql.warehouse.dir`` for managed tables and persistent functions.
+    """
+    # Python workers (UDFs, data sources) must run this interpreter, not whatever python3 is first on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = read_conf(conf_file)
+    settings.update(conf or {})
+    jars = [str(j) for j in delta_jars()]
+    extra = settings.pop("spark.jars", "")
+    settings["spark.jars"] = ",".join([*jars, *([extra] if extra else [])])
+    log4j = REPO_ROOT / "conf" / "log4j2.properties"
+    if log4j.exists():
+        option = f"-Dlog4j.configurationFile=file:{log4j}"
+        settings.setdefault("spark.driver.extraJavaOptions", option)
+        settings.setdefault("spark.executor.extraJavaOptions", option)
+    if warehouse is not None:
+        settings["spark.sql.warehouse.dir"] = str(Path(warehouse).resolve())
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

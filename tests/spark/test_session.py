@@ -1,0 +1,48 @@
+"""The session factory: Delta works from the local jar cache, with time travel."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from kraftlake.spark.session import delta_jars, read_conf
+
+
+def test_delta_write_update_and_read_an_older_version(spark: Any, tmp_path: Path) -> None:
+    from delta.tables import DeltaTable
+
+    path = str(tmp_path / "t")
+    spark.createDataFrame([(1, "a"), (2, "b")], "id INT, v STRING").write.format("delta").save(path)
+    DeltaTable.forPath(spark, path).update("id = 2", {"v": "'B'"})
+    spark.createDataFrame([(3, "c")], "id INT, v STRING").write.format("delta").mode("append").save(path)
+
+    now = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    v0 = sorted(tuple(r) for r in spark.read.format("delta").option("versionAsOf", 0).load(path).collect())
+    v1 = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM delta.`{path}` VERSION AS OF 1").collect())
+    assert v0 == [(1, "a"), (2, "b")]
+    assert v1 == [(1, "a"), (2, "B")]
+    assert now == [(1, "a"), (2, "B"), (3, "c")]
+    history = DeltaTable.forPath(spark, path).history().select("version", "operation").collect()
+    assert [(r.version, r.operation) for r in sorted(history)] == [(0, "WRITE"), (1, "UPDATE"), (2, "WRITE")]
+
+
+def test_session_uses_cached_jars_and_this_interpreter(spark: Any) -> None:
+    conf = spark.sparkContext.getConf()
+    jars = conf.get("spark.jars").split(",")
+    assert any("delta-spark_" in j for j in jars)
+    assert all(Path(j).is_file() for j in jars)
+    assert conf.get("spark.jars.packages", None) is None
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    # Python workers run the virtualenv's interpreter
+    worker_exe = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("sys").executable).collect()
+    assert worker_exe == [sys.executable]
+    assert conf.get("spark.sql.shuffle.partitions") == read_conf()["spark.sql.shuffle.partitions"]
+
+
+def test_jars_pyspark_ships_are_left_out() -> None:
+    names = [j.name for j in delta_jars()]
+    assert any(n.startswith("delta-storage-") for n in names)
+    shipped = ("jackson-core-", "jackson-databind-", "hadoop-client-", "parquet-", "log4j-", "slf4j-")
+    assert not any(n.startswith(shipped) for n in names)
