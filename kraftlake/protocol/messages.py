@@ -33,6 +33,8 @@ def _build() -> None:
         cls = nested[spec.name]
         MESSAGE_CLASSES[spec.name] = cls  # type: ignore[assignment]
         _SPEC_BY_CLASS[cls] = spec
+        # apiKey (metadata) or control type (control), for the per-record envelope without a dict lookup.
+        cls._api_key = spec.api_key if spec.api_key is not None else spec.control_type  # type: ignore[attr-defined]
         globals()[spec.name] = cls
 
 
