@@ -1,0 +1,215 @@
+"""The immutable ``MetadataImage``: the cluster metadata state at one offset of the log."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kraftlake.image.model import (
+    Acl,
+    BrokerRegistration,
+    ControllerRegistration,
+    DelegationToken,
+    OpenTransaction,
+    Provenance,
+    ScramCredential,
+    TopicImage,
+)
+from kraftlake.image.pmap import PMap
+
+ConfigKey = tuple[int, str]
+"""A config resource: (Kafka's ``ConfigResource.Type`` id, resource name); e.g. (2, "orders") is a topic."""
+
+QuotaEntity = tuple[tuple[str, "str | None"], ...]
+"""A client quota entity: its (entity type, entity name) pairs sorted by type; a None name is the default."""
+
+ScramKey = tuple[int, str]
+"""A SCRAM credential: (mechanism id, user name)."""
+
+# a transaction in flight: (name, begin offset, pending records as a cons list (record, rest) | None)
+_Txn = tuple["str | None", int, Any]
+
+
+class MetadataImage:
+    """The metadata state at one offset (Kafka's ``MetadataImage``), immutable.
+
+    Maps are shared between images and must never be mutated: ``topics_by_id``, ``topics_by_name``,
+    ``configs`` and ``acls`` are persistent maps (``PMap``); the small ones (features, brokers, controllers,
+    quotas, SCRAM, tokens) are plain dicts copied when a delta changes them.
+
+    When the image's offset lies inside an open metadata transaction, the state is the one before
+    BeginTransaction (Kafka publishes images only at transaction boundaries), ``provenance`` is the record
+    read last and ``transaction`` describes the open transaction and holds its pending records.
+    """
+
+    __slots__ = (
+        "_txn",
+        "acls",
+        "brokers",
+        "client_quotas",
+        "configs",
+        "controllers",
+        "delegation_tokens",
+        "features",
+        "next_producer_id",
+        "provenance",
+        "scram",
+        "topics_by_id",
+        "topics_by_name",
+    )
+
+    def __init__(
+        self,
+        provenance: Provenance,
+        features: dict[str, int],
+        brokers: dict[int, BrokerRegistration],
+        controllers: dict[int, ControllerRegistration],
+        topics_by_id: PMap[str, TopicImage],
+        topics_by_name: PMap[str, TopicImage],
+        configs: PMap[ConfigKey, dict[str, str]],
+        client_quotas: dict[QuotaEntity, dict[str, float]],
+        next_producer_id: int,
+        acls: PMap[str, Acl],
+        scram: dict[ScramKey, ScramCredential],
+        delegation_tokens: dict[str, DelegationToken],
+        txn: _Txn | None = None,
+    ) -> None:
+        self.provenance = provenance
+        self.features: Mapping[str, int] = features
+        self.brokers: Mapping[int, BrokerRegistration] = brokers
+        self.controllers: Mapping[int, ControllerRegistration] = controllers
+        self.topics_by_id = topics_by_id
+        self.topics_by_name = topics_by_name
+        self.configs = configs
+        self.client_quotas: Mapping[QuotaEntity, dict[str, float]] = client_quotas
+        self.next_producer_id = next_producer_id
+        self.acls = acls
+        self.scram: Mapping[ScramKey, ScramCredential] = scram
+        self.delegation_tokens: Mapping[str, DelegationToken] = delegation_tokens
+        self._txn = txn
+
+    # -- derived views ------------------------------------------------------------------------------------
+
+    @property
+    def offset(self) -> int:
+        return self.provenance.offset
+
+    @property
+    def metadata_version(self) -> int | None:
+        """The feature level of ``metadata.version``, None before the first FeatureLevelRecord for it."""
+        return self.features.get("metadata.version")
+
+    @property
+    def transaction(self) -> OpenTransaction | None:
+        """The open metadata transaction at this offset, if any, with its pending records in log order."""
+        if self._txn is None:
+            return None
+        name, begin, chain = self._txn
+        pending: list[object] = []
+        while chain is not None:
+            pending.append(chain[0])
+            chain = chain[1]
+        pending.reverse()
+        return OpenTransaction(name, begin, tuple(pending))
+
+    def topic(self, name_or_id: str) -> TopicImage | None:
+        """A topic by name, or by id if no topic has that name."""
+        t = self.topics_by_name.get(name_or_id)
+        return t if t is not None else self.topics_by_id.get(name_or_id)
+
+    def partition_count(self) -> int:
+        return sum(len(t.partitions) for t in self.topics_by_id.values())
+
+    def is_empty(self) -> bool:
+        """True if the image holds no metadata at all (provenance aside)."""
+        return not (
+            self.features
+            or self.brokers
+            or self.controllers
+            or len(self.topics_by_id)
+            or len(self.configs)
+            or self.client_quotas
+            or self.next_producer_id != -1
+            or len(self.acls)
+            or self.scram
+            or self.delegation_tokens
+        )
+
+    # -- evolution ----------------------------------------------------------------------------------------
+
+    def _replace(self, **changes: Any) -> MetadataImage:
+        fields = {
+            "provenance": self.provenance,
+            "features": self.features,
+            "brokers": self.brokers,
+            "controllers": self.controllers,
+            "topics_by_id": self.topics_by_id,
+            "topics_by_name": self.topics_by_name,
+            "configs": self.configs,
+            "client_quotas": self.client_quotas,
+            "next_producer_id": self.next_producer_id,
+            "acls": self.acls,
+            "scram": self.scram,
+            "delegation_tokens": self.delegation_tokens,
+            "txn": self._txn,
+        }
+        fields.update(changes)
+        return MetadataImage(**fields)
+
+    def with_provenance(self, provenance: Provenance) -> MetadataImage:
+        """The same state with another provenance."""
+        return self._replace(provenance=provenance)
+
+    # -- comparison ---------------------------------------------------------------------------------------
+
+    def state_equals(self, other: MetadataImage) -> bool:
+        """True if both images hold the same metadata (provenance and open transaction ignored)."""
+        return (
+            self.features == other.features
+            and self.brokers == other.brokers
+            and self.controllers == other.controllers
+            and self.topics_by_id == other.topics_by_id
+            and self.configs == other.configs
+            and self.client_quotas == other.client_quotas
+            and self.next_producer_id == other.next_producer_id
+            and self.acls == other.acls
+            and self.scram == other.scram
+            and self.delegation_tokens == other.delegation_tokens
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, MetadataImage):
+            return NotImplemented
+        return (
+            self.provenance == other.provenance
+            and self.transaction == other.transaction
+            and self.state_equals(other)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"MetadataImage(offset={self.provenance.offset}, epoch={self.provenance.epoch}, "
+            f"features={dict(self.features)}, brokers={len(self.brokers)}, topics={len(self.topics_by_id)}, "
+            f"partitions={self.partition_count()}, open_transaction={self._txn is not None})"
+        )
+
+
+EMPTY = MetadataImage(
+    provenance=Provenance(),
+    features={},
+    brokers={},
+    controllers={},
+    topics_by_id=PMap(),
+    topics_by_name=PMap(),
+    configs=PMap(),
+    client_quotas={},
+    next_producer_id=-1,
+    acls=PMap(),
+    scram={},
+    delegation_tokens={},
+)
+"""The image of an empty log (Kafka's ``MetadataImage.EMPTY``)."""

@@ -1,0 +1,272 @@
+"""A persistent (immutable, structurally shared) hash map.
+
+The image holds millions of partitions in hundreds of thousands of topics; replaying one record must not copy
+the whole topics map. ``PMap`` is a hash array mapped trie (HAMT) with 32-way nodes: ``set`` and ``delete``
+copy only the nodes on the path to the key (about log32(n) nodes of at most 32 slots), so two images that
+differ by one topic share all other nodes. Kafka uses the same idea (``ImmutableMap`` backed by pcollections,
+KAFKA-14735).
+
+Keys must be hashable and compare with ``==``; values are never inspected. Iteration order follows hashes and
+is not stable across processes (str hashing is randomized): sort when order matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar, cast
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_BITS = 5
+_WIDTH = 1 << _BITS
+_MASK = _WIDTH - 1
+_MAX_SHIFT = 60  # below this, hashes differ in some 5-bit chunk; at it, keys with equal hashes collide
+
+_EMPTY_NODE: tuple[Any, ...] = (None,) * _WIDTH
+
+
+class _Leaf:
+    __slots__ = ("hash", "key", "value")
+
+    def __init__(self, h: int, key: Any, value: Any) -> None:
+        self.hash = h
+        self.key = key
+        self.value = value
+
+
+class _Collision:
+    """Keys whose full 64-bit hashes are equal."""
+
+    __slots__ = ("hash", "leaves")
+
+    def __init__(self, h: int, leaves: tuple[_Leaf, ...]) -> None:
+        self.hash = h
+        self.leaves = leaves
+
+
+class _Node:
+    __slots__ = ("slots",)
+
+    def __init__(self, slots: tuple[Any, ...]) -> None:
+        self.slots = slots
+
+
+def _hash(key: object) -> int:
+    return hash(key) & 0xFFFFFFFFFFFFFFFF
+
+
+def _merge_leaves(shift: int, a: _Leaf | _Collision, b: _Leaf) -> Any:
+    """A subtree holding ``a`` (a leaf or collision) and the new leaf ``b`` with a different key."""
+    if shift > _MAX_SHIFT or a.hash == b.hash:
+        if a.hash == b.hash:
+            leaves = a.leaves if isinstance(a, _Collision) else (a,)
+            return _Collision(a.hash, (*leaves, b))
+    ia = (a.hash >> shift) & _MASK
+    ib = (b.hash >> shift) & _MASK
+    slots = list(_EMPTY_NODE)
+    if ia == ib:
+        slots[ia] = _merge_leaves(shift + _BITS, a, b)
+    else:
+        slots[ia] = a
+        slots[ib] = b
+    return _Node(tuple(slots))
+
+
+def _set(node: _Node, shift: int, h: int, key: Any, value: Any) -> tuple[_Node, bool]:
+    """Return the new node and whether the key was added (not replaced)."""
+    i = (h >> shift) & _MASK
+    child = node.slots[i]
+    added = False
+    if child is None:
+        new_child: Any = _Leaf(h, key, value)
+        added = True
+    elif isinstance(child, _Node):
+        new_child, added = _set(child, shift + _BITS, h, key, value)
+    elif isinstance(child, _Leaf):
+        if child.hash == h and (child.key is key or child.key == key):
+            if child.value is value:
+                return node, False
+            new_child = _Leaf(h, key, value)
+        else:
+            new_child = _merge_leaves(shift + _BITS, child, _Leaf(h, key, value))
+            added = True
+    else:  # _Collision
+        coll = cast(_Collision, child)
+        if coll.hash == h:
+            leaves = list(coll.leaves)
+            for j, leaf in enumerate(leaves):
+                if leaf.key == key:
+                    leaves[j] = _Leaf(h, key, value)
+                    break
+            else:
+                leaves.append(_Leaf(h, key, value))
+                added = True
+            new_child = _Collision(h, tuple(leaves))
+        else:
+            new_child = _merge_leaves(shift + _BITS, coll, _Leaf(h, key, value))
+            added = True
+    slots = list(node.slots)
+    slots[i] = new_child
+    return _Node(tuple(slots)), added
+
+
+def _delete(node: _Node, shift: int, h: int, key: Any) -> _Node | None:
+    """Return the new node (``None`` if it became empty), or ``node`` itself if the key is absent."""
+    i = (h >> shift) & _MASK
+    child = node.slots[i]
+    if child is None:
+        return node
+    new_child: Any
+    if isinstance(child, _Node):
+        new_child = _delete(child, shift + _BITS, h, key)
+        if new_child is child:
+            return node
+        if new_child is not None:
+            # collapse a node left with a single leaf so that equal maps have comparable shapes
+            live = [s for s in new_child.slots if s is not None]
+            if len(live) == 1 and not isinstance(live[0], _Node):
+                new_child = live[0]
+    elif isinstance(child, _Leaf):
+        if not (child.hash == h and child.key == key):
+            return node
+        new_child = None
+    else:
+        coll = cast(_Collision, child)
+        if coll.hash != h:
+            return node
+        leaves = tuple(leaf for leaf in coll.leaves if leaf.key != key)
+        if len(leaves) == len(coll.leaves):
+            return node
+        new_child = leaves[0] if len(leaves) == 1 else _Collision(h, leaves)
+    slots = (*node.slots[:i], new_child, *node.slots[i + 1 :])
+    if all(s is None for s in slots):
+        return None
+    return _Node(slots)
+
+
+def _iter(node: Any) -> Iterator[_Leaf]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _Node):
+            stack.extend(s for s in n.slots if s is not None)
+        elif isinstance(n, _Leaf):
+            yield n
+        else:
+            yield from n.leaves
+
+
+class PMap(Mapping[K, V], Generic[K, V]):
+    """An immutable hash map whose updates return new maps sharing structure with the old one."""
+
+    __slots__ = ("_len", "_root")
+
+    def __init__(self, items: Mapping[K, V] | None = None) -> None:
+        self._root: _Node | None = None
+        self._len = 0
+        if items:
+            root = _Node(_EMPTY_NODE)
+            n = 0
+            for k, v in items.items():
+                root, added = _set(root, 0, _hash(k), k, v)
+                n += added
+            self._root, self._len = root, n
+
+    @classmethod
+    def _make(cls, root: _Node | None, length: int) -> PMap[K, V]:
+        m: PMap[K, V] = cls.__new__(cls)
+        m._root = root
+        m._len = length
+        return m
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, key: K) -> V:
+        node: Any = self._root
+        if node is None:
+            raise KeyError(key)
+        h = _hash(key)
+        shift = 0
+        while True:
+            node = node.slots[(h >> shift) & _MASK]
+            if node is None:
+                raise KeyError(key)
+            if isinstance(node, _Node):
+                shift += _BITS
+                continue
+            if isinstance(node, _Leaf):
+                if node.hash == h and (node.key is key or node.key == key):
+                    return cast(V, node.value)
+                raise KeyError(key)
+            for leaf in node.leaves:
+                if leaf.key == key:
+                    return cast(V, leaf.value)
+            raise KeyError(key)
+
+    def get(self, key: K, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[cast(K, key)]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[K]:
+        if self._root is None:
+            return iter(())
+        return (leaf.key for leaf in _iter(self._root))
+
+    def items(self) -> Iterator[tuple[K, V]]:  # type: ignore[override]
+        if self._root is None:
+            return iter(())
+        return ((leaf.key, leaf.value) for leaf in _iter(self._root))
+
+    def values(self) -> Iterator[V]:  # type: ignore[override]
+        if self._root is None:
+            return iter(())
+        return (leaf.value for leaf in _iter(self._root))
+
+    def set(self, key: K, value: V) -> PMap[K, V]:
+        """Return a map with ``key`` bound to ``value``."""
+        root = self._root if self._root is not None else _Node(_EMPTY_NODE)
+        new_root, added = _set(root, 0, _hash(key), key, value)
+        if new_root is root and self._root is not None:
+            return self
+        return PMap._make(new_root, self._len + added)
+
+    def delete(self, key: K) -> PMap[K, V]:
+        """Return a map without ``key`` (the same map if it is absent)."""
+        if self._root is None:
+            return self
+        new_root = _delete(self._root, 0, _hash(key), key)
+        if new_root is self._root:
+            return self
+        return PMap._make(new_root, self._len - 1)
+
+    def update(self, changes: Mapping[K, V | None], removed: Callable[[V | None], bool]) -> PMap[K, V]:
+        """Apply many changes: keys whose value satisfies ``removed`` are deleted, others are set."""
+        m = self
+        for k, v in changes.items():
+            m = m.delete(k) if removed(v) else m.set(k, cast(V, v))
+        return m
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Mapping) or len(self) != len(other):
+            return False
+        sentinel = object()
+        return all(other.get(k, sentinel) == v for k, v in self.items())
+
+    def __hash__(self) -> int:  # pragma: no cover - maps are not used as keys
+        raise TypeError("PMap is not hashable")
+
+    def __repr__(self) -> str:
+        return f"PMap({dict(self.items())!r})"
