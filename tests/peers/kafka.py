@@ -27,7 +27,7 @@ _CHECKPOINT = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
 # Snapshots every few seconds (the controller appends a NoOpRecord every 500 ms, so there is always
 # something new) and a new segment every few seconds, so one short run yields several of each.
 SNAPSHOT_INTERVAL_MS = 3000
-SEGMENT_MS = 8000
+SEGMENT_MS = 5000
 
 
 class KafkaPeerError(RuntimeError):
