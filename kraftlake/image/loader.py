@@ -44,7 +44,7 @@ def replay(image: MetadataImage, mr: Any) -> MetadataImage:
         if txn is not None:
             raise TransactionError(f"offset {mr.offset}: BeginTransactionRecord while already in a transaction")
         return image._replace(provenance=prov, txn=(mr.record.name, mr.offset, None))
-    if kind == END or kind == ABORT:
+    if kind in (END, ABORT):
         if txn is None:
             raise TransactionError(f"offset {mr.offset}: {kind} without a BeginTransactionRecord")
         if kind == ABORT:
@@ -124,7 +124,7 @@ class ImageLoader:
                 self._dirty = False
             self._txn_name, self._txn_begin, self._txn_records = mr.record.name, mr.offset, []
             return
-        if kind == END or kind == ABORT:
+        if kind in (END, ABORT):
             if self._txn_records is None:
                 raise TransactionError(f"offset {mr.offset}: {kind} without a BeginTransactionRecord")
             if kind == ABORT:

@@ -21,7 +21,6 @@ V = TypeVar("V")
 _BITS = 5
 _WIDTH = 1 << _BITS
 _MASK = _WIDTH - 1
-_MAX_SHIFT = 60  # below this, hashes differ in some 5-bit chunk; at it, keys with equal hashes collide
 
 _EMPTY_NODE: tuple[Any, ...] = (None,) * _WIDTH
 
@@ -58,10 +57,9 @@ def _hash(key: object) -> int:
 
 def _merge_leaves(shift: int, a: _Leaf | _Collision, b: _Leaf) -> Any:
     """A subtree holding ``a`` (a leaf or collision) and the new leaf ``b`` with a different key."""
-    if shift > _MAX_SHIFT or a.hash == b.hash:
-        if a.hash == b.hash:
-            leaves = a.leaves if isinstance(a, _Collision) else (a,)
-            return _Collision(a.hash, (*leaves, b))
+    if a.hash == b.hash:
+        leaves = a.leaves if isinstance(a, _Collision) else (a,)
+        return _Collision(a.hash, (*leaves, b))
     ia = (a.hash >> shift) & _MASK
     ib = (b.hash >> shift) & _MASK
     slots = list(_EMPTY_NODE)
