@@ -165,6 +165,10 @@ def _endpoints(items: Any) -> tuple[Endpoint, ...]:
     return tuple(by_name[n] for n in sorted(by_name))
 
 
+def _opt_tuple(items: Any) -> tuple[Any, ...] | None:
+    return None if items is None else tuple(items)
+
+
 def broker_from_record(record: Any) -> BrokerRegistration:
     """Kafka's ``BrokerRegistration.fromRecord``."""
     return BrokerRegistration(
@@ -178,7 +182,7 @@ def broker_from_record(record: Any) -> BrokerRegistration:
         in_controlled_shutdown=record.in_controlled_shutdown,
         is_migrating_zk_broker=record.is_migrating_zk_broker,
         directories=tuple(sorted(record.log_dirs or (), key=uuid_sort_key)),
-        cordoned_directories=tuple(getattr(record, "cordoned_log_dirs", None) or ()),
+        cordoned_directories=_opt_tuple(getattr(record, "cordoned_log_dirs", None)),
     )
 
 

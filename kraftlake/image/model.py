@@ -65,7 +65,7 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool
     directories: tuple[str, ...]
-    cordoned_directories: tuple[str, ...] = ()
+    cordoned_directories: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,7 @@ def _broker(b: BrokerRegistration) -> dict[str, Any]:
         "in_controlled_shutdown": b.in_controlled_shutdown,
         "is_migrating_zk_broker": b.is_migrating_zk_broker,
         "log_dirs": list(b.directories),
-        "cordoned_log_dirs": list(b.cordoned_directories),
+        "cordoned_log_dirs": None if b.cordoned_directories is None else list(b.cordoned_directories),
         "features": {n: {"min": r.min, "max": r.max} for n, r in b.supported_features},
     }
 
@@ -144,13 +144,17 @@ def _java_list(items: Any) -> str:
     return "[" + ", ".join(str(i) for i in items) + "]"
 
 
+def _java_opt_list(items: Any) -> str:
+    return "null" if items is None else _java_list(items)
+
+
 def _java_endpoint(e: Endpoint) -> str:
     proto = SECURITY_PROTOCOLS.get(e.security_protocol, str(e.security_protocol))
     return f"Endpoint(listenerName='{e.name}', securityProtocol={proto}, host='{e.host}', port={e.port})"
 
 
 def _java_features(features: tuple[tuple[str, VersionRange], ...]) -> str:
-    return "{" + ", ".join(f"{n}: [{r.min}-{r.max}]" for n, r in features) + "}"
+    return "{" + ", ".join(f"{n}: {r.min}-{r.max}" for n, r in features) + "}"
 
 
 def broker_string(b: BrokerRegistration) -> str:
@@ -162,7 +166,7 @@ def broker_string(b: BrokerRegistration) -> str:
         f"supportedFeatures={_java_features(b.supported_features)}, rack={rack}, "
         f"fenced={str(b.fenced).lower()}, inControlledShutdown={str(b.in_controlled_shutdown).lower()}, "
         f"isMigratingZkBroker={str(b.is_migrating_zk_broker).lower()}, directories={_java_list(b.directories)}, "
-        f"cordonedDirectories={_java_list(b.cordoned_directories)})"
+        f"cordonedDirectories={_java_opt_list(b.cordoned_directories)})"
     )
 
 
@@ -191,7 +195,7 @@ def _java_time(ms: int) -> str:
     t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC)
     frac = ms % 1000
     base = t.strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{base}{'.%03d' % frac if frac else ''}Z[UTC]"
+    return f"{base}{f'.{frac:03d}' if frac else ''}Z[UTC]"
 
 
 def shell_lines(image: MetadataImage) -> list[str]:
@@ -201,7 +205,7 @@ def shell_lines(image: MetadataImage) -> list[str]:
     out.append(("/image/provenance", f"offset {p.offset}, epoch {p.epoch}, time {_java_time(p.timestamp)}"))
     for name, level in image.features.items():
         if name == METADATA_VERSION:
-            out.append(("/image/features/metadataVersion", METADATA_VERSIONS.get(level, str(level))))
+            out.append(("/image/features/metadataVersion", f"Optional[{METADATA_VERSIONS.get(level, level)}]"))
         else:
             out.append((f"/image/features/finalized_{name}", str(level)))
     for bid, b in image.brokers.items():
@@ -232,3 +236,38 @@ def shell_lines(image: MetadataImage) -> list[str]:
         out.append((f"/image/delegationToken/{token_id}", repr(d)))
     out.sort()
     return [f"{path}: {value}" for path, value in out]
+
+
+_EMPTY_DIRS = ("/image/acls/byId", "/image/clientQuotas", "/image/cluster/brokers", "/image/cluster/controllers",
+               "/image/configs", "/image/delegationToken", "/image/features", "/image/producerIds",
+               "/image/scram/SCRAM-SHA-256", "/image/scram/SCRAM-SHA-512", "/image/topics/byId",
+               "/image/topics/byName")
+
+
+def shell_tree(image: MetadataImage) -> str:
+    """The image as ``kafka-metadata-shell``'s ``tree /image`` prints it (children sorted by name)."""
+    root: dict[str, Any] = {}
+    for d in _EMPTY_DIRS:
+        node = root
+        for part in d.split("/")[2:]:
+            node = node.setdefault(part, {})
+    for line in shell_lines(image):
+        path, _, value = line.partition(": ")
+        node = root
+        parts = path.split("/")[2:]
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    out: list[str] = []
+
+    def emit(node: dict[str, Any], depth: int) -> None:
+        for name in sorted(node):
+            child = node[name]
+            out.append("  " * depth + name + ":")
+            if isinstance(child, dict):
+                emit(child, depth + 1)
+            else:
+                out.append("  " * (depth + 1) + child)
+
+    emit(root, 0)
+    return "".join(line + "\n" for line in out)

@@ -62,7 +62,7 @@ def snapshot_records(image: MetadataImage) -> Iterator[tuple[Any, int]]:
         yield m.FeatureLevelRecord(name=name, feature_level=features[name]), 0
     for bid in sorted(image.brokers):
         b = image.brokers[bid]
-        version = 4 if b.cordoned_directories else 3 if b.directories else 2 if b.is_migrating_zk_broker else (
+        version = 4 if b.cordoned_directories is not None else 3 if b.directories else 2 if b.is_migrating_zk_broker else (
             1 if b.in_controlled_shutdown else 0)
         yield m.RegisterBrokerRecord(
             broker_id=b.id,
@@ -81,7 +81,7 @@ def snapshot_records(image: MetadataImage) -> Iterator[tuple[Any, int]]:
             fenced=b.fenced,
             in_controlled_shutdown=b.in_controlled_shutdown,
             log_dirs=b.directories,
-            cordoned_log_dirs=b.cordoned_directories if b.cordoned_directories else None,
+            cordoned_log_dirs=b.cordoned_directories,
         ), version
     for cid in sorted(image.controllers):
         c = image.controllers[cid]
