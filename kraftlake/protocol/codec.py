@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kraftlake.protocol import runtime
 from kraftlake.protocol.codegen import Decoder, Encoder, Record, generate_codecs
 from kraftlake.protocol.errors import (
     GarbageAtEndError,
@@ -74,7 +75,7 @@ def decode_body(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: 
         raise LengthPastEndError(f"{spec.name} v{version} runs past the end of the value", end) from exc
     except UnicodeDecodeError as exc:
         raise InvalidFieldError(f"{spec.name} v{version}: a string is not valid UTF-8 ({exc.reason})",
-                                pos + exc.start) from exc
+                                runtime.utf8_error_position(buf, exc)) from exc
     if stop != end:
         if stop > end:
             raise LengthPastEndError(f"{spec.name} v{version} runs past the end of the value", end)

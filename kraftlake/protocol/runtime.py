@@ -125,3 +125,10 @@ def encode_string(value: object, field: str) -> bytes:
     if len(raw) > 0x7FFF:
         raise InvalidFieldError(f"string field {field} is {len(raw)} bytes, more than 32767")
     return raw
+
+
+def utf8_error_position(value: bytes, exc: UnicodeDecodeError) -> int:
+    """Where in ``value`` a failed string decode went wrong (the generated code decodes a slice)."""
+    obj = exc.object
+    start = value.find(obj) if isinstance(obj, bytes) and obj else -1
+    return (start if start >= 0 else 0) + exc.start

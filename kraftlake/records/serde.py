@@ -121,7 +121,8 @@ def decode_metadata_record(value: bytes) -> tuple[Record, int]:
     except IndexError as exc:
         raise LengthPastEndError("metadata record runs past the end of the value", end) from exc
     except UnicodeDecodeError as exc:
-        raise InvalidFieldError(f"a string is not valid UTF-8 ({exc.reason})", exc.start) from exc
+        raise InvalidFieldError(f"a string is not valid UTF-8 ({exc.reason})",
+                                runtime.utf8_error_position(value, exc)) from exc
     except Exception as exc:  # struct.error: a fixed-width read past the end
         raise LengthPastEndError(f"metadata record runs past the end of the value ({exc})", end) from exc
     if stop != end:
