@@ -1,0 +1,35 @@
+"""The exceptions of the raft layer."""
+
+from __future__ import annotations
+
+from kraftlake.errors import KraftlakeError
+
+
+class RaftError(KraftlakeError):
+    """Raised for any failure of the raft layer."""
+
+
+class NotLeaderError(RaftError):
+    """Raised when an append is made on a node that is not the leader; carries the leader it knows of."""
+
+    def __init__(self, node_id: int, epoch: int, leader_id: int | None) -> None:
+        super().__init__(f"node {node_id} is not the leader of epoch {epoch} (known leader: {leader_id})")
+        self.node_id = node_id
+        self.epoch = epoch
+        self.leader_id = leader_id
+
+
+class IllegalTransitionError(RaftError):
+    """Raised when `QuorumState` is asked for a transition its table does not allow."""
+
+
+class LogTruncationError(RaftError):
+    """Raised when the log would be truncated below the high watermark or below its log start offset."""
+
+
+class RaftStorageError(RaftError):
+    """Raised when the raft log or a snapshot is asked for something it does not hold."""
+
+
+class InvalidConfigError(RaftError):
+    """Raised when a `QuorumConfig` holds an impossible value."""

@@ -1,0 +1,80 @@
+"""The storage interface of a raft node: the log, its leader-epoch cache and its snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from kraftlake.raft.messages import Entry, OffsetAndEpoch, SnapshotId
+
+
+class RaftLog(Protocol):
+    """A replicated log as the raft step machine needs it.
+
+    Offsets are contiguous from `log_start_offset` to `end_offset` (exclusive). Appends land in memory or the
+    page cache first; `flush` makes them durable and `flushed_end_offset` says up to where. Below the log start
+    offset the log is represented by the latest snapshot, whose end offset equals the log start offset.
+    """
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset held in the log (the latest snapshot's end offset, or 0)."""
+        ...
+
+    @property
+    def end_offset(self) -> int:
+        """One past the last offset appended (flushed or not)."""
+        ...
+
+    @property
+    def flushed_end_offset(self) -> int:
+        """One past the last offset known to be durable."""
+        ...
+
+    def last_epoch(self) -> int:
+        """The epoch of the last entry, else of the latest snapshot, else 0."""
+        ...
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        """Append entries that start at `end_offset` (not yet durable)."""
+        ...
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry at `offset` and above."""
+        ...
+
+    def flush(self) -> None:
+        """Make every appended entry durable."""
+        ...
+
+    def read(self, start: int, end: int, max_bytes: int | None = None) -> list[Entry]:
+        """The entries in [start, end), at least one if any, stopping once `max_bytes` of values are read."""
+        ...
+
+    def epoch_at(self, offset: int) -> int:
+        """The epoch of the entry at `offset` (the snapshot's epoch for `log_start_offset - 1`)."""
+        ...
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """The largest epoch <= `epoch` the log knows and the end offset of that epoch (leader-epoch cache)."""
+        ...
+
+    def latest_snapshot(self) -> SnapshotId | None:
+        """The id of the newest snapshot, if any."""
+        ...
+
+    def create_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        """Store a snapshot of the state up to `snapshot_id.offset` (exclusive)."""
+        ...
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> bytes:
+        """The bytes of a stored snapshot."""
+        ...
+
+    def delete_before_snapshot(self) -> None:
+        """Advance the log start offset to the latest snapshot's end offset and drop older snapshots."""
+        ...
+
+    def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        """Replace the whole log by a snapshot fetched from the leader: start = end = its end offset."""
+        ...

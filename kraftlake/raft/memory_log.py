@@ -1,0 +1,164 @@
+"""An in-memory `RaftLog` that models durability: a crash loses what was not flushed."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from kraftlake.raft.errors import LogTruncationError, RaftStorageError
+from kraftlake.raft.messages import Entry, OffsetAndEpoch, SnapshotId
+
+# Rough per-entry overhead of a record in a v2 batch, so that byte limits behave like Kafka's.
+RECORD_OVERHEAD = 21
+
+
+class MemoryRaftLog:
+    """A `RaftLog` in memory, for the simulation and the unit tests.
+
+    Snapshots and truncations are durable at once (as a file rename or truncation is); appends become durable
+    only at `flush`. `crash()` throws away the unflushed tail as a power loss would.
+    """
+
+    def __init__(self) -> None:
+        self._start = 0
+        self._entries: list[Entry] = []
+        self._flushed = 0
+        # leader-epoch cache: (epoch, start offset), ascending in both
+        self._epochs: list[tuple[int, int]] = []
+        self._snapshots: dict[SnapshotId, bytes] = {}
+
+    # -- offsets -----------------------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._start
+
+    @property
+    def end_offset(self) -> int:
+        return self._start + len(self._entries)
+
+    @property
+    def flushed_end_offset(self) -> int:
+        return self._flushed
+
+    def last_epoch(self) -> int:
+        if self._entries:
+            return self._entries[-1].epoch
+        snap = self.latest_snapshot()
+        return snap.epoch if snap is not None else 0
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def append(self, entries: Sequence[Entry]) -> None:
+        for entry in entries:
+            if entry.offset != self.end_offset:
+                raise RaftStorageError(f"append at offset {entry.offset}, expected {self.end_offset}")
+            if entry.epoch < self.last_epoch():
+                raise RaftStorageError(f"append of epoch {entry.epoch} after epoch {self.last_epoch()}")
+            if not self._epochs or self._epochs[-1][0] != entry.epoch:
+                self._epochs.append((entry.epoch, entry.offset))
+            self._entries.append(entry)
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self._start:
+            raise LogTruncationError(f"truncate to {offset} below the log start offset {self._start}")
+        if offset >= self.end_offset:
+            return
+        del self._entries[offset - self._start :]
+        self._flushed = min(self._flushed, offset)
+        # keep the first cache entry: it may describe the snapshot the log starts from
+        self._epochs = [e for i, e in enumerate(self._epochs) if e[1] < offset or i == 0]
+        if self._epochs and self._epochs[0][1] >= offset and not self._entries and self.latest_snapshot() is None:
+            self._epochs = []
+
+    def flush(self) -> None:
+        self._flushed = self.end_offset
+
+    def crash(self) -> int:
+        """Lose every unflushed entry, as a power loss would; returns how many were lost."""
+        lost = self.end_offset - self._flushed
+        if lost:
+            self.truncate_to(max(self._flushed, self._start))
+        return lost
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    def read(self, start: int, end: int, max_bytes: int | None = None) -> list[Entry]:
+        if start < self._start or end > self.end_offset:
+            raise RaftStorageError(f"read [{start}, {end}) outside [{self._start}, {self.end_offset})")
+        out: list[Entry] = []
+        size = 0
+        for entry in self._entries[start - self._start : end - self._start]:
+            size += len(entry.value) + RECORD_OVERHEAD
+            if out and max_bytes is not None and size > max_bytes:
+                break
+            out.append(entry)
+        return out
+
+    def epoch_at(self, offset: int) -> int:
+        if offset == self._start - 1:
+            snap = self.latest_snapshot()
+            if snap is not None and snap.offset == self._start:
+                return snap.epoch
+        if offset < self._start or offset >= self.end_offset:
+            raise RaftStorageError(f"no entry at offset {offset} in [{self._start}, {self.end_offset})")
+        return self._entries[offset - self._start].epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        index = bisect.bisect_right([e for e, _ in self._epochs], epoch) - 1
+        if index < 0:
+            snap = self.latest_snapshot()
+            if snap is not None and snap.epoch <= epoch:
+                return OffsetAndEpoch(snap.offset, snap.epoch)
+            return OffsetAndEpoch(-1, -1)
+        found = self._epochs[index][0]
+        end = self._epochs[index + 1][1] if index + 1 < len(self._epochs) else self.end_offset
+        return OffsetAndEpoch(end, found)
+
+    # -- snapshots -----------------------------------------------------------------------------------------
+    def latest_snapshot(self) -> SnapshotId | None:
+        return max(self._snapshots) if self._snapshots else None
+
+    def snapshot_ids(self) -> list[SnapshotId]:
+        """Every stored snapshot id, oldest first."""
+        return sorted(self._snapshots)
+
+    def create_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        if snapshot_id.offset > self.end_offset:
+            raise RaftStorageError(f"snapshot {snapshot_id} beyond the log end {self.end_offset}")
+        if snapshot_id.offset < self._start:
+            raise RaftStorageError(f"snapshot {snapshot_id} below the log start {self._start}")
+        if snapshot_id.offset > self._start and self.epoch_at(snapshot_id.offset - 1) != snapshot_id.epoch:
+            raise RaftStorageError(f"snapshot {snapshot_id} does not match the log's epoch")
+        self._snapshots[snapshot_id] = bytes(data)
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> bytes:
+        try:
+            return self._snapshots[snapshot_id]
+        except KeyError:
+            raise RaftStorageError(f"no snapshot {snapshot_id}") from None
+
+    def delete_before_snapshot(self) -> None:
+        snap = self.latest_snapshot()
+        if snap is None or snap.offset <= self._start:
+            return
+        drop = snap.offset - self._start
+        del self._entries[:drop]
+        self._start = snap.offset
+        self._flushed = max(self._flushed, self._start)
+        kept = [e for e in self._epochs if e[1] >= self._start]
+        older = [e for e in self._epochs if e[1] < self._start]
+        if older and (not kept or kept[0][1] > self._start):
+            kept.insert(0, (older[-1][0], self._start))
+        self._epochs = kept
+        self._snapshots = {s: d for s, d in self._snapshots.items() if s >= snap}
+
+    def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        self._snapshots = {s: d for s, d in self._snapshots.items() if s > snapshot_id}
+        self._snapshots[snapshot_id] = bytes(data)
+        self._snapshots = {snapshot_id: self._snapshots[snapshot_id]}
+        self._entries = []
+        self._start = snapshot_id.offset
+        self._flushed = snapshot_id.offset
+        self._epochs = [(snapshot_id.epoch, snapshot_id.offset)]
+
+    def wipe(self) -> None:
+        """Lose everything (a disk failure); used by the committed-data-loss scenario."""
+        self.__init__()  # type: ignore[misc]
