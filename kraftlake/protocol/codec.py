@@ -31,7 +31,7 @@ def _codecs(spec: MessageSpec) -> tuple[dict[int, Decoder], dict[int, Encoder]]:
     if decs is None:
         classes = struct_classes()
         versions = range(spec.valid_versions.lowest, spec.valid_versions.highest + 1)
-        decs, encs, src = generate_codecs(spec.structs(), versions, classes, spec.name)  # type: ignore[arg-type]
+        decs, encs, src = generate_codecs(spec.structs(), versions, classes, spec.name)
         _DECODERS[spec.name] = decs
         _ENCODERS[spec.name] = encs
         _SOURCES[spec.name] = src

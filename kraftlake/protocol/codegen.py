@@ -26,15 +26,17 @@ Decoder = Callable[[bytes, int, int], tuple[Any, int]]
 Encoder = Callable[[Any, bytearray], None]
 
 
-class Record(tuple):  # type: ignore[type-arg]
+class Record(tuple):
     """Base of every generated record class: an immutable tuple of the fields, compared by type and value."""
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
     _spec: StructSpec
+    #: apiKey (metadata records) or control type (control records); None on nested structs.
+    _api_key: int | None = None
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]
+        return type(self) is type(other) and tuple.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -73,10 +75,8 @@ def make_class(struct_spec: StructSpec, nested: dict[str, type]) -> type:
     params: list[str] = []
     values: list[str] = []
     for i, f in enumerate(struct_spec.fields):
-        if f.struct is not None and not f.is_array:
-            default = nested[f.struct.qualname]()  # a struct's default is its all-defaults instance
-        else:
-            default = f.default
+        # a struct's default is its all-defaults instance
+        default = nested[f.struct.qualname]() if f.struct is not None and not f.is_array else f.default
         ns[f"_D{i}"] = default
         params.append(f"{f.attr}=_D{i}")
         values.append(f"({f.attr} if {f.attr} is None else _tuple({f.attr}))" if f.is_array else f.attr)

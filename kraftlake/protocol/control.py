@@ -11,7 +11,12 @@ import struct
 
 from kraftlake.protocol.codec import decode_body, encode_body
 from kraftlake.protocol.codegen import Record
-from kraftlake.protocol.errors import InvalidFieldError, LengthPastEndError, UnknownApiKeyError, UnsupportedVersionError
+from kraftlake.protocol.errors import (
+    InvalidFieldError,
+    LengthPastEndError,
+    UnknownApiKeyError,
+    UnsupportedVersionError,
+)
 from kraftlake.protocol.messages import MESSAGE_CLASSES, spec_of
 from kraftlake.protocol.spec import MessageSpec, load_all
 

@@ -7,7 +7,7 @@ of their own, reachable as attributes of their message class as in Kafka (``Regi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from kraftlake.protocol.codegen import Record, make_class
 from kraftlake.protocol.spec import MessageSpec, StructSpec, load_all
@@ -29,12 +29,12 @@ def _build() -> None:
             if s is spec.struct:
                 deps = dict(nested)
             nested[s.qualname] = make_class(s, deps)
-            _STRUCT_CLASSES[s.qualname] = nested[s.qualname]  # type: ignore[assignment]
-        cls = nested[spec.name]
-        MESSAGE_CLASSES[spec.name] = cls  # type: ignore[assignment]
+            _STRUCT_CLASSES[s.qualname] = nested[s.qualname]
+        cls = cast(type[Record], nested[spec.name])
+        MESSAGE_CLASSES[spec.name] = cls
         _SPEC_BY_CLASS[cls] = spec
         # apiKey (metadata) or control type (control), for the per-record envelope without a dict lookup.
-        cls._api_key = spec.api_key if spec.api_key is not None else spec.control_type  # type: ignore[attr-defined]
+        cls._api_key = spec.api_key if spec.api_key is not None else spec.control_type
         globals()[spec.name] = cls
 
 

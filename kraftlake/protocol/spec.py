@@ -16,7 +16,7 @@ from typing import Any
 
 import kraftlake
 from kraftlake.protocol.errors import SchemaError
-from kraftlake.protocol.versions import NONE, Versions
+from kraftlake.protocol.versions import Versions
 
 #: Kafka's primitive types and the Avro type each maps to.
 PRIMITIVES: dict[str, str] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from functools import cache
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import fastavro
 
@@ -20,7 +20,8 @@ def parsed_schema(name: str) -> dict[str, Any]:
     """The fastavro-parsed schema of one record type (Kafka's class name)."""
     for s in load_all():
         if s.name == name:
-            return fastavro.parse_schema(copy.deepcopy(s.avro))
+            parsed = cast(dict[str, Any], fastavro.parse_schema(copy.deepcopy(s.avro)))
+            return parsed
     raise KeyError(name)
 
 
@@ -34,7 +35,8 @@ def metadata_log_avro() -> dict[str, Any]:
 
 @cache
 def parsed_metadata_log_schema() -> dict[str, Any]:
-    return fastavro.parse_schema(metadata_log_avro())
+    parsed = cast(dict[str, Any], fastavro.parse_schema(metadata_log_avro()))
+    return parsed
 
 
 def write_records(out: BinaryIO, records: Iterable[Record], name: str | None = None, codec: str = "null") -> int:

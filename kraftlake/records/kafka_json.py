@@ -84,7 +84,7 @@ def java_double(value: float) -> str:
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""
-    sign_, digits, exp = Decimal(repr(abs(value))).as_tuple()
+    _, digits, exp = Decimal(repr(abs(value))).as_tuple()
     ds = "".join(map(str, digits)).rstrip("0") or "0"
     # exponent of the first digit in scientific notation
     sci = len(digits) + int(exp) - 1

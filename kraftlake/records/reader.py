@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+from kraftlake.protocol.codec import decode_body
 from kraftlake.protocol.codegen import Record
 from kraftlake.protocol.control import ControlRecordType, control_spec, decode_control_key
-from kraftlake.protocol.codec import decode_body
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.records.errors import RecordDecodeError
 from kraftlake.records.serde import decode_metadata_record
@@ -92,7 +92,7 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
             except ProtocolError as exc:
                 raise _wrap(exc, name, batch, r.offset, "metadata record") from exc
             yield MetadataRecord(r.offset, epoch, r.timestamp, base, False, type(rec).__name__,
-                                 rec._api_key, version, rec, value)
+                                 rec._api_key or 0, version, rec, value)
 
 
 def _wrap(exc: ProtocolError, source: str, batch: Any, offset: int, what: str) -> RecordDecodeError:
