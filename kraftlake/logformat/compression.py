@@ -101,7 +101,15 @@ def decompress(codec: Compression, data: bytes, limit: int = DEFAULT_MAX_DECOMPR
             return _unzstd(data, limit)
     except DecompressError:
         raise
-    except (zlib.error, zstandard.ZstdError, RuntimeError, ValueError, EOFError, OSError) as exc:
+    except (
+        zlib.error,
+        zstandard.ZstdError,
+        cramjam.DecompressionError,
+        RuntimeError,
+        ValueError,
+        EOFError,
+        OSError,
+    ) as exc:
         raise DecompressError(f"invalid {codec.name.lower()} data: {exc}") from exc
     raise DecompressError(f"unknown compression codec id {int(codec)}")
 

@@ -251,7 +251,7 @@ class SegmentedLog:
         self._close_active()
         if offset <= self.log_start_offset:
             return self.reset(offset)
-        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+        while len(self.segments) > 1 and self.segments[-1].base_offset > offset:
             self._delete(self.segments.pop())
         seg = self.segments[-1]
         keep = [b for b in seg.batches if b.last_offset < offset]
