@@ -229,7 +229,7 @@ _Removed = None  # a change to None means "removed"
 
 def _apply_dict(base: Any, changes: dict[Any, Any]) -> dict[Any, Any]:
     if not changes:
-        return base  # type: ignore[no-any-return]
+        return base  # type: ignore[no-any-return,unused-ignore]
     out = dict(base)
     for k, v in changes.items():
         if v is None:

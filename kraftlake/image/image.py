@@ -138,7 +138,7 @@ class MetadataImage:
     # -- evolution ----------------------------------------------------------------------------------------
 
     def _replace(self, **changes: Any) -> MetadataImage:
-        fields = {
+        fields: dict[str, Any] = {
             "provenance": self.provenance,
             "features": self.features,
             "brokers": self.brokers,

@@ -158,7 +158,7 @@ class ImageLoader:
 
 
 def _cons(records: list[Any]) -> Any:
-    chain = None
+    chain: Any = None
     for rec in records:
         chain = (rec, chain)
     return chain

@@ -225,8 +225,8 @@ def shell_lines(image: MetadataImage) -> list[str]:
             out.append((f"/image/configs/{node}/{k}", v))
     for entity, quotas in image.client_quotas.items():
         ename = ",".join(f"{t}({'' if n is None else n})" for t, n in entity)
-        for k, v in quotas.items():
-            out.append((f"/image/clientQuotas/{ename}/{k}", repr(float(v))))
+        for k, q in quotas.items():
+            out.append((f"/image/clientQuotas/{ename}/{k}", repr(float(q))))
     out.append(("/image/producerIds/nextProducerId", str(image.next_producer_id)))
     for acl_id, a in image.acls.items():
         out.append((f"/image/acls/byId/{acl_id}", repr(a)))
