@@ -91,7 +91,8 @@ class Simulation:
         self._events: list[tuple[int, int, str, tuple[object, ...]]] = []
         self._seq = 0
         self.groups: dict[int, int] = {}
-        self.trace: deque[str] = deque(maxlen=trace_size)
+        # (time, text or object): formatted only when printed, to keep the hot loop cheap
+        self.trace: deque[tuple[int, str, object]] = deque(maxlen=trace_size)
         self.events_run = 0
         self.appends = 0
         for i in ids:
@@ -102,8 +103,12 @@ class Simulation:
         self._seq += 1
         heapq.heappush(self._events, (at, self._seq, kind, payload))
 
-    def _log(self, text: str) -> None:
-        self.trace.append(f"{self.now:>7} {text}")
+    def _log(self, text: str, obj: object = None) -> None:
+        self.trace.append((self.now, text, obj))
+
+    def formatted_trace(self) -> list[str]:
+        """The retained trace, one line per event, oldest first."""
+        return [f"{at:>7} {text}{'' if obj is None else ' ' + repr(obj)}" for at, text, obj in self.trace]
 
     def run_until(self, end_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run events up to `end_ms`, or until `stop()` holds; returns whether it held."""
@@ -125,7 +130,7 @@ class Simulation:
             target = self.nodes[message.dst]
             if target.node is None or not self.connected(message.src, message.dst):
                 return
-            self._log(f"deliver {message}")
+            self._log("deliver", message)
             self._process(target, lambda n: n.step(message, self.now))
         elif kind == "tick":
             node_id, incarnation = payload
@@ -338,16 +343,22 @@ class Simulation:
     def await_convergence(self, within_ms: int) -> None:
         """Run until every alive node has applied the leader's high watermark after a fresh append."""
         self.await_leader(within_ms, "leader after healing")
-        appended = self.client_append()
-        assert appended is not None
-        leader_id, offset = appended
+        target: list[tuple[int, int, int]] = []  # (leader, epoch, offset) of the probe append
 
         def converged() -> bool:
-            if self.leader() != leader_id:
+            leader_id = self.leader()
+            if leader_id is None:
                 return False
-            hw = self.nodes[leader_id].node.high_watermark  # type: ignore[union-attr]
-            return hw > offset and all(
-                s.node.applied_end >= hw for s in self.nodes.values() if s.node is not None)
+            node = self.nodes[leader_id].node
+            assert node is not None
+            if not target or target[0][:2] != (leader_id, node.epoch):
+                appended = self.client_append()
+                target[:] = [(leader_id, node.epoch, appended[1])] if appended is not None else []
+                return False
+            hw = node.high_watermark
+            return hw > target[0][2] and all(
+                s.node.applied_end >= hw for s in self.nodes.values() if s.node is not None
+            )
 
         if not self.run_until(self.now + within_ms, converged):
             raise InvariantViolation("liveness", f"nodes did not converge within {within_ms} ms")
