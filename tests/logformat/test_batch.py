@@ -7,6 +7,8 @@ import struct
 
 import crc32c
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kraftlake.logformat import (
     HEADER_SIZE,
@@ -191,3 +193,38 @@ def test_varint_extremes_and_errors() -> None:
         read_uvarint(b"\x80\x80", 0)
     with pytest.raises(VarintError):
         read_uvarint(b"\xff" * 6, 0)
+
+
+_records = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.integers(-5, 5),
+        st.one_of(st.none(), st.binary(max_size=6)),
+        st.one_of(st.none(), st.binary(max_size=200)),
+        st.lists(st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=4))), max_size=2),
+    ),
+    min_size=1,
+    max_size=150,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_records, st.sampled_from(list(Compression)))
+def test_random_records_round_trip(
+    spec: list[tuple[int, int, bytes | None, bytes | None, list]], codec: Compression
+) -> None:
+    offset = 100
+    recs = []
+    for gap, ts, key, value, headers in spec:
+        recs.append(Record(offset, 1000 + ts, key, value, tuple(headers)))
+        offset += 1 + gap
+    raw = encode_batch(recs, compression=codec)
+    assert decode_batch(raw).records == recs
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=300), st.integers(0, 2**40))
+def test_kraft_shaped_batches_round_trip(values: list[bytes], base: int) -> None:
+    batch = decode_batch(build_data_batch(base, 1, 5, values))
+    assert [r.value for r in batch.records] == values
+    assert [r.offset for r in batch.records] == list(range(base, base + len(values)))
