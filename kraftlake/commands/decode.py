@@ -27,14 +27,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kraftlake.errors import KraftlakeError
+from kraftlake.logformat.logdir import MetadataLogDir
 from kraftlake.logformat.reader import BatchReader, RecoveryReport
+from kraftlake.logformat.segment import LOG_SUFFIX
 from kraftlake.logformat.snapshot import BOOTSTRAP_FILE, SUFFIX
 from kraftlake.protocol.messages import MESSAGE_CLASSES, spec_of
 from kraftlake.records.kafka_json import CONTROL_LABELS, dumps, record_data
 from kraftlake.records.reader import MetadataRecord, iter_records
-
-METADATA_PARTITION = "__cluster_metadata-0"
-SEGMENT_SUFFIX = ".log"
 
 
 class DecodeInputError(KraftlakeError):
@@ -96,23 +95,16 @@ def printed_type(record: MetadataRecord) -> str:
 def resolve_files(path: Path) -> list[Path]:
     """The files PATH stands for: itself, or a directory's segments in offset order."""
     if path.is_file():
-        if path.name.endswith((SEGMENT_SUFFIX, SUFFIX)):
+        if path.name.endswith((LOG_SUFFIX, SUFFIX)):
             return [path]
-        raise DecodeInputError(f"{path}: not a segment (.log) or snapshot (.checkpoint)")
+        raise DecodeInputError(f"{path}: not a segment ({LOG_SUFFIX}) or snapshot ({SUFFIX})")
     if not path.is_dir():
         raise DecodeInputError(f"{path}: no such file or directory")
-    directory = path / METADATA_PARTITION if (path / METADATA_PARTITION).is_dir() else path
-    segments = sorted(directory.glob(f"*{SEGMENT_SUFFIX}"), key=_segment_base_offset)
+    log = MetadataLogDir(path)
+    segments = [p for _, p in log.segments()]
     if not segments:
-        raise DecodeInputError(f"{directory}: no {SEGMENT_SUFFIX} segments")
+        raise DecodeInputError(f"{log.path}: no {LOG_SUFFIX} segments")
     return segments
-
-
-def _segment_base_offset(path: Path) -> int:
-    stem = path.name[: -len(SEGMENT_SUFFIX)]
-    if not stem.isdigit():
-        raise DecodeInputError(f"{path}: a segment's name is its base offset (20 digits)")
-    return int(stem)
 
 
 def file_kind(path: Path) -> str:
