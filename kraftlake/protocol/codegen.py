@@ -108,13 +108,30 @@ class _Emitter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
-            "_tnew": tuple.__new__, "_uv": runtime.read_uvarint, "_uvb": runtime.uvarint_bytes,
-            "_uuid": runtime.uuid_str, "_uuidb": runtime.uuid_bytes, "_past": runtime.past_end,
-            "_nullerr": runtime.null_in_non_nullable, "_strerr": runtime.bad_string_length,
-            "_tagerr": runtime.tagged_size_mismatch, "_unsup": runtime.write_unsupported,
-            "_wnull": runtime.write_null, "_encstr": runtime.encode_string, "_i32a": runtime.int32_array,
-            "_SUV": runtime.SMALL_UVARINTS, "_InvalidField": InvalidFieldError, "_tuple": tuple,
-            "_bytes": bytes, "_len": len, "_range": range, "_type": type,
+            "_tnew": tuple.__new__,
+            "_uv": runtime.read_uvarint,
+            "_uvb": runtime.uvarint_bytes,
+            "_uuid": runtime.uuid_str,
+            "_uuidb": runtime.uuid_bytes,
+            "_past": runtime.past_end,
+            "_nullerr": runtime.null_in_non_nullable,
+            "_strerr": runtime.bad_string_length,
+            "_tagerr": runtime.tagged_size_mismatch,
+            "_unsup": runtime.write_unsupported,
+            "_wnull": runtime.write_null,
+            "_encstr": runtime.encode_string,
+            "_i32a": runtime.int32_array,
+            "_SUV": runtime.SMALL_UVARINTS,
+            "_InvalidField": InvalidFieldError,
+            "_tuple": tuple,
+            "_bytes": bytes,
+            "_len": len,
+            "_range": range,
+            "_type": type,
+            "_I32A": runtime.INT32_ARRAYS,
+            "_U16A": runtime.UUID_ARRAYS,
+            "_u16a": runtime.uuid_array,
+            "_ucget": runtime.UUID_CACHE.get,
         }
         self._consts: dict[Any, str] = {}
         self.counter = 0
@@ -170,7 +187,7 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
             out.append(f"{ind2}{end} = pos + {size} * {n}")
             out.append(f"{ind2}if {end} > {bound}: raise _past({label}, pos, {size} * {n}, {bound})")
             if base == "int32":
-                out.append(f"{ind2}{var} = _i32a({n}).unpack_from(buf, pos)")
+                out.append(f"{ind2}{var} = (_I32A[{n}] if {n} < 64 else _i32a({n})).unpack_from(buf, pos)")
             else:
                 st = e.const(struct.Struct(">" + fmt))
                 out.append(f"{ind2}{var} = _tuple({st}.unpack_from(buf, p)[0] for p in _range(pos, {end}, {size}))")
@@ -180,7 +197,11 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
             end = e.temp()
             out.append(f"{ind2}{end} = pos + 16 * {n}")
             out.append(f"{ind2}if {end} > {bound}: raise _past({label}, pos, 16 * {n}, {bound})")
-            out.append(f"{ind2}{var} = _tuple([_uuid(buf[p:p + 16]) for p in _range(pos, {end}, 16)])")
+            raws = e.temp()
+            out.append(f"{ind2}{raws} = (_U16A[{n}] if {n} < 64 else _u16a({n})).unpack_from(buf, pos)")
+            # Uuids repeat (topic ids, directory ids): the C-level cache lookup avoids a Python call per uuid.
+            out.append(f"{ind2}{var} = _tuple(map(_ucget, {raws}))")
+            out.append(f"{ind2}if None in {var}: {var} = _tuple(map(_uuid, {raws}))")
             out.append(f"{ind2}pos = {end}")
             return
         # Elements of at least one byte each: a count beyond the remaining bytes is rejected before any
@@ -211,7 +232,7 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
     out.append(f"{ind}{var}, = {st}.unpack_from(buf, pos)")
     out.append(f"{ind}pos += {size}")
     if base == "uuid":
-        out.append(f"{ind}{var} = _uuid({var})")
+        out.append(f"{ind}{var} = _ucget({var}) or _uuid({var})")
 
 
 def gen_decoder(e: _Emitter, s: StructSpec, version: int, fn: str, cls_const: str,
@@ -238,7 +259,7 @@ def gen_decoder(e: _Emitter, s: StructSpec, version: int, fn: str, cls_const: st
             out.append(f"{ind}pos += {size}")
             for i, f in run:
                 if f.base_type == "uuid":
-                    out.append(f"{ind}f{i} = _uuid(f{i})")
+                    out.append(f"{ind}f{i} = _ucget(f{i}) or _uuid(f{i})")
             continue
         i, f = body[k]
         k += 1

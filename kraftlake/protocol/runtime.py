@@ -17,12 +17,15 @@ from kraftlake.protocol.errors import (
     UnsupportedVersionError,
 )
 
-_UUID_CACHE: dict[bytes, str] = {}
+#: 16 raw bytes -> Kafka's string form; read directly (``.get``) by the generated decoders.
+UUID_CACHE: dict[bytes, str] = {}
+_UUID_CACHE = UUID_CACHE
 _UUID_CACHE_MAX = 1 << 16
 _UUID_BYTES_CACHE: dict[str, bytes] = {}
 
 # Preallocated Structs for arrays of int32 of small sizes (the common replica lists).
 INT32_ARRAYS: tuple[struct.Struct, ...] = tuple(struct.Struct(f">{n}i") for n in range(64))
+UUID_ARRAYS: tuple[struct.Struct, ...] = tuple(struct.Struct("16s" * n) for n in range(64))
 # One-byte uvarints as ready-made bytes.
 SMALL_UVARINTS: tuple[bytes, ...] = tuple(bytes((n,)) for n in range(128))
 
@@ -30,6 +33,11 @@ SMALL_UVARINTS: tuple[bytes, ...] = tuple(bytes((n,)) for n in range(128))
 def int32_array(n: int) -> struct.Struct:
     """The Struct for ``n`` big-endian int32 values."""
     return INT32_ARRAYS[n] if n < 64 else struct.Struct(f">{n}i")
+
+
+def uuid_array(n: int) -> struct.Struct:
+    """The Struct for ``n`` raw uuids."""
+    return UUID_ARRAYS[n] if n < 64 else struct.Struct("16s" * n)
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:

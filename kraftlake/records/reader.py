@@ -10,7 +10,7 @@ from kraftlake.protocol.codegen import Record
 from kraftlake.protocol.control import ControlRecordType, control_spec, decode_control_key
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.records.errors import RecordDecodeError
-from kraftlake.records.serde import decode_metadata_record
+from kraftlake.records.serde import decode_metadata_record, fast_decoder, metadata_spec
 
 
 class MetadataRecord(NamedTuple):
@@ -68,6 +68,9 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
     the batch's own), the batch's byte position, the record's offset and the position within the value.
     """
     decode = decode_metadata_record
+    fast: dict[int, tuple[Any, str, int, int]] = {}
+    memo: dict[bytes, tuple[str, int, int, Record]] = {}
+    memo_get = memo.get
     for batch in batches:
         epoch = batch.partition_leader_epoch
         base = batch.base_offset
@@ -84,6 +87,32 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
             continue
         for r in batch.records:
             value = r.value
+            # Records are immutable, so equal small values (NoOpRecord above all, most of a quiet log) can share
+            # one decoded record.
+            hit = memo_get(value)
+            if hit is not None:
+                yield _tnew(MetadataRecord, (r.offset, epoch, r.timestamp, base, False, *hit, value))
+                continue
+            # Fast path: frame 1 and one-byte apiKey and version (every record Kafka writes today), decoded
+            # by the compiled body decoder directly; anything else, or any failure, takes the checked path.
+            try:
+                if value[0] == 1 and value[1] < 128 and value[2] < 128:
+                    key = value[1] << 7 | value[2]
+                    entry = fast.get(key)
+                    if entry is None:
+                        entry = fast[key] = _fast_entry(value[1], value[2])
+                    end = len(value)
+                    rec, stop = entry[0](value, 3, end)
+                    if stop == end:
+                        hit = (entry[1], entry[2], entry[3], rec)
+                        if end <= _MEMO_MAX_VALUE:
+                            if len(memo) >= _MEMO_MAX_ENTRIES:
+                                memo.clear()
+                            memo[value] = hit
+                        yield _tnew(MetadataRecord, (r.offset, epoch, r.timestamp, base, False, *hit, value))
+                        continue
+            except Exception:  # the checked path below reports it with its typed error
+                pass
             if value is None:
                 raise RecordDecodeError("metadata record has a null value", source=name,
                                         position=batch.position, offset=r.offset)
@@ -93,6 +122,24 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
                 raise _wrap(exc, name, batch, r.offset, "metadata record") from exc
             yield MetadataRecord(r.offset, epoch, r.timestamp, base, False, type(rec).__name__,
                                  rec._api_key or 0, version, rec, value)
+
+
+def _checked(value: bytes, pos: int, end: int) -> Any:
+    raise ValueError("no compiled decoder")  # forces the checked path, which raises the typed error
+
+
+_MEMO_MAX_VALUE = 24
+_MEMO_MAX_ENTRIES = 4096
+
+
+def _fast_entry(api_key: int, version: int) -> tuple[Any, str, int, int]:
+    fn = fast_decoder(api_key, version)
+    if fn is None:
+        return (_checked, "", api_key, version)
+    return (fn, metadata_spec(api_key).name, api_key, version)
+
+
+_tnew = tuple.__new__
 
 
 def _wrap(exc: ProtocolError, source: str, batch: Any, offset: int, what: str) -> RecordDecodeError:

@@ -66,6 +66,21 @@ def encode_metadata_record(record: Record, version: int) -> bytes:
     return bytes(out)
 
 
+def fast_decoder(api_key: int, version: int) -> object | None:
+    """The compiled body decoder ``(buf, pos, end) -> (record, pos)`` of a known (apiKey, version), else None.
+
+    For hot loops that parse the three one-byte header varints themselves; on any failure they should call
+    :func:`decode_metadata_record` again, which raises the typed error.
+    """
+    fn = _DECODER_CACHE.get((api_key, version))
+    if fn is None:
+        try:
+            fn = _lookup(api_key, version, 0)
+        except ProtocolError:
+            return None
+    return fn
+
+
 # Decoders by (apiKey, version), filled lazily, so that the per-record path is two dict lookups.
 _DECODER_CACHE: dict[tuple[int, int], object] = {}
 

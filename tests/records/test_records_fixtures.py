@@ -111,3 +111,23 @@ def test_json_equals_kafka_dump_log(path: Path, tmp_path: Path) -> None:
         else:
             ours[r.offset] = "payload: " + dumps(to_kafka_json(r.record, r.version))
     assert ours == expected
+
+
+def test_checked_path_reports_garbage_and_null_values() -> None:
+    noop = encode_metadata_record(_records(FIXTURES / "minimal" / "00000000000000000000.log")[3].record, 0)
+    batches = read_batches(build_data_batch(7, 2, 9, [noop, noop, noop + b"\x00"]), source="g.log")
+    with pytest.raises(RecordDecodeError, match=r"g.log at byte 0 \(offset 9\).*1 bytes of garbage") as info:
+        list(iter_records(batches))
+    assert info.value.cause is not None and info.value.cause.position == len(noop)
+
+
+def test_equal_values_give_equal_records() -> None:
+    from kraftlake.protocol.messages import MESSAGE_CLASSES
+
+    values = [encode_metadata_record(MESSAGE_CLASSES["NoOpRecord"](), 0)] * 3
+    values.append(encode_metadata_record(MESSAGE_CLASSES["FenceBrokerRecord"](id=1, epoch=2), 0))
+    recs = list(iter_records(read_batches(build_data_batch(0, 4, 1000, values))))
+    assert [r.type for r in recs] == ["NoOpRecord"] * 3 + ["FenceBrokerRecord"]
+    assert [r.offset for r in recs] == [0, 1, 2, 3] and {r.epoch for r in recs} == {4}
+    assert recs[3].record == MESSAGE_CLASSES["FenceBrokerRecord"](id=1, epoch=2) and recs[3].api_key == 7
+    assert all(r.version == 0 and r.timestamp == 1000 and r.batch_offset == 0 for r in recs)
