@@ -208,3 +208,13 @@ def test_cli_main_decodes_the_peer_log(
     assert main(["decode", str(kafka_metadata_log.log_dir), "--types", "TopicRecord,RemoveTopicRecord"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["type"] for r in rows] == ["TOPIC_RECORD"] * 3 + ["REMOVE_TOPIC_RECORD"]
+
+
+FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+
+
+def test_shared_fixtures_decode_as_kafka_decodes_them() -> None:
+    files = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name.endswith((".log", ".checkpoint")))
+    assert files
+    for dumped in kafka_tools.dump_log_parsed(files):
+        assert our_rows(Path(dumped.path)) == kafka_rows(dumped), dumped.path
