@@ -15,10 +15,16 @@ from peers.kafka import (
     DELETED_TOPICS,
     LIVE_TOPICS,
     NODE_ID,
+    TOPIC_COMMAND,
+    AdminStep,
     KafkaMetadataLog,
+    KafkaPeer,
+    KafkaPeerError,
 )
 
 pytestmark = pytest.mark.kafka
+
+CLEAN_SHUTDOWN = f"[BrokerServer id={NODE_ID}] shut down completed"
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +61,7 @@ def test_log_dir_layout(kafka_metadata_log: KafkaMetadataLog) -> None:
     assert log.bootstrap_checkpoint.stat().st_size > 0
     assert (log.metadata_dir / "quorum-state").exists()
     assert (log.metadata_dir / "leader-epoch-checkpoint").exists()
+    assert CLEAN_SHUTDOWN in log.server_log.read_text()
     assert len(log.segments) >= 2, "expected the peer to roll at least one segment"
     assert len([s for s in log.snapshots if not s.name.startswith("0" * 20)]) >= 1
 
@@ -144,3 +151,19 @@ def test_snapshots_are_framed_and_cover_the_workload(
 def test_metadata_shell_lists_the_topics(kafka_metadata_log: KafkaMetadataLog) -> None:
     out = kafka_tools.metadata_shell(kafka_metadata_log.snapshots[-1], "ls /image/topics/byName")
     assert sorted(out.split()) == sorted(LIVE_TOPICS)
+
+
+def test_the_server_stops_when_a_step_fails(tmp_path: Path) -> None:
+    bad = AdminStep(
+        TOPIC_COMMAND, ("--bootstrap-server", "{bootstrap}", "--describe", "--topic", "no-such-topic")
+    )
+    peer = KafkaPeer(tmp_path)
+    with pytest.raises(KafkaPeerError, match="no-such-topic"), peer:
+        peer.format()
+        peer.start()
+        process = peer.process
+        assert process is not None and process.poll() is None
+        peer.admin(bad)
+    assert peer.process is None
+    assert process.poll() is not None  # the JVM is gone, not just forgotten
+    assert CLEAN_SHUTDOWN in peer.server_log.read_text()  # SIGTERM, not SIGKILL
