@@ -563,6 +563,8 @@ class RaftNode:
             replica.end_offset = request.fetch_offset
             if request.replica_id in self.quorum.voters:
                 advanced = self._maybe_update_high_watermark(state, now_ms)
+            if advanced:
+                response = self._build_fetch_response(state, request)
         if (not response.entries and response.diverging_epoch is None and response.snapshot_id is None
                 and request.max_wait_ms > 0 and not advanced):
             state.parked[request.replica_id] = (request, now_ms + request.max_wait_ms)
