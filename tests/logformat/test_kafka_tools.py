@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from kraftlake.logformat import (
     build_data_batch,
     encode_batch,
     read_file_batches,
+    reencode,
     write_snapshot,
 )
 
@@ -106,3 +109,31 @@ def test_dump_log_accepts_our_snapshot(tmp_path: Path) -> None:
     batches, records, _ = _dump(path)
     assert [b[:3] for b in batches] == [(0, 0, 1), (1, 98, 98), (99, 99, 1)]
     assert records == list(range(100))
+
+
+def test_we_read_batches_kafka_compresses_with_every_codec(tmp_path: Path) -> None:
+    """Kafka's MemoryRecords (kafka-clients) writes batches with each codec; we decode them all."""
+    java = Path(kafka_tools.java_executable())
+    javac = shutil.which("javac") or str(java.with_name("javac"))
+    if not Path(javac).exists():
+        pytest.skip("no javac")
+    src = Path(__file__).with_name("java") / "KafkaBatches.java"
+    cp = f"{kafka_tools.kafka_jars_dir()}/*"
+    subprocess.run([javac, "-d", str(tmp_path), "-cp", cp, str(src)], check=True, capture_output=True)
+    out = tmp_path / "kafka-codecs.log"
+    subprocess.run(
+        [str(java), "-cp", f"{cp}:{tmp_path}", "KafkaBatches", str(out)], check=True, capture_output=True
+    )
+    batches = read_file_batches(out)
+    assert [b.compression for b in batches] == list(Compression)
+    for n, batch in enumerate(batches):
+        assert batch.base_offset == 200 * n
+        expected = []
+        for i in range(200):
+            value = f"value-{i}-{'x' * (i % 97)}".encode()
+            headers = ((f"h{i}", value),) if i % 3 == 0 else ()
+            key = None if i % 2 == 0 else f"k{i}".encode()
+            expected.append(Record(200 * n + i, 1_700_000_000_000 + i, key, value, headers))
+        assert batch.records == expected
+        if batch.compression is Compression.NONE:
+            assert reencode(batch) == batch.raw
