@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+from datadriven import parse, run_file
 
 from kraftlake.sim.script import ScriptedQuorum
-from datadriven import parse, run_file
 
 TESTDATA = Path(__file__).parent / "testdata"
 

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kraftlake.raft.config import QuorumConfig
+from kraftlake.raft.control import decode_leader_change, encode_leader_change
+from kraftlake.raft.errors import IllegalTransitionError, InvalidConfigError, NotLeaderError
+from kraftlake.raft.memory_log import MemoryRaftLog
+from kraftlake.raft.node import RaftNode
+from kraftlake.raft.quorum_state import QuorumState
+from kraftlake.raft.states import (
+    ElectionState,
+    FollowerState,
+    LeaderState,
+    ProspectiveState,
+    ResignedState,
+    UnattachedState,
+)
+
+CONFIG = QuorumConfig(voters=frozenset({1, 2, 3}))
+
+
+def _quorum(node_id: int = 1, stored: ElectionState | None = None, log_epoch: int = 0) -> QuorumState:
+    return QuorumState(node_id, CONFIG, random.Random(0), stored, log_epoch, 0)
+
+
+def test_defaults_are_kafkas() -> None:
+    assert (CONFIG.election_timeout_ms, CONFIG.fetch_timeout_ms, CONFIG.election_backoff_max_ms,
+            CONFIG.append_linger_ms, CONFIG.max_batch_bytes) == (1000, 2000, 1000, 25, 8 * 1024 * 1024)
+    assert CONFIG.check_quorum_timeout_ms == 3000 and CONFIG.majority == 2
+    with pytest.raises(InvalidConfigError):
+        QuorumConfig(voters=frozenset())
+
+
+def test_election_timeout_is_in_t_to_2t() -> None:
+    quorum = _quorum()
+    assert all(1000 <= quorum.random_election_timeout_ms() < 2000 for _ in range(200))
+
+
+def test_prospective_candidate_leader_path() -> None:
+    quorum = _quorum()
+    assert isinstance(quorum.state, UnattachedState)
+    quorum.transition_to_prospective(10)
+    assert isinstance(quorum.state, ProspectiveState) and quorum.epoch == 0
+    with pytest.raises(IllegalTransitionError):
+        quorum.transition_to_candidate(10)  # one pre-vote of three
+    quorum.state.granted.add(2)
+    quorum.transition_to_candidate(20)
+    assert quorum.epoch == 1 and quorum.take_pending_persist() == ElectionState(1, None, 1)
+    with pytest.raises(IllegalTransitionError):
+        quorum.transition_to_leader(0, 30)
+    quorum.state.granted.add(3)  # type: ignore[attr-defined]
+    assert isinstance(quorum.transition_to_leader(0, 30), LeaderState)
+    with pytest.raises(IllegalTransitionError):
+        quorum.transition_to_prospective(40)
+    quorum.transition_to_resigned((2, 3), 50)
+    assert isinstance(quorum.state, ResignedState)
+
+
+def test_a_vote_is_cast_once_per_epoch() -> None:
+    quorum = _quorum()
+    quorum.transition_to_unattached(4, 0)
+    quorum.transition_to_voted(4, 2, 0)
+    assert quorum.take_pending_persist() == ElectionState(4, None, 2)
+    with pytest.raises(IllegalTransitionError):
+        quorum.transition_to_voted(4, 3, 0)
+    quorum.transition_to_prospective(0)
+    with pytest.raises(IllegalTransitionError):
+        quorum.transition_to_voted(4, 3, 0)  # the Prospective state carries the vote forward
+
+
+def test_epochs_never_go_back() -> None:
+    quorum = _quorum()
+    quorum.transition_to_follower(3, 2, 0)
+    with pytest.raises(IllegalTransitionError):
+        quorum.transition_to_unattached(2, 0)
+    with pytest.raises(IllegalTransitionError):
+        quorum.transition_to_follower(3, 3, 0)
+    with pytest.raises(IllegalTransitionError):
+        quorum.transition_to_follower(4, 1, 0)  # never follow ourselves
+
+
+def test_restart_states() -> None:
+    assert isinstance(_quorum(stored=ElectionState(5, 1, 1)).state, ResignedState)
+    follower = _quorum(stored=ElectionState(5, 2, 2)).state
+    assert isinstance(follower, FollowerState) and follower.voted_id == 2
+    assert _quorum(stored=ElectionState(5, None, 3)).state.voted_id == 3
+    assert _quorum(stored=ElectionState(2, 2, None), log_epoch=4).epoch == 4
+
+
+def test_observers_only_follow() -> None:
+    observer = _quorum(node_id=9)
+    with pytest.raises(IllegalTransitionError):
+        observer.transition_to_prospective(0)
+    with pytest.raises(IllegalTransitionError):
+        observer.transition_to_voted(0, 1, 0)
+    observer.transition_to_follower(1, 2, 0)
+    observer.transition_to_unattached(1, 0)  # its leader went silent
+
+
+def test_append_on_a_follower_names_the_leader() -> None:
+    node = RaftNode(2, CONFIG, MemoryRaftLog(), ElectionState(3, 1, None), random.Random(1), 0)
+    with pytest.raises(NotLeaderError) as info:
+        node.append([b"x"], 0)
+    assert info.value.leader_id == 1 and info.value.epoch == 3
+
+
+def test_single_voter_elects_itself_and_commits_after_flush() -> None:
+    node = RaftNode(1, QuorumConfig(voters=frozenset({1}), append_linger_ms=0), MemoryRaftLog(), None,
+                    random.Random(1), 0)
+    ready = node.tick(5000)
+    assert node.is_leader and ready.quorum_state == ElectionState(1, 1, 1) and ready.flush_needed
+    assert node.append([b"a"], 5000).last_offset == 1
+    ready = node.flush(5001)
+    assert [e.offset for e in ready.committed] == [0, 1] and ready.committed[0].is_control
+
+
+def test_leader_change_body_round_trips() -> None:
+    body = encode_leader_change(2, [3, 1, 2], [2, 3])
+    assert decode_leader_change(body) == (2, (1, 2, 3), (2, 3))
+    assert body[:6] == b"\x00\x00\x00\x00\x00\x02"
