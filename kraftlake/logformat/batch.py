@@ -422,7 +422,7 @@ def _parse_kraft_records(batch: RecordBatch, data: bytes, pos: int) -> list[Reco
         v = data[s]
         if v < 0x80:
             s += 1
-        elif data[s + 1] < 0x80:
+        elif s + 1 < rend and data[s + 1] < 0x80:
             v = (v & 0x7F) | (data[s + 1] << 7)
             s += 2
         else:

@@ -206,3 +206,14 @@ def test_empty_file_has_no_batches(tmp_path: Path) -> None:
     seg = tmp_path / "e.log"
     seg.write_bytes(b"")
     assert read_file_batches(seg) == []
+
+
+def test_kraft_shaped_record_with_value_length_cut_at_record_end() -> None:
+    # record 0: length 4 | attrs 0 | ts 0 | offset delta 0 | key null | value-length byte 0x80 (continues past
+    # the record): the KRaft fast path must hand over to the general loop, which reports it
+    body = b"\x00\x00\x00\x01\x80"
+    raw = bytearray(build_data_batch(0, 1, 1, [b"x"]))
+    raw[HEADER_SIZE:] = bytes([len(body) * 2]) + body
+    struct.pack_into(">i", raw, 8, len(raw) - 12)
+    with pytest.raises(CorruptRecordError):
+        decode_batch(_fix_crc(raw)).records  # noqa: B018

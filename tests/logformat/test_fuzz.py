@@ -14,6 +14,7 @@ from kraftlake.logformat import (
     LogFormatError,
     Record,
     build_control_batch,
+    build_data_batch,
     encode_batch,
     read_batches,
     recover_batches,
@@ -27,6 +28,9 @@ _SEEDS = [
     )
     for codec in Compression
 ] + [build_control_batch(2, 3, 12, [(2, b"\x00\x00\x00\x00\x00\x01\x01\x01")])]
+_SEEDS += [
+    build_data_batch(0, 3, 12, [b"a" * 70, b"", b"bc" * 40], compression=codec) for codec in Compression
+]
 
 MAX_DECOMPRESSED = 1 << 20
 MEMORY_BOUND = 16 << 20
