@@ -32,6 +32,7 @@ from kraftlake.logformat.reader import BatchReader, RecoveryReport
 from kraftlake.logformat.segment import LOG_SUFFIX
 from kraftlake.logformat.snapshot import BOOTSTRAP_FILE, SUFFIX
 from kraftlake.protocol.messages import MESSAGE_CLASSES, spec_of
+from kraftlake.protocol.spec import StructSpec
 from kraftlake.records.kafka_json import CONTROL_LABELS, dumps, record_data
 from kraftlake.records.reader import MetadataRecord, iter_records
 
@@ -79,14 +80,40 @@ def parse_types(text: str | None) -> frozenset[str] | None:
     return frozenset(chosen)
 
 
+_PRINTED_TYPE: dict[type, str] = {}
+_HAS_DOUBLE: dict[type, bool] = {}
+
+
 def printed_type(record: MetadataRecord) -> str:
     """The ``type`` decode prints for a record (dump-log's name for it)."""
     if record.record is None:
         return record.type
-    spec = spec_of(record.record)
-    if record.is_control:
-        return CONTROL_LABELS.get(record.api_key, record.type).rstrip(":")
-    return spec.record_type_name
+    cls = type(record.record)
+    name = _PRINTED_TYPE.get(cls)
+    if name is None:
+        spec = spec_of(cls)
+        if spec.control_type is not None:
+            name = CONTROL_LABELS.get(spec.control_type, spec.name).rstrip(":")
+        else:
+            name = spec.record_type_name
+        _PRINTED_TYPE[cls] = name
+    return name
+
+
+def _has_double(cls: type) -> bool:
+    """Whether a message class has a float64 field anywhere (Java prints doubles its own way)."""
+    found = _HAS_DOUBLE.get(cls)
+    if found is None:
+        todo: list[StructSpec] = [spec_of(cls).struct]
+        found = False
+        while todo and not found:
+            struct = todo.pop()
+            for f in struct.fields:
+                found = found or f.base_type == "float64"
+                if f.struct is not None:
+                    todo.append(f.struct)
+        _HAS_DOUBLE[cls] = found
+    return found
 
 
 # --- inputs --------------------------------------------------------------------------------------------------
@@ -239,10 +266,12 @@ def decoded_records(
             yield record, name
 
 
+_plain_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def record_json(record: MetadataRecord, type_name: str) -> str:
-    """One output line (without the newline)."""
-    data = record_data(record.record, record.version) if record.record is not None else None
-    head = json.dumps(
+    """One output line (without the newline); ``data`` is written as Jackson writes it in dump-log."""
+    head = _plain_json(
         {
             "offset": record.offset,
             "epoch": record.epoch,
@@ -251,11 +280,19 @@ def record_json(record: MetadataRecord, type_name: str) -> str:
             "control": record.is_control,
             "type": type_name,
             "version": record.version,
-        },
-        separators=(",", ":"),
+        }
     )
-    # data through Jackson's writer rules (doubles print as Java does), like dump-log
-    return f'{head[:-1]},"data":{dumps(data)}}}'
+    if record.record is None:
+        return f'{head[:-1]},"data":null}}'
+    data = record_data(record.record, record.version)
+    if _has_double(type(record.record)):
+        text = dumps(data)  # doubles as Java's Double.toString prints them (1.0E7)
+    else:
+        # the C encoder agrees with Jackson except in the hex case of \u escapes: use the slow writer then
+        text = _plain_json(data)
+        if "\\u" in text:
+            text = dumps(data)
+    return f'{head[:-1]},"data":{text}}}'
 
 
 # --- the command ---------------------------------------------------------------------------------------------

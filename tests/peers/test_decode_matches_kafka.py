@@ -189,7 +189,11 @@ def test_snapshot_we_write_is_read_by_kafka(kafka_metadata_log: KafkaMetadataLog
     assert written.name == original.name
 
     theirs, ours = kafka_tools.dump_log_parsed([original, written])
-    assert (ours.kind, ours.snapshot_end_offset, ours.snapshot_epoch) == ("snapshot", sid.end_offset, sid.epoch)
+    assert (ours.kind, ours.snapshot_end_offset, ours.snapshot_epoch) == (
+        "snapshot",
+        sid.end_offset,
+        sid.epoch,
+    )
     assert all(b.is_valid for b in ours.batches)
     assert _records_only(ours) == _records_only(theirs)
 
@@ -218,3 +222,49 @@ def test_shared_fixtures_decode_as_kafka_decodes_them() -> None:
     assert files
     for dumped in kafka_tools.dump_log_parsed(files):
         assert our_rows(Path(dumped.path)) == kafka_rows(dumped), dumped.path
+
+
+def _data_text(line: str) -> str:
+    """The text of the ``data`` value, the last key of both dump-log's payload and our line."""
+    return line[line.index('"data":') + len('"data":') : -1]
+
+
+def _kafka_data_texts(files: list[Path]) -> list[str]:
+    texts = []
+    for line in kafka_tools.dump_log(files).splitlines():
+        if line.startswith("| offset:") and " payload: {" in line:
+            texts.append(_data_text(line[line.index(" payload: ") + len(" payload: ") :]))
+    return texts
+
+
+def _our_data_texts(files: list[Path]) -> list[str]:
+    texts = []
+    for path in files:
+        out = io.StringIO()
+        decode.run(decode_parser().parse_args([str(path)]), out=out)
+        texts += [_data_text(line) for line in out.getvalue().splitlines() if '"control":false' in line]
+    return texts
+
+
+def test_data_is_printed_exactly_as_dump_log_prints_it(
+    kafka_metadata_log: KafkaMetadataLog, tmp_path: Path
+) -> None:
+    from kraftlake.protocol.messages import MESSAGE_CLASSES
+
+    config, quota = MESSAGE_CLASSES["ConfigRecord"], MESSAGE_CLASSES["ClientQuotaRecord"]
+    special = [
+        encode_metadata_record(
+            config(resource_type=2, resource_name="t\u00e9", name="x", value='a\x01b"\\\n'), 0
+        ),
+        *(
+            encode_metadata_record(quota(key="producer_byte_rate", value=v), 0)
+            for v in (1e7, 1234567.5, 0.001, 0.0001, 2048.0, 1e-10, 123456789012.0)
+        ),
+    ]
+    odd = tmp_path / "00000000000000000000.log"
+    odd.write_bytes(build_data_batch(0, 1, 0, special))
+    files = [*kafka_metadata_log.segments, kafka_metadata_log.snapshots[-1], odd]
+    theirs, ours = _kafka_data_texts(files), _our_data_texts(files)
+    assert len(theirs) == len(ours) > len(special)
+    for mine, kafka in zip(ours, theirs, strict=True):
+        assert mine == kafka
