@@ -75,6 +75,7 @@ class Simulation:
         observers: int = 0,
         faults: Faults | None = None,
         check_majority_hw: bool = True,
+        check_durability: bool = True,
         node_factory: NodeFactory | None = None,
         trace_size: int = 60,
     ) -> None:
@@ -85,7 +86,7 @@ class Simulation:
         self.config = sim_config(self.voter_ids)
         ids = list(range(1, voters + observers + 1))
         self.nodes = {i: SimNode(i) for i in ids}
-        self.checker = InvariantChecker(self.voter_ids, check_majority_hw)
+        self.checker = InvariantChecker(self.voter_ids, check_majority_hw, check_durability)
         self.node_factory: NodeFactory = node_factory or RaftNode
         self.now = 0
         self._events: list[tuple[int, int, str, tuple[object, ...]]] = []
