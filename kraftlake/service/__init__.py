@@ -1,0 +1,50 @@
+"""The driver-side raft service: nodes on an asyncio loop thread, TCP transport on 127.0.0.1, clients.
+
+Service (`kraftlake.service.service`)
+    `RaftService` (one voter on a background loop thread), `LocalQuorum` (N voters in one process),
+    `ServiceLoop`.
+Configuration (`kraftlake.service.config`)
+    `NodeConfig`, `parse_voters`.
+Clients (`kraftlake.service.client`)
+    `ObserverClient` (committed entries, from any process), `QuorumClient` (append, describe).
+Listeners (`kraftlake.service.listener`)
+    `Listener`, `Batch`, `SnapshotReader`, `LeaderAndEpoch`.
+Wire format (`kraftlake.service.codec`), storage (`kraftlake.service.file_log.FileRaftLog`), errors
+(`kraftlake.service.errors`).
+"""
+
+from __future__ import annotations
+
+from kraftlake.service.client import ObserverClient, QuorumClient
+from kraftlake.service.config import NodeConfig, parse_voters
+from kraftlake.service.errors import (
+    ClusterIdMismatchError,
+    FrameTooLargeError,
+    NotLeaderError,
+    ServiceError,
+    ServiceStoppedError,
+)
+from kraftlake.service.listener import Batch, LeaderAndEpoch, Listener, SnapshotReader
+from kraftlake.service.messages import CommittedEntry, QuorumDescription
+from kraftlake.service.service import LocalQuorum, RaftService, ServiceLoop
+
+__all__ = [
+    "Batch",
+    "ClusterIdMismatchError",
+    "CommittedEntry",
+    "FrameTooLargeError",
+    "LeaderAndEpoch",
+    "Listener",
+    "LocalQuorum",
+    "NodeConfig",
+    "NotLeaderError",
+    "ObserverClient",
+    "QuorumClient",
+    "QuorumDescription",
+    "RaftService",
+    "ServiceError",
+    "ServiceLoop",
+    "ServiceStoppedError",
+    "SnapshotReader",
+    "parse_voters",
+]

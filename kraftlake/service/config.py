@@ -1,0 +1,87 @@
+"""The typed configuration of a service node and the ``id@host:port`` voter list syntax."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraftlake.raft.config import QuorumConfig
+from kraftlake.service.codec import DEFAULT_MAX_FRAME_BYTES
+from kraftlake.service.errors import ServiceError
+
+Endpoint = tuple[str, int]
+
+
+def parse_voters(text: str) -> dict[int, Endpoint]:
+    """``"1@127.0.0.1:9001,2@127.0.0.1:9002"`` -> ``{1: ("127.0.0.1", 9001), 2: ...}``.
+
+    Raises
+    ------
+    ServiceError
+        On a malformed item or a duplicate id.
+    """
+    voters: dict[int, Endpoint] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            node, _, address = item.partition("@")
+            host, _, port = address.rpartition(":")
+            node_id, port_no = int(node), int(port)
+        except ValueError:
+            raise ServiceError(f"bad voter {item!r}: expected id@host:port") from None
+        if not host or node_id in voters:
+            raise ServiceError(f"bad voter {item!r}: empty host or duplicate id")
+        voters[node_id] = (host, port_no)
+    if not voters:
+        raise ServiceError(f"no voters in {text!r}")
+    return voters
+
+
+def format_endpoint(endpoint: Endpoint) -> str:
+    """``host:port``."""
+    return f"{endpoint[0]}:{endpoint[1]}"
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One voter of a service quorum.
+
+    Parameters
+    ----------
+    node_id
+        This node's id; must be among `voters`.
+    voters
+        Every voter's id and its 127.0.0.1 endpoint (port 0 in a `LocalQuorum` before binding).
+    data_dir
+        The node's Kafka log dir: ``meta.properties`` and ``__cluster_metadata-0/`` live in it.
+    cluster_id
+        Carried by every frame; a request with another cluster id is refused.
+    fsync
+        Whether log flushes fsync.
+    max_frame_bytes
+        Frames above this size are refused (the connection is closed after a typed error frame).
+    quorum
+        The raft timers and limits; its voter set must equal `voters`' ids.
+    """
+
+    node_id: int
+    voters: dict[int, Endpoint]
+    data_dir: Path
+    cluster_id: str
+    fsync: bool = True
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    quorum: QuorumConfig | None = None
+    seed: int | None = None
+    reconnect_backoff_ms: tuple[int, int] = field(default=(20, 1000))
+
+    def __post_init__(self) -> None:
+        if self.node_id not in self.voters:
+            raise ServiceError(f"node {self.node_id} is not among the voters {sorted(self.voters)}")
+        if self.quorum is not None and self.quorum.voters != frozenset(self.voters):
+            raise ServiceError("the quorum config's voters differ from the endpoints' ids")
+        if not self.cluster_id:
+            raise ServiceError("a cluster id is required")
+
+    @property
+    def quorum_config(self) -> QuorumConfig:
+        """The raft configuration (Kafka's defaults unless given)."""
+        return self.quorum if self.quorum is not None else QuorumConfig(voters=frozenset(self.voters))

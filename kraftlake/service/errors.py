@@ -1,0 +1,56 @@
+"""The exceptions of the service layer (`kraftlake.service`)."""
+
+from __future__ import annotations
+
+from kraftlake.errors import KraftlakeError
+
+
+class ServiceError(KraftlakeError):
+    """Raised for any failure of the raft service, its transport or its clients."""
+
+
+class NotLeaderError(ServiceError):
+    """Raised when an append reaches a node that does not lead; carries the leader it knows of (or None)."""
+
+    def __init__(self, node_id: int, epoch: int, leader_id: int | None, leader_endpoint: str | None = None,
+                 reason: str = "") -> None:
+        where = f" at {leader_endpoint}" if leader_endpoint else ""
+        extra = f": {reason}" if reason else ""
+        super().__init__(
+            f"node {node_id} is not the leader of epoch {epoch} (known leader: {leader_id}{where}){extra}")
+        self.node_id = node_id
+        self.epoch = epoch
+        self.leader_id = leader_id
+        self.leader_endpoint = leader_endpoint
+
+
+class ClusterIdMismatchError(ServiceError):
+    """Raised when a peer refuses a request because it carries another cluster id."""
+
+
+class FrameTooLargeError(ServiceError):
+    """Raised when a frame is larger than the configured maximum frame size (sent or refused by the peer)."""
+
+
+class CodecError(ServiceError):
+    """Raised when a frame cannot be decoded (truncated, unknown api key, bad field)."""
+
+
+class RequestTimeoutError(ServiceError):
+    """Raised when a request gets no answer within its timeout."""
+
+
+class TransportError(ServiceError):
+    """Raised when no server of a client's bootstrap list can be reached."""
+
+
+class ServiceStoppedError(ServiceError):
+    """Raised when a request is made of (or pending in) a service that has stopped."""
+
+
+class RemoteError(ServiceError):
+    """Raised when a server answers a client request with an error code the client cannot handle itself."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"server error {code}: {message}")
+        self.code = code

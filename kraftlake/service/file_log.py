@@ -1,0 +1,251 @@
+"""`FileRaftLog`: the raft log in Kafka's on-disk layout (a `RaftLog` for the service).
+
+A ``__cluster_metadata-0`` directory holds ``%020d.log`` segments of record batches v2 (one batch per leader
+write, the partition leader epoch in the batch header, the append time as the batch timestamp; the raft
+layer's control entries are LeaderChange control batches), ``%020d-%010d.checkpoint`` snapshots and a
+``leader-epoch-checkpoint``. Kafka's dump-log and `kraftlake decode` read it.
+
+The entries are also mirrored in memory (a `MemoryRaftLog`, which answers every query): a metadata log is
+small, and the step machine reads it on every fetch. Opening the directory recovers a torn or corrupt tail of
+the last segment (truncated to the last valid batch, reported in `recovery`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kraftlake.logformat import (
+    EpochEntry,
+    RecoveryReport,
+    SegmentedLog,
+    build_control_batch,
+    build_data_batch,
+    list_snapshots,
+    read_snapshot,
+    write_leader_epoch_checkpoint,
+    write_snapshot,
+)
+from kraftlake.logformat import SnapshotId as FileSnapshotId
+from kraftlake.logformat.snapshot import mark_snapshot_deleted
+from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE
+from kraftlake.raft.memory_log import MemoryRaftLog
+from kraftlake.raft.messages import Entry, OffsetAndEpoch, SnapshotId
+from kraftlake.service.messages import TimedEntry
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class FileRaftLog:
+    """A `kraftlake.raft.log.RaftLog` over segment files.
+
+    Parameters
+    ----------
+    directory
+        The partition directory (``<log dir>/__cluster_metadata-0``); created if missing.
+    fsync
+        Whether `flush` fsyncs (Kafka always does for the metadata log; off only for tests and benchmarks).
+    clock
+        Wall-clock milliseconds for the timestamp of batches this node writes as leader.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = True,
+                 clock: Callable[[], int] = _wall_ms) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.fsync = fsync
+        self.clock = clock
+        self._mem = MemoryRaftLog()
+        self._segments = SegmentedLog(self.directory, fsync=fsync)
+        self.recovery: RecoveryReport | None = self._segments.recovery
+        snapshots = list_snapshots(self.directory)
+        if snapshots:
+            fid, path = snapshots[-1]
+            self._mem.install_snapshot(SnapshotId(fid.end_offset, fid.epoch), path.read_bytes())
+        start = self._mem.log_start_offset
+        if self._segments.end_offset < start or self._segments.log_start_offset > start:
+            # the snapshot is past the segments (installed from the leader) or the segments skip a gap
+            self._segments.reset(start)
+        for batch in self._segments.read(start):
+            for rec in batch.records:
+                if rec.offset < start:
+                    continue
+                self._mem.append([TimedEntry(rec.offset, batch.partition_leader_epoch, batch.is_control,
+                                             rec.value or b"", batch.base_timestamp, batch.base_offset)])
+        # a batch straddling the snapshot end leaves a segment tail before `start`: nothing to fix, reads
+        # start at the snapshot end
+        self._mem.flush()
+        self._epochs_written: list[tuple[int, int]] = []
+        self._write_epoch_checkpoint()
+
+    # -- queries (answered from memory) --------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._mem.log_start_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self._mem.end_offset
+
+    @property
+    def flushed_end_offset(self) -> int:
+        return self._mem.flushed_end_offset
+
+    def last_epoch(self) -> int:
+        return self._mem.last_epoch()
+
+    def epoch_at(self, offset: int) -> int:
+        return self._mem.epoch_at(offset)
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        return self._mem.end_offset_for_epoch(epoch)
+
+    def latest_snapshot(self) -> SnapshotId | None:
+        return self._mem.latest_snapshot()
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> bytes:
+        return self._mem.read_snapshot(snapshot_id)
+
+    def read(self, start: int, end: int, max_bytes: int | None = None) -> list[Entry]:
+        """Entries in [start, end); a byte limit is applied at batch boundaries so followers copy whole batches."""
+        entries = self._mem.read(start, end, None)
+        if max_bytes is None or not entries:
+            return entries
+        size = 0
+        cut = len(entries)
+        for i, entry in enumerate(entries):
+            size += len(entry.value) + 21
+            if size > max_bytes and i > 0:
+                cut = i
+                break
+        if cut < len(entries):
+            bases = [e.batch_base if isinstance(e, TimedEntry) else -1 for e in entries[: cut + 1]]
+            boundary = cut
+            while boundary > 0 and bases[cut] >= 0 and bases[boundary - 1] == bases[cut]:
+                boundary -= 1
+            cut = boundary if boundary > 0 else cut
+        return entries[:cut]
+
+    def read_timed(self, start: int, end: int) -> list[TimedEntry]:
+        """Entries in [start, end) with their timestamps."""
+        return [e if isinstance(e, TimedEntry) else TimedEntry(e.offset, e.epoch, e.is_control, e.value)
+                for e in self._mem.read(start, end, None)] if end > start else []
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def append(self, entries: Sequence[Entry]) -> None:
+        """Append entries as batches: one per leader batch (same epoch, kind, timestamp and batch base)."""
+        if not entries:
+            return
+        now = self.clock()
+        timed = [
+            e if isinstance(e, TimedEntry) and e.timestamp >= 0
+            else TimedEntry(e.offset, e.epoch, e.is_control, e.value, now, entries[0].offset)
+            for e in entries
+        ]
+        self._mem.append(timed)  # validates offsets and epochs first
+        group: list[TimedEntry] = []
+        for entry in timed:
+            if group and (entry.epoch, entry.is_control, entry.timestamp, entry.batch_base) != (
+                    group[0].epoch, group[0].is_control, group[0].timestamp, group[0].batch_base):
+                self._write_batch(group)
+                group = []
+            group.append(entry)
+        self._write_batch(group)
+        if not self._epochs_written or self._epochs_written[-1][0] != timed[-1].epoch:
+            self._write_epoch_checkpoint()
+
+    def _write_batch(self, group: list[TimedEntry]) -> None:
+        first = group[0]
+        if first.is_control:
+            raw = build_control_batch(first.offset, first.epoch, first.timestamp,
+                                      [(LEADER_CHANGE_CONTROL_TYPE, e.value) for e in group])
+        else:
+            raw = build_data_batch(first.offset, first.epoch, first.timestamp, [e.value for e in group])
+        self._segments.append(raw)
+
+    def truncate_to(self, offset: int) -> None:
+        if offset >= self.end_offset:
+            return
+        kept = self._mem.read(self._segments_batch_start(offset), offset) if offset > self.log_start_offset \
+            else []
+        self._mem.truncate_to(offset)
+        self._segments.truncate_to(offset)
+        # the segment log drops whole batches: write back the part of the cut batch below `offset`
+        redo = [e for e in kept if e.offset >= self._segments.end_offset]
+        if redo:
+            group = [TimedEntry(e.offset, e.epoch, e.is_control, e.value,
+                                e.timestamp if isinstance(e, TimedEntry) else self.clock(), redo[0].offset)
+                     for e in redo]
+            self._write_batch(group)
+            self._segments.flush()
+        self._write_epoch_checkpoint()
+
+    def _segments_batch_start(self, offset: int) -> int:
+        found = self._segments.locate(offset)
+        if found is None:
+            return offset
+        seg, index = found
+        return max(seg.batches[index].base_offset, self.log_start_offset)
+
+    def flush(self) -> None:
+        self._segments.flush()
+        self._mem.flush()
+
+    def close(self) -> None:
+        """Flush and close the segment file."""
+        self._segments.close()
+
+    # -- snapshots -----------------------------------------------------------------------------------------
+    def create_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        self._mem.create_snapshot(snapshot_id, data)
+        write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
+                       fsync=self.fsync)
+
+    def delete_before_snapshot(self) -> None:
+        self._mem.delete_before_snapshot()
+        self._segments.delete_segments_below(self.log_start_offset)
+        latest = self.latest_snapshot()
+        for fid, path in list_snapshots(self.directory):
+            if latest is not None and (fid.end_offset, fid.epoch) < (latest.offset, latest.epoch):
+                mark_snapshot_deleted(path).unlink(missing_ok=True)
+        self._write_epoch_checkpoint()
+
+    def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
+                       fsync=self.fsync)
+        self._mem.install_snapshot(snapshot_id, data)
+        self._segments.reset(snapshot_id.offset)
+        for fid, path in list_snapshots(self.directory):
+            if (fid.end_offset, fid.epoch) != (snapshot_id.offset, snapshot_id.epoch):
+                mark_snapshot_deleted(path).unlink(missing_ok=True)
+        self._write_epoch_checkpoint()
+
+    def snapshot_batches(self, snapshot_id: SnapshotId) -> list[object]:
+        """The record batches of a stored snapshot file (when its data is Kafka batches)."""
+        return list(read_snapshot(self.directory / FileSnapshotId(snapshot_id.offset, snapshot_id.epoch).filename))
+
+    # -- leader-epoch cache file ---------------------------------------------------------------------------
+    def _epoch_entries(self) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        offset = self.log_start_offset
+        while offset < self.end_offset:
+            epoch = self._mem.epoch_at(offset)
+            end = self._mem.end_offset_for_epoch(epoch).offset
+            out.append((epoch, offset))
+            offset = max(end, offset + 1)
+        return out
+
+    def _write_epoch_checkpoint(self) -> None:
+        entries = self._epoch_entries()
+        if entries == self._epochs_written and (self.directory / LEADER_EPOCH_CHECKPOINT).exists():
+            return
+        write_leader_epoch_checkpoint(self.directory / LEADER_EPOCH_CHECKPOINT,
+                                      [EpochEntry(e, o) for e, o in entries], fsync=False)
+        self._epochs_written = entries
+

@@ -1,0 +1,513 @@
+"""`NodeRunner`: drives one `RaftNode` on an asyncio loop (timers, network, disk, commits).
+
+The runner is the etcd-style driver of the step machine: every input (a received frame, a due timer, a
+completed flush, a client append) goes into the node, and the returned `Ready` is carried out in the order
+the node requires: store ``quorum-state`` (fsync) before anything is sent, send, flush the log (coalesced:
+one flush per loop iteration, so concurrent appends share one fsync), load a snapshot, apply committed
+entries (listeners, append futures, parked observer fetches). Everything here runs on the loop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+import uuid
+from base64 import urlsafe_b64encode
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kraftlake.logformat import (
+    METADATA_PARTITION_DIR,
+    MetaProperties,
+    QuorumStateFile,
+    read_meta_properties,
+    read_quorum_state,
+    write_meta_properties,
+    write_quorum_state,
+)
+from kraftlake.raft.errors import NotLeaderError as RaftNotLeaderError
+from kraftlake.raft.messages import Entry, FetchRequest, Message
+from kraftlake.raft.node import RaftNode, Ready
+from kraftlake.raft.states import ElectionState, LeaderState
+from kraftlake.service.codec import decode_frame, encode_frame, is_response, peek_header
+from kraftlake.service.config import NodeConfig, format_endpoint
+from kraftlake.service.errors import (
+    CodecError,
+    FrameTooLargeError,
+    NotLeaderError,
+    ServiceError,
+    ServiceStoppedError,
+)
+from kraftlake.service.file_log import FileRaftLog
+from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader, group_batches
+from kraftlake.service.messages import (
+    AppendRequest,
+    AppendResponse,
+    CommittedEntry,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    ErrorCode,
+    ErrorResponse,
+    ObserverFetchRequest,
+    ObserverFetchResponse,
+    QuorumDescription,
+    ReplicaInfo,
+    TimedEntry,
+    VoterInfo,
+)
+from kraftlake.service.transport import InboundConnection, PeerChannel, read_frame, serve
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+
+
+def _mono_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def new_uuid() -> str:
+    """A random uuid in Kafka's base64url form (22 characters)."""
+    return urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+@dataclass
+class _PendingAppend:
+    last_offset: int
+    epoch: int
+    base_offset: int
+    resolve: Callable[[tuple[int, int] | BaseException], None]
+
+
+class NodeRunner:
+    """One voter on the running asyncio loop: its server, peer channels, log files and raft node."""
+
+    def __init__(self, config: NodeConfig, listeners: list[Listener] | None = None) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.listeners: list[Listener] = list(listeners or [])
+        self.partition_dir = config.data_dir / METADATA_PARTITION_DIR
+        self.directory_id = ""
+        self.node: RaftNode | None = None
+        self.log_store: FileRaftLog | None = None
+        self.server: asyncio.Server | None = None
+        self.port = config.voters[config.node_id][1]
+        self._peers: dict[int, PeerChannel] = {}
+        self._routes: dict[tuple[int, int], InboundConnection] = {}
+        self._connections: set[InboundConnection] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._flush_scheduled = False
+        self._appends: list[_PendingAppend] = []
+        self._hw_waiters: list[asyncio.Future[None]] = []
+        self._leader_seen: tuple[int | None, int] | None = None
+        self._caught_up_ms: dict[int, int] = {}
+        self._running = False
+        self.voters = dict(config.voters)
+
+    # -- life cycle ----------------------------------------------------------------------------------------
+    async def bind(self) -> int:
+        """Start listening (before `start`, so a local quorum can learn the ports); return the port."""
+        self.server = await serve(HOST, self.port, self._handle_connection)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def start(self, voters: dict[int, tuple[str, int]] | None = None) -> None:
+        """Open the log and quorum-state, build the node, connect to the peers."""
+        if voters is not None:
+            self.voters = dict(voters)
+        if self.server is None:
+            await self.bind()
+        self._prepare_log_dir()
+        self.log_store = FileRaftLog(self.partition_dir, fsync=self.config.fsync)
+        if self.log_store.recovery is not None and self.log_store.recovery.truncated_bytes:
+            log.warning("node %d: recovered log tail: %s", self.node_id, self.log_store.recovery)
+        stored = read_quorum_state(self.partition_dir / "quorum-state")
+        election = None
+        if stored is not None and stored.leader_epoch >= 0:
+            election = ElectionState(stored.leader_epoch, stored.leader_id if stored.leader_id >= 0 else None,
+                                     stored.voted_id if stored.voted_id >= 0 else None)
+        rng = random.Random(self.config.seed)
+        self.node = RaftNode(self.node_id, self.config.quorum_config, self.log_store, election, rng, _mono_ms())
+        for peer, endpoint in self.voters.items():
+            if peer != self.node_id:
+                channel = PeerChannel(endpoint, self._on_peer_frame, self.config.max_frame_bytes,
+                                      self.config.quorum_config.request_timeout_ms, self.config.reconnect_backoff_ms)
+                channel.start()
+                self._peers[peer] = channel
+        self._running = True
+        snapshot = self.log_store.latest_snapshot()
+        if snapshot is not None:
+            reader = SnapshotReader(snapshot, self.log_store.read_snapshot(snapshot))
+            for listener in self.listeners:
+                self._call(listener.handle_load_snapshot, reader)
+        self._process(Ready(), _mono_ms())
+
+    def _prepare_log_dir(self) -> None:
+        self.partition_dir.mkdir(parents=True, exist_ok=True)
+        meta_path = self.config.data_dir / "meta.properties"
+        if meta_path.exists():
+            meta = read_meta_properties(meta_path)
+            if meta.cluster_id != self.config.cluster_id or meta.node_id != self.node_id:
+                raise ServiceError(
+                    f"{meta_path} belongs to cluster {meta.cluster_id} node {meta.node_id}, not "
+                    f"{self.config.cluster_id} node {self.node_id}")
+            self.directory_id = meta.directory_id or ""
+        else:
+            self.directory_id = new_uuid()
+            write_meta_properties(meta_path, MetaProperties(self.config.cluster_id, self.node_id,
+                                                            directory_id=self.directory_id))
+
+    async def stop(self) -> None:
+        """Stop serving, close the log; pending appends fail with `ServiceStoppedError`."""
+        self._running = False
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.server is not None:
+            self.server.close()
+        for conn in list(self._connections):
+            conn.close()
+        for channel in self._peers.values():
+            await channel.stop()
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), 1.0)
+        for pending in self._appends:
+            pending.resolve(ServiceStoppedError(f"node {self.node_id} stopped"))
+        self._appends.clear()
+        for waiter in self._hw_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        if self.log_store is not None:
+            self.log_store.close()
+
+    # -- the Ready loop ------------------------------------------------------------------------------------
+    def _process(self, ready: Ready, now: int) -> None:
+        if not self._running:
+            return
+        node = self.node
+        assert node is not None and self.log_store is not None
+        if ready.quorum_state is not None:
+            self._persist_election(ready.quorum_state)
+        for message in ready.messages:
+            self._send(message)
+        if ready.flush_needed and not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+        if ready.load_snapshot is not None:
+            reader = SnapshotReader(ready.load_snapshot, self.log_store.read_snapshot(ready.load_snapshot))
+            for listener in self.listeners:
+                self._call(listener.handle_load_snapshot, reader)
+        if ready.committed:
+            self._apply(ready.committed)
+        leader = (node.leader_id, node.epoch)
+        if leader != self._leader_seen:
+            self._leader_seen = leader
+            for listener in self.listeners:
+                self._call(listener.handle_leader_change, LeaderAndEpoch(*leader))
+            if not node.is_leader:
+                self._fail_unwritten_appends()
+        self._arm_timer(now)
+
+    def _persist_election(self, election: ElectionState) -> None:
+        state = QuorumStateFile(
+            leader_id=-1 if election.leader_id is None else election.leader_id,
+            leader_epoch=election.epoch,
+            voted_id=-1 if election.voted_id is None else election.voted_id,
+            data_version=0,
+            current_voters=tuple(sorted(self.voters)),
+        )
+        write_quorum_state(self.partition_dir / "quorum-state", state, fsync=True)
+
+    def _arm_timer(self, now: int) -> None:
+        assert self.node is not None
+        deadline = self.node.next_deadline_ms()
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = 0.1 if deadline is None else max(0.0, min(0.1, (deadline - now) / 1000))
+        self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        if self._running and self.node is not None:
+            now = _mono_ms()
+            self._process(self.node.tick(now), now)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._running and self.node is not None:
+            now = _mono_ms()
+            self._process(self.node.flush(now), now)
+
+    def _call(self, fn: Callable[..., None], arg: object) -> None:
+        try:
+            fn(arg)
+        except Exception:
+            log.exception("node %d: listener %r failed", self.node_id, fn)
+
+    def _apply(self, committed: tuple[Entry, ...]) -> None:
+        entries = [_committed(e) for e in committed]
+        if self.listeners:
+            bases = [e.batch_base if isinstance(e, TimedEntry) else e.offset for e in committed]
+            for batch in group_batches(entries, bases):
+                for listener in self.listeners:
+                    self._call(listener.handle_commit, batch)
+        end = committed[-1].offset
+        remaining = []
+        for pending in self._appends:
+            if pending.last_offset > end:
+                remaining.append(pending)
+                continue
+            epoch = self.log_store.epoch_at(pending.last_offset) if self.log_store and \
+                pending.last_offset >= self.log_store.log_start_offset else pending.epoch
+            if epoch == pending.epoch:
+                pending.resolve((pending.base_offset, pending.last_offset))
+            else:
+                pending.resolve(self._not_leader(f"entries of epoch {pending.epoch} were replaced"))
+        self._appends = remaining
+        waiters, self._hw_waiters = self._hw_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _fail_unwritten_appends(self) -> None:
+        """Appends beyond the log end were never written (the leader lost its epoch before the linger ran)."""
+        assert self.log_store is not None
+        keep = []
+        for pending in self._appends:
+            if pending.last_offset >= self.log_store.end_offset:
+                pending.resolve(self._not_leader("leadership lost before the append was written"))
+            else:
+                keep.append(pending)
+        self._appends = keep
+
+    def _not_leader(self, reason: str = "") -> NotLeaderError:
+        assert self.node is not None
+        leader = self.node.leader_id
+        endpoint = format_endpoint(self.voters[leader]) if leader in self.voters else None
+        return NotLeaderError(self.node_id, self.node.epoch, leader, endpoint, reason)
+
+    # -- API (on the loop) ---------------------------------------------------------------------------------
+    def append(self, values: list[bytes], resolve: Callable[[tuple[int, int] | BaseException], None]) -> None:
+        """Append on the leader; `resolve` gets (base offset, last offset) once committed, or an exception."""
+        node = self.node
+        if not self._running or node is None:
+            resolve(ServiceStoppedError(f"node {self.node_id} is not running"))
+            return
+        now = _mono_ms()
+        try:
+            result = node.append(values, now)
+        except RaftNotLeaderError:
+            resolve(self._not_leader())
+            return
+        except Exception as exc:
+            resolve(exc)
+            return
+        self._appends.append(_PendingAppend(result.last_offset, result.epoch, result.base_offset, resolve))
+        self._arm_timer(now)
+
+    def read_committed(self, from_offset: int, max_records: int) -> list[CommittedEntry]:
+        """Committed entries from `from_offset` (at most `max_records`)."""
+        node, store = self.node, self.log_store
+        if node is None or store is None:
+            raise ServiceStoppedError(f"node {self.node_id} is not running")
+        start = max(from_offset, store.log_start_offset)
+        end = min(node.applied_end, store.end_offset, start + max_records)
+        return [_committed(e) for e in store.read_timed(start, end)]
+
+    def describe(self) -> QuorumDescription:
+        """The status as this node knows it (replication rows only on the leader)."""
+        node, store = self.node, self.log_store
+        if node is None or store is None:
+            raise ServiceStoppedError(f"node {self.node_id} is not running")
+        now_mono, now_wall = _mono_ms(), int(time.time() * 1000)
+
+        def wall(mono: int | None) -> int:
+            return -1 if mono is None else now_wall - (now_mono - mono)
+
+        voters = tuple(VoterInfo(v, self.directory_id if v == self.node_id else "", format_endpoint(e))
+                       for v, e in sorted(self.voters.items()))
+        state = node.quorum.state
+        replicas: list[ReplicaInfo] = []
+        observers: list[int] = []
+        max_lag = max_lag_ms = 0
+        if isinstance(state, LeaderState):
+            leo = store.end_offset
+            for rid, rep in sorted(state.replicas.items()):
+                is_self = rid == self.node_id
+                end = leo if is_self else rep.end_offset
+                fetch = now_mono if is_self else rep.last_fetch_ms
+                caught = now_mono if is_self or end >= leo else self._caught_up_ms.get(rid)
+                if not is_self and rid in self.voters:
+                    max_lag = max(max_lag, leo - end)
+                    max_lag_ms = max(max_lag_ms, 0 if caught is None else now_mono - caught)
+                status = "Leader" if is_self else ("Follower" if rid in self.voters else "Observer")
+                if rid not in self.voters:
+                    observers.append(rid)
+                replicas.append(ReplicaInfo(rid, self.directory_id if is_self else "", end, leo - end,
+                                            wall(fetch), wall(caught), status))
+        return QuorumDescription(
+            self.config.cluster_id, -1 if node.leader_id is None else node.leader_id, node.epoch,
+            node.high_watermark, max_lag, max_lag_ms, voters, tuple(observers), tuple(replicas))
+
+    # -- network -------------------------------------------------------------------------------------------
+    def _send(self, message: Message) -> None:
+        try:
+            frame = encode_frame(message, self.config.cluster_id, self.config.max_frame_bytes)
+        except FrameTooLargeError:
+            log.error("node %d: dropping oversized %s", self.node_id, type(message).__name__)
+            return
+        if is_response(message):
+            conn = self._routes.pop((message.dst, message.correlation_id), None)
+            if conn is not None:
+                conn.send(frame)
+            return
+        channel = self._peers.get(message.dst)
+        if channel is not None:
+            channel.send(frame, message.correlation_id)
+
+    def _on_peer_frame(self, payload: bytes) -> None:
+        try:
+            cluster_id, message = decode_frame(payload)
+        except CodecError as exc:
+            log.warning("node %d: undecodable response: %s", self.node_id, exc)
+            return
+        if isinstance(message, ErrorResponse):
+            log.warning("node %d: peer %d refused a request: %s %s", self.node_id, message.src,
+                        message.error.name, message.message)
+            return
+        if cluster_id != self.config.cluster_id or self.node is None or not self._running:
+            return
+        now = _mono_ms()
+        self._process(self.node.step(message, now), now)
+
+    async def _handle_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = InboundConnection(writer)
+        self._connections.add(conn)
+        try:
+            while self._running or self.node is None:
+                try:
+                    payload = await read_frame(reader, self.config.max_frame_bytes)
+                except FrameTooLargeError as exc:
+                    conn.send(self._error_frame(-1, -1, ErrorCode.MESSAGE_TOO_LARGE, str(exc)))
+                    await writer.drain()
+                    return
+                self._on_request(payload, conn)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass
+        finally:
+            self._connections.discard(conn)
+            conn.close()
+
+    def _error_frame(self, dst: int, corr: int, code: ErrorCode, text: str) -> bytes:
+        return encode_frame(ErrorResponse(self.node_id, dst, corr, code, text), self.config.cluster_id)
+
+    def _on_request(self, payload: bytes, conn: InboundConnection) -> None:
+        try:
+            _api, corr, src, cluster_id = peek_header(payload)
+        except CodecError as exc:
+            conn.send(self._error_frame(-1, -1, ErrorCode.INVALID_REQUEST, str(exc)))
+            return
+        if cluster_id != self.config.cluster_id:
+            conn.send(self._error_frame(src, corr, ErrorCode.INCONSISTENT_CLUSTER_ID,
+                                        f"cluster id {cluster_id!r} is not {self.config.cluster_id!r}"))
+            return
+        try:
+            _, message = decode_frame(payload)
+        except CodecError as exc:
+            conn.send(self._error_frame(src, corr, ErrorCode.INVALID_REQUEST, str(exc)))
+            return
+        node = self.node
+        if node is None or not self._running:
+            return
+        if isinstance(message, AppendRequest):
+            self._serve_append(message, conn)
+        elif isinstance(message, ObserverFetchRequest):
+            asyncio.get_running_loop().create_task(self._serve_observer_fetch(message, conn))
+        elif isinstance(message, DescribeQuorumRequest):
+            self._serve_describe(message, conn)
+        elif message.dst != self.node_id:
+            conn.send(self._error_frame(src, corr, ErrorCode.INVALID_REQUEST,
+                                        f"message for node {message.dst} sent to node {self.node_id}"))
+        else:
+            if not is_response(message):
+                self._routes[(message.src, message.correlation_id)] = conn
+                if len(self._routes) > 10_000:  # answers that never came: forget the oldest
+                    for key in list(self._routes)[:1000]:
+                        del self._routes[key]
+            now = _mono_ms()
+            if isinstance(message, FetchRequest) and node.is_leader and self.log_store is not None \
+                    and message.fetch_offset >= self.log_store.end_offset:
+                # LastCaughtUpTimestamp: the last fetch that asked from the leader's log end
+                self._caught_up_ms[message.replica_id] = now
+            self._process(node.step(message, now), now)
+
+    def _serve_append(self, request: AppendRequest, conn: InboundConnection) -> None:
+        def reply(outcome: tuple[int, int] | BaseException) -> None:
+            node = self.node
+            assert node is not None
+            if isinstance(outcome, NotLeaderError):
+                response = AppendResponse(self.node_id, request.src, request.correlation_id,
+                                          ErrorCode.NOT_LEADER_OR_FOLLOWER, outcome.leader_id,
+                                          outcome.leader_endpoint or "", outcome.epoch, message=str(outcome))
+            elif isinstance(outcome, BaseException):
+                response = AppendResponse(self.node_id, request.src, request.correlation_id,
+                                          ErrorCode.UNKNOWN_SERVER_ERROR, node.leader_id, "", node.epoch,
+                                          message=str(outcome))
+            else:
+                response = AppendResponse(self.node_id, request.src, request.correlation_id, ErrorCode.NONE,
+                                          self.node_id, "", node.epoch, outcome[0], outcome[1])
+            conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
+
+        if not request.values:
+            reply(ServiceError("append of no values"))
+            return
+        self.append(list(request.values), reply)
+
+    async def _serve_observer_fetch(self, request: ObserverFetchRequest, conn: InboundConnection) -> None:
+        node, store = self.node, self.log_store
+        assert node is not None and store is not None
+        deadline = time.monotonic() + request.max_wait_ms / 1000
+        while self._running and node.applied_end <= request.fetch_offset and time.monotonic() < deadline:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._hw_waiters.append(waiter)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(waiter, max(0.0, deadline - time.monotonic()))
+        if not self._running:
+            return
+        error = ErrorCode.NONE
+        entries: list[TimedEntry] = []
+        if request.fetch_offset < store.log_start_offset:
+            error = ErrorCode.OFFSET_OUT_OF_RANGE
+        else:
+            end = min(node.applied_end, store.end_offset, request.fetch_offset + max(1, request.max_records))
+            size = 0
+            for entry in store.read_timed(request.fetch_offset, end) if end > request.fetch_offset else []:
+                size += len(entry.value) + 40
+                if entries and size > request.max_bytes:
+                    break
+                entries.append(entry)
+        response = ObserverFetchResponse(self.node_id, request.src, request.correlation_id, error, node.leader_id,
+                                         node.epoch, node.applied_end, store.log_start_offset, tuple(entries))
+        conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
+
+    def _serve_describe(self, request: DescribeQuorumRequest, conn: InboundConnection) -> None:
+        node = self.node
+        assert node is not None
+        description = self.describe()
+        if node.is_leader:
+            error, endpoint = ErrorCode.NONE, format_endpoint(self.voters[self.node_id])
+        else:
+            leader = node.leader_id
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            endpoint = format_endpoint(self.voters[leader]) if leader in self.voters else ""
+        response = DescribeQuorumResponse(self.node_id, request.src, request.correlation_id, error, endpoint,
+                                          description)
+        conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
+
+
+def _committed(entry: Entry) -> CommittedEntry:
+    ts = entry.timestamp if isinstance(entry, TimedEntry) else -1
+    return CommittedEntry(entry.offset, entry.epoch, ts, entry.is_control, entry.value)
+

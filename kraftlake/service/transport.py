@@ -1,0 +1,176 @@
+"""Asyncio TCP transport on 127.0.0.1: framed connections, outgoing peer channels with reconnect and backoff.
+
+A node sends its requests on its own outgoing connection to each peer (`PeerChannel`) and answers requests on
+the connection they came in on (`InboundConnection`). A channel that has had a request unanswered for longer
+than its request timeout is closed and reconnected (as Kafka's NetworkClient disconnects on request timeout);
+the raft node re-sends what it still needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+from kraftlake.service.codec import frame_length, peek_header
+from kraftlake.service.errors import FrameTooLargeError
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED_FRAMES = 10_000
+
+
+async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int) -> bytes:
+    """The payload of the next frame.
+
+    Raises
+    ------
+    FrameTooLargeError
+        If the length prefix announces more than `max_frame_bytes` (the payload is not read).
+    asyncio.IncompleteReadError
+        If the connection closes mid-frame or before a frame.
+    """
+    size = frame_length(await reader.readexactly(4))
+    if size > max_frame_bytes:
+        raise FrameTooLargeError(f"frame of {size} bytes exceeds the maximum of {max_frame_bytes}")
+    return await reader.readexactly(size)
+
+
+class InboundConnection:
+    """A connection accepted by a node's server: requests come in, responses go out."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.closed = False
+
+    def send(self, frame: bytes) -> None:
+        """Queue a frame (dropped if the connection is gone: the requester will time out and retry)."""
+        if not self.closed and not self.writer.is_closing():
+            self.writer.write(frame)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.closed = True
+        self.writer.close()
+
+
+class PeerChannel:
+    """The outgoing connection of one node to one peer.
+
+    Parameters
+    ----------
+    endpoint
+        The peer's (host, port).
+    on_frame
+        Called with each response payload received.
+    max_frame_bytes
+        Larger responses close the connection.
+    request_timeout_ms
+        A request unanswered this long closes and reopens the connection.
+    backoff_ms
+        (initial, maximum) reconnect backoff; it doubles after each failed attempt, with jitter.
+    """
+
+    def __init__(self, endpoint: tuple[str, int], on_frame: Callable[[bytes], None], max_frame_bytes: int,
+                 request_timeout_ms: int, backoff_ms: tuple[int, int] = (20, 1000)) -> None:
+        self.endpoint = endpoint
+        self.on_frame = on_frame
+        self.max_frame_bytes = max_frame_bytes
+        self.request_timeout_ms = request_timeout_ms
+        self.backoff_ms = backoff_ms
+        self._queue: deque[tuple[bytes, int]] = deque()
+        self._inflight: dict[int, float] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._stopped = False
+        self.connected = False
+
+    def start(self) -> None:
+        """Start connecting (in the running loop)."""
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def send(self, frame: bytes, correlation_id: int, expects_reply: bool = True) -> None:
+        """Queue a request frame; it is sent once connected (dropped if the connection fails first)."""
+        if len(self._queue) >= MAX_QUEUED_FRAMES:
+            self._queue.popleft()
+        self._queue.append((frame, correlation_id if expects_reply else -1))
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Close the connection for good."""
+        self._stopped = True
+        self._wake.set()
+        if self._writer is not None:
+            self._writer.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    async def _run(self) -> None:
+        backoff = self.backoff_ms[0]
+        while not self._stopped:
+            try:
+                reader, writer = await asyncio.open_connection(*self.endpoint)
+            except OSError:
+                self._queue.clear()
+                await asyncio.sleep(backoff / 1000 * (0.5 + random.random() / 2))
+                backoff = min(backoff * 2, self.backoff_ms[1])
+                continue
+            backoff = self.backoff_ms[0]
+            self._writer = writer
+            self.connected = True
+            self._inflight.clear()
+            reading = asyncio.get_running_loop().create_task(self._read(reader))
+            try:
+                await self._write(writer, reading)
+            except (OSError, ConnectionError) as exc:
+                log.debug("connection to %s failed: %s", self.endpoint, exc)
+            finally:
+                self.connected = False
+                reading.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await reading
+                writer.close()
+                self._writer = None
+                self._queue.clear()
+            if not self._stopped:
+                await asyncio.sleep(backoff / 1000)
+
+    async def _write(self, writer: asyncio.StreamWriter, reading: asyncio.Task[None]) -> None:
+        while not self._stopped and not reading.done():
+            if not self._queue:
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.request_timeout_ms / 4000)
+            now = time.monotonic()
+            while self._queue:
+                frame, corr = self._queue.popleft()
+                writer.write(frame)
+                if corr >= 0:
+                    self._inflight[corr] = now
+            await writer.drain()
+            if self._inflight and now - min(self._inflight.values()) > self.request_timeout_ms / 1000:
+                log.debug("request to %s timed out; reconnecting", self.endpoint)
+                return
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        while True:
+            payload = await read_frame(reader, self.max_frame_bytes)
+            try:
+                _, corr, _, _ = peek_header(payload)
+            except Exception:
+                return
+            self._inflight.pop(corr, None)
+            self.on_frame(payload)
+
+
+async def serve(host: str, port: int,
+                handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]) -> asyncio.Server:
+    """Listen on (host, port); port 0 picks a free port."""
+    return await asyncio.start_server(handler, host, port, reuse_address=True)
