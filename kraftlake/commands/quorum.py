@@ -1,0 +1,121 @@
+"""`kraftlake quorum`: run a local KRaft quorum (all voters here, or one voter per process) or describe one.
+
+    kraftlake quorum start --voters 3 --data-dir D [--cluster-id X]
+    kraftlake quorum start --node-id 1 --voters 1@127.0.0.1:9001,2@127.0.0.1:9002,3@127.0.0.1:9003 --data-dir D
+    kraftlake quorum describe --bootstrap 127.0.0.1:9001 [--replication]
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+from kraftlake.service.client import QuorumClient, parse_endpoint
+from kraftlake.service.config import NodeConfig, parse_voters
+from kraftlake.service.errors import ServiceError
+from kraftlake.service.service import LocalQuorum, RaftService
+
+DEFAULT_CLUSTER_ID = "kraftlake-local"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The subcommand's options."""
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    start = sub.add_parser("start", help="run a quorum (or one voter) in the foreground")
+    start.add_argument("--voters", required=True,
+                       help="a count (all voters in this process) or id@host:port,... (with --node-id)")
+    start.add_argument("--node-id", type=int, help="run only this voter of --voters id@host:port,...")
+    start.add_argument("--data-dir", required=True, type=Path,
+                       help="parent of node-<id> log dirs (count form) or this voter's log dir (--node-id)")
+    start.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
+    start.add_argument("--base-port", type=int, default=0,
+                       help="count form: voter i listens on base-port + i - 1 (default: free ports)")
+    start.add_argument("--no-fsync", action="store_true", help="do not fsync log flushes")
+    start.add_argument("--quiet", action="store_true", help="no status line")
+    describe = sub.add_parser("describe", help="print the quorum status like kafka-metadata-quorum")
+    describe.add_argument("--bootstrap", required=True, help="host:port of a voter")
+    describe.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
+    describe.add_argument("--replication", action="store_true", help="the per-replica table")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start or describe."""
+    if args.action == "describe":
+        return _describe(args)
+    return _start(args)
+
+
+def _describe(args: argparse.Namespace) -> int:
+    client = QuorumClient([parse_endpoint(args.bootstrap)], args.cluster_id)
+    try:
+        description, from_leader = client.describe()
+    finally:
+        client.close()
+    lines = description.replication_lines() if args.replication else description.status_lines()
+    print("\n".join(lines))
+    if not from_leader:
+        print(f"(answered by a non-leader; leader {description.leader_id} unreachable)", file=sys.stderr)
+    return 0
+
+
+def _wait_for_signal() -> threading.Event:
+    done = threading.Event()
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    return done
+
+
+def _start(args: argparse.Namespace) -> int:
+    done = _wait_for_signal()
+    fsync = not args.no_fsync
+    if args.node_id is None:
+        try:
+            count = int(args.voters)
+        except ValueError:
+            raise ServiceError("--voters id@host:port,... needs --node-id") from None
+        ports = {i: args.base_port + i - 1 for i in range(1, count + 1)} if args.base_port else None
+        quorum = LocalQuorum(count, args.data_dir, args.cluster_id, fsync=fsync, ports=ports).start()
+        voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in sorted(quorum.endpoints.items()))
+        print(f"quorum {args.cluster_id}: voters {voters}; data in {args.data_dir}", flush=True)
+        try:
+            while not done.wait(1.0):
+                if not args.quiet:
+                    _status(" ".join(_node_status(s) for s in quorum.services.values()))
+        finally:
+            quorum.stop()
+        return 0
+    config = NodeConfig(args.node_id, parse_voters(args.voters), args.data_dir, args.cluster_id, fsync=fsync)
+    service = RaftService(config).start()
+    print(f"node {args.node_id} of {args.cluster_id} on 127.0.0.1:{service.port}; data in {args.data_dir}",
+          flush=True)
+    try:
+        while not done.wait(1.0):
+            if not args.quiet:
+                _status(_node_status(service))
+    finally:
+        service.stop()
+    return 0
+
+
+def _node_status(service: RaftService) -> str:
+    node = service.runner.node
+    role = node.role if node is not None else "Stopped"
+    return f"[{service.node_id} {role} epoch={service.epoch} leader={service.leader_id} hw={service.high_watermark}]"
+
+
+def _status(line: str) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    if sys.stdout.isatty():
+        sys.stdout.write(f"\r{stamp} {line}\x1b[K")
+    else:
+        sys.stdout.write(f"{stamp} {line}\n")
+    sys.stdout.flush()
