@@ -199,3 +199,19 @@ def test_records_are_immutable_values() -> None:
     assert voters.Endpoint.__qualname__ == "VotersRecord.Endpoint"
     v = voters(voters=[voters.Voter(endpoints=[voters.Endpoint(name="C", host="h", port=1)])])
     assert pickle.loads(pickle.dumps(v)) == v
+
+
+def test_control_record_errors() -> None:
+    with pytest.raises(GarbageAtEndError) as info:
+        decode_control_body(ControlRecordType.SNAPSHOT_FOOTER, bytes(4))
+    assert info.value.position == 3
+    with pytest.raises(LengthPastEndError):
+        decode_control_body(ControlRecordType.SNAPSHOT_HEADER, bytes(5))
+    with pytest.raises(LengthPastEndError):
+        decode_control_key(b"\x00\x00")
+    with pytest.raises(UnsupportedVersionError):
+        decode_control_key(bytes.fromhex("ffff0002"))
+    with pytest.raises(UnknownApiKeyError):
+        decode_control_body(ControlRecordType.COMMIT, bytes(6))
+    with pytest.raises(InvalidFieldError):
+        encode_control_body(M["NoOpRecord"]())
