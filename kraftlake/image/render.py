@@ -191,11 +191,24 @@ def partition_string(p: PartitionRegistration) -> str:
     )
 
 
+def _quota_entity_node(entity: tuple[tuple[str, str | None], ...]) -> str:
+    """Kafka's ``ClientQuotasImageNode.clientQuotaEntityToString`` (a default entity name is left out)."""
+    names = dict(entity)
+    parts = []
+    for etype, label in (("client-id", "clientId"), ("ip", "ip"), ("user", "user")):
+        value = names.get(etype)
+        if value is not None:
+            escaped = value.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            parts.append(f"{label}({escaped})")
+    return "_".join(parts)
+
+
 def _java_time(ms: int) -> str:
     t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC)
     frac = ms % 1000
     base = t.strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{base}{f'.{frac:03d}' if frac else ''}Z[UTC]"
+    # Java's ISO format prints the fraction without trailing zeros (830 ms -> ".83")
+    return f"{base}{f'.{frac:03d}'.rstrip('0') if frac else ''}Z[UTC]"
 
 
 def shell_lines(image: MetadataImage) -> list[str]:
@@ -224,14 +237,16 @@ def shell_lines(image: MetadataImage) -> list[str]:
         for k, v in data.items():
             out.append((f"/image/configs/{node}/{k}", v))
     for entity, quotas in image.client_quotas.items():
-        ename = ",".join(f"{t}({'' if n is None else n})" for t, n in entity)
+        ename = _quota_entity_node(entity)
         for k, q in quotas.items():
             out.append((f"/image/clientQuotas/{ename}/{k}", repr(float(q))))
     out.append(("/image/producerIds/nextProducerId", str(image.next_producer_id)))
     for acl_id, a in image.acls.items():
         out.append((f"/image/acls/byId/{acl_id}", repr(a)))
     for (mech, user), s in image.scram.items():
-        out.append((f"/image/scram/{SCRAM_MECHANISMS.get(mech, mech)}/{user}", f"iterations={s.iterations}"))
+        out.append((f"/image/scram/{SCRAM_MECHANISMS.get(mech, mech)}/{user}", (
+            f"ScramCredentialData(salt={s.salt.hex()}, storedKey={s.stored_key.hex()}, "
+            f"serverKey={s.server_key.hex()}, iterations={s.iterations})")))
     for token_id, d in image.delegation_tokens.items():
         out.append((f"/image/delegationToken/{token_id}", repr(d)))
     out.sort()
