@@ -85,13 +85,13 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
                 yield MetadataRecord(r.offset, epoch, r.timestamp, base, True, type_name, api_key, version, rec,
                                      value)
             continue
-        for r in batch.records:
-            value = r.value
+        # Records unpack as logformat's Record named tuple: (offset, timestamp, key, value, headers).
+        for offset, timestamp, _key, value, _headers in batch.records:
             # Records are immutable, so equal small values (NoOpRecord above all, most of a quiet log) can share
             # one decoded record.
             hit = memo_get(value)
             if hit is not None:
-                yield _tnew(MetadataRecord, (r.offset, epoch, r.timestamp, base, False, *hit, value))
+                yield _tnew(MetadataRecord, (offset, epoch, timestamp, base, False, *hit, value))
                 continue
             # Fast path: frame 1 and one-byte apiKey and version (every record Kafka writes today), decoded
             # by the compiled body decoder directly; anything else, or any failure, takes the checked path.
@@ -109,18 +109,18 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
                             if len(memo) >= _MEMO_MAX_ENTRIES:
                                 memo.clear()
                             memo[value] = hit
-                        yield _tnew(MetadataRecord, (r.offset, epoch, r.timestamp, base, False, *hit, value))
+                        yield _tnew(MetadataRecord, (offset, epoch, timestamp, base, False, *hit, value))
                         continue
             except Exception:  # the checked path below reports it with its typed error
                 pass
             if value is None:
                 raise RecordDecodeError("metadata record has a null value", source=name,
-                                        position=batch.position, offset=r.offset)
+                                        position=batch.position, offset=offset)
             try:
                 rec, version = decode(value)
             except ProtocolError as exc:
-                raise _wrap(exc, name, batch, r.offset, "metadata record") from exc
-            yield MetadataRecord(r.offset, epoch, r.timestamp, base, False, type(rec).__name__,
+                raise _wrap(exc, name, batch, offset, "metadata record") from exc
+            yield MetadataRecord(offset, epoch, timestamp, base, False, type(rec).__name__,
                                  rec._api_key or 0, version, rec, value)
 
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kraftlake.protocol.control import decode_control_body
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.messages import MESSAGE_CLASSES, class_for
 from kraftlake.protocol.spec import load_all, schemas_dir, snake_case
@@ -129,3 +130,10 @@ def test_schemas_match_kafkas_json_specs() -> None:
 def test_fuzz_decoder_raises_only_typed_errors(value: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         decode_metadata_record(value)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.sampled_from([2, 3, 4, 5, 6]), st.binary(max_size=80))
+def test_fuzz_control_bodies_raise_only_typed_errors(control_type: int, value: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        decode_control_body(control_type, value)
