@@ -158,13 +158,17 @@ class PartitionChangeBuilder:
             self.target_last_known_elr = ()
             return
         isr = set(self.target_isr)
+        # replicas a completed reassignment removed are no longer eligible for anything
+        replicas = set(self.target_replicas)
         candidates = list(dict.fromkeys((*self.target_elr, *self.partition.isr)))
         self.target_elr = tuple(
-            r for r in candidates if r not in isr and r not in self.unclean_shutdown_replicas
+            r for r in candidates if r not in isr and r not in self.unclean_shutdown_replicas and r in replicas
         )
         elr = set(self.target_elr)
         candidates = list(dict.fromkeys((*candidates, *self.target_last_known_elr)))
-        self.target_last_known_elr = tuple(r for r in candidates if r not in isr and r not in elr)
+        self.target_last_known_elr = tuple(
+            r for r in candidates if r not in isr and r not in elr and r in replicas
+        )
 
     def build(self) -> tuple[m.PartitionChangeRecord, int] | None:
         """The ``(PartitionChangeRecord, version)`` to write, or None when the partition would not change."""

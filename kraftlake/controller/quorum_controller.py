@@ -184,6 +184,7 @@ class QuorumController:
         self._latest: ImageLoader | None = None
         self._latest_image: MetadataImage | None = None
         self._pending: deque[tuple[int, MetadataImage]] = deque()  # (last offset, image after it)
+        self._committed_upto = image.offset
         self._next_offset = image.offset + 1
         self._placement_start = 0
         self.sessions: dict[int, BrokerSession] = {}
@@ -232,10 +233,13 @@ class QuorumController:
         last = -1
         for mr in records:
             last = mr.offset
-        if last < 0:
-            return
-        # records before our first append (e.g. the raft leader's LeaderChange) still advance provenance
-        while self._pending and self._pending[0][0] <= last:
+        if last > self._committed_upto:
+            self._committed_upto = last
+        self._advance_committed()
+
+    def _advance_committed(self) -> None:
+        # the log may commit a batch before ``execute`` has replayed it: pending entries wait for both
+        while self._pending and self._pending[0][0] <= self._committed_upto:
             _, img = self._pending.popleft()
             self._committed = img
             self._committed_loader = ImageLoader(img)
@@ -255,6 +259,7 @@ class QuorumController:
         self._latest = ImageLoader(base)
         self._latest_image = base
         self._pending.clear()
+        self._committed_upto = base.offset
         self._next_offset = appender.end_offset()
         cs_offset = max(base.offset, 0)
         self.sessions = {
@@ -315,6 +320,7 @@ class QuorumController:
         self._next_offset = last + 1
         self._latest_image = self._latest.image()
         self._pending.append((last, self._latest_image))
+        self._advance_committed()
         for rec, _ in result.records:
             if type(rec).__name__ == "BrokerRegistrationChangeRecord" and rec.in_controlled_shutdown == 1:
                 session = self.sessions.get(rec.broker_id)

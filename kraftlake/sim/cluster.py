@@ -1,0 +1,490 @@
+"""A seeded, deterministic cluster simulator that drives the quorum controller as a real cluster would.
+
+Brokers register and heartbeat every ``heartbeat_interval_ms`` of simulated time; the controller fences the
+silent ones after the session timeout. Each *event* advances the clock and performs one random action, chosen
+by configurable weights: ISR shrink or expand from simulated replica lag (AlterPartition from the leader),
+broker crash (it stops heartbeating; it comes back later after an unclean shutdown), controlled shutdown and
+restart, a rolling restart of every broker, topic creation and deletion, partition creation, reassignment,
+config changes, producer id blocks, and failover to a standby controller. The same seed gives the same log.
+
+It runs against an in-process controller with either the in-memory log (fast, for tests) or
+``LocalMetadataLog`` (a real log directory). After every ``check_every`` events the image invariants are
+checked: ISR, ELR and adding/removing replicas within replicas, leader in the ISR or -1 and an unfenced
+broker, no replica twice, directories parallel to replicas, ELR disjoint from the ISR, an ISR never empty
+without ELR. The standby controller replays committed records and must hold the same image.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kraftlake.controller import (
+    AlterPartitionRequest,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    ConfigChange,
+    ConfigOp,
+    ControllerConfig,
+    CreatableTopic,
+    Listener,
+    MemoryMetadataLog,
+    PartitionIsrUpdate,
+    QuorumController,
+    ResourceType,
+    random_uuid,
+)
+from kraftlake.image import MetadataImage
+from kraftlake.image.model import NO_LEADER
+from kraftlake.sim.errors import InvariantViolation, SimError
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "isr_shrink": 30.0,
+    "isr_expand": 30.0,
+    "crash": 1.0,
+    "restart": 3.0,
+    "controlled_shutdown": 1.0,
+    "rolling_restart": 0.05,
+    "create_topic": 2.0,
+    "delete_topic": 1.0,
+    "create_partitions": 0.5,
+    "reassign": 1.0,
+    "config_change": 3.0,
+    "producer_ids": 1.0,
+    "failover": 0.1,
+    "idle": 5.0,
+}
+
+
+@dataclass(frozen=True)
+class ClusterSimConfig:
+    """Sizes, rates and seeds of a simulated cluster.
+
+    ``weights`` are the relative rates of the event kinds (see ``DEFAULT_WEIGHTS``); ``tick_ms`` is the
+    simulated time between events; ``max_down_fraction`` caps how many brokers may be down at once.
+    """
+
+    brokers: int = 5
+    topics: int = 10
+    partitions_per_topic: int = 3
+    replication_factor: int = 3
+    events: int = 1000
+    seed: int = 0
+    tick_ms: int = 100
+    heartbeat_interval_ms: int = 2000
+    max_down_fraction: float = 0.2
+    min_insync_replicas: int = 2
+    check_every: int = 1
+    standby: bool = True
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+
+
+@dataclass
+class SimBroker:
+    """A simulated broker process."""
+
+    id: int
+    incarnation: str
+    log_dir: str
+    alive: bool = False
+    epoch: int = -1
+    last_clean_epoch: int = -1  # the epoch it shut down cleanly in (-1 after a crash)
+    next_heartbeat_ms: int = 0
+    shutting_down: bool = False
+    restart_at_ms: int = -1
+
+
+@dataclass
+class SimSummary:
+    """What a run did."""
+
+    events: int = 0
+    event_counts: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    failovers: int = 0
+    invariant_checks: int = 0
+    seconds: float = 0.0
+
+
+class ClusterSimulator:
+    """Runs a simulated cluster against one active and (optionally) one standby controller.
+
+    Parameters
+    ----------
+    config : ClusterSimConfig
+    log : appender, optional
+        ``MemoryMetadataLog`` (default) or ``LocalMetadataLog``; it must have ``append``, ``end_offset`` and
+        ``listeners`` (committed records go to the standby through them).
+    """
+
+    def __init__(self, config: ClusterSimConfig, log: Any | None = None) -> None:
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.now_ms = 1_700_000_000_000
+        self.log = log if log is not None else MemoryMetadataLog(clock=lambda: self.now_ms)
+        if hasattr(self.log, "clock"):
+            self.log.clock = lambda: self.now_ms
+        ccfg = config.controller
+        self.controllers = [QuorumController(ccfg, node_id=1, seed=config.seed)]
+        if config.standby:
+            self.controllers.append(QuorumController(ccfg, node_id=2, seed=config.seed + 1))
+        self.active = self.controllers[0]
+        self.epoch = 1
+        self.log.listeners.append(self._on_commit)
+        self.brokers = {
+            b: SimBroker(b, random_uuid(self.rng), random_uuid(self.rng)) for b in range(config.brokers)
+        }
+        self.topic_seq = 0
+        self.summary = SimSummary()
+        self._rolling: list[int] = []
+        self.after_event: Callable[[ClusterSimulator], None] | None = None
+
+    # -- plumbing -------------------------------------------------------------------------------------------
+
+    def _on_commit(self, records: Any) -> None:
+        for c in self.controllers:
+            c.handle_commit(records)
+
+    def _begin_epoch(self) -> None:
+        if hasattr(self.log, "begin_epoch"):
+            self.log.begin_epoch(self.epoch)
+        self.active.activate(self.epoch, self.log, self.now_ms)
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.active.image
+
+    def _run(self, result: Any, kind: str) -> Any:
+        err = result.error
+        if err is not None and not err.ok:
+            self.summary.errors[f"{kind}:{err.error.name}"] += 1
+        self.active.execute(result)
+        return result.response
+
+    # -- brokers --------------------------------------------------------------------------------------------
+
+    def _register(self, b: SimBroker) -> None:
+        req = BrokerRegistrationRequest(
+            b.id, b.incarnation, (Listener("PLAINTEXT", f"broker-{b.id}", 9092),), rack=None,
+            log_dirs=(b.log_dir,), previous_broker_epoch=b.last_clean_epoch,
+        )
+        resp = self._run(self.active.handle_register_broker(req, self.now_ms), "register")
+        if resp.error.ok:
+            b.epoch = resp.data["broker_epoch"]
+            b.alive = True
+            b.shutting_down = False
+            b.next_heartbeat_ms = self.now_ms
+        else:
+            b.restart_at_ms = self.now_ms + self.config.heartbeat_interval_ms
+
+    def _heartbeat(self, b: SimBroker) -> None:
+        # a live broker's metadata offset trails the log end by a little
+        offset = self.active.next_offset - 1 - (self.rng.randrange(3) if self.rng.random() < 0.2 else 0)
+        req = BrokerHeartbeatRequest(b.id, b.epoch, offset, want_shutdown=b.shutting_down)
+        resp = self._run(self.active.handle_heartbeat(req, self.now_ms), "heartbeat")
+        if resp.error.ok and resp.data.get("should_shut_down"):
+            b.alive = False
+            b.last_clean_epoch = b.epoch
+            b.shutting_down = False
+            b.restart_at_ms = self.now_ms + self.rng.randrange(1, 10) * self.config.heartbeat_interval_ms
+        elif not resp.error.ok:
+            # fenced with a stale epoch (e.g. after a failover race): register again
+            b.alive = False
+            b.last_clean_epoch = -1
+            b.restart_at_ms = self.now_ms
+        b.next_heartbeat_ms = self.now_ms + self.config.heartbeat_interval_ms
+
+    def _tick(self) -> None:
+        self.now_ms += self.config.tick_ms
+        for b in self.brokers.values():
+            if b.alive and b.next_heartbeat_ms <= self.now_ms:
+                self._heartbeat(b)
+            elif not b.alive and 0 <= b.restart_at_ms <= self.now_ms and b.id not in self._rolling[:1]:
+                b.restart_at_ms = -1
+                b.incarnation = random_uuid(self.rng)
+                self._register(b)
+        for result in self.active.handle_fence_stale_brokers(self.now_ms):
+            self._run(result, "fence")
+
+    def _settle(self, ms: int) -> None:
+        end = self.now_ms + ms
+        while self.now_ms < end:
+            self._tick()
+
+    # -- setup ----------------------------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Bootstrap, register every broker, let them unfence, then create the initial topics."""
+        self._begin_epoch()
+        self._run(self.active.handle_incremental_alter_configs([
+            ConfigChange(ResourceType.BROKER, "", "min.insync.replicas", ConfigOp.SET,
+                         str(self.config.min_insync_replicas)),
+        ]), "config")
+        for b in self.brokers.values():
+            self._register(b)
+        self._settle(self.config.heartbeat_interval_ms + self.config.tick_ms)
+        for _ in range(self.config.topics):
+            self._create_topic(self.config.partitions_per_topic)
+
+    def _create_topic(self, partitions: int) -> None:
+        name = f"topic-{self.topic_seq:06d}"
+        self.topic_seq += 1
+        rf = min(self.config.replication_factor, max(1, self._usable_count()))
+        self._run(self.active.handle_create_topics([CreatableTopic(name, partitions, rf)]), "create_topic")
+
+    def _usable_count(self) -> int:
+        return sum(1 for r in self.image.brokers.values() if not r.fenced and not r.in_controlled_shutdown)
+
+    # -- events ---------------------------------------------------------------------------------------------
+
+    def _random_partition(self) -> tuple[Any, int, Any] | None:
+        img = self.image
+        if not len(img.topics_by_id):
+            return None
+        # a random topic by index into a sorted name list is O(n log n); sample names instead
+        names = self._topic_names()
+        t = img.topics_by_name.get(names[self.rng.randrange(len(names))])
+        if t is None or not t.partitions:
+            return None
+        pid = self.rng.randrange(len(t.partitions))
+        return t, pid, t.partitions.get(pid)
+
+    _names_cache: tuple[int, list[str]] = (-1, [])
+
+    def _topic_names(self) -> list[str]:
+        img = self.image
+        key = id(img.topics_by_name)
+        if self._names_cache[0] != key:
+            self._names_cache = (key, sorted(img.topics_by_name))
+        return self._names_cache[1]
+
+    def _alter_isr(self, shrink: bool) -> None:
+        found = self._random_partition()
+        if found is None:
+            return
+        t, pid, p = found
+        if p is None or p.leader == NO_LEADER:
+            return
+        leader = self.brokers[p.leader]
+        if not leader.alive or leader.shutting_down:
+            return
+        if shrink:
+            followers = [r for r in p.isr if r != p.leader]
+            if not followers:
+                return
+            new_isr = tuple(r for r in p.isr if r != self.rng.choice(followers))
+        else:
+            img = self.image
+            candidates = [
+                r for r in p.replicas
+                if r not in p.isr and self.brokers[r].alive and not self.brokers[r].shutting_down
+                and (reg := img.brokers.get(r)) is not None and not reg.fenced and not reg.in_controlled_shutdown
+            ]
+            if not candidates:
+                return
+            new_isr = (*p.isr, self.rng.choice(candidates))
+        req = AlterPartitionRequest(leader.id, leader.epoch, (
+            PartitionIsrUpdate(t.id, pid, p.leader_epoch, p.partition_epoch, new_isr, 0),))
+        self._run(self.active.handle_alter_partition(req), "alter_partition")
+
+    def _down_allowed(self) -> bool:
+        down = sum(1 for b in self.brokers.values() if not b.alive or b.shutting_down)
+        return down + 1 <= max(1, int(self.config.max_down_fraction * len(self.brokers)))
+
+    def _crash(self) -> None:
+        alive = [b for b in self.brokers.values() if b.alive and not b.shutting_down]
+        if not alive or not self._down_allowed():
+            return
+        b = self.rng.choice(alive)
+        b.alive = False
+        b.last_clean_epoch = -1
+        b.restart_at_ms = self.now_ms + self.config.controller.session_timeout_ms + self.rng.randrange(20_000)
+
+    def _controlled_shutdown(self) -> None:
+        alive = [b for b in self.brokers.values() if b.alive and not b.shutting_down]
+        if not alive or not self._down_allowed():
+            return
+        b = self.rng.choice(alive)
+        b.shutting_down = True
+        self._heartbeat(b)
+
+    def _restart(self) -> None:
+        down = [b for b in self.brokers.values() if not b.alive and b.restart_at_ms >= 0]
+        if down:
+            self.rng.choice(down).restart_at_ms = self.now_ms
+
+    def _rolling_restart(self) -> None:
+        if not self._rolling:
+            self._rolling = sorted(self.brokers)
+
+    def _advance_rolling(self) -> None:
+        if not self._rolling:
+            return
+        b = self.brokers[self._rolling[0]]
+        if b.alive and not b.shutting_down and b.epoch >= 0:
+            reg = self.image.brokers.get(b.id)
+            if reg is not None and not reg.fenced and b.restart_at_ms < 0 and not getattr(b, "_rolled", False):
+                b.shutting_down = True
+                b._rolled = True  # type: ignore[attr-defined]
+                self._heartbeat(b)
+            elif getattr(b, "_rolled", False) and reg is not None and not reg.fenced:
+                del b._rolled  # type: ignore[attr-defined]
+                self._rolling.pop(0)
+        elif not b.alive and b.restart_at_ms > self.now_ms:
+            b.restart_at_ms = self.now_ms + self.config.tick_ms  # restart promptly during a roll
+
+    def _delete_topic(self) -> None:
+        names = self._topic_names()
+        if len(names) > 1:
+            self._run(self.active.handle_delete_topics([self.rng.choice(names)]), "delete_topic")
+
+    def _create_partitions(self) -> None:
+        found = self._random_partition()
+        if found is not None:
+            t = found[0]
+            self._run(self.active.handle_create_partitions({t.name: len(t.partitions) + 1}), "create_partitions")
+
+    def _reassign(self) -> None:
+        found = self._random_partition()
+        if found is None:
+            return
+        t, pid, p = found
+        if p is None:
+            return
+        if p.adding_replicas or p.removing_replicas:
+            self._run(self.active.handle_alter_reassignments({(t.name, pid): None}), "reassign")
+            return
+        usable = [b for b, r in self.image.brokers.items() if not r.fenced and not r.in_controlled_shutdown]
+        if len(usable) < len(p.replicas):
+            return
+        target = self.rng.sample(sorted(usable), len(p.replicas))
+        self._run(self.active.handle_alter_reassignments({(t.name, pid): target}), "reassign")
+
+    def _config_change(self) -> None:
+        names = self._topic_names()
+        if not names:
+            return
+        name = self.rng.choice(names)
+        if self.rng.random() < 0.2:
+            change = ConfigChange(ResourceType.TOPIC, name, "retention.ms", ConfigOp.DELETE)
+        else:
+            key, value = self.rng.choice([
+                ("retention.ms", str(self.rng.randrange(3_600_000, 604_800_000))),
+                ("cleanup.policy", self.rng.choice(["delete", "compact", "compact,delete"])),
+                ("max.message.bytes", str(self.rng.randrange(1_000_000, 10_000_000))),
+            ])
+            change = ConfigChange(ResourceType.TOPIC, name, key, ConfigOp.SET, value)
+        self._run(self.active.handle_incremental_alter_configs([change]), "config_change")
+
+    def _producer_ids(self) -> None:
+        alive = [b for b in self.brokers.values() if b.alive and b.epoch >= 0]
+        if alive:
+            b = self.rng.choice(alive)
+            self._run(self.active.handle_allocate_producer_ids(b.id, b.epoch), "producer_ids")
+
+    def failover(self) -> None:
+        """The active controller resigns; the standby (hot image, no bootstrap) takes over at epoch + 1."""
+        if len(self.controllers) < 2:
+            return
+        old = self.active
+        old.deactivate()
+        self.controllers.reverse()
+        self.active = self.controllers[0]
+        self.epoch += 1
+        self._begin_epoch()
+        self.summary.failovers += 1
+
+    def step(self) -> str:
+        """One event: advance the clock, heartbeats and fencing, then one random action."""
+        self._tick()
+        self._advance_rolling()
+        kinds = list(self.config.weights)
+        kind = self.rng.choices(kinds, weights=[self.config.weights[k] for k in kinds])[0]
+        action: dict[str, Callable[[], None]] = {
+            "isr_shrink": lambda: self._alter_isr(True),
+            "isr_expand": lambda: self._alter_isr(False),
+            "crash": self._crash,
+            "restart": self._restart,
+            "controlled_shutdown": self._controlled_shutdown,
+            "rolling_restart": self._rolling_restart,
+            "create_topic": lambda: self._create_topic(self.config.partitions_per_topic),
+            "delete_topic": self._delete_topic,
+            "create_partitions": self._create_partitions,
+            "reassign": self._reassign,
+            "config_change": self._config_change,
+            "producer_ids": self._producer_ids,
+            "failover": self.failover,
+            "idle": lambda: None,
+        }
+        if kind not in action:
+            raise SimError(f"unknown event kind {kind!r}")
+        action[kind]()
+        self.summary.events += 1
+        self.summary.event_counts[kind] += 1
+        return kind
+
+    def run(self, progress: Callable[[int], None] | None = None) -> SimSummary:
+        """Setup, then ``events`` events, checking invariants every ``check_every`` events and at the end."""
+        start = time.perf_counter()
+        self.setup()
+        self.check_invariants()
+        every = self.config.check_every
+        for i in range(self.config.events):
+            self.step()
+            if every > 0 and (i + 1) % every == 0:
+                self.check_invariants()
+            if self.after_event is not None:
+                self.after_event(self)
+            if progress is not None:
+                progress(i + 1)
+        self.check_invariants()
+        self.check_standby()
+        self.summary.seconds = time.perf_counter() - start
+        return self.summary
+
+    # -- invariants -----------------------------------------------------------------------------------------
+
+    def check_invariants(self) -> None:
+        self.summary.invariant_checks += 1
+        check_image(self.image, elr_enabled=self.active.elr_enabled())
+
+    def check_standby(self) -> None:
+        """Every controller's committed image equals the active one's (the log is all committed)."""
+        img = self.active.image
+        for c in self.controllers[1:]:
+            if not c.committed_image.state_equals(img):
+                raise InvariantViolation("standby", f"controller {c.node_id}'s replayed image differs from the active")
+
+
+def check_image(img: MetadataImage, *, elr_enabled: bool) -> None:
+    """Raise ``InvariantViolation`` if a partition or broker of ``img`` is inconsistent."""
+    brokers = img.brokers
+    for t in img.topics_by_id.values():
+        for pid, p in t.partitions.items():
+            where = f"{t.name}-{pid}"
+            replicas = set(p.replicas)
+            if len(replicas) != len(p.replicas):
+                raise InvariantViolation("replicas", f"{where}: duplicate replicas {p.replicas}")
+            if len(set(p.isr)) != len(p.isr) or not set(p.isr) <= replicas:
+                raise InvariantViolation("isr", f"{where}: ISR {p.isr} not a subset of replicas {p.replicas}")
+            if not set(p.elr) <= replicas or set(p.elr) & set(p.isr):
+                raise InvariantViolation("elr", f"{where}: ELR {p.elr} vs ISR {p.isr} / replicas {p.replicas}")
+            if not set(p.adding_replicas) <= replicas or not set(p.removing_replicas) <= replicas:
+                raise InvariantViolation("reassignment", f"{where}: adding/removing outside replicas")
+            if p.leader != NO_LEADER:
+                if p.leader not in p.isr:
+                    raise InvariantViolation("leader", f"{where}: leader {p.leader} not in ISR {p.isr}")
+                reg = brokers.get(p.leader)
+                if reg is None or reg.fenced:
+                    raise InvariantViolation("leader", f"{where}: leader {p.leader} is fenced or unregistered")
+            if not p.isr and not elr_enabled:
+                raise InvariantViolation("isr", f"{where}: empty ISR without ELR")
+            if len(p.directories) != len(p.replicas):
+                raise InvariantViolation("directories", f"{where}: {len(p.directories)} dirs, {len(p.replicas)} replicas")
+            if p.leader_epoch < 0 or p.partition_epoch < 0:
+                raise InvariantViolation("epochs", f"{where}: negative epoch")
