@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from kraftlake.raft.config import QuorumConfig
 from kraftlake.service.client import QuorumClient, parse_endpoint
 from kraftlake.service.config import NodeConfig, parse_voters
 from kraftlake.service.errors import ServiceError
@@ -37,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="count form: voter i listens on base-port + i - 1 (default: free ports)")
     start.add_argument("--no-fsync", action="store_true", help="do not fsync log flushes")
     start.add_argument("--quiet", action="store_true", help="no status line")
+    start.add_argument("--election-timeout-ms", type=int, default=1000, help="default 1000 (Kafka's)")
+    start.add_argument("--fetch-timeout-ms", type=int, default=2000, help="default 2000 (Kafka's)")
     describe = sub.add_parser("describe", help="print the quorum status like kafka-metadata-quorum")
     describe.add_argument("--bootstrap", required=True, help="host:port of a voter")
     describe.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
@@ -83,7 +86,8 @@ def _start(args: argparse.Namespace) -> int:
         except ValueError:
             raise ServiceError("--voters id@host:port,... needs --node-id") from None
         ports = {i: args.base_port + i - 1 for i in range(1, count + 1)} if args.base_port else None
-        quorum = LocalQuorum(count, args.data_dir, args.cluster_id, fsync=fsync, ports=ports).start()
+        quorum = LocalQuorum(count, args.data_dir, args.cluster_id, fsync=fsync, ports=ports,
+                             quorum=_quorum_config(args, frozenset(range(1, count + 1)))).start()
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in sorted(quorum.endpoints.items()))
         print(f"quorum {args.cluster_id}: voters {voters}; data in {args.data_dir}", flush=True)
         try:
@@ -93,7 +97,9 @@ def _start(args: argparse.Namespace) -> int:
         finally:
             quorum.stop()
         return 0
-    config = NodeConfig(args.node_id, parse_voters(args.voters), args.data_dir, args.cluster_id, fsync=fsync)
+    endpoints = parse_voters(args.voters)
+    config = NodeConfig(args.node_id, endpoints, args.data_dir, args.cluster_id, fsync=fsync,
+                        quorum=_quorum_config(args, frozenset(endpoints)))
     service = RaftService(config).start()
     print(f"node {args.node_id} of {args.cluster_id} on 127.0.0.1:{service.port}; data in {args.data_dir}",
           flush=True)
@@ -104,6 +110,14 @@ def _start(args: argparse.Namespace) -> int:
     finally:
         service.stop()
     return 0
+
+
+def _quorum_config(args: argparse.Namespace, voters: frozenset[int]) -> QuorumConfig:
+    return QuorumConfig(voters=voters, election_timeout_ms=args.election_timeout_ms,
+                        fetch_timeout_ms=args.fetch_timeout_ms,
+                        election_backoff_max_ms=args.election_timeout_ms,
+                        request_timeout_ms=max(2000, args.fetch_timeout_ms),
+                        max_fetch_wait_ms=min(500, args.fetch_timeout_ms // 2))
 
 
 def _node_status(service: RaftService) -> str:

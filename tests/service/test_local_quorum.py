@@ -213,6 +213,6 @@ def test_listeners_and_restart_from_kafka_layout_files(tmp_path: Path) -> None:
         leader = q2.wait_for_leader()
         leader.append([b"after restart"]).result(10)
         committed = values_of(leader.read_committed(0))
-        assert committed == values + [b"after restart"]
+        assert committed == [*values, b"after restart"]
     finally:
         q2.stop()
