@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
             while not stop.exists():
                 values = [f"{seq}-{attempt}-{k}".encode() for k in range(4)]
                 try:
-                    base, last = client.append(values, timeout_s=5.0)
+                    base, _ = client.append(values, timeout_s=5.0)
                 except (ServiceError, OSError):
                     attempt += 1
                     time.sleep(0.05)

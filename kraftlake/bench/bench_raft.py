@@ -1,0 +1,238 @@
+"""Raft service on loopback: 3 voter processes, fsync on, 256-byte records; and Kafka's TestRaftServer.
+
+Figures: committed records/s (clients appending as fast as they are acknowledged), append latency p50/p99 at
+a fixed rate (10k records/s), failover time (leader ``kill -9`` to the first commit by a new leader) over 20
+trials with Kafka's default timers, and Kafka's ``kafka.tools.TestRaftServer`` (3 processes, same record size)
+in the same run for the ratio.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from base64 import urlsafe_b64encode
+from pathlib import Path
+from typing import Any
+
+from kraftlake.service.client import QuorumClient
+from kraftlake.service.errors import ServiceError
+
+CLUSTER = "bench-raft"
+RECORD = b"r" * 256
+KAFKA_JARS = Path(os.environ.get("KRAFTLAKE_JARS", Path(__file__).resolve().parents[2] / ".cache" / "jars")) / "kafka"
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))], 2)
+
+
+class _Voters:
+    """3 `kraftlake quorum start --node-id` processes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.ports = dict(zip((1, 2, 3), _free_ports(3), strict=True))
+        self.voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.ports.items())
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def start(self, node_id: int) -> None:
+        self.procs[node_id] = subprocess.Popen(
+            [sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--node-id", str(node_id), "--voters",
+             self.voters, "--data-dir", str(self.root / f"n{node_id}"), "--cluster-id", CLUSTER, "--quiet"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def kill9(self, node_id: int) -> None:
+        proc = self.procs.pop(node_id)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+        self.procs.clear()
+
+    def client(self) -> QuorumClient:
+        return QuorumClient([("127.0.0.1", p) for p in self.ports.values()], CLUSTER, timeout_s=5.0)
+
+    def leader(self, timeout: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for node_id in list(self.procs):
+                try:
+                    d, ok = QuorumClient([("127.0.0.1", self.ports[node_id])], CLUSTER, timeout_s=1).describe()
+                except (ServiceError, OSError):
+                    continue
+                if ok and d.leader_id in self.procs:
+                    return d.leader_id
+            time.sleep(0.05)
+        raise RuntimeError("no leader")
+
+
+def _throughput(voters: _Voters, seconds: float, threads: int = 4, batch: int = 500) -> float:
+    done = [0] * threads
+    end = time.monotonic() + seconds
+
+    def work(i: int) -> None:
+        client = voters.client()
+        while time.monotonic() < end:
+            client.append_retrying([RECORD] * batch)
+            done[i] += batch
+
+    start = time.monotonic()
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return sum(done) / (time.monotonic() - start)
+
+
+def _latency(voters: _Voters, rate: int, seconds: float, batch: int = 50, threads: int = 8) -> dict[str, Any]:
+    """Appends of `batch` records scheduled at `rate` records/s; latency from the scheduled time to the ack."""
+    interval = batch / rate
+    total = int(seconds / interval)
+    latencies: list[float] = []
+    lock = threading.Lock()
+    start = time.monotonic() + 0.2
+    counter = iter(range(total))
+
+    def work() -> None:
+        client = voters.client()
+        while True:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            due = start + i * interval
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            client.append_retrying([RECORD] * batch)
+            with lock:
+                latencies.append((time.monotonic() - due) * 1000)
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    achieved = total * batch / (time.monotonic() - start)
+    return {"rate_target": rate, "rate_achieved": round(achieved), "append_batch": batch,
+            "latency_p50_ms": _pct(latencies, 50), "latency_p99_ms": _pct(latencies, 99)}
+
+
+def _failover(voters: _Voters, trials: int) -> list[float]:
+    times = []
+    for _ in range(trials):
+        leader = voters.leader()
+        voters.client().append_retrying([RECORD])
+        killed = time.monotonic()
+        voters.kill9(leader)
+        others = [("127.0.0.1", p) for i, p in voters.ports.items() if i != leader]
+        client = QuorumClient(others, CLUSTER, timeout_s=1.0)
+        while True:
+            try:
+                client.append([RECORD], timeout_s=1.0)
+                break
+            except (ServiceError, OSError):
+                time.sleep(0.005)
+        times.append((time.monotonic() - killed) * 1000)
+        voters.start(leader)
+        time.sleep(1.0)
+    return times
+
+
+def _ours(work: Path, trials: int) -> dict[str, Any]:
+    voters = _Voters(work / "ours")
+    try:
+        for i in (1, 2, 3):
+            voters.start(i)
+        voters.leader()
+        figures: dict[str, Any] = {"committed_records_per_s": round(_throughput(voters, 8.0))}
+        figures.update(_latency(voters, 10_000, 8.0))
+        times = _failover(voters, trials)
+        figures.update({"failover_trials": len(times), "failover_p50_ms": _pct(times, 50),
+                        "failover_p99_ms": _pct(times, 99), "failover_max_ms": round(max(times), 1)})
+        return figures
+    finally:
+        voters.stop()
+
+
+def _kafka(work: Path, throughput: int, seconds: float) -> dict[str, Any]:
+    """Kafka's TestRaftServer: 3 controllers on loopback; the leader writes `throughput` records/s."""
+    if shutil.which("java") is None or not list(KAFKA_JARS.glob("kafka_2.13-*.jar")):
+        return {"kafka_error": "no java or no kafka_2.13 jar in " + str(KAFKA_JARS)}
+    root = work / "kafka"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    ports = _free_ports(3)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
+    procs = []
+    outputs = []
+    try:
+        for i, port in enumerate(ports):
+            conf = root / f"server{i + 1}.properties"
+            conf.write_text("\n".join([
+                f"node.id={i + 1}", "process.roles=controller", f"controller.quorum.voters={voters}",
+                f"listeners=CONTROLLER://127.0.0.1:{port}", "controller.listener.names=CONTROLLER",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT", f"log.dirs={root / f'log{i + 1}'}",
+            ]) + "\n")
+            out = root / f"server{i + 1}.out"
+            outputs.append(out)
+            dir_id = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            procs.append(subprocess.Popen(
+                ["java", "-Xmx512m", "-cp", f"{KAFKA_JARS}/*", "kafka.tools.TestRaftServer", "--config", str(conf),
+                 "--replica-directory-id", dir_id, "--throughput", str(throughput), "--record-size", "256"],
+                stdout=open(out, "wb"), stderr=subprocess.STDOUT))  # noqa: SIM115
+        time.sleep(seconds)
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+    text = "\n".join(o.read_text(errors="replace") for o in outputs)
+    rates = [float(m) for m in re.findall(r"Throughput \(records/sec\):\s*([\d.]+)", text)]
+    rates = rates or [float(m) for m in re.findall(r"([\d.]+) records/sec", text)]
+    lat = re.findall(r"[Ll]atency.*?(?:p50|50th)[^\d]*([\d.]+).*?(?:p99|99th)[^\d]*([\d.]+)", text)
+    if not rates:
+        tail = " | ".join(text.strip().splitlines()[-5:])
+        return {"kafka_error": f"TestRaftServer printed no throughput figure; output tail: {tail[:600]}"}
+    steady = rates[len(rates) // 2:] or rates
+    figures: dict[str, Any] = {"kafka_committed_records_per_s": round(statistics.median(steady)),
+                               "kafka_target_records_per_s": throughput}
+    if lat:
+        figures["kafka_latency_p50_ms"], figures["kafka_latency_p99_ms"] = float(lat[-1][0]), float(lat[-1][1])
+    return figures
+
+
+def run(ctx: dict[str, Any]) -> dict[str, Any]:
+    """Our service's figures, then Kafka's TestRaftServer's, and the throughput ratio."""
+    work = Path(ctx["work_dir"])
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    figures = _ours(work, int(ctx.get("failover_trials", 20)))
+    figures.update(_kafka(work, int(ctx.get("kafka_throughput", 200_000)), float(ctx.get("kafka_seconds", 25))))
+    if "kafka_committed_records_per_s" in figures:
+        figures["throughput_ratio_vs_kafka"] = round(
+            figures["committed_records_per_s"] / max(1, figures["kafka_committed_records_per_s"]), 3)
+    return figures
