@@ -51,8 +51,9 @@ fmt: setup ## format the code
 bench: setup ## benchmarks; writes bench/results.json
 	$(PY) -m kraftlake.bench --out bench/results.json
 
-dist: setup ## the wheel that spark-submit --py-files ships
-	$(PY) -m pip wheel --no-deps -w dist .
+dist: setup ## the wheel that spark-submit --py-files ships (schemas/ packed in as kraftlake/_schemas)
+	rm -rf build kraftlake/_schemas && cp -r schemas kraftlake/_schemas
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist . ; status=$$?; rm -rf kraftlake/_schemas build; exit $$status
 
 clean: ## remove build outputs (keeps the venv and the jar cache)
 	rm -rf build dist bench/results.json warehouse
