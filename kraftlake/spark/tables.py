@@ -1,0 +1,204 @@
+"""The warehouse: Delta tables by offset (DESIGN.md section 4) and their idempotent writes.
+
+Every table lives at ``<warehouse>/<name>``. Writes of a slice of the log ending at offset ``L`` carry the Delta
+transaction id ``(txnAppId=kraftlake, txnVersion=L)``: Delta skips a write whose version is not above the one it
+recorded for the table, so replaying a slice after a crash never duplicates rows. ``offsets`` is written last
+in every slice: its highest offset is the pipeline's commit point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from kraftlake.errors import KraftlakeError
+from kraftlake.spark.structs import metadata_log_struct_type
+from kraftlake.spark.history import ENTITIES, HistoryBatch
+
+APP_ID = "kraftlake"
+LOG = "metadata_log"
+SNAPSHOTS = "snapshots"
+OFFSETS = "offsets"
+SNAPSHOTS_DDL = ("snapshot_offset BIGINT NOT NULL, epoch INT, timestamp BIGINT, seq INT NOT NULL, type STRING, "
+                 "version INT, raw BINARY")
+OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT NULL"
+HISTORY_TABLES = tuple(ENTITIES)
+
+
+class WarehouseError(KraftlakeError):
+    """Raised when the warehouse cannot answer: missing tables, or an offset outside the retained history."""
+
+
+def table_path(warehouse: str | Path, name: str) -> str:
+    return str(Path(warehouse).resolve() / name)
+
+
+def table_ref(warehouse: str | Path, name: str) -> str:
+    """The SQL name of a warehouse table: ``delta.`/abs/path```."""
+    return f"delta.`{table_path(warehouse, name)}`"
+
+
+def table_ddl(name: str) -> str:
+    if name in ENTITIES:
+        return ENTITIES[name].ddl()
+    if name == SNAPSHOTS:
+        return SNAPSHOTS_DDL
+    if name == OFFSETS:
+        return OFFSETS_DDL
+    raise KeyError(name)
+
+
+def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
+    """Create the tables that do not exist yet (empty, with their schemas)."""
+    from delta.tables import DeltaTable
+
+    Path(warehouse).mkdir(parents=True, exist_ok=True)
+    log_path = table_path(warehouse, LOG)
+    if not DeltaTable.isDeltaTable(spark, log_path):
+        (DeltaTable.createIfNotExists(spark).location(log_path).addColumns(log_table_schema())
+         .clusterBy("offset").execute())
+    for name in (*HISTORY_TABLES, SNAPSHOTS, OFFSETS):
+        path = table_path(warehouse, name)
+        if not DeltaTable.isDeltaTable(spark, path):
+            cluster = "snapshot_offset" if name == SNAPSHOTS else "offset" if name == OFFSETS else "from_offset"
+            spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({table_ddl(name)}) USING DELTA "
+                      f"CLUSTER BY ({cluster})")
+
+
+def _nullable_inside(t: T.DataType) -> T.DataType:
+    """``t`` with every nested field nullable: Delta keeps no NOT NULL inside arrays or maps."""
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable_inside(f.dataType), True) for f in t.fields])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable_inside(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(t.keyType, _nullable_inside(t.valueType), True)
+    return t
+
+
+#: Parquet cannot store a struct without fields; a record type without fields (NoOpRecord,
+#: EndTransactionRecord, ...) is stored as ``STRUCT<present: BOOLEAN>``, set when the row is of that type.
+PRESENT = T.StructType([T.StructField("present", T.BooleanType(), True)])
+
+
+def _stored(t: T.DataType) -> T.DataType:
+    if isinstance(t, T.StructType) and not t.fields:
+        return PRESENT
+    return _nullable_inside(t)
+
+
+def log_table_schema() -> T.StructType:
+    """The ``metadata_log`` schema as stored: the envelope as in the layout, the record structs relaxed."""
+    return T.StructType([T.StructField(f.name, _stored(f.dataType), f.nullable)
+                         for f in metadata_log_struct_type().fields])
+
+
+def to_stored_log(df: DataFrame) -> DataFrame:
+    """``metadata_log`` rows (as the source yields them) in the stored layout (see :data:`PRESENT`)."""
+    from pyspark.sql import functions as F
+
+    cols = []
+    for f in df.schema.fields:
+        if isinstance(f.dataType, T.StructType) and not f.dataType.fields:
+            cols.append(F.when(F.col(f.name).isNotNull(), F.struct(F.lit(True).alias("present")))
+                        .alias(f.name))
+        else:
+            cols.append(F.col(f.name))
+    return df.select(*cols)
+
+
+def schema_of(spark: SparkSession, name: str) -> T.StructType:
+    return T._parse_datatype_string(table_ddl(name))  # type: ignore[no-any-return]
+
+
+def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
+    """Rows of a table as a DataFrame, through Arrow (no per-row Python conversion in Spark)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = schema_of(spark, name)
+    table = pa.Table.from_pylist(rows, schema=to_arrow_schema(schema))
+    return spark.createDataFrame(table, schema=schema)
+
+
+def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) -> None:
+    """Append ``df`` to a table once: a second append with the same or a lower ``txn_version`` is skipped."""
+    (df.write.format("delta").mode("append").option("txnAppId", APP_ID).option("txnVersion", txn_version)
+     .save(table_path(warehouse, name)))
+
+
+@contextmanager
+def delta_txn(spark: SparkSession, txn_version: int) -> Iterator[None]:
+    """Session-level Delta transaction id for MERGE/UPDATE/DELETE (the writer options do not reach them)."""
+    spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+    spark.conf.set("spark.databricks.delta.write.txnVersion", str(txn_version))
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.databricks.delta.write.txnAppId")
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch) -> None:
+    """Apply one slice's closes and new versions to a history table in one idempotent MERGE."""
+    ent = ENTITIES[table]
+    rows = [{**v, "_kind": 1} for v in batch.versions.get(table, ())]
+    rows += [{**c, "from_offset": -1, "_kind": 0} for c in batch.closes.get(table, ())]
+    if not rows:
+        return
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = schema_of(spark, table).add("_kind", T.IntegerType(), False)
+    source = spark.createDataFrame(pa.Table.from_pylist(rows, schema=to_arrow_schema(schema)), schema=schema)
+    view = f"_kraftlake_src_{table}"
+    source.createOrReplaceTempView(view)
+    key = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in ent.key) or "TRUE"
+    sql = f"""
+        MERGE INTO {table_ref(warehouse, table)} t USING {view} s
+        ON {key} AND ((s._kind = 0 AND t.to_offset IS NULL AND t.from_offset < s.to_offset)
+                      OR (s._kind = 1 AND t.from_offset = s.from_offset))
+        WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset
+        WHEN NOT MATCHED AND s._kind = 1 THEN INSERT ({", ".join(f"`{c}`" for c in (*ent.names, "from_offset",
+                                                                                      "to_offset"))})
+          VALUES ({", ".join(f"s.`{c}`" for c in (*ent.names, "from_offset", "to_offset"))})
+    """
+    with delta_txn(spark, batch.last_offset):
+        spark.sql(sql)
+    spark.catalog.dropTempView(view)
+
+
+def write_offsets(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch) -> None:
+    rows = [{"offset": o, "epoch": e, "timestamp": t} for o, e, t in batch.offsets]
+    if rows:
+        append(arrow_frame(spark, OFFSETS, rows), warehouse, OFFSETS, batch.last_offset)
+
+
+def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any) -> int:
+    """Store a full image as its snapshot records at its offset (idempotent on the offset). Returns rows."""
+    from kraftlake.image import snapshot_records
+    from kraftlake.records import encode_metadata_record
+
+    prov = image.provenance
+    existing = spark.sql(
+        f"SELECT count(*) AS n FROM {table_ref(warehouse, SNAPSHOTS)} WHERE snapshot_offset = {prov.offset}"
+    ).first()
+    if existing is not None and existing["n"] > 0:
+        return 0
+    rows = [{"snapshot_offset": prov.offset, "epoch": prov.epoch, "timestamp": prov.timestamp, "seq": i,
+             "type": type(rec).__name__, "version": version, "raw": encode_metadata_record(rec, version)}
+            for i, (rec, version) in enumerate(snapshot_records(image))]
+    df = arrow_frame(spark, SNAPSHOTS, rows)
+    df.write.format("delta").mode("append").save(table_path(warehouse, SNAPSHOTS))
+    return len(rows)
+
+
+def last_offset(spark: SparkSession, warehouse: str | Path) -> int:
+    """The commit point: the highest offset in ``offsets`` (-1 when empty)."""
+    row = spark.sql(f"SELECT max(offset) AS m FROM {table_ref(warehouse, OFFSETS)}").first()
+    return -1 if row is None or row["m"] is None else int(row["m"])

@@ -1,0 +1,74 @@
+"""State at an offset from the warehouse: the nearest snapshot at or below it plus the tail of ``metadata_log``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from kraftlake.image import EMPTY, ImageLoader, MetadataImage
+from kraftlake.image.model import Provenance
+from kraftlake.records import MetadataRecord, decode_metadata_record
+from kraftlake.spark.tables import LOG, SNAPSHOTS, WarehouseError, table_ref
+
+_TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
+
+
+def _decoded(rows: Any) -> Iterator[MetadataRecord]:
+    for r in rows:
+        raw = bytes(r["raw"])
+        record = None if r["is_control"] else decode_metadata_record(raw)[0]
+        yield MetadataRecord(r["offset"], r["epoch"], r["timestamp"], r["batch_offset"], r["is_control"],
+                             r["type"], r["api_key"], r["version"], record, raw)
+
+
+def snapshot_image(spark: SparkSession, warehouse: str | Path, snapshot_offset: int) -> MetadataImage:
+    """The image stored in ``snapshots`` at ``snapshot_offset``."""
+    table = spark.sql(
+        f"SELECT epoch, timestamp, seq, raw FROM {table_ref(warehouse, SNAPSHOTS)} "
+        f"WHERE snapshot_offset = {int(snapshot_offset)} ORDER BY seq").toArrow()
+    if table.num_rows == 0:
+        raise WarehouseError(f"no snapshot at offset {snapshot_offset}")
+    loader = ImageLoader(EMPTY)
+    epoch, ts = table.column("epoch")[0].as_py(), table.column("timestamp")[0].as_py()
+    for raw in table.column("raw").to_pylist():
+        record, version = decode_metadata_record(raw)
+        loader.feed(MetadataRecord(snapshot_offset, epoch, ts, snapshot_offset, False, type(record).__name__,
+                                   -1, version, record, raw))
+    return loader.image().with_provenance(Provenance(snapshot_offset, epoch, ts))
+
+
+def log_bounds(spark: SparkSession, warehouse: str | Path) -> tuple[int | None, int | None]:
+    row = spark.sql(f"SELECT min(offset) AS lo, max(offset) AS hi FROM {table_ref(warehouse, LOG)}").first()
+    return (None, None) if row is None else (row["lo"], row["hi"])
+
+
+def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> MetadataImage:
+    """The image at ``offset`` (including its record) rebuilt from the warehouse tables.
+
+    Raises
+    ------
+    WarehouseError
+        When ``offset`` lies before the retained history (no snapshot at or below it and the log's rows
+        start later) or after the last ingested offset.
+    """
+    snap = spark.sql(f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
+                     f"WHERE snapshot_offset <= {int(offset)}").first()
+    snap_offset = None if snap is None else snap["s"]
+    lo, hi = log_bounds(spark, warehouse)
+    image = EMPTY if snap_offset is None else snapshot_image(spark, warehouse, snap_offset)
+    start = -1 if snap_offset is None else snap_offset
+    if snap_offset != offset:
+        if hi is None or offset > hi:
+            raise WarehouseError(f"offset {offset} is after the last ingested offset ({hi})")
+        if lo is None or lo > start + 1 and lo > 0:
+            raise WarehouseError(
+                f"offset {offset} lies before the retained history: the log starts at {lo} and "
+                + ("no snapshot is at or below it" if snap_offset is None else f"the snapshot is at {snap_offset}"))
+    tail = spark.sql(f"SELECT {_TAIL_COLUMNS} FROM {table_ref(warehouse, LOG)} "
+                     f"WHERE offset > {start} AND offset <= {int(offset)} ORDER BY offset")
+    loader = ImageLoader(image)
+    loader.feed_all(_decoded(tail.toLocalIterator(prefetchPartitions=True)))
+    return loader.image()
