@@ -537,10 +537,13 @@ class QuorumController:
         return ControllerResult(tuple(records), SimpleResponse(
             OK, {"is_fenced": fenced, "should_shut_down": shut_down, "is_caught_up": caught_up}), atomic=False)
 
-    def handle_fence_stale_brokers(self, now_ms: int) -> list[ControllerResult[SimpleResponse]]:
-        """Fence every unfenced broker silent for ``session_timeout_ms`` (one result per broker)."""
+    def handle_fence_stale_broker(self, now_ms: int) -> ControllerResult[SimpleResponse] | None:
+        """Fence the lowest-id unfenced broker silent for ``session_timeout_ms``; None if there is none.
+
+        One broker per call, as Kafka's ``maybeFenceOneStaleBroker``: the next call must see this result
+        executed, so call it again (after ``execute``) until it returns None.
+        """
         img = self.image
-        out = []
         for bid in sorted(img.brokers):
             reg = img.brokers[bid]
             session = self.sessions.setdefault(bid, BrokerSession(now_ms))
@@ -548,8 +551,8 @@ class QuorumController:
                 continue
             records = [self._fence_record(bid, reg.epoch, fence=True)]
             self._remove_from_isrs(img, bid, records)
-            out.append(ControllerResult(tuple(records), SimpleResponse(OK, {"broker_id": bid}), atomic=False))
-        return out
+            return ControllerResult(tuple(records), SimpleResponse(OK, {"broker_id": bid}), atomic=False)
+        return None
 
     def handle_unregister_broker(self, broker_id: int) -> ControllerResult[SimpleResponse]:
         img = self.image

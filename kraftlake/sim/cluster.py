@@ -208,7 +208,7 @@ class ClusterSimulator:
                 b.restart_at_ms = -1
                 b.incarnation = random_uuid(self.rng)
                 self._register(b)
-        for result in self.active.handle_fence_stale_brokers(self.now_ms):
+        while (result := self.active.handle_fence_stale_broker(self.now_ms)) is not None:
             self._run(result, "fence")
 
     def _settle(self, ms: int) -> None:

@@ -129,7 +129,7 @@ def test_duplicate_registration_while_session_alive() -> None:
     resp = c.register(0)  # another incarnation while broker 0 is unfenced and heart-beating
     assert resp.error.error == Errors.DUPLICATE_BROKER_REGISTRATION
     c.now += 10_000
-    for r in c.active.handle_fence_stale_brokers(c.now):
+    while (r := c.active.handle_fence_stale_broker(c.now)) is not None:
         c.run(r)
     assert c.image.brokers[0].fenced
     assert c.register(0).error.ok
@@ -269,9 +269,10 @@ def test_session_timeout_fences_and_unfence_elects_leaderless() -> None:
     for b in (0, 1):
         c.heartbeat(b)
     c.now += 5_000  # broker 2 silent for 10 s
-    results = c.active.handle_fence_stale_brokers(c.now)
-    assert len(results) == 1
-    c.run(results[0])
+    result = c.active.handle_fence_stale_broker(c.now)
+    assert result is not None
+    c.run(result)
+    assert c.active.handle_fence_stale_broker(c.now) is None
     assert c.image.brokers[2].fenced
     assert all(2 not in p.isr and p.leader != 2 for p in c.image.topics_by_name["t"].partitions.values())
 
@@ -393,7 +394,7 @@ def test_last_replica_standing(elr: bool) -> None:
     c.now += 10_000
     for b in (0, 1):
         c.heartbeat(b, want_fence=True)
-    for r in c.active.handle_fence_stale_brokers(c.now):
+    while (r := c.active.handle_fence_stale_broker(c.now)) is not None:
         c.run(r)
     p = c.partition("j")
     assert p.leader == -1
