@@ -229,6 +229,8 @@ class QuorumController:
         """
         if not self._active:
             self._committed_loader.feed_all(records)
+            # publish per batch (as Kafka's loader does) so the image stays hot for a failover
+            self._committed = self._committed_loader.image()
             return
         last = -1
         for mr in records:
