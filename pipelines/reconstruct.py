@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from kraftlake.image import EMPTY, ImageLoader, MetadataImage
 from kraftlake.image.model import Provenance
 from kraftlake.records import MetadataRecord, decode_metadata_record
-from kraftlake.spark.tables import LOG, SNAPSHOTS, WarehouseError, table_ref
+from kraftlake.spark.tables import LOG, OFFSETS, SNAPSHOTS, WarehouseError, table_ref
 
 _TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
 
@@ -45,6 +45,11 @@ def log_bounds(spark: SparkSession, warehouse: str | Path) -> tuple[int | None, 
     return (None, None) if row is None else (row["lo"], row["hi"])
 
 
+def _first_offset(spark: SparkSession, warehouse: str | Path) -> int:
+    row = spark.sql(f"SELECT min(offset) AS m FROM {table_ref(warehouse, OFFSETS)}").first()
+    return 0 if row is None or row["m"] is None else int(row["m"])
+
+
 def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> MetadataImage:
     """The image at ``offset`` (including its record) rebuilt from the warehouse tables.
 
@@ -63,7 +68,8 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> 
     if snap_offset != offset:
         if hi is None or offset > hi:
             raise WarehouseError(f"offset {offset} is after the last ingested offset ({hi})")
-        if lo is None or lo > start + 1 and lo > 0:
+        first = start + 1 if snap_offset is not None else _first_offset(spark, warehouse)
+        if lo is None or lo > first:
             raise WarehouseError(
                 f"offset {offset} lies before the retained history: the log starts at {lo} and "
                 + ("no snapshot is at or below it" if snap_offset is None else f"the snapshot is at {snap_offset}"))

@@ -1,0 +1,89 @@
+"""The SQL surface: table functions "state at offset N" over the warehouse's history tables.
+
+``register(spark, warehouse)`` creates, for a session, Spark 4 SQL table functions
+(``CREATE FUNCTION ... RETURNS TABLE ... RETURN``):
+
+- ``<entity>_at(offset)`` for every history table (``partitions_at``, ``brokers_at``, ``topics_at``,
+  ``configs_at``, ``features_at``, ``controllers_at``, ``client_quotas_at``, ``producer_ids_at``, ``acls_at``,
+  ``scram_at``, ``delegation_tokens_at``): the entity's attributes and ``from_offset``, a range filter with no
+  replay. State at N includes the record at N.
+- ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
+  (a TIMESTAMP), through the ``offsets`` table.
+- History views: ``partition_history(topic, partition)`` (every version with its ``[from_offset, to_offset)``),
+  ``isr_history(topic, partition)`` and ``leader_history(topic, partition)`` (each ISR / leader with the offset
+  range it held for), ``broker_history(id)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from kraftlake.spark.history import ENTITIES
+from kraftlake.spark.tables import OFFSETS, table_ref
+
+AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
+
+
+def _returns(table: str, extra: str = "from_offset BIGINT") -> str:
+    ent = ENTITIES[table]
+    return ", ".join([*(f"{n} {t}" for n, t in ent.columns), extra])
+
+
+def _cols(table: str, alias: str = "h") -> str:
+    return ", ".join(f"{alias}.`{n}`" for n in ENTITIES[table].names)
+
+
+def function_statements(warehouse: str | Path, temporary: bool = True) -> list[str]:
+    """The ``CREATE FUNCTION`` statements :func:`register` runs."""
+    kind = "TEMPORARY FUNCTION" if temporary else "FUNCTION"
+    offsets = table_ref(warehouse, OFFSETS)
+    out = []
+    for table in ENTITIES:
+        ref = table_ref(warehouse, table)
+        cols = _cols(table)
+        out.append(
+            f"CREATE OR REPLACE {kind} {table}_at(at_offset BIGINT) RETURNS TABLE ({_returns(table)}) RETURN "
+            f"SELECT {cols}, h.from_offset FROM {ref} h "
+            f"WHERE h.from_offset <= at_offset AND (h.to_offset IS NULL OR h.to_offset > at_offset)")
+        out.append(
+            f"CREATE OR REPLACE {kind} {table}_at_time(at_time TIMESTAMP) RETURNS TABLE ({_returns(table)}) "
+            f"RETURN SELECT {cols}, h.from_offset FROM {ref} h, "
+            f"(SELECT max(offset) AS o FROM {offsets} WHERE timestamp_millis(timestamp) <= at_time) x "
+            f"WHERE h.from_offset <= x.o AND (h.to_offset IS NULL OR h.to_offset > x.o)")
+    parts = table_ref(warehouse, "partitions")
+    full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
+    out.append(
+        f"CREATE OR REPLACE {kind} partition_history(for_topic STRING, for_partition INT) RETURNS TABLE ({full}) "
+        f"RETURN SELECT {_cols('partitions')}, h.from_offset, h.to_offset FROM {parts} h "
+        f"WHERE h.topic = for_topic AND h.`partition` = for_partition")
+    for what, col, typ in (("isr", "isr", "ARRAY<INT>"), ("leader", "leader", "INT")):
+        # versions in which the value did not change are merged (gaps and islands over the version order)
+        out.append(
+            f"CREATE OR REPLACE {kind} {what}_history(for_topic STRING, for_partition INT) RETURNS TABLE "
+            f"(topic STRING, topic_id STRING, `partition` INT, {col} {typ}, from_offset BIGINT, to_offset BIGINT) "
+            f"RETURN SELECT topic, topic_id, `partition`, {col}, min(from_offset) AS from_offset, "
+            f"max_by(to_offset, from_offset) AS to_offset FROM ("
+            f"  SELECT *, sum(CASE WHEN prev IS NOT NULL AND prev = {col} AND prev_to = from_offset THEN 0 "
+            f"  ELSE 1 END) OVER (PARTITION BY topic_id ORDER BY from_offset) AS island FROM ("
+            f"    SELECT h.topic, h.topic_id, h.`partition`, h.{col}, h.from_offset, h.to_offset, "
+            f"    lag(h.{col}) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev, "
+            f"    lag(h.to_offset) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev_to "
+            f"    FROM {parts} h WHERE h.topic = for_topic AND h.`partition` = for_partition)) "
+            f"GROUP BY topic, topic_id, `partition`, {col}, island")
+    brokers = table_ref(warehouse, "brokers")
+    out.append(
+        f"CREATE OR REPLACE {kind} broker_history(for_id INT) RETURNS TABLE "
+        f"({_returns('brokers', 'from_offset BIGINT, to_offset BIGINT')}) "
+        f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id")
+    return out
+
+
+def register(spark: SparkSession, warehouse: str | Path, temporary: bool = True) -> list[str]:
+    """Create the table functions over ``warehouse`` for ``spark``; returns their names."""
+    names = []
+    for stmt in function_statements(warehouse, temporary):
+        spark.sql(stmt)
+        names.append(stmt.split(" FUNCTION ", 1)[1].split("(", 1)[0])
+    return names
