@@ -22,7 +22,7 @@ import enum
 from collections.abc import Callable, Sequence
 
 from kraftlake.controller.config import MV_3_7_IV2, partition_record_version
-from kraftlake.image.model import MIGRATING_DIR, NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
+from kraftlake.image.model import MIGRATING_DIR, NO_LEADER, PartitionRegistration
 from kraftlake.protocol import messages as m
 
 MV_3_6_IV0 = 12

@@ -938,8 +938,8 @@ class QuorumController:
         if level < current:
             if u.upgrade_type == UpgradeType.UPGRADE:
                 return _error(Errors.INVALID_UPDATE_VERSION,
-                              f"Can't downgrade the version of this feature without setting the upgrade type "
-                              f"to either safe or unsafe downgrade.")
+                              "Can't downgrade the version of this feature without setting the upgrade type "
+                              "to either safe or unsafe downgrade.")
             if u.name == METADATA_VERSION:
                 return _error(Errors.INVALID_UPDATE_VERSION, "Unsupported metadata.version downgrade")
         return None

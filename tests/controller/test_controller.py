@@ -289,7 +289,7 @@ def test_reassignment_add_then_complete_and_cancel() -> None:
     assert q.adding_replicas == (new,) and q.removing_replicas == (p.replicas[0],)
     assert set(q.replicas) == set(p.replicas) | {new}
     # the new replica catches up: the leader adds it to the ISR, completing the reassignment
-    err, after = c.alter_isr("r", 0, (*q.isr, new))
+    err, _after = c.alter_isr("r", 0, (*q.isr, new))
     assert err.error in (Errors.NONE, Errors.NEW_LEADER_ELECTED)
     done = c.partition("r")
     assert done.replicas == target and not done.adding_replicas and not done.removing_replicas
