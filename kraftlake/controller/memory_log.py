@@ -19,7 +19,7 @@ def envelope(offset: int, epoch: int, timestamp: int, batch_offset: int, rv: Rec
     """A committed-record envelope for ``rv`` (no raw bytes: the in-memory log does not encode)."""
     record, version = rv
     return MetadataRecord(offset, epoch, timestamp, batch_offset, False, type(record).__name__,
-                          record._api_key, version, record, b"")
+                          int(record._api_key or 0), version, record, b"")
 
 
 class MemoryMetadataLog:

@@ -209,7 +209,7 @@ class PartitionChangeBuilder:
             self.metadata_version < MV_3_6_IV0
             and "leader" not in fields
             and "isr" in fields
-            and not set(p.isr) <= set(fields["isr"])  # type: ignore[arg-type]
+            and not set(p.isr) <= set(self.target_isr)
         ):
             fields["leader"] = p.leader
 

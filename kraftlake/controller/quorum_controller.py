@@ -317,15 +317,16 @@ class QuorumController:
                 first = base
             for j, (rec, version) in enumerate(chunk):
                 self._latest.feed(MetadataRecord(base + j, self._epoch, 0, base, False, type(rec).__name__,
-                                                 rec._api_key, version, rec, b""))
+                                                 int(rec._api_key or 0), version, rec, b""))
             last = base + len(chunk) - 1
         self._next_offset = last + 1
         self._latest_image = self._latest.image()
         self._pending.append((last, self._latest_image))
         self._advance_committed()
         for rec, _ in result.records:
-            if type(rec).__name__ == "BrokerRegistrationChangeRecord" and rec.in_controlled_shutdown == 1:
-                session = self.sessions.get(rec.broker_id)
+            change: Any = rec
+            if type(rec).__name__ == "BrokerRegistrationChangeRecord" and change.in_controlled_shutdown == 1:
+                session = self.sessions.get(change.broker_id)
                 if session is not None:
                     session.controlled_shutdown_offset = last
         return first, last

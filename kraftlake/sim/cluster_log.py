@@ -95,7 +95,7 @@ class LocalMetadataLog:
         """Start a leader epoch: a LeaderChangeMessage control batch, as a new KRaft leader writes."""
         self.epoch = epoch
         offset = self.log.end_offset
-        voter = m.LeaderChangeMessage.Voter(voter_id=self.node_id)  # type: ignore[attr-defined]
+        voter = m.LeaderChangeMessage.Voter(voter_id=self.node_id)
         msg = m.LeaderChangeMessage(version=0, leader_id=self.node_id, voters=(voter,), granting_voters=(voter,))
         batch = build_control_batch(offset, epoch, self.clock(),
                                     [(ControlRecordType.LEADER_CHANGE, encode_control_body(msg))])
@@ -123,7 +123,7 @@ class LocalMetadataLog:
         for i, ((rec, version), raw) in enumerate(zip(records, values, strict=True)):
             name = type(rec).__name__
             self.records_by_type[name] += 1
-            envelopes.append(MetadataRecord(base + i, epoch, ts, base, False, name, rec._api_key, version, rec, raw))
+            envelopes.append(MetadataRecord(base + i, epoch, ts, base, False, name, int(rec._api_key or 0), version, rec, raw))
         self.committed_offset = base + len(records) - 1
         for listener in self.listeners:
             listener(envelopes)
