@@ -383,18 +383,19 @@ _EMPTY: tuple[tuple[str, bytes | None], ...] = ()
 
 
 # Record i of a KRaft data batch starts (after its length) with attributes 0, timestamp delta 0, offset delta i
-# and a null key: these exact bytes. Batches hold at most a few thousand records; longer ones use the
-# general loop past the table.
-_KRAFT_PREFIXES = [b"\x00\x00" + encode_varint(i) + b"\x01" for i in range(8192)]
+# and a null key: these exact bytes (4 of them below i = 64, 5 below 8192). Batches hold at most a few thousand
+# records; longer ones use the general loop. `bytes.startswith(prefix, pos)` compares them in place: no slice.
+KRAFT_RECORD_PREFIXES: tuple[bytes, ...] = tuple(b"\x00\x00" + encode_varint(i) + b"\x01" for i in range(8192))
+_KRAFT_PREFIXES = KRAFT_RECORD_PREFIXES
 
 
 def _parse_kraft_records(batch: RecordBatch, data: bytes, pos: int) -> list[Record] | None:
     """Records of a batch shaped as KRaft writes them, or None as soon as one is not (the caller then parses
     the batch with the general loop, which also reports any error)."""
-    end = len(data)
     count = batch.record_count
     if count > len(_KRAFT_PREFIXES):
         return None
+    end = len(data)
     base_offset = batch.base_offset
     ts = batch.base_timestamp
     prefixes = _KRAFT_PREFIXES
@@ -403,34 +404,38 @@ def _parse_kraft_records(batch: RecordBatch, data: bytes, pos: int) -> list[Reco
     tnew = tuple.__new__
     rec = Record
     empty = _EMPTY
-    for i in range(count):
-        if pos >= end:
-            return None
-        v = data[pos]
-        if v < 0x80:
-            pos += 1
-        elif pos + 1 < end and data[pos + 1] < 0x80:
-            v = (v & 0x7F) | (data[pos + 1] << 7)
-            pos += 2
-        else:
-            return None
-        rend = pos + (v >> 1)
-        prefix = prefixes[i]
-        s = pos + len(prefix)
-        if v & 1 or rend > end or data[pos:s] != prefix or s >= rend:
-            return None
-        v = data[s]
-        if v < 0x80:
-            s += 1
-        elif s + 1 < rend and data[s + 1] < 0x80:
-            v = (v & 0x7F) | (data[s + 1] << 7)
-            s += 2
-        else:
-            return None
-        if v & 1 or s + (v >> 1) + 1 != rend or data[rend - 1] != 0:
-            return None
-        append(tnew(rec, (base_offset + i, ts, None, data[s : rend - 1], empty)))
-        pos = rend
+    startswith = data.startswith
+    # An index past the end (a cut batch) raises IndexError: the general loop then reports it.
+    try:
+        for i in range(count):
+            v = data[pos]
+            if v < 0x80:
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                v = (v & 0x7F) | (data[pos + 1] << 7)
+                pos += 2
+            else:
+                return None
+            rend = pos + (v >> 1)
+            if v & 1 or rend > end or not startswith(prefixes[i], pos):
+                return None
+            s = pos + (4 if i < 64 else 5)
+            v = data[s]
+            if v < 0x80:
+                s += 1
+            elif data[s + 1] < 0x80:
+                v = (v & 0x7F) | (data[s + 1] << 7)
+                s += 2
+            else:
+                return None
+            # The value must end exactly one byte (headers count 0) before the record does.
+            vend = s + (v >> 1)
+            if v & 1 or vend + 1 != rend or data[vend] != 0:
+                return None
+            append(tnew(rec, (base_offset + i, ts, None, data[s:vend], empty)))
+            pos = rend
+    except IndexError:
+        return None
     if pos != end:
         return None
     return out
