@@ -78,3 +78,17 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> 
     loader = ImageLoader(image)
     loader.feed_all(_decoded(tail.toLocalIterator(prefetchPartitions=True)))
     return loader.image()
+
+
+def write_entities(spark: SparkSession, image: MetadataImage, out: str | Path, fmt: str = "delta") -> dict[str, int]:
+    """The entities of ``image`` as tables under ``out`` (the history tables' columns, ``from_offset`` omitted)."""
+    from kraftlake.spark.history import ENTITIES, entity_rows
+    from kraftlake.spark.tables import arrow_frame
+
+    counts = {}
+    for table, rows in entity_rows(image).items():
+        full = [{**r, "from_offset": image.offset, "to_offset": None} for r in rows]
+        df = arrow_frame(spark, table, full).select(*(f"`{c}`" for c in ENTITIES[table].names))
+        df.write.format(fmt).mode("overwrite").save(str(Path(out) / table))
+        counts[table] = len(rows)
+    return counts

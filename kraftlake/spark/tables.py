@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from kraftlake.errors import KraftlakeError
-from kraftlake.spark.structs import metadata_log_struct_type
 from kraftlake.spark.history import ENTITIES, HistoryBatch
+from kraftlake.spark.structs import metadata_log_struct_type
 
 APP_ID = "kraftlake"
 LOG = "metadata_log"

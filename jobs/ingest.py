@@ -1,0 +1,35 @@
+"""``ingest --log-dir D --warehouse W``: import a Kafka metadata log directory (``spark-submit jobs/ingest.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from jobs._cli import add_warehouse, main_of, session
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-dir", required=True, help="a Kafka log dir or its __cluster_metadata-0 directory")
+    add_warehouse(parser)
+    parser.add_argument("--batch-records", type=int, default=500_000, help="records per committed slice")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.ingest import ingest
+
+    spark = session("ingest", args.warehouse)
+    result = ingest(spark, args.log_dir, args.warehouse, args.batch_records,
+                    progress=lambda line: print(line, file=sys.stderr))
+    rate = result.records / result.seconds if result.seconds else 0.0
+    print(f"ingested {result.records} records (offsets {result.first_offset}..{result.last_offset}) in "
+          f"{result.slices} slices, {result.seconds:.1f}s, {rate:.0f} records/s")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return main_of("ingest", add_arguments, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

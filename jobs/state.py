@@ -1,0 +1,47 @@
+"""``state --warehouse W --offset N | --time T --entity partitions [--where ...]``: an entity's state."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from jobs._cli import add_format, add_warehouse, main_of, session
+from kraftlake.spark.history import ENTITIES
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_warehouse(parser)
+    add_format(parser)
+    at = parser.add_mutually_exclusive_group(required=True)
+    at.add_argument("--offset", type=int, help="the offset (its record included)")
+    at.add_argument("--time", help="a timestamp (e.g. 2026-11-22T07:00:00): the state at the last record before")
+    parser.add_argument("--entity", choices=sorted(ENTITIES), default="partitions")
+    parser.add_argument("--where", default=None, help="a SQL condition on the entity's columns")
+
+
+def state_query(entity: str, offset: int | None, time: str | None, where: str | None) -> str:
+    if offset is not None:
+        source = f"{entity}_at({int(offset)})"
+    else:
+        source = f"{entity}_at_time(TIMESTAMP '{str(time).replace(chr(39), '')}')"
+    keys = ", ".join(f"`{k}`" for k in ENTITIES[entity].key) or "from_offset"
+    return f"SELECT * FROM {source}" + (f" WHERE {where}" if where else "") + f" ORDER BY {keys}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from kraftlake.spark.sql import register
+    from pipelines.output import print_frame
+
+    spark = session("state", args.warehouse)
+    register(spark, args.warehouse)
+    print_frame(spark.sql(state_query(args.entity, args.offset, args.time, args.where)), args.format)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return main_of("state", add_arguments, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

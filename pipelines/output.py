@@ -1,0 +1,47 @@
+"""Printing query results: an aligned text table or JSON lines."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from typing import Any, TextIO
+
+from pyspark.sql import DataFrame
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "asDict"):
+        return {k: _plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def rows_of(df: DataFrame) -> list[dict[str, Any]]:
+    return [_plain(r.asDict(recursive=False)) for r in df.collect()]
+
+
+def write_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, out: TextIO = sys.stdout) -> None:
+    if fmt == "jsonl":
+        for r in rows:
+            out.write(json.dumps(r, separators=(",", ":")) + "\n")
+        return
+    cells = [[json.dumps(r[c]) if isinstance(r[c], list | dict) else "NULL" if r[c] is None else str(r[c])
+              for c in columns] for r in rows]
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
+    out.write(" | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
+    out.write("-+-".join("-" * w for w in widths) + "\n")
+    for row in cells:
+        out.write(" | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+
+
+def print_frame(df: DataFrame, fmt: str, out: TextIO = sys.stdout) -> None:
+    write_rows(rows_of(df), df.columns, fmt, out)

@@ -1,0 +1,90 @@
+"""Entity versions (pure, no Spark): the versions valid at N equal the image at N, however the log is sliced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraftlake.image import image_at
+from kraftlake.image.source import log_records
+from kraftlake.spark.history import ENTITIES, HistoryBuilder, entity_rows
+from spark.fixtures_logs import write_synthetic_log
+
+FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+
+
+def apply_slices(log_dir: Path, size: int) -> dict[str, list[dict[str, Any]]]:
+    """Feed the log in slices and apply closes/versions as the MERGE does (asserting one open match)."""
+    recs = list(log_records(log_dir))
+    builder = HistoryBuilder()
+    tables: dict[str, list[dict[str, Any]]] = {t: [] for t in ENTITIES}
+    for i in range(0, len(recs), size):
+        batch = builder.feed(recs[i:i + size])
+        assert batch.first_offset == recs[i].offset
+        for table, closes in batch.closes.items():
+            key = ENTITIES[table].key
+            for c in closes:
+                open_ = [r for r in tables[table] if r["to_offset"] is None
+                         and all(r[k] == c[k] for k in key) and r["from_offset"] < c["to_offset"]]
+                assert len(open_) <= 1
+                for r in open_:
+                    r["to_offset"] = c["to_offset"]
+        for table, versions in batch.versions.items():
+            tables[table].extend(dict(v) for v in versions)
+    return tables
+
+
+def at(tables: dict[str, list[dict[str, Any]]], table: str, n: int) -> list[str]:
+    rows = [{k: v for k, v in r.items() if k not in ("from_offset", "to_offset")} for r in tables[table]
+            if r["from_offset"] <= n and (r["to_offset"] is None or r["to_offset"] > n)]
+    return sorted(repr(sorted(r.items())) for r in rows)
+
+
+def expected(log_dir: Path, n: int) -> dict[str, list[str]]:
+    return {t: sorted(repr(sorted(r.items())) for r in rows) for t, rows in entity_rows(image_at(log_dir, n)).items()}
+
+
+@pytest.mark.parametrize(("seed", "size"), [(1, 1), (2, 37), (3, 1000)])
+def test_versions_equal_the_image_at_every_offset(tmp_path: Path, seed: int, size: int) -> None:
+    log_dir = write_synthetic_log(tmp_path, seed=seed, steps=300)
+    tables = apply_slices(log_dir, size)
+    last = max(r.offset for r in log_records(log_dir))
+    for n in range(0, last + 1, 3):
+        exp = expected(log_dir, n)
+        for table in ENTITIES:
+            assert at(tables, table, n) == exp[table], (n, table)
+    # every kind of entity took part
+    assert all(tables[t] for t in ENTITIES), {t: len(v) for t, v in tables.items()}
+
+
+def test_fixture_logs() -> None:
+    for name in ("kafkademo-multi-epoch", "minimal"):
+        d = FIXTURES / name
+        tables = apply_slices(d, 250)
+        last = max(r.offset for r in log_records(d))
+        for n in [*range(0, last + 1, max(1, last // 40)), last]:
+            exp = expected(d, n)
+            for table in ENTITIES:
+                assert at(tables, table, n) == exp[table], (name, n, table)
+
+
+def test_transaction_versions_start_at_end_transaction(tmp_path: Path) -> None:
+    log_dir = write_synthetic_log(tmp_path, seed=5, steps=300)
+    recs = list(log_records(log_dir))
+    ends = [r.offset for r in recs if r.type == "EndTransactionRecord"]
+    aborted_topics = set()
+    in_txn: list[Any] = []
+    for r in recs:
+        if r.type == "BeginTransactionRecord":
+            in_txn = []
+        elif r.type == "AbortTransactionRecord":
+            aborted_topics |= {x.record.topic_id for x in in_txn if x.type == "TopicRecord"}
+        else:
+            in_txn.append(r)
+    tables = apply_slices(log_dir, 50)
+    assert ends, "the seed has committed transactions"
+    starts = {r["from_offset"] for r in tables["topics"]}
+    assert starts & set(ends)
+    assert not aborted_topics & {r["topic_id"] for r in tables["topics"]}
