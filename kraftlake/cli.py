@@ -23,6 +23,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quorum": ("kraftlake.commands.quorum", "run or describe a local KRaft quorum"),
     "simulate": ("kraftlake.commands.simulate", "write a simulated cluster's metadata log through a quorum"),
     "demo": ("kraftlake.commands.demo", "the main job: quorum, simulated cluster, Delta warehouse, queries"),
+    "ingest": ("kraftlake.commands.ingest", "import a Kafka metadata log directory into a Delta warehouse"),
+    "state": ("kraftlake.commands.state", "print an entity's state at an offset or time from the warehouse"),
+    "sql": ("kraftlake.commands.sql", "run SQL over the warehouse with partitions_at(N) and friends"),
+    "reconstruct": ("kraftlake.commands.reconstruct", "rebuild the state at an offset from snapshot + log tail"),
+    "compact": ("kraftlake.commands.compact", "snapshot, retention deletes, OPTIMIZE and VACUUM of a warehouse"),
 }
 
 
