@@ -9,15 +9,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+NO_CONTROL_TYPE = -1
+"""`Entry.control_type` of a data entry."""
+
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One log entry: an opaque value at an offset, written in a leader epoch."""
+    """One log entry: an opaque value at an offset, written in a leader epoch.
+
+    Parameters
+    ----------
+    offset, epoch
+        Where the entry sits and the leader epoch that wrote it.
+    is_control
+        Whether the value is a control record body (the raft layer's own entries).
+    value
+        The record value bytes (a control record's body for a control entry).
+    timestamp
+        The leader's append time (ms since the Unix epoch; -1 unknown); it becomes the batch timestamp.
+    batch_base
+        The offset of the first entry of the leader's write (batch) this entry belongs to (-1 unknown), so that
+        every replica writes exactly the batches the leader wrote.
+    control_type
+        Kafka's `ControlRecordType` of a control entry (LeaderChange 2, SnapshotHeader 3, ...); -1 for data.
+    """
 
     offset: int
     epoch: int
     is_control: bool
     value: bytes
+    timestamp: int = -1
+    batch_base: int = -1
+    control_type: int = NO_CONTROL_TYPE
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -119,6 +142,7 @@ class FetchRequest(Message):
     fetch_offset: int
     last_fetched_epoch: int
     max_wait_ms: int
+    replica_directory_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

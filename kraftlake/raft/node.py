@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kraftlake.raft.config import QuorumConfig
-from kraftlake.raft.control import encode_leader_change
+from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE, encode_leader_change
 from kraftlake.raft.errors import LogTruncationError, NotLeaderError, RaftStorageError
 from kraftlake.raft.log import RaftLog
 from kraftlake.raft.messages import (
@@ -67,6 +67,21 @@ class Ready:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaStatus:
+    """The leader's view of one replica (a row of `kafka-metadata-quorum describe --replication`).
+
+    Times are in the node's clock (the `now_ms` its driver passes); None: never.
+    """
+
+    node_id: int
+    directory_id: str
+    log_end_offset: int
+    last_fetch_ms: int | None
+    last_caught_up_ms: int | None
+    is_voter: bool
+
+
+@dataclass(frozen=True, slots=True)
 class AppendResult:
     """Where an append landed: committed once the high watermark passes `last_offset`."""
 
@@ -86,8 +101,15 @@ class RaftNode:
         stored: ElectionState | None,
         rng: random.Random,
         now_ms: int,
+        *,
+        timestamp_base_ms: int = 0,
+        directory_id: str = "",
     ) -> None:
+        """`timestamp_base_ms` is added to `now_ms` for the append timestamp of the entries this node writes
+        as leader (the driver's wall clock minus its monotonic clock); `directory_id` is sent in fetches."""
         self.node_id = node_id
+        self.timestamp_base_ms = timestamp_base_ms
+        self.directory_id = directory_id
         self.config = config
         self.log = log
         self.rng = rng
@@ -137,6 +159,20 @@ class RaftNode:
     def applied_end(self) -> int:
         """The end offset of what has been handed out as committed or as a snapshot to load."""
         return self._applied_end
+
+    def replica_states(self, now_ms: int) -> tuple[ReplicaStatus, ...]:
+        """Per replica (voters, then observers that fetched), as the leader knows it; empty unless leader."""
+        state = self.quorum.state
+        if not isinstance(state, LeaderState):
+            return ()
+        out = []
+        for rid, rep in sorted(state.replicas.items(), key=lambda kv: (kv[0] not in self.quorum.voters, kv[0])):
+            if rid == self.node_id:
+                out.append(ReplicaStatus(rid, self.directory_id, self.log.end_offset, now_ms, now_ms, True))
+            else:
+                out.append(ReplicaStatus(rid, rep.directory_id, rep.end_offset, rep.last_fetch_ms,
+                                         rep.last_caught_up_ms, rid in self.quorum.voters))
+        return tuple(out)
 
     # -- driver API ----------------------------------------------------------------------------------------
     def step(self, message: Message, now_ms: int) -> Ready:
@@ -356,7 +392,8 @@ class RaftNode:
         leader = self.quorum.transition_to_leader(epoch_start, now_ms)
         self._sync_state(now_ms)
         control = Entry(epoch_start, leader.epoch, True,
-                        encode_leader_change(self.node_id, self.quorum.voters, leader.granting_voters))
+                        encode_leader_change(self.node_id, self.quorum.voters, leader.granting_voters),
+                        now_ms + self.timestamp_base_ms, epoch_start, LEADER_CHANGE_CONTROL_TYPE)
         self.log.append([control])
         self._appended.append(control)
         self._send_begin_quorum_epoch(leader, now_ms)
@@ -518,7 +555,9 @@ class RaftNode:
             state.linger_deadline_ms = None
             return
         start = self.log.end_offset
-        entries = [Entry(start + i, state.epoch, False, v) for i, v in enumerate(self._pending)]
+        ts = now_ms + self.timestamp_base_ms
+        epoch = state.epoch
+        entries = [Entry(start + i, epoch, False, v, ts, start) for i, v in enumerate(self._pending)]
         self._pending.clear()
         self._pending_bytes = 0
         state.linger_deadline_ms = None
@@ -556,6 +595,11 @@ class RaftNode:
             return
         replica = state.replicas.setdefault(request.replica_id, type(state.replicas[self.node_id])())
         replica.last_fetch_ms = now_ms
+        if request.replica_directory_id:
+            replica.directory_id = request.replica_directory_id
+        if request.fetch_offset >= self.log.end_offset:
+            # Kafka's LastCaughtUpTimestamp: the replica asked from the leader's log end
+            replica.last_caught_up_ms = now_ms
         state.parked.pop(request.replica_id, None)
         response = self._build_fetch_response(state, request)
         advanced = False
@@ -667,7 +711,7 @@ class RaftNode:
         corr = self._next_corr()
         self._inflight_fetch = (corr, now_ms)
         return FetchRequest(self.node_id, state.leader, corr, state.epoch, self.node_id, self.log.end_offset,
-                            self.log.last_epoch(), self.config.max_fetch_wait_ms)
+                            self.log.last_epoch(), self.config.max_fetch_wait_ms, self.directory_id)
 
     def build_fetch_snapshot_request(
         self, state: FollowerState, snapshot_id: SnapshotId, position: int, now_ms: int

@@ -97,6 +97,8 @@ class ReplicaState:
 
     end_offset: int = 0
     last_fetch_ms: int | None = None
+    last_caught_up_ms: int | None = None
+    directory_id: str = ""
 
 
 @dataclass(slots=True)

@@ -49,7 +49,6 @@ from kraftlake.service.messages import (
     ObserverFetchResponse,
     QuorumDescription,
     ReplicaInfo,
-    TimedEntry,
     VoterInfo,
 )
 
@@ -66,7 +65,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 _OE = struct.Struct(">qi")
-_ENTRY = struct.Struct(">qiBqqI")
+_ENTRY = struct.Struct(">qiBhqqI")
 
 
 class _Reader:
@@ -176,15 +175,14 @@ def _list(enc: Enc, dec: Dec) -> tuple[Enc, Dec]:
 
 
 def _enc_entry(out: list[bytes], e: Entry) -> None:
-    ts = e.timestamp if isinstance(e, TimedEntry) else -1
-    base = e.batch_base if isinstance(e, TimedEntry) else -1
-    out.append(_ENTRY.pack(e.offset, e.epoch, 1 if e.is_control else 0, ts, base, len(e.value)))
+    out.append(_ENTRY.pack(e.offset, e.epoch, 1 if e.is_control else 0, e.control_type, e.timestamp,
+                           e.batch_base, len(e.value)))
     out.append(e.value)
 
 
-def _dec_entry(r: _Reader) -> TimedEntry:
-    offset, epoch, control, ts, base, n = r.take(_ENTRY)
-    return TimedEntry(offset, epoch, bool(control), r.raw(n), ts, base)
+def _dec_entry(r: _Reader) -> Entry:
+    offset, epoch, control, control_type, ts, base, n = r.take(_ENTRY)
+    return Entry(offset, epoch, bool(control), r.raw(n), ts, base, control_type)
 
 
 def _struct(cls: type, fields: list[tuple[Enc, Dec]]) -> tuple[Enc, Dec]:
@@ -233,7 +231,7 @@ _SPECS = [
     _Spec(BeginQuorumEpochResponse, 53, RESPONSE, [I32, NODE, RERR]),
     _Spec(EndQuorumEpochRequest, 54, REQUEST, [I32, I32, IDS]),
     _Spec(EndQuorumEpochResponse, 54, RESPONSE, [I32, NODE, RERR]),
-    _Spec(FetchRequest, 1, REQUEST, [I32, I32, I64, I32, I32]),
+    _Spec(FetchRequest, 1, REQUEST, [I32, I32, I64, I32, I32, STR]),
     _Spec(FetchResponse, 1, RESPONSE, [I32, NODE, I64, ENTRIES, OPT_OE, OPT_OE, RERR]),
     _Spec(FetchSnapshotRequest, 59, REQUEST, [I32, I32, OE, I64, I32]),
     _Spec(FetchSnapshotResponse, 59, RESPONSE, [I32, NODE, OE, I64, I64, BYTES, RERR]),

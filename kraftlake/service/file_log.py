@@ -29,11 +29,10 @@ from kraftlake.logformat import (
     write_snapshot,
 )
 from kraftlake.logformat import SnapshotId as FileSnapshotId
+from kraftlake.logformat.batch import control_record_type
 from kraftlake.logformat.snapshot import mark_snapshot_deleted
-from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE
 from kraftlake.raft.memory_log import MemoryRaftLog
-from kraftlake.raft.messages import Entry, OffsetAndEpoch, SnapshotId
-from kraftlake.service.messages import TimedEntry
+from kraftlake.raft.messages import NO_CONTROL_TYPE, Entry, OffsetAndEpoch, SnapshotId
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
@@ -73,11 +72,13 @@ class FileRaftLog:
             # the snapshot is past the segments (installed from the leader) or the segments skip a gap
             self._segments.reset(start)
         for batch in self._segments.read(start):
-            for rec in batch.records:
-                if rec.offset < start:
-                    continue
-                self._mem.append([TimedEntry(rec.offset, batch.partition_leader_epoch, batch.is_control,
-                                             rec.value or b"", batch.base_timestamp, batch.base_offset)])
+            epoch, control, ts, base = (batch.partition_leader_epoch, batch.is_control, batch.base_timestamp,
+                                        batch.base_offset)
+            self._mem.append([
+                Entry(rec.offset, epoch, control, rec.value or b"", ts, base,
+                      control_record_type(rec.key) if control else NO_CONTROL_TYPE)
+                for rec in batch.records if rec.offset >= start
+            ])
         # a batch straddling the snapshot end leaves a segment tail before `start`: nothing to fix, reads
         # start at the snapshot end
         self._mem.flush()
@@ -125,46 +126,46 @@ class FileRaftLog:
                 cut = i
                 break
         if cut < len(entries):
-            bases = [e.batch_base if isinstance(e, TimedEntry) else -1 for e in entries[: cut + 1]]
+            bases = [e.batch_base for e in entries[: cut + 1]]
             boundary = cut
             while boundary > 0 and bases[cut] >= 0 and bases[boundary - 1] == bases[cut]:
                 boundary -= 1
             cut = boundary if boundary > 0 else cut
         return entries[:cut]
 
-    def read_timed(self, start: int, end: int) -> list[TimedEntry]:
-        """Entries in [start, end) with their timestamps."""
-        return [e if isinstance(e, TimedEntry) else TimedEntry(e.offset, e.epoch, e.is_control, e.value)
-                for e in self._mem.read(start, end, None)] if end > start else []
+    def read_all(self, start: int, end: int) -> list[Entry]:
+        """Entries in [start, end) without a byte limit (empty if `end <= start`)."""
+        return self._mem.read(start, end, None) if end > start else []
 
     # -- writes --------------------------------------------------------------------------------------------
     def append(self, entries: Sequence[Entry]) -> None:
         """Append entries as batches: one per leader batch (same epoch, kind, timestamp and batch base)."""
         if not entries:
             return
-        now = self.clock()
-        timed = [
-            e if isinstance(e, TimedEntry) and e.timestamp >= 0
-            else TimedEntry(e.offset, e.epoch, e.is_control, e.value, now, entries[0].offset)
-            for e in entries
-        ]
+        if any(e.timestamp < 0 or e.batch_base < 0 for e in entries):
+            # entries from a driver that does not stamp them (tests): one batch stamped now
+            now = self.clock()
+            base = entries[0].offset
+            entries = [e if e.timestamp >= 0 and e.batch_base >= 0 else
+                       Entry(e.offset, e.epoch, e.is_control, e.value, now, base, e.control_type) for e in entries]
+        timed = entries
         self._mem.append(timed)  # validates offsets and epochs first
-        group: list[TimedEntry] = []
-        for entry in timed:
-            if group and (entry.epoch, entry.is_control, entry.timestamp, entry.batch_base) != (
-                    group[0].epoch, group[0].is_control, group[0].timestamp, group[0].batch_base):
-                self._write_batch(group)
-                group = []
-            group.append(entry)
-        self._write_batch(group)
+        start = 0
+        first = timed[0]
+        for i, entry in enumerate(timed):
+            if entry.batch_base != first.batch_base or entry.epoch != first.epoch \
+                    or entry.is_control != first.is_control or entry.timestamp != first.timestamp:
+                self._write_batch(timed[start:i])
+                start, first = i, entry
+        self._write_batch(timed[start:])
         if not self._epochs_written or self._epochs_written[-1][0] != timed[-1].epoch:
             self._write_epoch_checkpoint()
 
-    def _write_batch(self, group: list[TimedEntry]) -> None:
+    def _write_batch(self, group: Sequence[Entry]) -> None:
         first = group[0]
         if first.is_control:
             raw = build_control_batch(first.offset, first.epoch, first.timestamp,
-                                      [(LEADER_CHANGE_CONTROL_TYPE, e.value) for e in group])
+                                      [(e.control_type, e.value) for e in group])
         else:
             raw = build_data_batch(first.offset, first.epoch, first.timestamp, [e.value for e in group])
         self._segments.append(raw)
@@ -179,8 +180,8 @@ class FileRaftLog:
         # the segment log drops whole batches: write back the part of the cut batch below `offset`
         redo = [e for e in kept if e.offset >= self._segments.end_offset]
         if redo:
-            group = [TimedEntry(e.offset, e.epoch, e.is_control, e.value,
-                                e.timestamp if isinstance(e, TimedEntry) else self.clock(), redo[0].offset)
+            group = [Entry(e.offset, e.epoch, e.is_control, e.value,
+                           e.timestamp if e.timestamp >= 0 else self.clock(), redo[0].offset, e.control_type)
                      for e in redo]
             self._write_batch(group)
             self._segments.flush()

@@ -1,7 +1,7 @@
 """The service's own messages beside the raft RPCs: client appends, observer fetches, DescribeQuorum, errors.
 
-A raft `Entry` travels as a `TimedEntry`, which adds the leader's append timestamp and the base offset of
-the leader's batch, so that every replica writes the same batches with the same timestamps.
+A raft `Entry` travels with the leader's append timestamp, the base offset of the leader's batch and its
+control type, so that every replica writes the same batches with the same timestamps.
 """
 
 from __future__ import annotations
@@ -25,14 +25,6 @@ class ErrorCode(IntEnum):
     INVALID_REQUEST = 42
     INCONSISTENT_CLUSTER_ID = 104
     UNKNOWN_SERVER_ERROR = -1
-
-
-@dataclass(frozen=True, slots=True)
-class TimedEntry(Entry):
-    """An entry with its append timestamp (ms since the epoch) and the base offset of its batch (-1: unknown)."""
-
-    timestamp: int = -1
-    batch_base: int = -1
 
 
 class CommittedEntry(NamedTuple):
@@ -84,7 +76,7 @@ class ObserverFetchResponse(Message):
     epoch: int
     high_watermark: int
     log_start_offset: int
-    entries: tuple[TimedEntry, ...] = ()
+    entries: tuple[Entry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,9 @@ from kraftlake.logformat import (
     write_quorum_state,
 )
 from kraftlake.raft.errors import NotLeaderError as RaftNotLeaderError
-from kraftlake.raft.messages import Entry, FetchRequest, Message
+from kraftlake.raft.messages import Entry, Message
 from kraftlake.raft.node import RaftNode, Ready
-from kraftlake.raft.states import ElectionState, LeaderState
+from kraftlake.raft.states import ElectionState
 from kraftlake.service.codec import decode_frame, encode_frame, is_response, peek_header
 from kraftlake.service.config import NodeConfig, format_endpoint
 from kraftlake.service.errors import (
@@ -55,7 +55,6 @@ from kraftlake.service.messages import (
     ObserverFetchResponse,
     QuorumDescription,
     ReplicaInfo,
-    TimedEntry,
     VoterInfo,
 )
 from kraftlake.service.transport import InboundConnection, PeerChannel, read_frame, serve
@@ -103,7 +102,6 @@ class NodeRunner:
         self._appends: list[_PendingAppend] = []
         self._hw_waiters: list[asyncio.Future[None]] = []
         self._leader_seen: tuple[int | None, int] | None = None
-        self._caught_up_ms: dict[int, int] = {}
         self._running = False
         self.voters = dict(config.voters)
 
@@ -130,7 +128,9 @@ class NodeRunner:
             election = ElectionState(stored.leader_epoch, stored.leader_id if stored.leader_id >= 0 else None,
                                      stored.voted_id if stored.voted_id >= 0 else None)
         rng = random.Random(self.config.seed)
-        self.node = RaftNode(self.node_id, self.config.quorum_config, self.log_store, election, rng, _mono_ms())
+        now = _mono_ms()
+        self.node = RaftNode(self.node_id, self.config.quorum_config, self.log_store, election, rng, now,
+                             timestamp_base_ms=int(time.time() * 1000) - now, directory_id=self.directory_id)
         for peer, endpoint in self.voters.items():
             if peer != self.node_id:
                 channel = PeerChannel(endpoint, self._on_peer_frame, self.config.max_frame_bytes,
@@ -249,7 +249,7 @@ class NodeRunner:
     def _apply(self, committed: tuple[Entry, ...]) -> None:
         entries = [_committed(e) for e in committed]
         if self.listeners:
-            bases = [e.batch_base if isinstance(e, TimedEntry) else e.offset for e in committed]
+            bases = [e.batch_base if e.batch_base >= 0 else e.offset for e in committed]
             for batch in group_batches(entries, bases):
                 for listener in self.listeners:
                     self._call(listener.handle_commit, batch)
@@ -314,7 +314,7 @@ class NodeRunner:
             raise ServiceStoppedError(f"node {self.node_id} is not running")
         start = max(from_offset, store.log_start_offset)
         end = min(node.applied_end, store.end_offset, start + max_records)
-        return [_committed(e) for e in store.read_timed(start, end)]
+        return [_committed(e) for e in store.read_all(start, end)]
 
     def describe(self) -> QuorumDescription:
         """The status as this node knows it (replication rows only on the leader)."""
@@ -326,27 +326,27 @@ class NodeRunner:
         def wall(mono: int | None) -> int:
             return -1 if mono is None else now_wall - (now_mono - mono)
 
-        voters = tuple(VoterInfo(v, self.directory_id if v == self.node_id else "", format_endpoint(e))
-                       for v, e in sorted(self.voters.items()))
-        state = node.quorum.state
+        statuses = node.replica_states(now_mono)
+        dir_ids = {rep.node_id: rep.directory_id for rep in statuses}
+        dir_ids[self.node_id] = self.directory_id
+        voters = tuple(VoterInfo(v, dir_ids.get(v, ""), format_endpoint(e)) for v, e in sorted(self.voters.items()))
         replicas: list[ReplicaInfo] = []
         observers: list[int] = []
         max_lag = max_lag_ms = 0
-        if isinstance(state, LeaderState):
-            leo = store.end_offset
-            for rid, rep in sorted(state.replicas.items()):
-                is_self = rid == self.node_id
-                end = leo if is_self else rep.end_offset
-                fetch = now_mono if is_self else rep.last_fetch_ms
-                caught = now_mono if is_self or end >= leo else self._caught_up_ms.get(rid)
-                if not is_self and rid in self.voters:
-                    max_lag = max(max_lag, leo - end)
-                    max_lag_ms = max(max_lag_ms, 0 if caught is None else now_mono - caught)
-                status = "Leader" if is_self else ("Follower" if rid in self.voters else "Observer")
-                if rid not in self.voters:
-                    observers.append(rid)
-                replicas.append(ReplicaInfo(rid, self.directory_id if is_self else "", end, leo - end,
-                                            wall(fetch), wall(caught), status))
+        leo = store.end_offset
+        for rep in statuses:
+            is_self = rep.node_id == self.node_id
+            if not is_self and rep.is_voter:
+                max_lag = max(max_lag, leo - rep.log_end_offset)
+                caught = rep.last_caught_up_ms
+                max_lag_ms = max(max_lag_ms, 0 if caught is None or rep.log_end_offset >= leo
+                                 else now_mono - caught)
+            status = "Leader" if is_self else ("Follower" if rep.is_voter else "Observer")
+            if not rep.is_voter:
+                observers.append(rep.node_id)
+            caught_up = rep.last_caught_up_ms if rep.log_end_offset < leo else rep.last_fetch_ms
+            replicas.append(ReplicaInfo(rep.node_id, rep.directory_id, rep.log_end_offset,
+                                        leo - rep.log_end_offset, wall(rep.last_fetch_ms), wall(caught_up), status))
         return QuorumDescription(
             self.config.cluster_id, -1 if node.leader_id is None else node.leader_id, node.epoch,
             node.high_watermark, max_lag, max_lag_ms, voters, tuple(observers), tuple(replicas))
@@ -437,10 +437,6 @@ class NodeRunner:
                     for key in list(self._routes)[:1000]:
                         del self._routes[key]
             now = _mono_ms()
-            if isinstance(message, FetchRequest) and node.is_leader and self.log_store is not None \
-                    and message.fetch_offset >= self.log_store.end_offset:
-                # LastCaughtUpTimestamp: the last fetch that asked from the leader's log end
-                self._caught_up_ms[message.replica_id] = now
             self._process(node.step(message, now), now)
 
     def _serve_append(self, request: AppendRequest, conn: InboundConnection) -> None:
@@ -477,13 +473,13 @@ class NodeRunner:
         if not self._running:
             return
         error = ErrorCode.NONE
-        entries: list[TimedEntry] = []
+        entries: list[Entry] = []
         if request.fetch_offset < store.log_start_offset:
             error = ErrorCode.OFFSET_OUT_OF_RANGE
         else:
             end = min(node.applied_end, store.end_offset, request.fetch_offset + max(1, request.max_records))
             size = 0
-            for entry in store.read_timed(request.fetch_offset, end) if end > request.fetch_offset else []:
+            for entry in store.read_all(request.fetch_offset, end):
                 size += len(entry.value) + 40
                 if entries and size > request.max_bytes:
                     break
@@ -508,6 +504,5 @@ class NodeRunner:
 
 
 def _committed(entry: Entry) -> CommittedEntry:
-    ts = entry.timestamp if isinstance(entry, TimedEntry) else -1
-    return CommittedEntry(entry.offset, entry.epoch, ts, entry.is_control, entry.value)
+    return CommittedEntry(entry.offset, entry.epoch, entry.timestamp, entry.is_control, entry.value)
 

@@ -29,6 +29,7 @@ import random
 from dataclasses import dataclass, field, fields
 
 from kraftlake.raft.config import QuorumConfig
+from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE
 from kraftlake.raft.errors import NotLeaderError, RaftError
 from kraftlake.raft.memory_log import MemoryRaftLog
 from kraftlake.raft.messages import Entry, Message, VoteRequest
@@ -51,14 +52,15 @@ def describe(message: Message) -> str:
             value = None if value.name == "NONE" else value.name
         elif f.name == "chunk":
             value = f"{len(value)}B"
-        if value is None or value == ():
+        if value is None or value == () or (f.name == "replica_directory_id" and not value):
             continue
         parts.append(f"{f.name}={value}")
     return f"{message.src}->{message.dst} {type(message).__name__} " + " ".join(parts)
 
 
 def _entry(entry: Entry) -> str:
-    body = "LeaderChange" if entry.is_control else entry.value.decode(errors="replace")
+    body = ("LeaderChange" if entry.control_type == LEADER_CHANGE_CONTROL_TYPE else f"control{entry.control_type}") \
+        if entry.is_control else entry.value.decode(errors="replace")
     return f"{entry.offset}@{entry.epoch}:{body}"
 
 

@@ -5,10 +5,11 @@ import random
 import pytest
 
 from kraftlake.raft.config import QuorumConfig
-from kraftlake.raft.control import decode_leader_change, encode_leader_change
+from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE, decode_leader_change, encode_leader_change
 from kraftlake.raft.errors import IllegalTransitionError, InvalidConfigError, NotLeaderError
 from kraftlake.raft.memory_log import MemoryRaftLog
-from kraftlake.raft.node import RaftNode
+from kraftlake.raft.messages import FetchRequest, VoteRequest, VoteResponse
+from kraftlake.raft.node import RaftNode, ReplicaStatus
 from kraftlake.raft.quorum_state import QuorumState
 from kraftlake.raft.states import (
     ElectionState,
@@ -121,3 +122,38 @@ def test_leader_change_body_round_trips() -> None:
     body = encode_leader_change(2, [3, 1, 2], [2, 3])
     assert decode_leader_change(body) == (2, (1, 2, 3), (2, 3))
     assert body[:6] == b"\x00\x00\x00\x00\x00\x02"
+
+
+def test_leader_stamps_batches_and_marks_control_types() -> None:
+    node = RaftNode(1, QuorumConfig(voters=frozenset({1}), append_linger_ms=0), MemoryRaftLog(), None,
+                    random.Random(1), 0, timestamp_base_ms=1_700_000_000_000)
+    node.tick(5000)
+    node.append([b"a", b"b"], 5007)
+    ready = node.flush(5008)
+    control, a, b = ready.committed
+    assert control.control_type == LEADER_CHANGE_CONTROL_TYPE and control.batch_base == 0
+    assert control.timestamp == 1_700_000_005_000
+    assert (a.timestamp, a.batch_base, a.control_type) == (1_700_000_005_007, 1, -1)
+    assert (b.timestamp, b.batch_base) == (1_700_000_005_007, 1)
+
+
+def test_replica_states_report_fetches_caught_up_times_and_directory_ids() -> None:
+    config = QuorumConfig(voters=frozenset({1, 2, 3}), append_linger_ms=0)
+    leader = RaftNode(1, config, MemoryRaftLog(), ElectionState(1, None, None), random.Random(1), 0,
+                      directory_id="dir-of-1")
+    requests = leader.tick(3000).messages  # prospective: pre-votes, then candidate: votes
+    for _ in range(2):
+        for req in list(requests):
+            assert isinstance(req, VoteRequest)
+            ready = leader.step(VoteResponse(req.dst, 1, req.correlation_id, req.candidate_epoch - req.pre_vote,
+                                             None, True, req.pre_vote, req.candidate_epoch), 3001)
+            requests = [m for m in ready.messages if isinstance(m, VoteRequest)] or requests
+    assert leader.is_leader and leader.replica_states(3002)[0].node_id == 1
+    leader.flush(3003)
+    leader.step(FetchRequest(2, 1, 10, 2, 2, 1, 2, 0, "dir-of-2"), 3010)  # at the log end: caught up
+    leader.step(FetchRequest(3, 1, 11, 2, 3, 0, 0, 0), 3020)  # behind
+    rows = {r.node_id: r for r in leader.replica_states(3030)}
+    assert rows[1] == ReplicaStatus(1, "dir-of-1", 1, 3030, 3030, True)
+    assert rows[2] == ReplicaStatus(2, "dir-of-2", 1, 3010, 3010, True)
+    assert rows[3].last_fetch_ms == 3020 and rows[3].last_caught_up_ms is None and rows[3].directory_id == ""
+    assert RaftNode(2, config, MemoryRaftLog(), None, random.Random(2), 0).replica_states(0) == ()

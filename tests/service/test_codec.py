@@ -33,11 +33,10 @@ from kraftlake.service.messages import (
     ObserverFetchResponse,
     QuorumDescription,
     ReplicaInfo,
-    TimedEntry,
     VoterInfo,
 )
 
-ENTRIES = (TimedEntry(7, 2, True, b"\x00\x01", 1_700_000_000_000, 7), TimedEntry(8, 2, False, b"v" * 300, 5, 8))
+ENTRIES = (Entry(7, 2, True, b"\x00\x01", 1_700_000_000_000, 7, 2), Entry(8, 2, False, b"v" * 300, 5, 8))
 DESCRIPTION = QuorumDescription(
     "cid", 2, 5, 100, 3, 40,
     (VoterInfo(1, "AAAAAAAAAAAAAAAAAAAAAA", "127.0.0.1:9001"), VoterInfo(2, "", "127.0.0.1:9002")),
@@ -51,7 +50,7 @@ SAMPLES: list[Message] = [
     BeginQuorumEpochResponse(3, 1, 6, 4, 1),
     EndQuorumEpochRequest(1, 2, 7, 4, 1, (3, 2)),
     EndQuorumEpochResponse(2, 1, 7, 5, None, Errors.NOT_LEADER_OR_FOLLOWER),
-    FetchRequest(2, 1, 8, 4, 2, 1234, 3, 500),
+    FetchRequest(2, 1, 8, 4, 2, 1234, 3, 500, "hSCzevIQRUa-ojqTd_8C5w"),
     FetchResponse(1, 2, 8, 4, 1, 1200, ENTRIES),
     FetchResponse(1, 2, 9, 4, 1, 1200, (), OffsetAndEpoch(10, 3), None),
     FetchResponse(1, 2, 9, 4, None, 0, (), None, OffsetAndEpoch(100, 2), Errors.UNKNOWN_LEADER_EPOCH),
@@ -81,11 +80,12 @@ def test_round_trip(message: Message) -> None:
     assert decoded == message
 
 
-def test_plain_entries_travel_as_timed_entries_without_a_timestamp() -> None:
-    message = FetchResponse(1, 2, 3, 4, 1, 5, (Entry(0, 1, False, b"x"),))
+def test_entries_keep_timestamp_batch_base_and_control_type() -> None:
+    message = FetchResponse(1, 2, 3, 4, 1, 5, (Entry(0, 1, False, b"x"), Entry(1, 1, True, b"y", 99, 1, 2)))
     _, decoded = decode_frame(encode_frame(message, "c")[4:])
     assert isinstance(decoded, FetchResponse)
-    assert decoded.entries == (TimedEntry(0, 1, False, b"x", -1, -1),)
+    assert decoded.entries == (Entry(0, 1, False, b"x", -1, -1, -1), Entry(1, 1, True, b"y", 99, 1, 2))
+    assert decoded.entries[1].control_type == 2
 
 
 def test_oversized_frame_is_refused_by_the_encoder() -> None:
