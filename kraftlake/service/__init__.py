@@ -7,6 +7,8 @@ Configuration (`kraftlake.service.config`)
     `NodeConfig`, `parse_voters`.
 Clients (`kraftlake.service.client`)
     `ObserverClient` (committed entries, from any process), `QuorumClient` (append, describe).
+Snapshots (`kraftlake.service.snapshots`)
+    `SnapshotProvider`, `SnapshotPolicy`, `build_checkpoint`, `checkpoint_values`.
 Listeners (`kraftlake.service.listener`)
     `Listener`, `Batch`, `SnapshotReader`, `LeaderAndEpoch`.
 Wire format (`kraftlake.service.codec`), storage (`kraftlake.service.file_log.FileRaftLog`), errors
@@ -23,10 +25,12 @@ from kraftlake.service.errors import (
     NotLeaderError,
     ServiceError,
     ServiceStoppedError,
+    SnapshotRequiredError,
 )
 from kraftlake.service.listener import Batch, LeaderAndEpoch, Listener, SnapshotReader
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
 from kraftlake.service.service import LocalQuorum, RaftService, ServiceLoop
+from kraftlake.service.snapshots import SnapshotPolicy, SnapshotProvider, build_checkpoint, checkpoint_values
 
 __all__ = [
     "Batch",
@@ -45,6 +49,11 @@ __all__ = [
     "ServiceError",
     "ServiceLoop",
     "ServiceStoppedError",
+    "SnapshotPolicy",
+    "SnapshotProvider",
     "SnapshotReader",
+    "SnapshotRequiredError",
+    "build_checkpoint",
+    "checkpoint_values",
     "parse_voters",
 ]

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kraftlake.raft.messages import Message
+from kraftlake.raft.messages import Message, OffsetAndEpoch
 from kraftlake.service.codec import DEFAULT_MAX_FRAME_BYTES, decode_frame, encode_frame, frame_length
 from kraftlake.service.config import Endpoint
 from kraftlake.service.errors import (
@@ -24,6 +24,7 @@ from kraftlake.service.errors import (
     RemoteError,
     RequestTimeoutError,
     ServiceError,
+    SnapshotRequiredError,
     TransportError,
 )
 from kraftlake.service.messages import (
@@ -36,6 +37,8 @@ from kraftlake.service.messages import (
     ErrorResponse,
     ObserverFetchRequest,
     ObserverFetchResponse,
+    ObserverFetchSnapshotRequest,
+    ObserverFetchSnapshotResponse,
     QuorumDescription,
 )
 
@@ -188,11 +191,39 @@ class ObserverClient:
             self.high_watermark = reply.high_watermark
             self.log_start_offset = reply.log_start_offset
             self.leader_id = reply.leader_id
+            if reply.error is ErrorCode.OFFSET_OUT_OF_RANGE and reply.snapshot_id is not None:
+                raise SnapshotRequiredError(
+                    int(reply.error), f"fetch from {from_offset}: log starts at {reply.log_start_offset}; "
+                    f"load snapshot {reply.snapshot_id} (fetch_snapshot) and fetch on from its end",
+                    reply.snapshot_id)
             if reply.error is not ErrorCode.NONE:
                 raise RemoteError(int(reply.error),
                                   f"fetch from {from_offset}: log starts at {reply.log_start_offset}")
             return [CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value) for e in reply.entries]
         raise TransportError(f"fetch failed on every bootstrap server: {last}")
+
+    def fetch_snapshot(self, snapshot_id: OffsetAndEpoch, chunk_bytes: int = 1024 * 1024) -> bytes:
+        """Download a snapshot (the bytes of its ``.checkpoint`` file) in chunks (FetchSnapshot).
+
+        `kraftlake.service.snapshots.checkpoint_values` gives its record values; fetching goes on from
+        `snapshot_id.offset`.
+
+        Raises
+        ------
+        RemoteError
+            If the server does not hold the snapshot (SNAPSHOT_NOT_FOUND: fetch again for the latest id).
+        """
+        data = bytearray()
+        while True:
+            request = ObserverFetchSnapshotRequest(OBSERVER_ID, -1, self._conn.next_corr(), snapshot_id, len(data),
+                                                   chunk_bytes)
+            reply = self._conn.request(request)
+            assert isinstance(reply, ObserverFetchSnapshotResponse)
+            if reply.error is not ErrorCode.NONE:
+                raise RemoteError(int(reply.error), f"snapshot {snapshot_id} at position {len(data)}")
+            data.extend(reply.chunk)
+            if len(data) >= reply.size or not reply.chunk:
+                return bytes(data)
 
     def close(self) -> None:
         """Close the socket (the client reconnects on the next fetch)."""

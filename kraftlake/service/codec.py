@@ -47,6 +47,8 @@ from kraftlake.service.messages import (
     ErrorResponse,
     ObserverFetchRequest,
     ObserverFetchResponse,
+    ObserverFetchSnapshotRequest,
+    ObserverFetchSnapshotResponse,
     QuorumDescription,
     ReplicaInfo,
     VoterInfo,
@@ -240,7 +242,9 @@ _SPECS = [
     _Spec(AppendRequest, 1000, REQUEST, [_list(*BYTES)]),
     _Spec(AppendResponse, 1000, RESPONSE, [ECODE, NODE, STR, I32, I64, I64, STR]),
     _Spec(ObserverFetchRequest, 1001, REQUEST, [I64, I32, I32, I32]),
-    _Spec(ObserverFetchResponse, 1001, RESPONSE, [ECODE, NODE, I32, I64, I64, ENTRIES]),
+    _Spec(ObserverFetchResponse, 1001, RESPONSE, [ECODE, NODE, I32, I64, I64, ENTRIES, OPT_OE]),
+    _Spec(ObserverFetchSnapshotRequest, 1003, REQUEST, [OE, I64, I32]),
+    _Spec(ObserverFetchSnapshotResponse, 1003, RESPONSE, [ECODE, OE, I64, I64, BYTES]),
     _Spec(ErrorResponse, 1002, RESPONSE, [ECODE, STR]),
 ]
 _BY_CLASS = {s.cls: s for s in _SPECS}

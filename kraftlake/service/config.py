@@ -61,6 +61,15 @@ class NodeConfig:
         Frames above this size are refused (the connection is closed after a typed error frame).
     quorum
         The raft timers and limits; its voter set must equal `voters`' ids.
+    snapshot_max_bytes
+        Committed record bytes after which a snapshot is written (Kafka's
+        `metadata.log.max.record.bytes.between.snapshots`, 20 MiB).
+    snapshot_interval_ms
+        Time after which a snapshot is written if anything was committed (Kafka's
+        `metadata.log.max.snapshot.interval.ms`, 1 hour; 0 disables it).
+    segment_bytes
+        Size at which the log rolls to a new segment (Kafka's `metadata.log.segment.bytes`, 1 GiB); segments
+        wholly below a snapshot are deleted.
     """
 
     node_id: int
@@ -72,6 +81,9 @@ class NodeConfig:
     quorum: QuorumConfig | None = None
     seed: int | None = None
     reconnect_backoff_ms: tuple[int, int] = field(default=(20, 1000))
+    snapshot_max_bytes: int = 20 * 1024 * 1024
+    snapshot_interval_ms: int = 60 * 60 * 1000
+    segment_bytes: int = 1024 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if self.node_id not in self.voters:
@@ -80,6 +92,8 @@ class NodeConfig:
             raise ServiceError("the quorum config's voters differ from the endpoints' ids")
         if not self.cluster_id:
             raise ServiceError("a cluster id is required")
+        if self.snapshot_max_bytes <= 0 or self.snapshot_interval_ms < 0 or self.segment_bytes <= 0:
+            raise ServiceError("snapshot_max_bytes and segment_bytes must be > 0, snapshot_interval_ms >= 0")
 
     @property
     def quorum_config(self) -> QuorumConfig:

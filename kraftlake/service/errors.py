@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kraftlake.errors import KraftlakeError
+from kraftlake.raft.messages import OffsetAndEpoch
 
 
 class ServiceError(KraftlakeError):
@@ -54,3 +55,11 @@ class RemoteError(ServiceError):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(f"server error {code}: {message}")
         self.code = code
+
+
+class SnapshotRequiredError(RemoteError):
+    """Raised when an observer fetches below the log start offset; `snapshot_id` names the snapshot to load."""
+
+    def __init__(self, code: int, message: str, snapshot_id: OffsetAndEpoch) -> None:
+        super().__init__(code, message)
+        self.snapshot_id = snapshot_id

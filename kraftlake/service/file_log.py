@@ -51,17 +51,20 @@ class FileRaftLog:
     fsync
         Whether `flush` fsyncs (Kafka always does for the metadata log; off only for tests and benchmarks).
     clock
-        Wall-clock milliseconds for the timestamp of batches this node writes as leader.
+        Wall-clock milliseconds for entries that come without a timestamp.
+    segment_bytes
+        Roll to a new segment at this size (default: Kafka's 1 GiB).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = True,
-                 clock: Callable[[], int] = _wall_ms) -> None:
+                 clock: Callable[[], int] = _wall_ms, segment_bytes: int | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.fsync = fsync
         self.clock = clock
         self._mem = MemoryRaftLog()
-        self._segments = SegmentedLog(self.directory, fsync=fsync)
+        self._segments = (SegmentedLog(self.directory, fsync=fsync) if segment_bytes is None
+                          else SegmentedLog(self.directory, fsync=fsync, segment_bytes=segment_bytes))
         self.recovery: RecoveryReport | None = self._segments.recovery
         snapshots = list_snapshots(self.directory)
         if snapshots:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
-from kraftlake.raft.messages import Entry, Message
+from kraftlake.raft.messages import Entry, Message, OffsetAndEpoch
 
 
 class ErrorCode(IntEnum):
@@ -24,6 +24,8 @@ class ErrorCode(IntEnum):
     UNSUPPORTED_VERSION = 35
     INVALID_REQUEST = 42
     INCONSISTENT_CLUSTER_ID = 104
+    SNAPSHOT_NOT_FOUND = 98
+    POSITION_OUT_OF_RANGE = 99
     UNKNOWN_SERVER_ERROR = -1
 
 
@@ -77,6 +79,28 @@ class ObserverFetchResponse(Message):
     high_watermark: int
     log_start_offset: int
     entries: tuple[Entry, ...] = ()
+    snapshot_id: OffsetAndEpoch | None = None
+    """With OFFSET_OUT_OF_RANGE: the latest snapshot, to download with `ObserverFetchSnapshotRequest`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ObserverFetchSnapshotRequest(Message):
+    """An observer downloads a snapshot in chunks (FetchSnapshot), from any voter that holds it."""
+
+    snapshot_id: OffsetAndEpoch
+    position: int
+    max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ObserverFetchSnapshotResponse(Message):
+    """One chunk of a snapshot (`size` is the whole snapshot's); SNAPSHOT_NOT_FOUND if the node lacks it."""
+
+    error: ErrorCode
+    snapshot_id: OffsetAndEpoch
+    size: int
+    position: int
+    chunk: bytes
 
 
 @dataclass(frozen=True, slots=True)

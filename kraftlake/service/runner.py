@@ -16,7 +16,7 @@ import random
 import time
 import uuid
 from base64 import urlsafe_b64encode
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kraftlake.logformat import (
@@ -29,7 +29,9 @@ from kraftlake.logformat import (
     write_quorum_state,
 )
 from kraftlake.raft.errors import NotLeaderError as RaftNotLeaderError
-from kraftlake.raft.messages import Entry, Message
+from kraftlake.raft.errors import RaftStorageError
+from kraftlake.raft.memory_log import RECORD_OVERHEAD
+from kraftlake.raft.messages import Entry, Message, SnapshotId
 from kraftlake.raft.node import RaftNode, Ready
 from kraftlake.raft.states import ElectionState
 from kraftlake.service.codec import decode_frame, encode_frame, is_response, peek_header
@@ -53,10 +55,13 @@ from kraftlake.service.messages import (
     ErrorResponse,
     ObserverFetchRequest,
     ObserverFetchResponse,
+    ObserverFetchSnapshotRequest,
+    ObserverFetchSnapshotResponse,
     QuorumDescription,
     ReplicaInfo,
     VoterInfo,
 )
+from kraftlake.service.snapshots import SnapshotPolicy, SnapshotProvider, build_checkpoint, checkpoint_values
 from kraftlake.service.transport import InboundConnection, PeerChannel, read_frame, serve
 
 log = logging.getLogger(__name__)
@@ -84,8 +89,11 @@ class _PendingAppend:
 class NodeRunner:
     """One voter on the running asyncio loop: its server, peer channels, log files and raft node."""
 
-    def __init__(self, config: NodeConfig, listeners: list[Listener] | None = None) -> None:
+    def __init__(self, config: NodeConfig, listeners: list[Listener] | None = None,
+                 snapshot_provider: SnapshotProvider | None = None) -> None:
         self.config = config
+        self.snapshot_provider = snapshot_provider
+        self.snapshot_policy = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
         self.node_id = config.node_id
         self.listeners: list[Listener] = list(listeners or [])
         self.partition_dir = config.data_dir / METADATA_PARTITION_DIR
@@ -119,7 +127,8 @@ class NodeRunner:
         if self.server is None:
             await self.bind()
         self._prepare_log_dir()
-        self.log_store = FileRaftLog(self.partition_dir, fsync=self.config.fsync)
+        self.log_store = FileRaftLog(self.partition_dir, fsync=self.config.fsync,
+                                     segment_bytes=self.config.segment_bytes)
         if self.log_store.recovery is not None and self.log_store.recovery.truncated_bytes:
             log.warning("node %d: recovered log tail: %s", self.node_id, self.log_store.recovery)
         stored = read_quorum_state(self.partition_dir / "quorum-state")
@@ -202,6 +211,10 @@ class NodeRunner:
                 self._call(listener.handle_load_snapshot, reader)
         if ready.committed:
             self._apply(ready.committed)
+            self.snapshot_policy.committed(
+                sum(len(e.value) for e in ready.committed) + RECORD_OVERHEAD * len(ready.committed), now)
+            if self.snapshot_policy.due(now):
+                self._write_snapshot(now)
         leader = (node.leader_id, node.epoch)
         if leader != self._leader_seen:
             self._leader_seen = leader
@@ -210,6 +223,47 @@ class NodeRunner:
             if not node.is_leader:
                 self._fail_unwritten_appends()
         self._arm_timer(now)
+
+    def snapshot_now(self) -> SnapshotId | None:
+        """Write a snapshot of everything applied now (None if nothing is past the log start)."""
+        if not self._running:
+            raise ServiceStoppedError(f"node {self.node_id} is not running")
+        return self._write_snapshot(_mono_ms())
+
+    def _write_snapshot(self, now: int) -> SnapshotId | None:
+        """Snapshot everything applied (at or below the HW), advance the log start, delete older segments."""
+        node, store = self.node, self.log_store
+        assert node is not None and store is not None
+        end = min(node.applied_end, node.high_watermark)
+        if end <= store.log_start_offset:
+            return None
+        snapshot_id = SnapshotId(end, store.epoch_at(end - 1))
+        if self.snapshot_provider is not None:
+            values: Iterable[bytes] = self.snapshot_provider(snapshot_id)
+        else:
+            values = self._committed_values(end)
+        last_ts = store.read_all(end - 1, end)[0].timestamp
+        data = build_checkpoint(snapshot_id, values, last_ts, int(time.time() * 1000))
+        try:
+            node.create_snapshot(end, data)
+        except Exception:
+            log.exception("node %d: writing snapshot %s failed", self.node_id, snapshot_id)
+            return None
+        self.snapshot_policy.written(now)
+        log.info("node %d: snapshot %s written (%d bytes); log starts at %d", self.node_id, snapshot_id,
+                 len(data), store.log_start_offset)
+        return snapshot_id
+
+    def _committed_values(self, end: int) -> list[bytes]:
+        """Without a provider: the latest snapshot's values and every committed data value up to `end`."""
+        store = self.log_store
+        assert store is not None
+        values: list[bytes] = []
+        latest = store.latest_snapshot()
+        if latest is not None:
+            values.extend(checkpoint_values(store.read_snapshot(latest), f"<snapshot {latest}>"))
+        values.extend(e.value for e in store.read_all(store.log_start_offset, end) if not e.is_control)
+        return values
 
     def _persist_election(self, election: ElectionState) -> None:
         state = QuorumStateFile(
@@ -425,6 +479,8 @@ class NodeRunner:
             self._serve_append(message, conn)
         elif isinstance(message, ObserverFetchRequest):
             asyncio.get_running_loop().create_task(self._serve_observer_fetch(message, conn))
+        elif isinstance(message, ObserverFetchSnapshotRequest):
+            self._serve_observer_snapshot(message, conn)
         elif isinstance(message, DescribeQuorumRequest):
             self._serve_describe(message, conn)
         elif message.dst != self.node_id:
@@ -474,8 +530,10 @@ class NodeRunner:
             return
         error = ErrorCode.NONE
         entries: list[Entry] = []
+        snapshot_id = None
         if request.fetch_offset < store.log_start_offset:
             error = ErrorCode.OFFSET_OUT_OF_RANGE
+            snapshot_id = store.latest_snapshot()
         else:
             end = min(node.applied_end, store.end_offset, request.fetch_offset + max(1, request.max_records))
             size = 0
@@ -485,7 +543,26 @@ class NodeRunner:
                     break
                 entries.append(entry)
         response = ObserverFetchResponse(self.node_id, request.src, request.correlation_id, error, node.leader_id,
-                                         node.epoch, node.applied_end, store.log_start_offset, tuple(entries))
+                                         node.epoch, node.applied_end, store.log_start_offset, tuple(entries),
+                                         snapshot_id)
+        conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
+
+    def _serve_observer_snapshot(self, request: ObserverFetchSnapshotRequest, conn: InboundConnection) -> None:
+        store = self.log_store
+        assert store is not None
+        try:
+            data = store.read_snapshot(request.snapshot_id)
+        except RaftStorageError:
+            data = None
+        if data is None:
+            error, size, chunk = ErrorCode.SNAPSHOT_NOT_FOUND, 0, b""
+        elif request.position < 0 or request.position > len(data):
+            error, size, chunk = ErrorCode.POSITION_OUT_OF_RANGE, len(data), b""
+        else:
+            limit = max(1, min(request.max_bytes, self.config.quorum_config.snapshot_chunk_bytes))
+            error, size, chunk = ErrorCode.NONE, len(data), data[request.position : request.position + limit]
+        response = ObserverFetchSnapshotResponse(self.node_id, request.src, request.correlation_id, error,
+                                                 request.snapshot_id, size, request.position, chunk)
         conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
 
     def _serve_describe(self, request: DescribeQuorumRequest, conn: InboundConnection) -> None:

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kraftlake.raft.config import QuorumConfig
+from kraftlake.raft.messages import SnapshotId
 from kraftlake.raft.states import LeaderState
 from kraftlake.service.config import NodeConfig
 from kraftlake.service.errors import ServiceError, ServiceStoppedError
 from kraftlake.service.listener import Listener
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
 from kraftlake.service.runner import HOST, NodeRunner
+from kraftlake.service.snapshots import SnapshotProvider
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -72,14 +74,17 @@ class RaftService:
         Called on the loop thread with commits, snapshot loads and leader changes.
     loop
         A shared loop (a `LocalQuorum` runs all its voters on one); the service then does not close it.
+    snapshot_provider
+        Supplies the record values of a snapshot (see `kraftlake.service.snapshots.SnapshotProvider`); without
+        one, snapshots hold every committed data value.
     """
 
     def __init__(self, config: NodeConfig, listeners: list[Listener] | None = None,
-                 loop: ServiceLoop | None = None) -> None:
+                 loop: ServiceLoop | None = None, snapshot_provider: SnapshotProvider | None = None) -> None:
         self.config = config
         self._own_loop = loop is None
         self._loop = loop or ServiceLoop(f"kraftlake-raft-{config.node_id}")
-        self.runner = NodeRunner(config, listeners)
+        self.runner = NodeRunner(config, listeners, snapshot_provider)
         self.started = False
 
     @property
@@ -148,6 +153,10 @@ class RaftService:
         """Committed entries from `from_offset` on this node (at most `max_records`)."""
         return self._loop.call(lambda: self.runner.read_committed(from_offset, max_records))
 
+    def snapshot_now(self) -> SnapshotId | None:
+        """Write a snapshot of what this node has applied, as the snapshot policy would (None: nothing new)."""
+        return self._loop.call(self.runner.snapshot_now)
+
     def describe(self) -> QuorumDescription:
         """The `kafka-metadata-quorum describe` fields as this node knows them."""
         return self._loop.call(self.runner.describe)
@@ -199,11 +208,17 @@ class LocalQuorum:
         The quorum's cluster id.
     ports
         Fixed ports per node (default: free ports picked at bind time, kept across restarts).
+    snapshot_providers
+        Per node id, the snapshot provider of its service.
+    node_options
+        Further `NodeConfig` fields for every node (``snapshot_max_bytes``, ``segment_bytes``, ...).
     """
 
     def __init__(self, voters: int, data_dir: str | Path, cluster_id: str, *, fsync: bool = True,
                  quorum: QuorumConfig | None = None, ports: dict[int, int] | None = None,
-                 listeners: dict[int, list[Listener]] | None = None) -> None:
+                 listeners: dict[int, list[Listener]] | None = None,
+                 snapshot_providers: dict[int, SnapshotProvider] | None = None,
+                 node_options: dict[str, Any] | None = None) -> None:
         if voters < 1:
             raise ServiceError("a quorum needs at least one voter")
         self.data_dir = Path(data_dir)
@@ -213,13 +228,16 @@ class LocalQuorum:
         self.loop = ServiceLoop("kraftlake-quorum")
         self.ports = dict(ports or {})
         self.listeners = listeners or {}
+        self.snapshot_providers = snapshot_providers or {}
+        self.node_options = dict(node_options or {})
         self.endpoints: dict[int, tuple[str, int]] = {i: (HOST, self.ports.get(i, 0)) for i in range(1, voters + 1)}
         self.services: dict[int, RaftService] = {}
 
     def _make(self, node_id: int) -> RaftService:
         config = NodeConfig(node_id, dict(self.endpoints), self.data_dir / f"node-{node_id}", self.cluster_id,
-                            fsync=self.fsync, quorum=self.quorum)
-        return RaftService(config, self.listeners.get(node_id), loop=self.loop)
+                            fsync=self.fsync, quorum=self.quorum, **self.node_options)
+        return RaftService(config, self.listeners.get(node_id), loop=self.loop,
+                           snapshot_provider=self.snapshot_providers.get(node_id))
 
     def start(self) -> LocalQuorum:
         """Bind every voter, then start them all."""

@@ -31,6 +31,8 @@ from kraftlake.service.messages import (
     ErrorResponse,
     ObserverFetchRequest,
     ObserverFetchResponse,
+    ObserverFetchSnapshotRequest,
+    ObserverFetchSnapshotResponse,
     QuorumDescription,
     ReplicaInfo,
     VoterInfo,
@@ -63,6 +65,9 @@ SAMPLES: list[Message] = [
     AppendResponse(1, -1, 12, ErrorCode.NOT_LEADER_OR_FOLLOWER, None, "", 4, message="nope \u00e9"),
     ObserverFetchRequest(-1, -1, 13, 50, 100, 500, 1 << 20),
     ObserverFetchResponse(1, -1, 13, ErrorCode.NONE, 1, 4, 60, 0, ENTRIES),
+    ObserverFetchResponse(1, -1, 13, ErrorCode.OFFSET_OUT_OF_RANGE, 1, 4, 60, 40, (), OffsetAndEpoch(40, 3)),
+    ObserverFetchSnapshotRequest(-1, -1, 15, OffsetAndEpoch(40, 3), 4096, 1 << 20),
+    ObserverFetchSnapshotResponse(1, -1, 15, ErrorCode.NONE, OffsetAndEpoch(40, 3), 9000, 4096, b"\x01" * 100),
     ErrorResponse(1, -1, 14, ErrorCode.INCONSISTENT_CLUSTER_ID, "other cluster"),
 ]
 

@@ -1,0 +1,189 @@
+"""Snapshots in the service: Kafka's size policy, .checkpoint files, log start, restart, observers, followers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+from service_helpers import CLUSTER, fast_config
+
+from kraftlake.logformat import list_snapshots, read_batches
+from kraftlake.protocol.control import ControlRecordType
+from kraftlake.raft.messages import SnapshotId
+from kraftlake.service import (
+    Batch,
+    LeaderAndEpoch,
+    LocalQuorum,
+    ObserverClient,
+    SnapshotPolicy,
+    SnapshotReader,
+    SnapshotRequiredError,
+    build_checkpoint,
+    checkpoint_values,
+)
+
+SMALL = {"snapshot_max_bytes": 8 * 1024, "segment_bytes": 4 * 1024}
+
+
+def wait_until(predicate: object, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+        self.snapshots: list[SnapshotReader] = []
+
+    def handle_commit(self, batch: Batch) -> None:
+        self.values.extend(e.value for e in batch.entries if not e.is_control)
+
+    def handle_load_snapshot(self, reader: SnapshotReader) -> None:
+        self.snapshots.append(reader)
+        self.values = checkpoint_values(reader.data)
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        pass
+
+
+def _append_many(q: LocalQuorum, n: int, size: int = 200, tag: str = "v") -> list[bytes]:
+    leader = q.wait_for_leader()
+    values = [f"{tag}{i:06d}".encode().ljust(size, b".") for i in range(n)]
+    for i in range(0, n, 10):
+        leader.append(values[i : i + 10]).result(10)
+    return values
+
+
+def test_checkpoint_has_header_values_footer_and_round_trips() -> None:
+    data = build_checkpoint(SnapshotId(120, 3), [b"a", b"bb", b"c" * 5000], 1_700_000_000_123, 1_700_000_001_000)
+    batches = read_batches(data, "snap")
+    assert batches[0].is_control and batches[-1].is_control
+    assert [b.partition_leader_epoch for b in batches] == [3] * len(batches)
+    assert batches[0].records[0].key == b"\x00\x00" + int(ControlRecordType.SNAPSHOT_HEADER).to_bytes(2, "big")
+    assert batches[-1].records[0].key == b"\x00\x00" + int(ControlRecordType.SNAPSHOT_FOOTER).to_bytes(2, "big")
+    assert [r.offset for b in batches for r in b.records] == list(range(5))
+    assert checkpoint_values(data) == [b"a", b"bb", b"c" * 5000]
+
+
+def test_policy_triggers_on_bytes_or_interval() -> None:
+    policy = SnapshotPolicy(max_bytes=100, interval_ms=1000)
+    assert not policy.due(0)
+    policy.committed(60, 10)
+    assert not policy.due(500)
+    assert policy.due(1010)  # interval since the first commit
+    policy.committed(50, 20)
+    assert policy.due(20)  # bytes
+    policy.written(30)
+    assert not policy.due(5000)  # nothing new since
+    assert not SnapshotPolicy(max_bytes=100, interval_ms=0).due(10**9)
+
+
+def test_size_policy_snapshots_advance_log_start_and_restart_replays_snapshot_plus_tail(tmp_path: Path) -> None:
+    recorders = {i: Recorder() for i in (1, 2, 3)}
+    q = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=SMALL,
+                    listeners={i: [r] for i, r in recorders.items()})
+    q.start()
+    try:
+        values = _append_many(q, 200)
+        leader = q.wait_for_leader()
+        store = leader.runner.log_store
+        assert store is not None
+        wait_until(lambda: store.latest_snapshot() is not None)
+        part = tmp_path / f"node-{leader.node_id}" / "__cluster_metadata-0"
+
+        def look() -> tuple:  # type: ignore[type-arg]
+            # on the loop thread: no snapshot can be written while we look
+            latest = store.latest_snapshot()
+            assert latest is not None
+            return (latest, leader.high_watermark, store.log_start_offset, list_snapshots(part),
+                    sorted(int(p.name[:20]) for p in part.glob("*.log")),
+                    leader.runner.read_committed(latest.offset, 100_000))
+
+        latest, hw, start, files, segments, tail_entries = leader._loop.call(look)
+        assert 0 < latest.offset <= hw and start == latest.offset
+        assert [f.end_offset for f, _ in files] == [latest.offset]  # older snapshots are deleted
+        assert files[0][1].name == f"{latest.offset:020d}-{latest.epoch:010d}.checkpoint"
+        assert segments[0] > 0  # segments wholly below the snapshot are gone
+        # snapshot values + tail = everything committed, in order
+        snap_values = checkpoint_values(files[0][1].read_bytes())
+        assert snap_values + [e.value for e in tail_entries if not e.is_control] == values
+        ports = {i: p for i, (_, p) in q.endpoints.items()}
+    finally:
+        q.stop()
+    again = {i: Recorder() for i in (1, 2, 3)}
+    q2 = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=SMALL, ports=ports,
+                     listeners={i: [r] for i, r in again.items()})
+    q2.start()
+    try:
+        q2.wait_for_leader().append([b"after"]).result(10)
+        for recorder in again.values():
+            wait_until(lambda r=recorder: r.values[-1:] == [b"after"])  # type: ignore[misc]
+            assert recorder.snapshots, "restart loads the latest snapshot"
+            assert recorder.values == [*values, b"after"]
+    finally:
+        q2.stop()
+
+
+def test_observer_below_log_start_downloads_the_snapshot_then_fetches_on(tmp_path: Path) -> None:
+    q = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=SMALL)
+    q.start()
+    try:
+        values = _append_many(q, 150)
+        leader = q.wait_for_leader()
+        assert leader.snapshot_now() is not None or leader.runner.log_store.latest_snapshot() is not None  # type: ignore[union-attr]
+        client = ObserverClient([("127.0.0.1", leader.port)], CLUSTER)
+        with pytest.raises(SnapshotRequiredError) as info:
+            client.fetch(0, max_wait_ms=0)
+        snapshot_id = info.value.snapshot_id
+        data = client.fetch_snapshot(snapshot_id, chunk_bytes=1000)  # several chunks
+        got = checkpoint_values(data)
+        offset = snapshot_id.offset
+        while True:
+            entries = client.fetch(offset, max_wait_ms=0)
+            if not entries:
+                break
+            got.extend(e.value for e in entries if not e.is_control)
+            offset = entries[-1].offset + 1
+        assert got == values
+        client.close()
+    finally:
+        q.stop()
+
+
+def test_provider_supplies_the_payload_and_a_lagging_follower_installs_the_snapshot(tmp_path: Path) -> None:
+    calls: list[SnapshotId] = []
+
+    def provider(snapshot_id: SnapshotId) -> Iterable[bytes]:
+        calls.append(snapshot_id)
+        return [b"state", str(snapshot_id.offset).encode()]
+
+    recorders = {i: Recorder() for i in (1, 2, 3)}
+    q = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=SMALL,
+                    snapshot_providers={i: provider for i in (1, 2, 3)},
+                    listeners={i: [r] for i, r in recorders.items()})
+    q.start()
+    try:
+        leader = q.wait_for_leader()
+        follower = next(i for i in q.services if i != leader.node_id)
+        q.stop_node(follower)
+        _append_many(q, 150)
+        store = leader.runner.log_store
+        assert store is not None
+        wait_until(lambda: store.latest_snapshot() is not None)
+        latest = store.latest_snapshot()
+        assert latest is not None and latest in calls
+        assert checkpoint_values(store.read_snapshot(latest)) == [b"state", str(latest.offset).encode()]
+        restarted = q.restart_node(follower)
+        wait_until(lambda: restarted.high_watermark >= leader.high_watermark > 0)
+        rec = recorders[follower]
+        wait_until(lambda: any(s.snapshot_id.offset >= latest.offset for s in rec.snapshots))
+        follower_store = restarted.runner.log_store
+        assert follower_store is not None and follower_store.log_start_offset >= latest.offset
+    finally:
+        q.stop()
