@@ -346,15 +346,17 @@ def _versions(
     events: list[tuple[int, str, tuple[Any, ...], dict[str, Any] | None]], batch: HistoryBatch, closes: bool = True
 ) -> None:
     open_: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
+    seen: set[tuple[str, tuple[Any, ...]]] = set()  # keys whose version from before the slice is closed
     for offset, table, key, row in events:
         prev = open_.pop((table, key), None)
         if prev is not None:
             prev["to_offset"] = offset
-        elif closes:
+        elif closes and (table, key) not in seen:
             ent = ENTITIES[table]
             close = dict(zip(ent.key, key, strict=True))
             close["to_offset"] = offset
             batch.closes.setdefault(table, []).append(close)
+        seen.add((table, key))
         if row is not None:
             version = {**row, "from_offset": offset, "to_offset": None}
             batch.versions.setdefault(table, []).append(version)

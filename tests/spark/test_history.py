@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark.fixtures_logs import write_synthetic_log
 
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
 from kraftlake.spark.history import ENTITIES, HistoryBuilder, entity_rows
-from spark.fixtures_logs import write_synthetic_log
 
 FIXTURES = Path("/work/shared/fixtures/kafka-logs")
 
@@ -25,6 +25,8 @@ def apply_slices(log_dir: Path, size: int) -> dict[str, list[dict[str, Any]]]:
         assert batch.first_offset == recs[i].offset
         for table, closes in batch.closes.items():
             key = ENTITIES[table].key
+            # one close per key and slice: a MERGE refuses two source rows matching one target row
+            assert len({tuple(c[k] for k in key) for c in closes}) == len(closes)
             for c in closes:
                 open_ = [r for r in tables[table] if r["to_offset"] is None
                          and all(r[k] == c[k] for k in key) and r["from_offset"] < c["to_offset"]]

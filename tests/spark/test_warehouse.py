@@ -1,0 +1,205 @@
+"""The warehouse against the oracle: ``<entity>_at(N)`` and ``reconstruct`` equal ``kraftlake.image`` at N.
+
+Spark actions are kept few: one query per entity covers several offsets at once (``LATERAL`` over a VALUES
+list), and one ingested warehouse serves the module.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraftlake.image import image_at
+from kraftlake.image.render import image_json
+from kraftlake.image.source import log_records
+from kraftlake.spark.history import ENTITIES, entity_rows
+from spark.fixtures_logs import write_synthetic_log
+
+PARTITION_COLUMNS = ["topic", "topic_id", "partition", "replicas", "isr", "removing_replicas", "adding_replicas",
+                     "leader", "leader_recovery_state", "leader_epoch", "partition_epoch", "directories",
+                     "eligible_leader_replicas", "last_known_elr", "from_offset"]
+
+
+def _canon(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+
+
+def _plain(v: Any) -> Any:
+    if hasattr(v, "asDict"):
+        return {k: _plain(x) for k, x in v.asDict().items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+def query_at(spark: Any, table: str, offsets: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """``<table>_at(n)`` for every n in one Spark action, without ``from_offset``."""
+    values = ", ".join(f"({n})" for n in offsets)
+    df = spark.sql(f"SELECT o.n AS _n, f.* FROM VALUES {values} AS o(n), LATERAL {table}_at(o.n) f")
+    out: dict[int, list[dict[str, Any]]] = {n: [] for n in offsets}
+    for row in df.collect():
+        d = {k: _plain(v) for k, v in row.asDict().items()}
+        n = d.pop("_n")
+        d.pop("from_offset")
+        out[n].append(d)
+    return out
+
+
+def assert_state_matches(spark: Any, log_dir: Path, offsets: list[int]) -> None:
+    images = {n: image_at(log_dir, n) for n in offsets}
+    for table in ENTITIES:
+        got = query_at(spark, table, offsets)
+        for n in offsets:
+            assert _canon(got[n]) == _canon(entity_rows(images[n])[table]), (table, n)
+    # and partitions_at against the image's own JSON rendering, independently of entity_rows
+    got = query_at(spark, "partitions", offsets)
+    for n in offsets:
+        doc = image_json(images[n])
+        exp = [{"topic": t["name"], "topic_id": t["topic_id"], **p} for t in doc["topics"] for p in t["partitions"]]
+        assert _canon(got[n]) == _canon(exp), n
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, Path, list[int]]:
+    from kraftlake.spark.sql import register
+    from pipelines.ingest import ingest
+
+    root = tmp_path_factory.mktemp("synthetic")
+    log_dir = write_synthetic_log(root / "log", seed=11, steps=200)
+    warehouse = root / "warehouse"
+    result = ingest(spark, log_dir, warehouse, batch_records=300)
+    assert result.slices >= 2
+    register(spark, warehouse)
+    last = max(r.offset for r in log_records(log_dir))
+    return log_dir, warehouse, [0, 7, last // 3, last // 2, (2 * last) // 3, last]
+
+
+def test_partitions_at_columns(spark: Any, synthetic: tuple[Path, Path, list[int]]) -> None:
+    assert spark.sql("SELECT * FROM partitions_at(0)").columns == PARTITION_COLUMNS
+
+
+def test_state_at_offsets_equals_image(spark: Any, synthetic: tuple[Path, Path, list[int]]) -> None:
+    log_dir, _, offsets = synthetic
+    assert_state_matches(spark, log_dir, offsets)
+
+
+def test_reingest_is_a_no_op_and_a_torn_slice_is_replayed(
+    spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path
+) -> None:
+    from kraftlake.spark.tables import LOG, append, table_ref, to_stored_log
+    from pipelines.ingest import ingest
+
+    log_dir, _, _ = synthetic
+    warehouse = tmp_path / "w"
+    recs = list(log_records(log_dir))
+    # a run that committed offsets 0..199, then died after writing the next slice's metadata_log rows only
+    first = ingest(spark, _prefix_log(log_dir, tmp_path / "prefix", 200), warehouse, batch_records=200)
+    assert first.last_offset == 199
+    torn = (spark.read.format("kraftlake-log").option("startOffset", 200).option("endOffset", 399)
+            .load(str(log_dir)))
+    append(to_stored_log(torn), warehouse, LOG, 399)
+    again = ingest(spark, log_dir, warehouse, batch_records=200)
+    assert again.first_offset == 200
+    assert ingest(spark, log_dir, warehouse, batch_records=200).records == 0
+    counts = spark.sql(f"SELECT count(*) AS n, count(DISTINCT offset) AS d FROM {table_ref(warehouse, LOG)}").first()
+    assert counts["n"] == counts["d"] == len(recs)
+    for table in ("partitions", "brokers", "topics"):
+        a = spark.sql(f"SELECT * FROM {table_ref(warehouse, table)}").collect()
+        b = spark.sql(f"SELECT * FROM {table_ref(synthetic[1], table)}").collect()
+        assert _canon([_plain(r.asDict()) for r in a]) == _canon([_plain(r.asDict()) for r in b]), table
+
+
+def _prefix_log(log_dir: Path, out: Path, records: int) -> Path:
+    """A copy of the log holding only whole batches below offset ``records`` (segments truncated)."""
+    from kraftlake.spark.logsource import scan_segment
+
+    d = out / "__cluster_metadata-0"
+    d.mkdir(parents=True)
+    for seg in sorted(log_dir.glob("*.log")):
+        keep = [end for _pos, end, _first, last in scan_segment(str(seg)) if last < records]
+        if keep:
+            (d / seg.name).write_bytes(seg.read_bytes()[:keep[-1]])
+    return d
+
+
+def test_reconstruct_and_compact(spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path) -> None:
+    from kraftlake.image import load_snapshot
+    from kraftlake.spark.tables import WarehouseError
+    from pipelines.compact import compact
+    from pipelines.reconstruct import image_at_offset
+
+    log_dir, src, offsets = synthetic
+    warehouse = tmp_path / "w"
+    shutil.copytree(src, warehouse)
+    from kraftlake.spark.sql import register
+
+    last = offsets[-1]
+    mid = offsets[3]
+    assert image_at_offset(spark, warehouse, mid).state_equals(image_at(log_dir, mid))
+    result = compact(spark, warehouse, offset=mid, retain_offsets=0, checkpoint_dir=tmp_path / "ckpt")
+    assert result.retained_from == mid and result.deleted["metadata_log"] == mid + 1
+    assert result.checkpoint is not None
+    assert load_snapshot(result.checkpoint).state_equals(image_at(log_dir, mid))
+    for n in (mid, mid + 1, last):
+        assert image_at_offset(spark, warehouse, n).state_equals(image_at(log_dir, n)), n
+    with pytest.raises(WarehouseError, match="before the retained history"):
+        image_at_offset(spark, warehouse, mid - 1)
+    register(spark, warehouse)
+    try:
+        assert_state_matches(spark, log_dir, [mid, (mid + last) // 2, last])
+    finally:
+        register(spark, src)
+    # compaction is idempotent
+    assert compact(spark, warehouse, offset=mid, retain_offsets=0, optimize=False).snapshot_rows == 0
+
+
+def test_cli_state_and_sql(spark: Any, synthetic: tuple[Path, Path, list[int]]) -> None:
+    from kraftlake.cli import main
+
+    log_dir, warehouse, offsets = synthetic
+    n = offsets[-1]
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["state", "--warehouse", str(warehouse), "--offset", str(n), "--entity", "brokers",
+                     "--format", "jsonl"]) == 0
+    got = [json.loads(line) for line in out.getvalue().splitlines()]
+    exp = entity_rows(image_at(log_dir, n))["brokers"]
+    assert [{k: v for k, v in g.items() if k != "from_offset"} for g in got] == exp
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["sql", "--warehouse", str(warehouse),
+                     f"SELECT topic, partition, isr FROM partitions_at({n}) WHERE size(isr) < 2 "
+                     "ORDER BY topic, partition"]) == 0
+    img = image_at(log_dir, n)
+    under = sorted((t.name, pid) for t in img.topics_by_id.values() for pid, p in t.partitions.items()
+                   if len(p.isr) < 2)
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == f"({len(under)} row{'s' if len(under) != 1 else ''})"
+    assert [tuple(x.strip() for x in line.split("|")[:2]) for line in lines[2:-1]] == [
+        (t, str(p)) for t, p in under]
+
+
+@pytest.mark.kafka
+def test_kafka_peer_log(spark: Any, kafka_metadata_log: Any, tmp_path: Path) -> None:
+    from kraftlake.spark.sql import register
+    from pipelines.ingest import ingest
+    from pipelines.reconstruct import image_at_offset
+
+    log_dir = kafka_metadata_log.metadata_dir
+    warehouse = tmp_path / "w"
+    ingest(spark, log_dir, warehouse, batch_records=5000)
+    first = min(r.offset for r in log_records(log_dir))
+    last = max(r.offset for r in log_records(log_dir))
+    offsets = sorted({first, first + (last - first) // 3, first + 2 * (last - first) // 3, last})
+    register(spark, warehouse)
+    try:
+        assert_state_matches(spark, log_dir, offsets)
+        assert image_at_offset(spark, warehouse, last).state_equals(image_at(log_dir, last))
+    finally:
+        register(spark, tmp_path / "unused")
