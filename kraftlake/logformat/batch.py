@@ -249,6 +249,25 @@ class RecordBatch:
             records = self._records = _parse_records(self)
         return records
 
+    def kraft_values(self) -> list[bytes] | None:
+        """The values of a data batch whose records are all shaped as KRaft writes them, else None.
+
+        KRaft's shape: attributes 0, timestamp delta 0, offset delta = index, null key, a value, no headers;
+        value ``i`` is then the record at offset ``base_offset + i`` with timestamp ``base_timestamp``. None for
+        a control batch, for records of another shape and for malformed records (`records` then parses the
+        batch, or raises the typed error). Only values are built, and bytes are not tracked by the garbage
+        collector: a reader that decodes them one by one (``kraftlake.records.iter_records``) creates no
+        per-record container before its consumer takes the record.
+
+        Raises
+        ------
+        CompressionError, DecompressionLimitError
+        """
+        if self.attributes & CONTROL_MASK:
+            return None
+        data = _records_area(self)
+        return _kraft_values(self.record_count, data, HEADER_SIZE if data is self.raw else 0)
+
     def __iter__(self) -> Any:
         return iter(self.records)
 
@@ -385,26 +404,20 @@ _EMPTY: tuple[tuple[str, bytes | None], ...] = ()
 # Record i of a KRaft data batch starts (after its length) with attributes 0, timestamp delta 0, offset delta i
 # and a null key: these exact bytes (4 of them below i = 64, 5 below 8192). Batches hold at most a few thousand
 # records; longer ones use the general loop. `bytes.startswith(prefix, pos)` compares them in place: no slice.
-KRAFT_RECORD_PREFIXES: tuple[bytes, ...] = tuple(b"\x00\x00" + encode_varint(i) + b"\x01" for i in range(8192))
-_KRAFT_PREFIXES = KRAFT_RECORD_PREFIXES
+_KRAFT_PREFIXES: tuple[bytes, ...] = tuple(b"\x00\x00" + encode_varint(i) + b"\x01" for i in range(8192))
 
 
-def _parse_kraft_records(batch: RecordBatch, data: bytes, pos: int) -> list[Record] | None:
-    """Records of a batch shaped as KRaft writes them, or None as soon as one is not (the caller then parses
-    the batch with the general loop, which also reports any error)."""
-    count = batch.record_count
+def _kraft_values(count: int, data: bytes, pos: int) -> list[bytes] | None:
+    """The values of `count` records from `pos`, all shaped as KRaft writes them and filling `data` exactly,
+    or None as soon as one is not (the caller then parses the batch with the general loop, which also reports
+    any error)."""
     if count > len(_KRAFT_PREFIXES):
         return None
     end = len(data)
-    base_offset = batch.base_offset
-    ts = batch.base_timestamp
     prefixes = _KRAFT_PREFIXES
-    out: list[Record] = []
-    append = out.append
-    tnew = tuple.__new__
-    rec = Record
-    empty = _EMPTY
     startswith = data.startswith
+    out: list[bytes] = []
+    append = out.append
     # An index past the end (a cut batch) raises IndexError: the general loop then reports it.
     try:
         for i in range(count):
@@ -432,7 +445,7 @@ def _parse_kraft_records(batch: RecordBatch, data: bytes, pos: int) -> list[Reco
             vend = s + (v >> 1)
             if v & 1 or vend + 1 != rend or data[vend] != 0:
                 return None
-            append(tnew(rec, (base_offset + i, ts, None, data[s:vend], empty)))
+            append(data[s:vend])
             pos = rend
     except IndexError:
         return None
@@ -449,9 +462,12 @@ def _parse_records(batch: RecordBatch) -> list[Record]:
     compressed = data is not batch.raw
     pos = 0 if compressed else HEADER_SIZE
     if not batch.attributes & CONTROL_MASK:
-        fast = _parse_kraft_records(batch, data, pos)
-        if fast is not None:
-            return fast
+        values = _kraft_values(batch.record_count, data, pos)
+        if values is not None:
+            base_offset = batch.base_offset
+            ts = batch.base_timestamp
+            tnew = tuple.__new__
+            return [tnew(Record, (base_offset + i, ts, None, v, _EMPTY)) for i, v in enumerate(values)]
     end = len(data)
     count = batch.record_count
     base_offset = batch.base_offset
