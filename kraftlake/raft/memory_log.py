@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Sequence
 
 from kraftlake.raft.errors import LogTruncationError, RaftStorageError
@@ -10,6 +11,8 @@ from kraftlake.raft.messages import Entry, OffsetAndEpoch, SnapshotId
 
 # Rough per-entry overhead of a record in a v2 batch, so that byte limits behave like Kafka's.
 RECORD_OVERHEAD = 21
+_OFFSET = operator.itemgetter(0)
+_EPOCH = operator.itemgetter(1)
 
 
 class MemoryRaftLog:
@@ -48,6 +51,21 @@ class MemoryRaftLog:
 
     # -- writes --------------------------------------------------------------------------------------------
     def append(self, entries: Sequence[Entry]) -> None:
+        n = len(entries)
+        if not n:
+            return
+        first, last = entries[0], entries[-1]
+        end = self.end_offset
+        if (n > 2 and first.offset == end and last.offset == end + n - 1 and first.epoch == last.epoch
+                and first.epoch >= self.last_epoch()):
+            # one leader write (the common case): check the offsets in one pass, then extend in bulk
+            if list(map(_OFFSET, entries)) != list(range(end, end + n)) or \
+                    list(map(_EPOCH, entries)).count(first.epoch) != n:
+                raise RaftStorageError(f"append of non-contiguous entries at offset {end}")
+            if not self._epochs or self._epochs[-1][0] != first.epoch:
+                self._epochs.append((first.epoch, first.offset))
+            self._entries.extend(entries)
+            return
         for entry in entries:
             if entry.offset != self.end_offset:
                 raise RaftStorageError(f"append at offset {entry.offset}, expected {self.end_offset}")
@@ -83,14 +101,15 @@ class MemoryRaftLog:
     def read(self, start: int, end: int, max_bytes: int | None = None) -> list[Entry]:
         if start < self._start or end > self.end_offset:
             raise RaftStorageError(f"read [{start}, {end}) outside [{self._start}, {self.end_offset})")
-        out: list[Entry] = []
+        chosen = self._entries[start - self._start : end - self._start]
+        if max_bytes is None or not chosen:
+            return chosen
         size = 0
-        for entry in self._entries[start - self._start : end - self._start]:
+        for i, entry in enumerate(chosen):
             size += len(entry.value) + RECORD_OVERHEAD
-            if out and max_bytes is not None and size > max_bytes:
-                break
-            out.append(entry)
-        return out
+            if i and size > max_bytes:
+                return chosen[:i]
+        return chosen
 
     def epoch_at(self, offset: int) -> int:
         if offset == self._start - 1:

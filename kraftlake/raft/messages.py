@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 NO_CONTROL_TYPE = -1
 """`Entry.control_type` of a data entry."""
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One log entry: an opaque value at an offset, written in a leader epoch.
+
+    A named tuple (immutable, and the cheapest object CPython builds: the log holds one per record, so the
+    hot paths create them with ``tuple.__new__(Entry, (...))``).
 
     Parameters
     ----------

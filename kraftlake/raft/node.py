@@ -25,6 +25,7 @@ from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE, encode_leader_cha
 from kraftlake.raft.errors import LogTruncationError, NotLeaderError, RaftStorageError
 from kraftlake.raft.log import RaftLog
 from kraftlake.raft.messages import (
+    NO_CONTROL_TYPE,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -557,7 +558,9 @@ class RaftNode:
         start = self.log.end_offset
         ts = now_ms + self.timestamp_base_ms
         epoch = state.epoch
-        entries = [Entry(start + i, epoch, False, v, ts, start) for i, v in enumerate(self._pending)]
+        new = tuple.__new__
+        entries = [new(Entry, (start + i, epoch, False, v, ts, start, NO_CONTROL_TYPE))
+                   for i, v in enumerate(self._pending)]
         self._pending.clear()
         self._pending_bytes = 0
         state.linger_deadline_ms = None

@@ -8,7 +8,8 @@ Frame layout (big-endian)::
 
 The body is the message's fields in declaration order, each with a fixed encoding: ``i32``/``i64`` integers,
 ``bool`` as one byte, an optional node id as i32 with -1 for None, an error code as i16, ``str`` and ``bytes``
-as u32 length + data, lists as u32 count + items, an optional (offset, epoch) as a presence byte + i64 + i32.
+as u32 length + data, lists as u32 count + items, an optional (offset, epoch) as a presence byte + i64 + i32;
+log entries as runs of one leader write (a header, the values' lengths, the values).
 Api keys are Kafka's where Kafka has the RPC (Fetch 1, Vote 52, BeginQuorumEpoch 53, EndQuorumEpoch 54,
 DescribeQuorum 55, FetchSnapshot 59); the service's own RPCs use keys from 1000.
 """
@@ -67,7 +68,6 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 _OE = struct.Struct(">qi")
-_ENTRY = struct.Struct(">qiBhqqI")
 
 
 class _Reader:
@@ -176,15 +176,81 @@ def _list(enc: Enc, dec: Dec) -> tuple[Enc, Dec]:
     return encode, decode
 
 
-def _enc_entry(out: list[bytes], e: Entry) -> None:
-    out.append(_ENTRY.pack(e.offset, e.epoch, 1 if e.is_control else 0, e.control_type, e.timestamp,
-                           e.batch_base, len(e.value)))
-    out.append(e.value)
+_RUN = struct.Struct(">qiBhqqI")
 
 
-def _dec_entry(r: _Reader) -> Entry:
-    offset, epoch, control, control_type, ts, base, n = r.take(_ENTRY)
-    return Entry(offset, epoch, bool(control), r.raw(n), ts, base, control_type)
+def _enc_entries(out: list[bytes], entries: Any) -> None:
+    """Entries as runs of one leader write: a run header (first offset, epoch, control, control type,
+    timestamp, batch base, count), the values' lengths, then the values."""
+    runs: list[tuple[int, int]] = []
+    n = len(entries)
+    i = 0
+    while i < n:
+        first = entries[i]
+        j = i + 1
+        key = (first.epoch, first.is_control, first.control_type, first.timestamp, first.batch_base)
+        while j < n:
+            e = entries[j]
+            if e.offset != first.offset + (j - i) or (e.epoch, e.is_control, e.control_type, e.timestamp,
+                                                      e.batch_base) != key:
+                break
+            j += 1
+        runs.append((i, j))
+        i = j
+    out.append(_U32.pack(len(runs)))
+    for i, j in runs:
+        e = entries[i]
+        count = j - i
+        values = [x.value for x in entries[i:j]]
+        out.append(_RUN.pack(e.offset, e.epoch, 1 if e.is_control else 0, e.control_type, e.timestamp,
+                             e.batch_base, count))
+        out.append(struct.pack(f">{count}I", *map(len, values)))
+        out.append(b"".join(values))
+
+
+def _dec_entries(r: _Reader) -> tuple[Entry, ...]:
+    (nruns,) = r.take(_U32)
+    out: list[Entry] = []
+    buf = r.buf
+    new = tuple.__new__
+    for _ in range(nruns):
+        offset, epoch, control, ctype, ts, base, count = r.take(_RUN)
+        if count * 4 > len(buf) - r.pos:
+            raise CodecError(f"run of {count} entries cannot fit in the frame at byte {r.pos}")
+        lengths = struct.unpack_from(f">{count}I", buf, r.pos)
+        pos = r.pos + count * 4
+        if pos + sum(lengths) > len(buf):
+            raise CodecError(f"frame truncated in a run of {count} entries at byte {pos}")
+        is_control = bool(control)
+        for k, n in enumerate(lengths):
+            out.append(new(Entry, (offset + k, epoch, is_control, buf[pos : pos + n], ts, base, ctype)))
+            pos += n
+        r.pos = pos
+    return tuple(out)
+
+
+def _enc_values(out: list[bytes], values: Any) -> None:
+    n = len(values)
+    out.append(_U32.pack(n))
+    out.append(struct.pack(f">{n}I", *map(len, values)))
+    out.append(b"".join(values))
+
+
+def _dec_values(r: _Reader) -> tuple[bytes, ...]:
+    (n,) = r.take(_U32)
+    buf = r.buf
+    if n * 4 > len(buf) - r.pos:
+        raise CodecError(f"list of {n} values cannot fit in the frame at byte {r.pos}")
+    lengths = struct.unpack_from(f">{n}I", buf, r.pos)
+    pos = r.pos + n * 4
+    if pos + sum(lengths) > len(buf):
+        raise CodecError(f"frame truncated in a list of {n} values at byte {pos}")
+    out = []
+    for length in lengths:
+        out.append(buf[pos : pos + length])
+        pos += length
+    r.pos = pos
+    return tuple(out)
 
 
 def _struct(cls: type, fields: list[tuple[Enc, Dec]]) -> tuple[Enc, Dec]:
@@ -209,7 +275,7 @@ BYTES: tuple[Enc, Dec] = (_enc_bytes, _dec_bytes)
 OE: tuple[Enc, Dec] = (_enc_oe, _dec_oe)
 OPT_OE: tuple[Enc, Dec] = (_enc_opt_oe, _dec_opt_oe)
 IDS = _list(*I32)
-ENTRIES = _list(_enc_entry, _dec_entry)
+ENTRIES: tuple[Enc, Dec] = (_enc_entries, _dec_entries)
 DESCRIPTION = _struct(QuorumDescription, [
     STR, I32, I32, I64, I64, I64,
     _list(*_struct(VoterInfo, [I32, STR, STR])),
@@ -239,7 +305,7 @@ _SPECS = [
     _Spec(FetchSnapshotResponse, 59, RESPONSE, [I32, NODE, OE, I64, I64, BYTES, RERR]),
     _Spec(DescribeQuorumRequest, 55, REQUEST, []),
     _Spec(DescribeQuorumResponse, 55, RESPONSE, [ECODE, STR, DESCRIPTION]),
-    _Spec(AppendRequest, 1000, REQUEST, [_list(*BYTES)]),
+    _Spec(AppendRequest, 1000, REQUEST, [(_enc_values, _dec_values)]),
     _Spec(AppendResponse, 1000, RESPONSE, [ECODE, NODE, STR, I32, I64, I64, STR]),
     _Spec(ObserverFetchRequest, 1001, REQUEST, [I64, I32, I32, I32]),
     _Spec(ObserverFetchResponse, 1001, RESPONSE, [ECODE, NODE, I32, I64, I64, ENTRIES, OPT_OE]),
@@ -291,7 +357,7 @@ def decode_frame(payload: bytes) -> tuple[str, Message]:
     CodecError
         On a truncated frame, an unknown format, api key or code, or trailing bytes.
     """
-    r = _Reader(payload, 0)
+    r = _Reader(payload if type(payload) is bytes else bytes(payload), 0)
     fmt, kind, api_key, corr, src, dst, n = r.take(_HEAD)
     if fmt != FORMAT:
         raise CodecError(f"unknown frame format {fmt}")

@@ -12,6 +12,7 @@ the last segment (truncated to the last valid batch, reported in `recovery`).
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +23,6 @@ from kraftlake.logformat import (
     RecoveryReport,
     SegmentedLog,
     build_control_batch,
-    build_data_batch,
     list_snapshots,
     read_snapshot,
     write_leader_epoch_checkpoint,
@@ -33,8 +33,11 @@ from kraftlake.logformat.batch import control_record_type
 from kraftlake.logformat.snapshot import mark_snapshot_deleted
 from kraftlake.raft.memory_log import MemoryRaftLog
 from kraftlake.raft.messages import NO_CONTROL_TYPE, Entry, OffsetAndEpoch, SnapshotId
+from kraftlake.service.batch_writer import kraft_data_batch
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+_TIMESTAMP = operator.itemgetter(4)
+_BATCH_BASE = operator.itemgetter(5)
 
 
 def _wall_ms() -> int:
@@ -145,7 +148,7 @@ class FileRaftLog:
         """Append entries as batches: one per leader batch (same epoch, kind, timestamp and batch base)."""
         if not entries:
             return
-        if any(e.timestamp < 0 or e.batch_base < 0 for e in entries):
+        if min(map(_TIMESTAMP, entries)) < 0 or min(map(_BATCH_BASE, entries)) < 0:
             # entries from a driver that does not stamp them (tests): one batch stamped now
             now = self.clock()
             base = entries[0].offset
@@ -153,6 +156,14 @@ class FileRaftLog:
                        Entry(e.offset, e.epoch, e.is_control, e.value, now, base, e.control_type) for e in entries]
         timed = entries
         self._mem.append(timed)  # validates offsets and epochs first
+        first, last = timed[0], timed[-1]
+        if (first.batch_base == last.batch_base and first.epoch == last.epoch and first.timestamp == last.timestamp
+                and first.is_control == last.is_control):
+            # one leader write (batch bases only grow along the log, so the entries between agree too)
+            self._write_batch(timed)
+            if not self._epochs_written or self._epochs_written[-1][0] != last.epoch:
+                self._write_epoch_checkpoint()
+            return
         start = 0
         first = timed[0]
         for i, entry in enumerate(timed):
@@ -170,7 +181,7 @@ class FileRaftLog:
             raw = build_control_batch(first.offset, first.epoch, first.timestamp,
                                       [(e.control_type, e.value) for e in group])
         else:
-            raw = build_data_batch(first.offset, first.epoch, first.timestamp, [e.value for e in group])
+            raw = kraft_data_batch(first.offset, first.epoch, first.timestamp, [e.value for e in group])
         self._segments.append(raw)
 
     def truncate_to(self, offset: int) -> None:

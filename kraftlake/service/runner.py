@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import operator
 import random
 import time
 import uuid
@@ -67,6 +68,7 @@ from kraftlake.service.transport import InboundConnection, PeerChannel, read_fra
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
+_VALUE = operator.itemgetter(3)
 
 
 def _mono_ms() -> int:
@@ -212,7 +214,7 @@ class NodeRunner:
         if ready.committed:
             self._apply(ready.committed)
             self.snapshot_policy.committed(
-                sum(len(e.value) for e in ready.committed) + RECORD_OVERHEAD * len(ready.committed), now)
+                sum(map(len, map(_VALUE, ready.committed))) + RECORD_OVERHEAD * len(ready.committed), now)
             if self.snapshot_policy.due(now):
                 self._write_snapshot(now)
         leader = (node.leader_id, node.epoch)
@@ -301,8 +303,8 @@ class NodeRunner:
             log.exception("node %d: listener %r failed", self.node_id, fn)
 
     def _apply(self, committed: tuple[Entry, ...]) -> None:
-        entries = [_committed(e) for e in committed]
         if self.listeners:
+            entries = [_committed(e) for e in committed]
             bases = [e.batch_base if e.batch_base >= 0 else e.offset for e in committed]
             for batch in group_batches(entries, bases):
                 for listener in self.listeners:
@@ -581,5 +583,5 @@ class NodeRunner:
 
 
 def _committed(entry: Entry) -> CommittedEntry:
-    return CommittedEntry(entry.offset, entry.epoch, entry.timestamp, entry.is_control, entry.value)
+    return tuple.__new__(CommittedEntry, (entry[0], entry[1], entry[4], entry[2], entry[3]))
 

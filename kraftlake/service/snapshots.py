@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from kraftlake.logformat import build_control_batch, build_data_batch, read_batches
+from kraftlake.logformat import build_control_batch, read_batches
 from kraftlake.protocol.control import ControlRecordType, encode_control_body
 from kraftlake.protocol.messages import SnapshotFooterRecord, SnapshotHeaderRecord
 from kraftlake.raft.messages import SnapshotId
+from kraftlake.service.batch_writer import kraft_data_batch
 
 SnapshotProvider = Callable[[SnapshotId], Iterable[bytes]]
 """Called with the id of the snapshot to write (the state up to `id.offset`, exclusive); returns the record
@@ -51,7 +52,7 @@ def build_checkpoint(snapshot_id: SnapshotId, values: Iterable[bytes], last_time
     out = [build_control_batch(0, epoch, append_timestamp_ms, [(int(ControlRecordType.SNAPSHOT_HEADER), header)])]
     offset = 1
     for chunk in _chunks(values):
-        out.append(build_data_batch(offset, epoch, append_timestamp_ms, chunk))
+        out.append(kraft_data_batch(offset, epoch, append_timestamp_ms, chunk))
         offset += len(chunk)
     footer = encode_control_body(SnapshotFooterRecord(version=0))
     out.append(build_control_batch(offset, epoch, append_timestamp_ms,

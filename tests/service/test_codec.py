@@ -119,3 +119,12 @@ def test_unknown_error_code() -> None:
     payload[-6:-4] = (12345).to_bytes(2, "big")
     with pytest.raises(CodecError, match="unknown ErrorCode"):
         decode_frame(bytes(payload))
+
+
+def test_entries_of_several_leader_writes_travel_as_runs() -> None:
+    entries = (Entry(5, 1, True, b"lc", 10, 5, 2), Entry(6, 1, False, b"a", 11, 6), Entry(7, 1, False, b"", 11, 6),
+               Entry(8, 2, False, b"c" * 70_000, 12, 8), Entry(9, 2, False, b"d", 13, 9))
+    message = FetchResponse(1, 2, 3, 4, 1, 5, entries)
+    _, decoded = decode_frame(encode_frame(message, "c")[4:])
+    assert isinstance(decoded, FetchResponse) and decoded.entries == entries
+    assert all(type(e.value) is bytes for e in decoded.entries)
