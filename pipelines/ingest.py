@@ -29,6 +29,7 @@ from kraftlake.spark.tables import (
     ensure_tables,
     last_offset,
     merge_history,
+    table_ref,
     to_stored_log,
     write_offsets,
     write_snapshot,
@@ -58,6 +59,11 @@ def starting_point(log_dir: str | Path) -> tuple[MetadataImage, int]:
 
         raise WarehouseError(f"{d}: the log starts at offset {base} and no snapshot covers it")
     return load_snapshot(usable[0].path), usable[0].end_offset
+
+
+def log_max(spark: SparkSession, warehouse: str | Path) -> int:
+    row = spark.sql(f"SELECT max(offset) AS m FROM {table_ref(warehouse, LOG)}").first()
+    return -1 if row is None or row["m"] is None else int(row["m"])
 
 
 def slices(records: Iterator[Any], size: int) -> Iterator[list[Any]]:
@@ -93,7 +99,15 @@ def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batc
             for table in seed.tables():
                 merge_history(spark, warehouse, table, seed)
 
+    # a run killed after its metadata_log append but before its commit point left rows past `done`: a resumed
+    # run may slice differently, so it appends only what is not there yet (each append is atomic)
+    logged = [log_max(spark, warehouse)]
+
     def write_log(first: int, last: int) -> None:
+        first = max(first, logged[0] + 1)
+        if first > last:
+            return
+        logged[0] = last
         df = (spark.read.format("kraftlake-log").option("startOffset", first).option("endOffset", last)
               .option("recordsPerPartition", max(batch_records // 2, 1)).load(str(d)))
         append(to_stored_log(df), warehouse, LOG, last)

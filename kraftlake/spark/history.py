@@ -265,14 +265,14 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
         p1 = t1.partitions if t1 is not None else {}
         pids = (set(p0) | set(p1)) if named is None else named
         for pid in pids:
-            a, b = p0.get(pid), p1.get(pid)
-            if a is b or (a is not None and b is not None and a == b):
+            pa_, pb = p0.get(pid), p1.get(pid)
+            if pa_ is pb or (pa_ is not None and pb is not None and pa_ == pb):
                 continue
-            yield "partitions", (tid, pid), None if b is None else partition_row(t1.name, tid, pid, b)  # type: ignore[union-attr]
+            yield "partitions", (tid, pid), None if pb is None or t1 is None else partition_row(t1.name, tid, pid, pb)
     for key in configs:
-        a, b = old.configs.get(key) or {}, new.configs.get(key) or {}
-        if a != b:
-            yield from _diff_multi("configs", list(_config_rows(key, a)), list(_config_rows(key, b)))
+        ca, cb = old.configs.get(key) or {}, new.configs.get(key) or {}
+        if ca != cb:
+            yield from _diff_multi("configs", list(_config_rows(key, ca)), list(_config_rows(key, cb)))
     for acl_id in acls:
         a, b = old.acls.get(acl_id), new.acls.get(acl_id)
         if a != b:
@@ -311,7 +311,9 @@ class HistoryBuilder:
     def seed(self) -> HistoryBatch:
         """Versions for every entity of the starting image (a snapshot), valid from its offset."""
         batch = HistoryBatch(self.image.offset, self.image.offset)
-        events = [(self.image.offset, t, k, row) for t, rows in _all_rows(self.image).items() for k, row in rows]
+        events: list[tuple[int, str, tuple[Any, ...], dict[str, Any] | None]] = [
+            (self.image.offset, t, k, row) for t, rows in _all_rows(self.image).items() for k, row in rows
+        ]
         _versions(events, batch, closes=False)
         return batch
 

@@ -38,7 +38,7 @@ class SegmentRange:
     last: int
 
 
-class LogPartition(InputPartition):  # type: ignore[misc]
+class LogPartition(InputPartition):
     """One input partition: a few consecutive batch ranges of one segment."""
 
     def __init__(self, ranges: list[SegmentRange], start_offset: int, end_offset: int) -> None:
@@ -116,7 +116,7 @@ def read_ranges(ranges: list[SegmentRange], start_offset: int, end_offset: int |
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-class LogReader(DataSourceReader):  # type: ignore[misc]
+class LogReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         # Spark hands options over case-insensitively (lower-cased keys)
         options = {k.lower(): v for k, v in options.items()}
@@ -133,12 +133,13 @@ class LogReader(DataSourceReader):  # type: ignore[misc]
             p.value = i
         return parts or [LogPartition([], self.start, -1)]
 
-    def read(self, partition: LogPartition) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, LogPartition)
         end = None if partition.end_offset < 0 else partition.end_offset
         yield from read_ranges(partition.ranges, partition.start_offset, end)
 
 
-class KraftlakeLogSource(DataSource):  # type: ignore[misc]
+class KraftlakeLogSource(DataSource):
     """``format("kraftlake-log")``: the records of a metadata log directory (option ``path``)."""
 
     @classmethod

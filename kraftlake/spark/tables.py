@@ -113,7 +113,9 @@ def to_stored_log(df: DataFrame) -> DataFrame:
 
 
 def schema_of(spark: SparkSession, name: str) -> T.StructType:
-    return T._parse_datatype_string(table_ddl(name))  # type: ignore[no-any-return]
+    schema = T._parse_datatype_string(table_ddl(name))
+    assert isinstance(schema, T.StructType)
+    return schema
 
 
 def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
