@@ -102,6 +102,21 @@ def make_class(struct_spec: StructSpec, nested: dict[str, type]) -> type:
     return type(name, (Record,), body)
 
 
+# Uuid arrays by their raw bytes, read by the generated decoders with one ``dict.get``: a partition's
+# directories repeat across its records. Arrays of up to 8 uuids, at most 16k of them (2 MB of keys).
+_UUID_ARRAY_CACHE: dict[bytes, tuple[str, ...]] = {}
+UUID_ARRAY_CACHE_MAX_LEN = 8
+_UUID_ARRAY_CACHE_MAX = 1 << 14
+
+
+def _uuid_tuple(buf: bytes, start: int, end: int) -> tuple[str, ...]:
+    raw = bytes(buf[start:end])
+    out = tuple(runtime.uuid_str(raw[i:i + 16]) for i in range(0, len(raw), 16))
+    if len(_UUID_ARRAY_CACHE) < _UUID_ARRAY_CACHE_MAX:
+        _UUID_ARRAY_CACHE[raw] = out
+    return out
+
+
 class _Emitter:
     """Accumulates the source of one module of generated functions and the constants they use."""
 
@@ -132,6 +147,9 @@ class _Emitter:
             "_U16A": runtime.UUID_ARRAYS,
             "_u16a": runtime.uuid_array,
             "_ucget": runtime.UUID_CACHE.get,
+            "_I32AS": (None, *runtime.INT32_ARRAYS[:64]),
+            "_uacget": _UUID_ARRAY_CACHE.get,
+            "_uarr": _uuid_tuple,
         }
         self._consts: dict[Any, str] = {}
         self.counter = 0
@@ -156,6 +174,49 @@ def _uvarint_read(e: _Emitter, out: list[str], ind: str, var: str) -> None:
     out.append(f"{ind}else: {var}, pos = _uv(buf, pos)")
 
 
+def _fast_length_path(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str, bound: str, label: str,
+                      n: str) -> bool:
+    """Emit the common case of a string, bytes, int32 array or uuid array: a non-null one-byte length.
+
+    The length varint, the null test, the ``- 1`` and the size table lookup fold into one range test on the
+    first byte (``n`` is then length + 1); the errors raised are the general path's, with the same arguments.
+    Returns False for fields without a fast path (struct and string arrays: the per-element work dominates).
+    """
+    base = f.base_type
+    end = e.temp()
+    if not f.is_array and base in ("string", "bytes"):
+        out.append(f"{ind}{n} = buf[pos]")
+        out.append(f"{ind}if 0 < {n} < 128:")
+        out.append(f"{ind}    {end} = pos + {n}")
+        if base == "string":
+            out.append(f"{ind}    if {end} > {bound}: raise _strerr({label}, pos + 1, {n} - 1, {bound})")
+            out.append(f"{ind}    {var} = buf[pos + 1:{end}].decode()")
+        else:
+            out.append(f"{ind}    if {end} > {bound}: raise _past({label}, pos + 1, {n} - 1, {bound})")
+            out.append(f"{ind}    {var} = buf[pos + 1:{end}]")
+        out.append(f"{ind}    pos = {end}")
+        return True
+    if f.is_array and base == "int32":
+        out.append(f"{ind}{n} = buf[pos]")
+        out.append(f"{ind}if 0 < {n} < 65:")
+        out.append(f"{ind}    {end} = pos + 4 * {n} - 3")
+        out.append(f"{ind}    if {end} > {bound}: raise _past({label}, pos + 1, 4 * ({n} - 1), {bound})")
+        # _I32AS[n]: the Struct of n - 1 int32s
+        out.append(f"{ind}    {var} = _I32AS[{n}].unpack_from(buf, pos + 1)")
+        out.append(f"{ind}    pos = {end}")
+        return True
+    if f.is_array and base == "uuid":
+        out.append(f"{ind}{n} = buf[pos]")
+        out.append(f"{ind}if 0 < {n} < {UUID_ARRAY_CACHE_MAX_LEN + 2}:")
+        out.append(f"{ind}    {end} = pos + 16 * {n} - 15")
+        out.append(f"{ind}    if {end} > {bound}: raise _past({label}, pos + 1, 16 * ({n} - 1), {bound})")
+        # Uuid arrays repeat (a partition's directories): one cache lookup by the raw bytes.
+        out.append(f"{ind}    {var} = _uacget(buf[pos + 1:{end}]) or _uarr(buf, pos + 1, {end})")
+        out.append(f"{ind}    pos = {end}")
+        return True
+    return False
+
+
 def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str, version: int, bound: str,
                   struct_decoders: dict[tuple[str, int], str]) -> None:
     """Emit code reading one (non-tagged-framing) value of field ``f`` into ``var``."""
@@ -164,6 +225,10 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
     base = f.base_type
     if f.is_array or base in ("string", "bytes"):
         n = e.temp()
+        if _fast_length_path(e, out, ind, f, var, bound, label, n):
+            # The general code below becomes the else branch of the one-byte-length fast path.
+            out.append(f"{ind}else:")
+            ind += "    "
         _uvarint_read(e, out, ind, n)
         out.append(f"{ind}if {n} == 0:")
         out.append(f"{ind}    {var} = None" if nullable else f"{ind}    raise _nullerr({label}, pos)")
@@ -266,9 +331,14 @@ def gen_decoder(e: _Emitter, s: StructSpec, version: int, fn: str, cls_const: st
         _decode_value(e, out, ind, f, f"f{i}", version, "end", struct_decoders)
     for i, _ in tagged:
         out.append(f"{ind}f{i} = _D{i}")
-    _uvarint_read(e, out, ind, "nt")
-    out.append(f"{ind}while nt:")
-    ind2 = ind + "    "
+    # Tagged fields: almost always none, so the count byte is read and tested once, its varint slow path and
+    # the loop live under that test.
+    out.append(f"{ind}nt = buf[pos]")
+    out.append(f"{ind}pos += 1")
+    out.append(f"{ind}if nt:")
+    out.append(f"{ind}    if nt > 127: nt, pos = _uv(buf, pos - 1)")
+    out.append(f"{ind}    while nt:")
+    ind2 = ind + "        "
     _uvarint_read(e, out, ind2, "tag")
     _uvarint_read(e, out, ind2, "size")
     out.append(f"{ind2}te = pos + size")
