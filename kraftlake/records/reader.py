@@ -73,6 +73,7 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
     dispatch = _DISPATCH
     tnew = tuple.__new__
     envelope = MetadataRecord
+    memo_max = _MEMO_MAX_VALUE
     for batch in batches:
         epoch = batch.partition_leader_epoch
         base = batch.base_offset
@@ -91,56 +92,71 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
         # values, already framed and checked, and are decoded one by one as the consumer asks. A record is built
         # only when it is yielded: a batch's worth of live records would wake the cyclic garbage collector
         # every few hundred records (measured: 1,700 collections and 20% of the time on the bench segment).
-        values: list[Any] | None = batch.kraft_values() if type(batch) is RecordBatch else None
+        values = batch.kraft_values() if type(batch) is RecordBatch else None
         if values is None:
-            # Any other shape, or a malformed batch (raises here, before any of its records is yielded).
-            ts = None
-            values = batch.records
-        else:
-            ts = batch.base_timestamp
+            # Any other shape, or a malformed batch (raises before any of its records is yielded).
+            yield from _other_records(batch, name, memo)
+            continue
+        ts = batch.base_timestamp
         offset = base - 1
         for value in values:
-            if ts is None:
-                offset, timestamp, _key, value, _headers = value
-            else:
-                offset += 1
-                timestamp = ts
+            offset += 1
+            n = len(value)
             # Equal small values (NoOpRecord above all, most of a quiet log; heartbeats) share one decoded
             # record: records are immutable. Only short values are looked up, so hashing stays cheap.
-            n = len(value) if value is not None else -1
-            if n <= _MEMO_MAX_VALUE:
+            if n <= memo_max:
                 hit = memo_get(value)
                 if hit is not None:
-                    yield tnew(envelope, (offset, epoch, timestamp, base, False, *hit, value))
+                    t, a, v, r = hit
+                    yield tnew(envelope, (offset, epoch, ts, base, False, t, a, v, r, value))
                     continue
             # Fast path: frame 1 and one-byte apiKey and version (every record Kafka writes today), decoded by
-            # the compiled body decoder; anything else, or any failure, takes the checked path.
+            # the compiled body decoder; anything else, or any failure, gives r None and the checked path.
+            # (The try holds no yield: an exception thrown into the generator must not be swallowed.)
+            r = None
             try:
                 if value[0] == 1:
                     key = value[1] << 8 | value[2]
-                    entry = dispatch[key] or _dispatch_entry(key)
-                    fn = entry[0]
-                    if fn is not None:
-                        rec, stop = fn(value, 3, n)
-                        if stop == n:
-                            hit = (entry[1], entry[2], entry[3], rec)
-                            if n <= _MEMO_MAX_VALUE:
-                                if len(memo) >= _MEMO_MAX_ENTRIES:
-                                    memo.clear()
-                                memo[value] = hit
-                            yield tnew(envelope, (offset, epoch, timestamp, base, False, *hit, value))
-                            continue
-            except Exception:  # the checked path below raises the typed error
-                pass
-            if value is None:
-                raise RecordDecodeError("metadata record has a null value", source=name,
-                                        position=batch.position, offset=offset)
-            try:
-                rec, version = decode_metadata_record(value)
-            except ProtocolError as exc:
-                raise _wrap(exc, name, batch, offset, "metadata record") from exc
-            yield envelope(offset, epoch, timestamp, base, False, type(rec).__name__, rec._api_key or 0, version,
-                           rec, value)
+                    fn, t, a, v = dispatch[key] or _dispatch_entry(key)
+                    r, stop = fn(value, 3, n)
+                    if stop != n:
+                        r = None
+            except Exception:
+                r = None
+            if r is None:
+                yield _checked_record(value, offset, ts, batch, name)
+                continue
+            if n <= memo_max:
+                if len(memo) >= _MEMO_MAX_ENTRIES:
+                    memo.clear()
+                memo[value] = (t, a, v, r)
+            yield tnew(envelope, (offset, epoch, ts, base, False, t, a, v, r, value))
+
+
+def _other_records(batch: Any, name: str, memo: dict[bytes, tuple[str, int, int, Record]],
+                   ) -> Iterator[MetadataRecord]:
+    """The records of a data batch not shaped as KRaft writes them, through ``batch.records``."""
+    for offset, timestamp, _key, value, _headers in batch.records:
+        if value is None:
+            raise RecordDecodeError("metadata record has a null value", source=name,
+                                    position=batch.position, offset=offset)
+        hit = memo.get(value)
+        if hit is not None:
+            t, a, v, r = hit
+            yield MetadataRecord(offset, batch.partition_leader_epoch, timestamp, batch.base_offset, False,
+                                 t, a, v, r, value)
+            continue
+        yield _checked_record(value, offset, timestamp, batch, name)
+
+
+def _checked_record(value: bytes, offset: int, timestamp: int, batch: Any, name: str) -> MetadataRecord:
+    """Decode one value with the checked decoder, raising :class:`RecordDecodeError` on any fault."""
+    try:
+        rec, version = decode_metadata_record(value)
+    except ProtocolError as exc:
+        raise _wrap(exc, name, batch, offset, "metadata record") from exc
+    return MetadataRecord(offset, batch.partition_leader_epoch, timestamp, batch.base_offset, False,
+                          type(rec).__name__, rec._api_key or 0, version, rec, value)
 
 
 _MEMO_MAX_VALUE = 24
@@ -152,7 +168,13 @@ _MEMO_MAX_ENTRIES = 4096
 # decoder and take the checked path.
 _Entry = tuple[Any, str, int, int]
 _DISPATCH: list[_Entry | None] = [None] * 65536
-_NO_DECODER: _Entry = (None, "", 0, 0)
+
+
+def _no_decoder(value: bytes, pos: int, end: int) -> Any:
+    raise ValueError("no compiled decoder")  # sends the record to the checked path, which raises the typed error
+
+
+_NO_DECODER: _Entry = (_no_decoder, "", 0, 0)
 
 
 def _dispatch_entry(key: int) -> _Entry:
