@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.service.client import QuorumClient, parse_endpoint
@@ -40,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start.add_argument("--quiet", action="store_true", help="no status line")
     start.add_argument("--election-timeout-ms", type=int, default=1000, help="default 1000 (Kafka's)")
     start.add_argument("--fetch-timeout-ms", type=int, default=2000, help="default 2000 (Kafka's)")
+    start.add_argument("--linger-ms", type=int, default=25, help="append linger, default 25 (Kafka's)")
+    start.add_argument("--snapshot-max-bytes", type=int, default=20 * 1024 * 1024,
+                       help="committed record bytes between snapshots, default 20 MiB (Kafka's "
+                            "metadata.log.max.record.bytes.between.snapshots)")
+    start.add_argument("--snapshot-interval-ms", type=int, default=3_600_000,
+                       help="time between snapshots, default 1 hour (metadata.log.max.snapshot.interval.ms)")
     describe = sub.add_parser("describe", help="print the quorum status like kafka-metadata-quorum")
     describe.add_argument("--bootstrap", required=True, help="host:port of a voter")
     describe.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
@@ -87,7 +94,8 @@ def _start(args: argparse.Namespace) -> int:
             raise ServiceError("--voters id@host:port,... needs --node-id") from None
         ports = {i: args.base_port + i - 1 for i in range(1, count + 1)} if args.base_port else None
         quorum = LocalQuorum(count, args.data_dir, args.cluster_id, fsync=fsync, ports=ports,
-                             quorum=_quorum_config(args, frozenset(range(1, count + 1)))).start()
+                             quorum=_quorum_config(args, frozenset(range(1, count + 1))),
+                             node_options=_snapshot_options(args)).start()
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in sorted(quorum.endpoints.items()))
         print(f"quorum {args.cluster_id}: voters {voters}; data in {args.data_dir}", flush=True)
         try:
@@ -99,7 +107,7 @@ def _start(args: argparse.Namespace) -> int:
         return 0
     endpoints = parse_voters(args.voters)
     config = NodeConfig(args.node_id, endpoints, args.data_dir, args.cluster_id, fsync=fsync,
-                        quorum=_quorum_config(args, frozenset(endpoints)))
+                        quorum=_quorum_config(args, frozenset(endpoints)), **_snapshot_options(args))
     service = RaftService(config).start()
     print(f"node {args.node_id} of {args.cluster_id} on 127.0.0.1:{service.port}; data in {args.data_dir}",
           flush=True)
@@ -112,8 +120,12 @@ def _start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _snapshot_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"snapshot_max_bytes": args.snapshot_max_bytes, "snapshot_interval_ms": args.snapshot_interval_ms}
+
+
 def _quorum_config(args: argparse.Namespace, voters: frozenset[int]) -> QuorumConfig:
-    return QuorumConfig(voters=voters, election_timeout_ms=args.election_timeout_ms,
+    return QuorumConfig(voters=voters, election_timeout_ms=args.election_timeout_ms, append_linger_ms=args.linger_ms,
                         fetch_timeout_ms=args.fetch_timeout_ms,
                         election_backoff_max_ms=args.election_timeout_ms,
                         request_timeout_ms=max(2000, args.fetch_timeout_ms),

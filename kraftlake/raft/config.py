@@ -26,6 +26,10 @@ class QuorumConfig:
         Upper bound of the randomized backoff after a lost election.
     append_linger_ms
         How long the leader waits to fill a batch before writing it.
+    append_when_idle
+        Write appends at once while nothing the leader wrote is uncommitted, and what accumulated meanwhile
+        as soon as it is (group commit); the linger time stays the upper bound. Low latency at low load,
+        large batches under load. False: always linger (Kafka's BatchAccumulator).
     max_batch_bytes
         Size at which the leader writes a batch without waiting for the linger time.
     request_timeout_ms
@@ -45,6 +49,7 @@ class QuorumConfig:
     fetch_timeout_ms: int = 2000
     election_backoff_max_ms: int = 1000
     append_linger_ms: int = 25
+    append_when_idle: bool = True
     max_batch_bytes: int = 8 * MIB
     request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20

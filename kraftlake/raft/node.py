@@ -258,7 +258,8 @@ class RaftNode:
             state.linger_deadline_ms = now_ms + self.config.append_linger_ms
         self._pending.extend(values)
         self._pending_bytes += sum(len(v) for v in values)
-        if self._pending_bytes >= self.config.max_batch_bytes or self.config.append_linger_ms == 0:
+        if self._pending_bytes >= self.config.max_batch_bytes or self.config.append_linger_ms == 0 or (
+                self.config.append_when_idle and self._leader_idle(state)):
             self._write_pending(state, now_ms)
         return AppendResult(base, base + len(values) - 1, state.epoch)
 
@@ -568,6 +569,10 @@ class RaftNode:
         self._appended.extend(entries)
         self._complete_parked(state, now_ms, force=False)
 
+    def _leader_idle(self, state: LeaderState) -> bool:
+        """Whether everything the leader wrote is committed (nothing in flight)."""
+        return state.high_watermark is not None and state.high_watermark >= self.log.end_offset
+
     def _maybe_update_high_watermark(self, state: LeaderState, now_ms: int) -> bool:
         ends = sorted(
             (self.log.flushed_end_offset if v == self.node_id else state.replicas[v].end_offset
@@ -579,6 +584,9 @@ class RaftNode:
                                                       or candidate > state.high_watermark):
             state.high_watermark = candidate
             self._hw = max(self._hw, candidate)
+            if self._pending and self.config.append_when_idle and self._leader_idle(state):
+                # group commit: what accumulated while the last write was in flight goes out now
+                self._write_pending(state, now_ms)
             self._complete_parked(state, now_ms, force=True)
             return True
         return False

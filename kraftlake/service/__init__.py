@@ -30,7 +30,13 @@ from kraftlake.service.errors import (
 from kraftlake.service.listener import Batch, LeaderAndEpoch, Listener, SnapshotReader
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
 from kraftlake.service.service import LocalQuorum, RaftService, ServiceLoop
-from kraftlake.service.snapshots import SnapshotPolicy, SnapshotProvider, build_checkpoint, checkpoint_values
+from kraftlake.service.snapshots import (
+    SnapshotPolicy,
+    SnapshotProvider,
+    build_checkpoint,
+    checkpoint_data_batches,
+    checkpoint_values,
+)
 
 __all__ = [
     "Batch",
@@ -54,6 +60,7 @@ __all__ = [
     "SnapshotReader",
     "SnapshotRequiredError",
     "build_checkpoint",
+    "checkpoint_data_batches",
     "checkpoint_values",
     "parse_voters",
 ]

@@ -89,6 +89,7 @@ class FileRaftLog:
         # start at the snapshot end
         self._mem.flush()
         self._epochs_written: list[tuple[int, int]] = []
+        self._prewritten: tuple[SnapshotId, int] | None = None
         self._write_epoch_checkpoint()
 
     # -- queries (answered from memory) --------------------------------------------------------------------
@@ -217,10 +218,19 @@ class FileRaftLog:
         self._segments.close()
 
     # -- snapshots -----------------------------------------------------------------------------------------
-    def create_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
-        self._mem.create_snapshot(snapshot_id, data)
+    def write_snapshot_file(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        """Write a snapshot's file ahead of `create_snapshot` (safe from another thread: it touches only the
+        new ``.checkpoint`` file); `create_snapshot` with the same bytes then does not write it again."""
         write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
                        fsync=self.fsync)
+        self._prewritten = (snapshot_id, len(data))
+
+    def create_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        self._mem.create_snapshot(snapshot_id, data)
+        if self._prewritten != (snapshot_id, len(data)):
+            write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
+                           fsync=self.fsync)
+        self._prewritten = None
 
     def delete_before_snapshot(self) -> None:
         self._mem.delete_before_snapshot()

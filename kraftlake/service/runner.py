@@ -17,7 +17,7 @@ import random
 import time
 import uuid
 from base64 import urlsafe_b64encode
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kraftlake.logformat import (
@@ -62,7 +62,7 @@ from kraftlake.service.messages import (
     ReplicaInfo,
     VoterInfo,
 )
-from kraftlake.service.snapshots import SnapshotPolicy, SnapshotProvider, build_checkpoint, checkpoint_values
+from kraftlake.service.snapshots import SnapshotJob, SnapshotPolicy, SnapshotProvider
 from kraftlake.service.transport import InboundConnection, PeerChannel, read_frame, serve
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,7 @@ class NodeRunner:
         self._hw_waiters: list[asyncio.Future[None]] = []
         self._leader_seen: tuple[int | None, int] | None = None
         self._running = False
+        self._snapshot_job: SnapshotJob | None = None
         self.voters = dict(config.voters)
 
     # -- life cycle ----------------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ class NodeRunner:
             self.snapshot_policy.committed(
                 sum(map(len, map(_VALUE, ready.committed))) + RECORD_OVERHEAD * len(ready.committed), now)
             if self.snapshot_policy.due(now):
-                self._write_snapshot(now)
+                self._start_snapshot(now)
         leader = (node.leader_id, node.epoch)
         if leader != self._leader_seen:
             self._leader_seen = leader
@@ -227,45 +228,65 @@ class NodeRunner:
         self._arm_timer(now)
 
     def snapshot_now(self) -> SnapshotId | None:
-        """Write a snapshot of everything applied now (None if nothing is past the log start)."""
+        """Write a snapshot of everything applied now, synchronously (None if nothing is past the log start)."""
         if not self._running:
             raise ServiceStoppedError(f"node {self.node_id} is not running")
-        return self._write_snapshot(_mono_ms())
+        job = self._prepare_snapshot()
+        if job is None:
+            return None
+        job.build_and_write()
+        return self._install_snapshot(job, _mono_ms())
 
-    def _write_snapshot(self, now: int) -> SnapshotId | None:
-        """Snapshot everything applied (at or below the HW), advance the log start, delete older segments."""
+    def _start_snapshot(self, now: int) -> None:
+        """Kafka writes snapshots off the raft thread: here the values are taken on the loop, the file is
+        encoded and written (fsync) by a worker thread, and the log start advances back on the loop."""
+        if self._snapshot_job is not None:
+            return
+        job = self._prepare_snapshot()
+        if job is None:
+            return
+        self._snapshot_job = job
+        self.snapshot_policy.written(now)
+        loop = asyncio.get_running_loop()
+
+        def done(_: object) -> None:
+            self._snapshot_job = None
+            if self._running and job.error is None:
+                self._install_snapshot(job, _mono_ms())
+            elif job.error is not None:
+                log.error("node %d: writing snapshot %s failed: %s", self.node_id, job.snapshot_id, job.error)
+
+        loop.run_in_executor(None, job.build_and_write).add_done_callback(
+            lambda f: loop.call_soon_threadsafe(done, f))
+
+    def _prepare_snapshot(self) -> SnapshotJob | None:
         node, store = self.node, self.log_store
         assert node is not None and store is not None
         end = min(node.applied_end, node.high_watermark)
         if end <= store.log_start_offset:
             return None
         snapshot_id = SnapshotId(end, store.epoch_at(end - 1))
-        if self.snapshot_provider is not None:
-            values: Iterable[bytes] = self.snapshot_provider(snapshot_id)
-        else:
-            values = self._committed_values(end)
         last_ts = store.read_all(end - 1, end)[0].timestamp
-        data = build_checkpoint(snapshot_id, values, last_ts, int(time.time() * 1000))
+        if self.snapshot_provider is not None:
+            return SnapshotJob(store, snapshot_id, list(self.snapshot_provider(snapshot_id)), last_ts)
+        # without a provider: the latest snapshot's data batches (copied as they are) + the committed tail
+        latest = store.latest_snapshot()
+        previous = store.read_snapshot(latest) if latest is not None else b""
+        tail = [e.value for e in store.read_all(store.log_start_offset, end) if not e.is_control]
+        return SnapshotJob(store, snapshot_id, tail, last_ts, previous)
+
+    def _install_snapshot(self, job: SnapshotJob, now: int) -> SnapshotId | None:
+        node, store = self.node, self.log_store
+        assert node is not None and store is not None and job.data is not None
         try:
-            node.create_snapshot(end, data)
+            node.create_snapshot(job.snapshot_id.offset, job.data)
         except Exception:
-            log.exception("node %d: writing snapshot %s failed", self.node_id, snapshot_id)
+            log.exception("node %d: installing snapshot %s failed", self.node_id, job.snapshot_id)
             return None
         self.snapshot_policy.written(now)
-        log.info("node %d: snapshot %s written (%d bytes); log starts at %d", self.node_id, snapshot_id,
-                 len(data), store.log_start_offset)
-        return snapshot_id
-
-    def _committed_values(self, end: int) -> list[bytes]:
-        """Without a provider: the latest snapshot's values and every committed data value up to `end`."""
-        store = self.log_store
-        assert store is not None
-        values: list[bytes] = []
-        latest = store.latest_snapshot()
-        if latest is not None:
-            values.extend(checkpoint_values(store.read_snapshot(latest), f"<snapshot {latest}>"))
-        values.extend(e.value for e in store.read_all(store.log_start_offset, end) if not e.is_control)
-        return values
+        log.info("node %d: snapshot %s written (%d bytes); log starts at %d", self.node_id, job.snapshot_id,
+                 len(job.data), store.log_start_offset)
+        return job.snapshot_id
 
     def _persist_election(self, election: ElectionState) -> None:
         state = QuorumStateFile(

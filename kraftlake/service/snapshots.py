@@ -10,6 +10,8 @@ and replaying the tail still gives the whole committed history.
 
 from __future__ import annotations
 
+import struct
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -18,6 +20,7 @@ from kraftlake.protocol.control import ControlRecordType, encode_control_body
 from kraftlake.protocol.messages import SnapshotFooterRecord, SnapshotHeaderRecord
 from kraftlake.raft.messages import SnapshotId
 from kraftlake.service.batch_writer import kraft_data_batch
+from kraftlake.service.file_log import FileRaftLog
 
 SnapshotProvider = Callable[[SnapshotId], Iterable[bytes]]
 """Called with the id of the snapshot to write (the state up to `id.offset`, exclusive); returns the record
@@ -33,7 +36,7 @@ _BATCH_RECORDS = 2000
 
 
 def build_checkpoint(snapshot_id: SnapshotId, values: Iterable[bytes], last_timestamp_ms: int,
-                     append_timestamp_ms: int) -> bytes:
+                     append_timestamp_ms: int, previous: bytes = b"") -> bytes:
     """The bytes of a ``.checkpoint`` file: header, `values` in data batches from offset 0, footer.
 
     Parameters
@@ -46,11 +49,17 @@ def build_checkpoint(snapshot_id: SnapshotId, values: Iterable[bytes], last_time
         The append time of the last entry the snapshot contains (SnapshotHeader.LastContainedLogTimestamp).
     append_timestamp_ms
         The batches' timestamp (when the snapshot is written).
+    previous
+        A checkpoint whose data batches come first, copied as they are (its values precede `values`).
     """
     epoch = snapshot_id.epoch
     header = encode_control_body(SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_timestamp_ms))
     out = [build_control_batch(0, epoch, append_timestamp_ms, [(int(ControlRecordType.SNAPSHOT_HEADER), header)])]
     offset = 1
+    if previous:
+        data_batches, count = checkpoint_data_batches(previous)
+        out.append(data_batches)
+        offset += count
     for chunk in _chunks(values):
         out.append(kraft_data_batch(offset, epoch, append_timestamp_ms, chunk))
         offset += len(chunk)
@@ -73,10 +82,54 @@ def _chunks(values: Iterable[bytes]) -> Iterator[list[bytes]]:
         yield chunk
 
 
+_BATCH_HEAD = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+
+
+def checkpoint_data_batches(data: bytes) -> tuple[bytes, int]:
+    """The raw bytes of a checkpoint's data batches (between its header and footer batches) and their record
+    count, from the batch headers alone; the batches keep their offsets (header at 0, data from 1)."""
+    positions = []
+    pos = 0
+    while pos + 61 <= len(data):
+        _, length = _BATCH_HEAD.unpack_from(data, pos)
+        positions.append(pos)
+        pos += 12 + length
+    if pos != len(data) or len(positions) < 2:
+        raise ValueError(f"not a checkpoint: {len(positions)} batches, {len(data) - pos} bytes left over")
+    start, stop = positions[1], positions[-1]
+    count = 0
+    for p in positions[1:-1]:
+        count += _LAST_DELTA.unpack_from(data, p + 23)[0] + 1
+    return data[start:stop], count
+
+
 def checkpoint_values(data: bytes, source: str = "<snapshot>") -> list[bytes]:
     """The data record values of a ``.checkpoint`` file's bytes (control batches skipped)."""
     return [rec.value or b"" for batch in read_batches(data, source) if not batch.is_control
             for rec in batch.records]
+
+
+@dataclass(slots=True)
+class SnapshotJob:
+    """A snapshot being written: its values are taken on the loop, `build_and_write` runs in a worker thread."""
+
+    log: FileRaftLog
+    snapshot_id: SnapshotId
+    values: list[bytes]
+    last_timestamp_ms: int
+    previous: bytes = b""
+    data: bytes | None = None
+    error: BaseException | None = None
+
+    def build_and_write(self) -> None:
+        """Encode the checkpoint and write its file (the log installs it later, on the loop)."""
+        try:
+            self.data = build_checkpoint(self.snapshot_id, self.values, self.last_timestamp_ms,
+                                         int(time.time() * 1000), self.previous)
+            self.log.write_snapshot_file(self.snapshot_id, self.data)
+        except Exception as exc:  # reported by the runner on the loop
+            self.error = exc
 
 
 @dataclass(slots=True)

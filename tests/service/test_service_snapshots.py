@@ -21,6 +21,7 @@ from kraftlake.service import (
     SnapshotReader,
     SnapshotRequiredError,
     build_checkpoint,
+    checkpoint_data_batches,
     checkpoint_values,
 )
 
@@ -69,6 +70,11 @@ def test_checkpoint_has_header_values_footer_and_round_trips() -> None:
     assert batches[-1].records[0].key == b"\x00\x00" + int(ControlRecordType.SNAPSHOT_FOOTER).to_bytes(2, "big")
     assert [r.offset for b in batches for r in b.records] == list(range(5))
     assert checkpoint_values(data) == [b"a", b"bb", b"c" * 5000]
+    # a later snapshot copies the earlier one's data batches and appends the new values after them
+    later = build_checkpoint(SnapshotId(200, 4), [b"d"], 1, 2, previous=data)
+    assert checkpoint_values(later) == [b"a", b"bb", b"c" * 5000, b"d"]
+    assert [r.offset for b in read_batches(later, "later") for r in b.records] == list(range(6))
+    assert checkpoint_data_batches(later)[1] == 4
 
 
 def test_policy_triggers_on_bytes_or_interval() -> None:
@@ -101,17 +107,20 @@ def test_size_policy_snapshots_advance_log_start_and_restart_replays_snapshot_pl
             # on the loop thread: no snapshot can be written while we look
             latest = store.latest_snapshot()
             assert latest is not None
-            return (latest, leader.high_watermark, store.log_start_offset, list_snapshots(part),
+            return (latest, leader.high_watermark, store.log_start_offset,
+                    [(f, path, path.read_bytes()) for f, path in list_snapshots(part)],
                     sorted(int(p.name[:20]) for p in part.glob("*.log")),
                     leader.runner.read_committed(latest.offset, 100_000))
 
         latest, hw, start, files, segments, tail_entries = leader._loop.call(look)
         assert 0 < latest.offset <= hw and start == latest.offset
-        assert [f.end_offset for f, _ in files] == [latest.offset]  # older snapshots are deleted
+        # older snapshots are deleted (a newer one may be being written by the worker thread)
+        files = [(f, path, data) for f, path, data in files if f.end_offset <= latest.offset]
+        assert [f.end_offset for f, _, _ in files] == [latest.offset]
         assert files[0][1].name == f"{latest.offset:020d}-{latest.epoch:010d}.checkpoint"
         assert segments[0] > 0  # segments wholly below the snapshot are gone
         # snapshot values + tail = everything committed, in order
-        snap_values = checkpoint_values(files[0][1].read_bytes())
+        snap_values = checkpoint_values(files[0][2])
         assert snap_values + [e.value for e in tail_entries if not e.is_control] == values
         ports = {i: p for i, (_, p) in q.endpoints.items()}
     finally:
