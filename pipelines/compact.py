@@ -1,6 +1,6 @@
 """``compact``: a snapshot at N, retention deletes, OPTIMIZE and VACUUM; idempotent, so it can be scheduled.
 
-Retention keeps every state from the *retention snapshot* S on: the newest stored snapshot at or below the
+The snapshot is taken at N, or just before the metadata transaction open at N. Retention keeps every state from the *retention snapshot* S on: the newest stored snapshot at or below the
 oldest offset the policy keeps (``N - retain_offsets``, or the first offset of the last ``retain_hours``).
 Below S the tables then hold nothing a query at an offset >= S needs: ``metadata_log`` rows at or below S,
 history versions that ended at or before S and older snapshots are deleted. Queries at offsets before S are
@@ -64,6 +64,10 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
     t0 = time.monotonic()
     n = last_offset(spark, warehouse) if offset is None else offset
     image = image_at_offset(spark, warehouse, n)
+    if image.transaction is not None:
+        # a snapshot holds committed state only: take the offset before the open transaction began
+        n = image.transaction.begin_offset - 1
+        image = image_at_offset(spark, warehouse, n)
     rows = write_snapshot(spark, warehouse, image)
     result = CompactResult(n, rows, None)
     if checkpoint_dir is not None:
