@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "state": ("kraftlake.commands.state", "print an entity's state at an offset or time from the warehouse"),
     "sql": ("kraftlake.commands.sql", "run SQL over the warehouse with partitions_at(N) and friends"),
     "reconstruct": ("kraftlake.commands.reconstruct", "rebuild the state at an offset from snapshot + log tail"),
+    "stream": ("kraftlake.commands.stream", "tail a metadata log directory into the warehouse (micro-batches)"),
     "compact": ("kraftlake.commands.compact", "snapshot, retention deletes, OPTIMIZE and VACUUM of a warehouse"),
 }
 
