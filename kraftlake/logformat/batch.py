@@ -431,20 +431,21 @@ def _kraft_values(count: int, data: bytes, pos: int) -> list[bytes] | None:
             else:
                 return None
             rend = pos + (v >> 1)
-            if v & 1 or rend > end or not startswith(prefixes[i], pos):
+            if v & 1 or not startswith(prefixes[i], pos):
                 return None
             s = pos + (4 if i < 64 else 5)
-            v = data[s]
-            if v < 0x80:
+            w = data[s]
+            if w < 0x80:
                 s += 1
             elif data[s + 1] < 0x80:
-                v = (v & 0x7F) | (data[s + 1] << 7)
+                w = (w & 0x7F) | (data[s + 1] << 7)
                 s += 2
             else:
                 return None
-            # The value must end exactly one byte (headers count 0) before the record does.
-            vend = s + (v >> 1)
-            if v & 1 or vend + 1 != rend or data[vend] != 0:
+            # The value must end exactly one byte (headers count 0) before the record does; a record running
+            # past the end of the data fails here too, reading that byte (IndexError).
+            vend = s + (w >> 1)
+            if w & 1 or vend + 1 != rend or data[vend]:
                 return None
             append(data[s:vend])
             pos = rend
