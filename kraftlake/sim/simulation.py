@@ -353,8 +353,11 @@ class Simulation:
             node = self.nodes[leader_id].node
             assert node is not None
             if not target or target[0][:2] != (leader_id, node.epoch):
+                # the probe may land on a stale leader (client_append picks any node claiming leadership):
+                # remember the node that took it, so that a probe lost with that node is made again
                 appended = self.client_append()
-                target[:] = [(leader_id, node.epoch, appended[1])] if appended is not None else []
+                took = self.nodes[appended[0]].node if appended is not None else None
+                target[:] = [(appended[0], took.epoch, appended[1])] if appended is not None and took else []
                 return False
             hw = node.high_watermark
             return hw > target[0][2] and all(
