@@ -67,27 +67,45 @@ def _leader_recovery(value: int) -> int:
     return value
 
 
+# Canonical tuples of replicas, ISRs and directories. In a large cluster a few thousand distinct replica sets
+# (and their directories) cover millions of partitions; sharing one tuple object per value instead of three per
+# partition roughly halves the image's memory. Bounded so that an adversarial log cannot grow it without end.
+_CANONICAL: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_CANONICAL_MAX = 1 << 20
+
+
+def _canonical(t: tuple[Any, ...]) -> tuple[Any, ...]:
+    c = _CANONICAL.get(t)
+    if c is not None:
+        return c
+    if len(_CANONICAL) < _CANONICAL_MAX:
+        _CANONICAL[t] = t
+    return t
+
+
 def partition_from_record(record: Any) -> PartitionRegistration:
     """A ``PartitionRegistration`` built from a PartitionRecord (Kafka's constructor from the record)."""
-    replicas = tuple(record.replicas)
+    replicas = _canonical(tuple(record.replicas))
     dirs = record.directories
     if dirs and len(dirs) != len(replicas):
         raise ReplayError(
             f"PartitionRecord {record.topic_id}:{record.partition_id}: {len(replicas)} replicas "
             f"but {len(dirs)} directories"
         )
+    elr = record.eligible_leader_replicas
+    lke = record.last_known_elr
     return PartitionRegistration(
         replicas,
-        _default_to_migrating(tuple(dirs) if dirs is not None else None, len(replicas)),
-        tuple(record.isr),
+        _canonical(_default_to_migrating(tuple(dirs) if dirs is not None else None, len(replicas))),
+        _canonical(tuple(record.isr)),
         tuple(record.removing_replicas),
         tuple(record.adding_replicas),
         record.leader,
         _leader_recovery(record.leader_recovery_state),
         record.leader_epoch,
         record.partition_epoch,
-        tuple(record.eligible_leader_replicas or ()),
-        tuple(record.last_known_elr or ()),
+        _canonical(tuple(elr)) if elr else (),
+        _canonical(tuple(lke)) if lke else (),
     )
 
 
@@ -98,22 +116,27 @@ def merge_partition(p: PartitionRegistration, record: Any) -> PartitionRegistrat
     epoch unchanged, any other value (even the current leader) sets it and bumps the leader epoch;
     LeaderRecoveryState -1 is unchanged; the partition epoch is bumped on every change.
     """
-    replicas = p.replicas if record.replicas is None else tuple(record.replicas)
-    if record.directories is None:
-        dirs = p.directories
+    if record.replicas is None and record.directories is None:
+        # the common case (an ISR or leader change): the current replicas and directories are already valid
+        replicas, dirs = p.replicas, p.directories
     else:
-        dirs = tuple(record.directories)
-        if record.replicas is not None and dirs and len(dirs) != len(replicas):
+        replicas = p.replicas if record.replicas is None else _canonical(tuple(record.replicas))
+        if record.directories is None:
+            dirs = p.directories
+        else:
+            dirs = tuple(record.directories)
+            if record.replicas is not None and dirs and len(dirs) != len(replicas):
+                raise ReplayError(
+                    f"PartitionChangeRecord {record.topic_id}:{record.partition_id}: {len(replicas)} replicas "
+                    f"but {len(dirs)} directories"
+                )
+        dirs = _default_to_migrating(dirs, len(replicas))
+        if dirs and len(dirs) != len(replicas):
             raise ReplayError(
-                f"PartitionChangeRecord {record.topic_id}:{record.partition_id}: {len(replicas)} replicas "
-                f"but {len(dirs)} directories"
+                f"PartitionChangeRecord {record.topic_id}:{record.partition_id}: the lengths of replicas "
+                f"({len(replicas)}) and directories ({len(dirs)}) do not match"
             )
-    dirs = _default_to_migrating(dirs, len(replicas))
-    if dirs and len(dirs) != len(replicas):
-        raise ReplayError(
-            f"PartitionChangeRecord {record.topic_id}:{record.partition_id}: the lengths of replicas "
-            f"({len(replicas)}) and directories ({len(dirs)}) do not match"
-        )
+        dirs = _canonical(dirs)
     leader = record.leader
     if leader == NO_LEADER_CHANGE:
         leader, leader_epoch = p.leader, p.leader_epoch
@@ -121,20 +144,21 @@ def merge_partition(p: PartitionRegistration, record: Any) -> PartitionRegistrat
         leader_epoch = p.leader_epoch + 1
     lrs = record.leader_recovery_state
     lrs = p.leader_recovery_state if lrs == LEADER_RECOVERY_NO_CHANGE else _leader_recovery(lrs)
+    isr = record.isr
     elr = record.eligible_leader_replicas
     lke = record.last_known_elr
     return PartitionRegistration(
         replicas,
         dirs,
-        p.isr if record.isr is None else tuple(record.isr),
+        p.isr if isr is None else _canonical(tuple(isr)),
         p.removing_replicas if record.removing_replicas is None else tuple(record.removing_replicas),
         p.adding_replicas if record.adding_replicas is None else tuple(record.adding_replicas),
         leader,
         lrs,
         leader_epoch,
         p.partition_epoch + 1,
-        p.elr if elr is None else tuple(elr),
-        p.last_known_elr if lke is None else tuple(lke),
+        p.elr if elr is None else _canonical(tuple(elr)),
+        p.last_known_elr if lke is None else _canonical(tuple(lke)),
     )
 
 
@@ -265,38 +289,15 @@ class MetadataDelta:
         self._acls: dict[str, Acl | None] = {}
         self._scram: dict[ScramKey, ScramCredential | None] = {}
         self._tokens: dict[str, DelegationToken | None] = {}
-        self._handlers: dict[str, Callable[[Any], None]] = {
-            "RegisterBrokerRecord": self._register_broker,
-            "UnregisterBrokerRecord": self._unregister_broker,
-            "TopicRecord": self._topic,
-            "PartitionRecord": self._partition,
-            "ConfigRecord": self._config,
-            "PartitionChangeRecord": self._partition_change,
-            "FenceBrokerRecord": self._fence,
-            "UnfenceBrokerRecord": self._unfence,
-            "RemoveTopicRecord": self._remove_topic,
-            "DelegationTokenRecord": self._delegation_token,
-            "UserScramCredentialRecord": self._scram_credential,
-            "FeatureLevelRecord": self._feature_level,
-            "ClientQuotaRecord": self._client_quota,
-            "ProducerIdsRecord": self._producer_ids,
-            "BrokerRegistrationChangeRecord": self._broker_change,
-            "AccessControlEntryRecord": self._acl,
-            "RemoveAccessControlEntryRecord": self._remove_acl,
-            "RemoveUserScramCredentialRecord": self._remove_scram,
-            "RemoveDelegationTokenRecord": self._remove_token,
-            "RegisterControllerRecord": self._register_controller,
-            "ClearElrRecord": self._clear_elr,
-        }
 
     # -- dispatch -----------------------------------------------------------------------------------------
 
     def replay(self, record: Any, type_name: str | None = None) -> None:
         """Apply one metadata record (not a transaction or control record) to this delta."""
         name = type_name or type(record).__name__
-        handler = self._handlers.get(name)
+        handler = _HANDLERS.get(name)
         if handler is not None:
-            handler(record)
+            handler(self, record)
         elif name not in IGNORED_RECORDS:
             raise ReplayError(f"Unknown metadata record type {name}")
 
@@ -497,16 +498,17 @@ class MetadataDelta:
     def apply(self, provenance: Provenance) -> MetadataImage:
         """The image with every change of this delta, stamped with ``provenance``."""
         img = self.image
-        topics_by_id, topics_by_name = img.topics_by_id, img.topics_by_name
+        topics_by_id, topic_ids = img.topics_by_id, img.topic_ids
         for topic_id in self._deleted_topics:
             old = topics_by_id[topic_id]
             topics_by_id = topics_by_id.delete(topic_id)
-            if topics_by_name.get(old.name) is old:
-                topics_by_name = topics_by_name.delete(old.name)
+            if topic_ids.get(old.name) == topic_id:
+                topic_ids = topic_ids.delete(old.name)
         for topic_id, td in self._topics.items():
             t = td.apply()
             topics_by_id = topics_by_id.set(topic_id, t)
-            topics_by_name = topics_by_name.set(t.name, t)
+            if topic_ids.get(t.name) != topic_id:
+                topic_ids = topic_ids.set(t.name, topic_id)
         configs = img.configs
         for key, changes in self._configs.items():
             new = _apply_dict(img.configs.get(key) or {}, changes)
@@ -526,7 +528,7 @@ class MetadataDelta:
             brokers=_apply_dict(img.brokers, self._brokers),
             controllers=_apply_dict(img.controllers, self._controllers),
             topics_by_id=topics_by_id,
-            topics_by_name=topics_by_name,
+            topic_ids=topic_ids,
             configs=configs,
             client_quotas=quotas,
             next_producer_id=img.next_producer_id if self._next_producer_id is None else self._next_producer_id,
@@ -535,5 +537,31 @@ class MetadataDelta:
             delegation_tokens=_apply_dict(img.delegation_tokens, self._tokens),
         )
 
+
+# Unbound handlers in a module table: a per-delta table of bound methods would make every delta a reference
+# cycle, left to the cyclic GC, whose collections then walk the whole image (millions of objects).
+_HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
+    "RegisterBrokerRecord": MetadataDelta._register_broker,
+    "UnregisterBrokerRecord": MetadataDelta._unregister_broker,
+    "TopicRecord": MetadataDelta._topic,
+    "PartitionRecord": MetadataDelta._partition,
+    "ConfigRecord": MetadataDelta._config,
+    "PartitionChangeRecord": MetadataDelta._partition_change,
+    "FenceBrokerRecord": MetadataDelta._fence,
+    "UnfenceBrokerRecord": MetadataDelta._unfence,
+    "RemoveTopicRecord": MetadataDelta._remove_topic,
+    "DelegationTokenRecord": MetadataDelta._delegation_token,
+    "UserScramCredentialRecord": MetadataDelta._scram_credential,
+    "FeatureLevelRecord": MetadataDelta._feature_level,
+    "ClientQuotaRecord": MetadataDelta._client_quota,
+    "ProducerIdsRecord": MetadataDelta._producer_ids,
+    "BrokerRegistrationChangeRecord": MetadataDelta._broker_change,
+    "AccessControlEntryRecord": MetadataDelta._acl,
+    "RemoveAccessControlEntryRecord": MetadataDelta._remove_acl,
+    "RemoveUserScramCredentialRecord": MetadataDelta._remove_scram,
+    "RemoveDelegationTokenRecord": MetadataDelta._remove_token,
+    "RegisterControllerRecord": MetadataDelta._register_controller,
+    "ClearElrRecord": MetadataDelta._clear_elr,
+}
 
 __all__ = ["MetadataDelta", "PMap", "merge_partition", "partition_from_record"]

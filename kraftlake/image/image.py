@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kraftlake.image.model import (
@@ -25,6 +25,41 @@ QuotaEntity = tuple[tuple[str, "str | None"], ...]
 
 ScramKey = tuple[int, str]
 """A SCRAM credential: (mechanism id, user name)."""
+
+class TopicsByName(Mapping[str, TopicImage]):
+    """Topics by name: a persistent name -> topic id map read through ``topics_by_id``.
+
+    Kafka keeps two maps of ``TopicImage``; here only the id map holds topics, so that a partition change
+    (the commonest record by far) updates one persistent map, not two. ``ids`` is the name -> id map.
+    """
+
+    __slots__ = ("_by_id", "ids")
+
+    def __init__(self, ids: PMap[str, str], by_id: PMap[str, TopicImage]) -> None:
+        self.ids = ids
+        self._by_id = by_id
+
+    def __getitem__(self, name: str) -> TopicImage:
+        return self._by_id[self.ids[name]]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        topic_id = self.ids.get(name)
+        if topic_id is None:
+            return default
+        return self._by_id.get(topic_id, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        return f"TopicsByName({len(self.ids)} topics)"
+
 
 # a transaction in flight: (name, begin offset, pending records as a cons list (record, rest) | None)
 _Txn = tuple["str | None", int, Any]
@@ -54,8 +89,8 @@ class MetadataImage:
         "next_producer_id",
         "provenance",
         "scram",
+        "topic_ids",
         "topics_by_id",
-        "topics_by_name",
     )
 
     def __init__(
@@ -65,7 +100,7 @@ class MetadataImage:
         brokers: dict[int, BrokerRegistration],
         controllers: dict[int, ControllerRegistration],
         topics_by_id: PMap[str, TopicImage],
-        topics_by_name: PMap[str, TopicImage],
+        topic_ids: PMap[str, str],
         configs: PMap[ConfigKey, dict[str, str]],
         client_quotas: dict[QuotaEntity, dict[str, float]],
         next_producer_id: int,
@@ -79,7 +114,7 @@ class MetadataImage:
         self.brokers: Mapping[int, BrokerRegistration] = brokers
         self.controllers: Mapping[int, ControllerRegistration] = controllers
         self.topics_by_id = topics_by_id
-        self.topics_by_name = topics_by_name
+        self.topic_ids = topic_ids
         self.configs = configs
         self.client_quotas: Mapping[QuotaEntity, dict[str, float]] = client_quotas
         self.next_producer_id = next_producer_id
@@ -89,6 +124,11 @@ class MetadataImage:
         self._txn = txn
 
     # -- derived views ------------------------------------------------------------------------------------
+
+    @property
+    def topics_by_name(self) -> TopicsByName:
+        """Topics by name (a view over ``topic_ids`` and ``topics_by_id``)."""
+        return TopicsByName(self.topic_ids, self.topics_by_id)
 
     @property
     def offset(self) -> int:
@@ -144,7 +184,7 @@ class MetadataImage:
             "brokers": self.brokers,
             "controllers": self.controllers,
             "topics_by_id": self.topics_by_id,
-            "topics_by_name": self.topics_by_name,
+            "topic_ids": self.topic_ids,
             "configs": self.configs,
             "client_quotas": self.client_quotas,
             "next_producer_id": self.next_producer_id,
@@ -159,6 +199,24 @@ class MetadataImage:
     def with_provenance(self, provenance: Provenance) -> MetadataImage:
         """The same state with another provenance."""
         return self._replace(provenance=provenance)
+
+    def _with_topics(self, provenance: Provenance, topics_by_id: PMap[str, TopicImage]) -> MetadataImage:
+        """The same state but ``topics_by_id`` (names unchanged): replay's fast path for partition records."""
+        new = object.__new__(MetadataImage)
+        new.provenance = provenance
+        new.features = self.features
+        new.brokers = self.brokers
+        new.controllers = self.controllers
+        new.topics_by_id = topics_by_id
+        new.topic_ids = self.topic_ids
+        new.configs = self.configs
+        new.client_quotas = self.client_quotas
+        new.next_producer_id = self.next_producer_id
+        new.acls = self.acls
+        new.scram = self.scram
+        new.delegation_tokens = self.delegation_tokens
+        new._txn = self._txn
+        return new
 
     # -- comparison ---------------------------------------------------------------------------------------
 
@@ -204,7 +262,7 @@ EMPTY = MetadataImage(
     brokers={},
     controllers={},
     topics_by_id=PMap(),
-    topics_by_name=PMap(),
+    topic_ids=PMap(),
     configs=PMap(),
     client_quotas={},
     next_producer_id=-1,

@@ -19,10 +19,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kraftlake.image.delta import MetadataDelta
-from kraftlake.image.errors import TransactionError
+from kraftlake.image.delta import (
+    _HANDLERS,
+    IGNORED_RECORDS,
+    MetadataDelta,
+    merge_partition,
+    partition_from_record,
+)
+from kraftlake.image.errors import ReplayError, TransactionError
 from kraftlake.image.image import EMPTY, MetadataImage
-from kraftlake.image.model import Provenance
+from kraftlake.image.model import Provenance, TopicImage
 
 BEGIN = "BeginTransactionRecord"
 END = "EndTransactionRecord"
@@ -33,8 +39,38 @@ def _provenance(mr: Any) -> Provenance:
     return Provenance(mr.offset, mr.epoch, mr.timestamp)
 
 
+def _replay_partition(image: MetadataImage, mr: Any) -> MetadataImage | None:
+    """Fast path of ``replay`` for a PartitionChangeRecord or PartitionRecord of an existing topic, outside a
+    transaction: no delta, one new topic and one persistent-map update. None when the general path must run
+    (it also raises the errors)."""
+    r = mr.record
+    topics = image.topics_by_id
+    t = topics.get(r.topic_id)
+    if t is None:
+        return None
+    pid = r.partition_id
+    if mr.type == "PartitionChangeRecord":
+        p = t.partitions.get(pid)
+        if p is None:
+            return None
+        new = merge_partition(p, r)
+    else:
+        new = partition_from_record(r)
+    parts = dict(t.partitions)
+    parts[pid] = new
+    prov = Provenance(mr.offset, mr.epoch, mr.timestamp)
+    return image._with_topics(prov, topics.set(t.id, TopicImage(t.name, t.id, parts)))
+
+
+_PARTITION_RECORDS = frozenset({"PartitionChangeRecord", "PartitionRecord"})
+
+
 def replay(image: MetadataImage, mr: Any) -> MetadataImage:
     """The image after the committed record ``mr`` (a ``kraftlake.records.MetadataRecord``)."""
+    if mr.type in _PARTITION_RECORDS and image._txn is None and not mr.is_control:
+        fast = _replay_partition(image, mr)
+        if fast is not None:
+            return fast
     prov = _provenance(mr)
     if mr.is_control:
         return image.with_provenance(prov)
@@ -81,6 +117,7 @@ class ImageLoader:
 
     def __init__(self, image: MetadataImage = EMPTY) -> None:
         self._prov = image.provenance
+        self._last: Any = None  # the last record fed, whose provenance ``_prov`` does not hold yet
         self._txn_name: str | None = None
         self._txn_begin = -1
         self._txn_records: list[Any] | None = None
@@ -100,6 +137,10 @@ class ImageLoader:
 
     @property
     def provenance(self) -> Provenance:
+        last = self._last
+        if last is not None:
+            self._prov = Provenance(last.offset, last.epoch, last.timestamp)
+            self._last = None
         return self._prov
 
     @property
@@ -108,10 +149,22 @@ class ImageLoader:
 
     def feed(self, mr: Any) -> None:
         """Take one committed record (a ``kraftlake.records.MetadataRecord``)."""
-        self._prov = Provenance(mr.offset, mr.epoch, mr.timestamp)
+        self._last = mr
         if mr.is_control:
             return
         kind = mr.type
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self._delta, mr.record)
+            self._dirty = True
+            if self._txn_records is not None:
+                self._txn_records.append(mr.record)
+            return
+        if kind in IGNORED_RECORDS:
+            self._dirty = True
+            if self._txn_records is not None:
+                self._txn_records.append(mr.record)
+            return
         if kind == BEGIN:
             if self._txn_records is not None:
                 raise TransactionError(
@@ -119,7 +172,7 @@ class ImageLoader:
                 )
             # the transaction's delta starts from the committed state at its beginning
             if self._dirty:
-                self._base = self._delta.apply(self._prov)
+                self._base = self._delta.apply(self.provenance)
                 self._delta = MetadataDelta(self._base)
                 self._dirty = False
             self._txn_name, self._txn_begin, self._txn_records = mr.record.name, mr.offset, []
@@ -132,10 +185,7 @@ class ImageLoader:
                 self._dirty = False
             self._txn_records = None
             return
-        self._delta.replay(mr.record, kind)
-        self._dirty = True
-        if self._txn_records is not None:
-            self._txn_records.append(mr.record)
+        raise ReplayError(f"Unknown metadata record type {kind}")
 
     def feed_all(self, records: Iterable[Any]) -> None:
         feed = self.feed
@@ -144,15 +194,16 @@ class ImageLoader:
 
     def image(self) -> MetadataImage:
         """The image at the last record fed (see the module doc for offsets inside a transaction)."""
+        prov = self.provenance
         if self._txn_records is not None:
             txn = (self._txn_name, self._txn_begin, _cons(self._txn_records))
-            return self._base._replace(provenance=self._prov, txn=txn)
+            return self._base._replace(provenance=prov, txn=txn)
         if self._dirty:
-            self._base = self._delta.apply(self._prov)
+            self._base = self._delta.apply(prov)
             self._delta = MetadataDelta(self._base)
             self._dirty = False
-        elif self._base.provenance != self._prov:
-            self._base = self._base.with_provenance(self._prov)
+        elif self._base.provenance != prov:
+            self._base = self._base.with_provenance(prov)
             self._delta = MetadataDelta(self._base)
         return self._base
 

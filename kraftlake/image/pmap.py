@@ -185,16 +185,17 @@ class PMap(Mapping[K, V], Generic[K, V]):
         node: Any = self._root
         if node is None:
             raise KeyError(key)
-        h = _hash(key)
+        h = hash(key) & 0xFFFFFFFFFFFFFFFF
         shift = 0
         while True:
             node = node.slots[(h >> shift) & _MASK]
             if node is None:
                 raise KeyError(key)
-            if isinstance(node, _Node):
+            t = type(node)
+            if t is _Node:
                 shift += _BITS
                 continue
-            if isinstance(node, _Leaf):
+            if t is _Leaf:
                 if node.hash == h and (node.key is key or node.key == key):
                     return cast(V, node.value)
                 raise KeyError(key)
@@ -204,9 +205,26 @@ class PMap(Mapping[K, V], Generic[K, V]):
             raise KeyError(key)
 
     def get(self, key: K, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
+        node: Any = self._root
+        if node is None:
+            return default
+        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        shift = 0
+        while True:
+            node = node.slots[(h >> shift) & _MASK]
+            if node is None:
+                return default
+            t = type(node)
+            if t is _Node:
+                shift += _BITS
+                continue
+            if t is _Leaf:
+                if node.hash == h and (node.key is key or node.key == key):
+                    return node.value
+                return default
+            for leaf in node.leaves:
+                if leaf.key == key:
+                    return leaf.value
             return default
 
     def __contains__(self, key: object) -> bool:

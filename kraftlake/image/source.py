@@ -7,7 +7,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kraftlake.image.errors import ImageError
 from kraftlake.image.image import EMPTY, MetadataImage
@@ -72,13 +71,8 @@ def log_records(path: str | os.PathLike[str], start_offset: int = 0) -> Iterator
                 yield mr
 
 
-def _snapshot_provenance(path: Path, records: list[Any]) -> Provenance:
+def _snapshot_provenance(path: Path, ts: int) -> Provenance:
     m = _CHECKPOINT.match(path.name)
-    ts = -1
-    for mr in records:
-        if mr.type == "SnapshotHeaderRecord":
-            ts = mr.record.last_contained_log_timestamp
-            break
     if m:
         return Provenance(int(m.group(1)) - 1, int(m.group(2)), ts)
     return Provenance(-1, -1, ts)
@@ -91,14 +85,19 @@ def load_snapshot(path: str | os.PathLike[str]) -> MetadataImage:
     LastContainedLogTimestamp.
     """
     p = Path(path)
-    records = list(file_records(p))
     loader = ImageLoader(EMPTY)
-    for mr in records:
+    feed = loader.feed
+    ts = -1
+    header = False
+    for mr in file_records(p):  # streamed: a 2M-partition snapshot is never held as a record list
         if not mr.is_control:
-            loader.feed(mr)
+            feed(mr)
+        elif not header and mr.type == "SnapshotHeaderRecord":
+            ts = mr.record.last_contained_log_timestamp  # type: ignore[union-attr]
+            header = True
     if loader.in_transaction:
         raise ImageError(f"{p}: snapshot ends inside a metadata transaction")
-    return loader.image().with_provenance(_snapshot_provenance(p, records))
+    return loader.image().with_provenance(_snapshot_provenance(p, ts))
 
 
 def load_log(path: str | os.PathLike[str], offset: int | None = None, image: MetadataImage = EMPTY) -> MetadataImage:
