@@ -73,6 +73,7 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
     if checkpoint_dir is not None:
         from kraftlake.image import write_snapshot as write_checkpoint
 
+        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
         result.checkpoint = str(write_checkpoint(image, checkpoint_dir))
     keep = _retention_offset(spark, warehouse, n, retain_offsets, retain_hours)
     if keep is not None:
