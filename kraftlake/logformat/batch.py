@@ -405,6 +405,8 @@ _EMPTY: tuple[tuple[str, bytes | None], ...] = ()
 # and a null key: these exact bytes (4 of them below i = 64, 5 below 8192). Batches hold at most a few thousand
 # records; longer ones use the general loop. `bytes.startswith(prefix, pos)` compares them in place: no slice.
 _KRAFT_PREFIXES: tuple[bytes, ...] = tuple(b"\x00\x00" + encode_varint(i) + b"\x01" for i in range(8192))
+# The same with their lengths, for the framing loop to iterate instead of indexing and testing i < 64.
+_KRAFT_PREFIX_PAIRS: tuple[tuple[bytes, int], ...] = tuple((p, len(p)) for p in _KRAFT_PREFIXES)
 _SMALL_VARINTS: tuple[bytes, ...] = tuple(encode_varint(n) for n in range(8192))
 
 
@@ -415,13 +417,12 @@ def _kraft_values(count: int, data: bytes, pos: int) -> list[bytes] | None:
     if count > len(_KRAFT_PREFIXES):
         return None
     end = len(data)
-    prefixes = _KRAFT_PREFIXES
     startswith = data.startswith
     out: list[bytes] = []
     append = out.append
     # An index past the end (a cut batch) raises IndexError: the general loop then reports it.
     try:
-        for i in range(count):
+        for prefix, plen in _KRAFT_PREFIX_PAIRS[:count]:
             v = data[pos]
             if v < 0x80:
                 pos += 1
@@ -431,9 +432,9 @@ def _kraft_values(count: int, data: bytes, pos: int) -> list[bytes] | None:
             else:
                 return None
             rend = pos + (v >> 1)
-            if v & 1 or not startswith(prefixes[i], pos):
+            if v & 1 or not startswith(prefix, pos):
                 return None
-            s = pos + (4 if i < 64 else 5)
+            s = pos + plen
             w = data[s]
             if w < 0x80:
                 s += 1
