@@ -47,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "metadata.log.max.record.bytes.between.snapshots)")
     start.add_argument("--snapshot-interval-ms", type=int, default=3_600_000,
                        help="time between snapshots, default 1 hour (metadata.log.max.snapshot.interval.ms)")
+    start.add_argument("--no-snapshots", action="store_true",
+                       help="never snapshot (as Kafka's TestRaftServer, which has no state machine)")
     describe = sub.add_parser("describe", help="print the quorum status like kafka-metadata-quorum")
     describe.add_argument("--bootstrap", required=True, help="host:port of a voter")
     describe.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
@@ -121,6 +123,8 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _snapshot_options(args: argparse.Namespace) -> dict[str, Any]:
+    if args.no_snapshots:
+        return {"snapshot_max_bytes": 1 << 62, "snapshot_interval_ms": 0}
     return {"snapshot_max_bytes": args.snapshot_max_bytes, "snapshot_interval_ms": args.snapshot_interval_ms}
 
 
