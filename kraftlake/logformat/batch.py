@@ -266,7 +266,10 @@ class RecordBatch:
         if self.attributes & CONTROL_MASK:
             return None
         data = _records_area(self)
-        return _kraft_values(self.record_count, data, HEADER_SIZE if data is self.raw else 0)
+        pos = HEADER_SIZE if data is self.raw else 0
+        if type(data) is not bytes:  # a batch built over a bytearray or memoryview: values are bytes all the same
+            data = bytes(data)
+        return _kraft_values(self.record_count, data, pos)
 
     def __iter__(self) -> Any:
         return iter(self.records)
