@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kraftlake.controller.broker_index import BrokerPartitions
 from kraftlake.controller.config import (
     ELR_FEATURE,
     MV_3_3_IV2,
@@ -188,6 +189,9 @@ class QuorumController:
         self._next_offset = image.offset + 1
         self._placement_start = 0
         self.sessions: dict[int, BrokerSession] = {}
+        # broker -> partitions, fed with every record this controller replays (see broker_index)
+        self.broker_partitions = BrokerPartitions(image)
+        self._sorted_brokers: tuple[object, list[int]] = (None, [])
 
     # -- state ----------------------------------------------------------------------------------------------
 
@@ -228,7 +232,12 @@ class QuorumController:
         it only moves its committed image forward.
         """
         if not self._active:
-            self._committed_loader.feed_all(records)
+            feed = self._committed_loader.feed
+            observe = self.broker_partitions.observe
+            for mr in records:
+                feed(mr)
+                if not mr.is_control:
+                    observe(mr.type, mr.record)
             # publish per batch (as Kafka's loader does) so the image stays hot for a failover
             self._committed = self._committed_loader.image()
             return
@@ -315,9 +324,12 @@ class QuorumController:
             base = self._appender.append(self._epoch, chunk)
             if first < 0:
                 first = base
+            observe = self.broker_partitions.observe
             for j, (rec, version) in enumerate(chunk):
-                self._latest.feed(MetadataRecord(base + j, self._epoch, 0, base, False, type(rec).__name__,
+                kind = type(rec).__name__
+                self._latest.feed(MetadataRecord(base + j, self._epoch, 0, base, False, kind,
                                                  int(rec._api_key or 0), version, rec, b""))
+                observe(kind, rec)
             last = base + len(chunk) - 1
         self._next_offset = last + 1
         self._latest_image = self._latest.image()
@@ -410,30 +422,39 @@ class QuorumController:
                           unclean_shutdown: bool = False) -> None:
         """Kafka's ``generateLeaderAndIsrUpdates`` removing ``broker_id``: shrink ISRs, move leadership off.
 
-        One scan over all partitions; ``unclean_shutdown`` also drops the broker from ELR and last known ELR
-        (it may have lost its log tail: KIP-966).
+        Visits only the broker's partitions (``broker_partitions``); ``unclean_shutdown`` also drops the
+        broker from ELR and last known ELR (it may have lost its log tail: KIP-966).
         """
         acceptable = self._acceptable(img, frozenset((broker_id,)))
-        for t in img.topics_by_id.values():
-            builder_args: tuple[int, bool] | None = None
-            for pid, p in t.partitions.items():
-                if not (broker_id in p.isr or p.leader == broker_id
-                        or (unclean_shutdown and (broker_id in p.elr or broker_id in p.last_known_elr))):
-                    continue
-                if builder_args is None:
-                    builder_args = (self.min_isr(img, t.name), self.unclean_enabled(img, t.name))
-                b = PartitionChangeBuilder(p, t.id, pid, acceptable, self.metadata_version(), builder_args[0],
-                                           elr_enabled=self.elr_enabled(), default_dir=self._default_dir(img))
-                if builder_args[1]:
-                    b.set_election(Election.UNCLEAN)
-                b.set_target_isr(_without(p.isr, broker_id))
-                if unclean_shutdown:
-                    b.set_unclean_shutdown_replicas((broker_id,))
-                    b.set_target_elr(_without(p.elr, broker_id))
-                    b.target_last_known_elr = _without(p.last_known_elr, broker_id)
-                rec = b.build()
-                if rec is not None:
-                    records.append(rec)
+        mv = self.metadata_version()
+        elr_enabled = self.elr_enabled()
+        default_dir = self._default_dir(img)
+        per_topic: dict[str, tuple[int, bool]] = {}
+        for t, pid, p in self._broker_partitions(broker_id, img):
+            if not (broker_id in p.isr or p.leader == broker_id
+                    or (unclean_shutdown and (broker_id in p.elr or broker_id in p.last_known_elr))):
+                continue
+            topic_args = per_topic.get(t.name)
+            if topic_args is None:
+                topic_args = per_topic[t.name] = (self.min_isr(img, t.name), self.unclean_enabled(img, t.name))
+            b = PartitionChangeBuilder(p, t.id, pid, acceptable, mv, topic_args[0],
+                                       elr_enabled=elr_enabled, default_dir=default_dir)
+            if topic_args[1]:
+                b.set_election(Election.UNCLEAN)
+            b.set_target_isr(_without(p.isr, broker_id))
+            if unclean_shutdown:
+                b.set_unclean_shutdown_replicas((broker_id,))
+                b.set_target_elr(_without(p.elr, broker_id))
+                b.target_last_known_elr = _without(p.last_known_elr, broker_id)
+            rec = b.build()
+            if rec is not None:
+                records.append(rec)
+
+    def _broker_partitions(self, broker_id: int, img: MetadataImage) -> Any:
+        """The partitions of ``img`` that ``broker_id`` is a replica of; index entries the committed image
+        still needs (this controller may lose leadership and fall back to it) are kept."""
+        keep = (self._committed,) if self._active and self._committed is not img else ()
+        return self.broker_partitions.partitions(broker_id, img, keep)
 
     def _elect_for_unfenced(self, img: MetadataImage, broker_id: int, records: list[RecordAndVersion]) -> None:
         """Leaderless partitions the newly unfenced broker can lead get it (Kafka's handleBrokerUnfenced)."""
@@ -445,13 +466,12 @@ class QuorumController:
             reg = brokers.get(b)
             return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
 
-        for t in img.topics_by_id.values():
-            for pid, p in t.partitions.items():
-                if p.leader != NO_LEADER or broker_id not in p.replicas:
-                    continue
-                rec = self._builder(img, t.name, t.id, pid, p, acceptable).build()
-                if rec is not None:
-                    records.append(rec)
+        for t, pid, p in self._broker_partitions(broker_id, img):
+            if p.leader != NO_LEADER:
+                continue
+            rec = self._builder(img, t.name, t.id, pid, p, acceptable).build()
+            if rec is not None:
+                records.append(rec)
 
     # -- cluster: registration, heartbeats, fencing, controlled shutdown ------------------------------------
 
@@ -547,10 +567,17 @@ class QuorumController:
         executed, so call it again (after ``execute``) until it returns None.
         """
         img = self.image
-        for bid in sorted(img.brokers):
-            reg = img.brokers[bid]
-            session = self.sessions.setdefault(bid, BrokerSession(now_ms))
-            if reg.fenced or now_ms - session.last_contact_ms < self.config.session_timeout_ms:
+        brokers = img.brokers
+        if self._sorted_brokers[0] is not brokers:  # called every tick: sort only when the brokers change
+            self._sorted_brokers = (brokers, sorted(brokers))
+        sessions = self.sessions
+        timeout = self.config.session_timeout_ms
+        for bid in self._sorted_brokers[1]:
+            reg = brokers[bid]
+            session = sessions.get(bid)
+            if session is None:
+                session = sessions[bid] = BrokerSession(now_ms)
+            if reg.fenced or now_ms - session.last_contact_ms < timeout:
                 continue
             records = [self._fence_record(bid, reg.epoch, fence=True)]
             self._remove_from_isrs(img, bid, records)
@@ -817,7 +844,17 @@ class QuorumController:
                 if not p.adding_replicas and not p.removing_replicas:
                     out[(name, pid)] = _error(Errors.NO_REASSIGNMENT_IN_PROGRESS)
                     continue
-                isr = tuple(r for r in p.isr if r in original) or p.isr
+                # Kafka's PartitionReassignmentRevert: the ISR keeps only original replicas; if none is left
+                # the revert needs an unclean election, refused unless the topic allows it
+                isr = tuple(r for r in p.isr if r not in p.adding_replicas and r in original)
+                if not isr:
+                    if not self.unclean_enabled(img, name):
+                        out[(name, pid)] = _error(
+                            Errors.INVALID_REPLICA_ASSIGNMENT,
+                            f"Unable to revert partition assignment for {name}:{pid} because it would require an "
+                            "unclean leader election.")
+                        continue
+                    b.set_election(Election.UNCLEAN)
                 b.set_target_replicas(original).set_target_isr(isr).set_target_adding(()).set_target_removing(())
             else:
                 target = tuple(target)

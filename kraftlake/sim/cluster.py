@@ -140,6 +140,9 @@ class ClusterSimulator:
             b: SimBroker(b, random_uuid(self.rng), random_uuid(self.rng)) for b in range(config.brokers)
         }
         self.topic_seq = 0
+        # the names of live topics, for O(1) random picks (sorting the image's names per event was O(n log n))
+        self._names: list[str] = []
+        self._name_pos: dict[str, int] = {}
         self.summary = SimSummary()
         self._rolling: list[int] = []
         self.after_event: Callable[[ClusterSimulator], None] | None = None
@@ -235,7 +238,17 @@ class ClusterSimulator:
         name = f"topic-{self.topic_seq:06d}"
         self.topic_seq += 1
         rf = min(self.config.replication_factor, max(1, self._usable_count()))
-        self._run(self.active.handle_create_topics([CreatableTopic(name, partitions, rf)]), "create_topic")
+        resp = self._run(self.active.handle_create_topics([CreatableTopic(name, partitions, rf)]), "create_topic")
+        if resp.by_name()[name].error.ok:
+            self._name_pos[name] = len(self._names)
+            self._names.append(name)
+
+    def _forget_topic(self, name: str) -> None:
+        i = self._name_pos.pop(name)
+        last = self._names.pop()
+        if last != name:
+            self._names[i] = last
+            self._name_pos[last] = i
 
     def _usable_count(self) -> int:
         return sum(1 for r in self.image.brokers.values() if not r.fenced and not r.in_controlled_shutdown)
@@ -246,22 +259,18 @@ class ClusterSimulator:
         img = self.image
         if not len(img.topics_by_id):
             return None
-        # a random topic by index into a sorted name list is O(n log n); sample names instead
         names = self._topic_names()
+        if not names:
+            return None
         t = img.topics_by_name.get(names[self.rng.randrange(len(names))])
         if t is None or not t.partitions:
             return None
         pid = self.rng.randrange(len(t.partitions))
         return t, pid, t.partitions.get(pid)
 
-    _names_cache: tuple[int, list[str]] = (-1, [])
-
     def _topic_names(self) -> list[str]:
-        img = self.image
-        key = id(img.topics_by_name)
-        if self._names_cache[0] != key:
-            self._names_cache = (key, sorted(img.topics_by_name))
-        return self._names_cache[1]
+        """The live topics' names, in creation order with deletions filled from the end (do not mutate)."""
+        return self._names
 
     def _alter_isr(self, shrink: bool) -> None:
         found = self._random_partition()
@@ -341,7 +350,10 @@ class ClusterSimulator:
     def _delete_topic(self) -> None:
         names = self._topic_names()
         if len(names) > 1:
-            self._run(self.active.handle_delete_topics([self.rng.choice(names)]), "delete_topic")
+            name = self.rng.choice(names)
+            resp = self._run(self.active.handle_delete_topics([name]), "delete_topic")
+            if resp.by_name()[name].error.ok:
+                self._forget_topic(name)
 
     def _create_partitions(self) -> None:
         found = self._random_partition()

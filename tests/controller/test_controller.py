@@ -309,6 +309,23 @@ def test_reassignment_add_then_complete_and_cancel() -> None:
     assert set(back.replicas) == set(target) and not back.adding_replicas and not back.removing_replicas
 
 
+def test_cancelling_a_reassignment_whose_isr_holds_only_adding_replicas_is_refused() -> None:
+    c = Cluster(brokers=4)
+    c.create("r", 1, 2, **{"min.insync.replicas": "1"})
+    p = c.partition("r")
+    target = tuple(b for b in range(4) if b not in p.replicas)
+    c.run(c.active.handle_alter_reassignments({("r", 0): target}))
+    q = c.partition("r")
+    c.alter_isr("r", 0, (*q.isr, target[0]))
+    for b in p.replicas:  # the original replicas go away: only an adding replica is left in the ISR
+        c.heartbeat(b, want_fence=True)
+    q = c.partition("r")
+    assert q.isr == (target[0],) and q.adding_replicas == target
+    resp = c.run(c.active.handle_alter_reassignments({("r", 0): None}))
+    assert resp.data["partitions"][("r", 0)].error == Errors.INVALID_REPLICA_ASSIGNMENT
+    assert c.partition("r") == q  # nothing written: the ISR never leaves the replicas
+
+
 def test_incremental_configs() -> None:
     c = Cluster(brokers=1)
     c.create("c", 1, 1)
