@@ -28,7 +28,8 @@ def rows_of(df: DataFrame) -> list[dict[str, Any]]:
     return [_plain(r.asDict(recursive=False)) for r in df.collect()]
 
 
-def write_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, out: TextIO = sys.stdout) -> None:
+def write_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # looked up at call time, so redirect_stdout works
     if fmt == "jsonl":
         for r in rows:
             out.write(json.dumps(r, separators=(",", ":")) + "\n")
@@ -43,5 +44,5 @@ def write_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, out: Te
     out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
 
 
-def print_frame(df: DataFrame, fmt: str, out: TextIO = sys.stdout) -> None:
+def print_frame(df: DataFrame, fmt: str, out: TextIO | None = None) -> None:
     write_rows(rows_of(df), df.columns, fmt, out)
