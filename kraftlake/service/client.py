@@ -199,7 +199,8 @@ class ObserverClient:
             if reply.error is not ErrorCode.NONE:
                 raise RemoteError(int(reply.error),
                                   f"fetch from {from_offset}: log starts at {reply.log_start_offset}")
-            return [CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value) for e in reply.entries]
+            return [CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value, e.control_type)
+                    for e in reply.entries]
         raise TransportError(f"fetch failed on every bootstrap server: {last}")
 
     def fetch_snapshot(self, snapshot_id: OffsetAndEpoch, chunk_bytes: int = 1024 * 1024) -> bytes:

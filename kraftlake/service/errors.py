@@ -63,3 +63,13 @@ class SnapshotRequiredError(RemoteError):
     def __init__(self, code: int, message: str, snapshot_id: OffsetAndEpoch) -> None:
         super().__init__(code, message)
         self.snapshot_id = snapshot_id
+
+
+class NotControllerError(ServiceError):
+    """Raised when a controller command reaches a node whose controller is not the active one."""
+
+    def __init__(self, node_id: int, leader_id: int | None, reason: str = "") -> None:
+        self.node_id = node_id
+        self.leader_id = leader_id
+        text = f"node {node_id} is not the active controller (leader: {leader_id})"
+        super().__init__(f"{text}: {reason}" if reason else text)

@@ -37,6 +37,8 @@ class CommittedEntry(NamedTuple):
     timestamp: int
     is_control: bool
     value: bytes
+    control_type: int = -1
+    """Kafka's `ControlRecordType` of a control entry (LeaderChange 2, ...); -1 for data or unknown."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from kraftlake.raft.errors import NotLeaderError as RaftNotLeaderError
 from kraftlake.raft.errors import RaftStorageError
 from kraftlake.raft.memory_log import RECORD_OVERHEAD
 from kraftlake.raft.messages import Entry, Message, SnapshotId
-from kraftlake.raft.node import RaftNode, Ready
+from kraftlake.raft.node import AppendResult, RaftNode, Ready
 from kraftlake.raft.states import ElectionState
 from kraftlake.service.codec import decode_frame, encode_frame, is_response, peek_header
 from kraftlake.service.config import NodeConfig, format_endpoint
@@ -268,7 +268,10 @@ class NodeRunner:
         snapshot_id = SnapshotId(end, store.epoch_at(end - 1))
         last_ts = store.read_all(end - 1, end)[0].timestamp
         if self.snapshot_provider is not None:
-            return SnapshotJob(store, snapshot_id, list(self.snapshot_provider(snapshot_id)), last_ts)
+            values = self.snapshot_provider(snapshot_id)
+            if values is None:  # the state machine cannot give this state now (e.g. inside a transaction)
+                return None
+            return SnapshotJob(store, snapshot_id, values, last_ts)
         # without a provider: the latest snapshot's data batches (copied as they are) + the committed tail
         latest = store.latest_snapshot()
         previous = store.read_snapshot(latest) if latest is not None else b""
@@ -368,21 +371,36 @@ class NodeRunner:
     # -- API (on the loop) ---------------------------------------------------------------------------------
     def append(self, values: list[bytes], resolve: Callable[[tuple[int, int] | BaseException], None]) -> None:
         """Append on the leader; `resolve` gets (base offset, last offset) once committed, or an exception."""
+        try:
+            self.append_assigned(values, resolve)
+        except Exception as exc:
+            resolve(exc)
+
+    def append_assigned(self, values: list[bytes],
+                        resolve: Callable[[tuple[int, int] | BaseException], None]) -> AppendResult:
+        """Append on the leader and return where the values will land (base, last offset, epoch) at once.
+
+        `resolve` gets (base offset, last offset) once they are committed in that epoch, or `NotLeaderError`
+        if they never are (leadership lost before they were written, or replaced by another leader's
+        entries). A state machine that replays its own uncommitted records (the quorum controller) needs the
+        offsets now, not at commit time.
+
+        Raises
+        ------
+        NotLeaderError, ServiceStoppedError
+            Nothing was appended (`resolve` is not called).
+        """
         node = self.node
         if not self._running or node is None:
-            resolve(ServiceStoppedError(f"node {self.node_id} is not running"))
-            return
+            raise ServiceStoppedError(f"node {self.node_id} is not running")
         now = _mono_ms()
         try:
             result = node.append(values, now)
         except RaftNotLeaderError:
-            resolve(self._not_leader())
-            return
-        except Exception as exc:
-            resolve(exc)
-            return
+            raise self._not_leader() from None
         self._appends.append(_PendingAppend(result.last_offset, result.epoch, result.base_offset, resolve))
         self._arm_timer(now)
+        return result
 
     def read_committed(self, from_offset: int, max_records: int) -> list[CommittedEntry]:
         """Committed entries from `from_offset` (at most `max_records`)."""
@@ -604,5 +622,5 @@ class NodeRunner:
 
 
 def _committed(entry: Entry) -> CommittedEntry:
-    return tuple.__new__(CommittedEntry, (entry[0], entry[1], entry[4], entry[2], entry[3]))
+    return tuple.__new__(CommittedEntry, (entry[0], entry[1], entry[4], entry[2], entry[3], entry[6]))
 

@@ -93,6 +93,11 @@ class RaftService:
         return self.config.node_id
 
     @property
+    def service_loop(self) -> ServiceLoop:
+        """The loop the node runs on (listeners are called on its thread)."""
+        return self._loop
+
+    @property
     def port(self) -> int:
         """The TCP port the node listens on (127.0.0.1)."""
         return self.runner.port
@@ -212,13 +217,17 @@ class LocalQuorum:
         Per node id, the snapshot provider of its service.
     node_options
         Further `NodeConfig` fields for every node (``snapshot_max_bytes``, ``segment_bytes``, ...).
+    on_service
+        Called with each `RaftService` built (at start and on every restart) before it starts, so that a
+        state machine above it (`kraftlake.service.controller_host.ControllerHost`) can append through it.
     """
 
     def __init__(self, voters: int, data_dir: str | Path, cluster_id: str, *, fsync: bool = True,
                  quorum: QuorumConfig | None = None, ports: dict[int, int] | None = None,
                  listeners: dict[int, list[Listener]] | None = None,
                  snapshot_providers: dict[int, SnapshotProvider] | None = None,
-                 node_options: dict[str, Any] | None = None) -> None:
+                 node_options: dict[str, Any] | None = None,
+                 on_service: Callable[[RaftService], None] | None = None) -> None:
         if voters < 1:
             raise ServiceError("a quorum needs at least one voter")
         self.data_dir = Path(data_dir)
@@ -230,14 +239,18 @@ class LocalQuorum:
         self.listeners = listeners or {}
         self.snapshot_providers = snapshot_providers or {}
         self.node_options = dict(node_options or {})
+        self.on_service = on_service
         self.endpoints: dict[int, tuple[str, int]] = {i: (HOST, self.ports.get(i, 0)) for i in range(1, voters + 1)}
         self.services: dict[int, RaftService] = {}
 
     def _make(self, node_id: int) -> RaftService:
         config = NodeConfig(node_id, dict(self.endpoints), self.data_dir / f"node-{node_id}", self.cluster_id,
                             fsync=self.fsync, quorum=self.quorum, **self.node_options)
-        return RaftService(config, self.listeners.get(node_id), loop=self.loop,
-                           snapshot_provider=self.snapshot_providers.get(node_id))
+        service = RaftService(config, self.listeners.get(node_id), loop=self.loop,
+                              snapshot_provider=self.snapshot_providers.get(node_id))
+        if self.on_service is not None:
+            self.on_service(service)
+        return service
 
     def start(self) -> LocalQuorum:
         """Bind every voter, then start them all."""

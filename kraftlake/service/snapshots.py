@@ -22,10 +22,12 @@ from kraftlake.raft.messages import SnapshotId
 from kraftlake.service.batch_writer import kraft_data_batch
 from kraftlake.service.file_log import FileRaftLog
 
-SnapshotProvider = Callable[[SnapshotId], Iterable[bytes]]
+SnapshotProvider = Callable[[SnapshotId], Iterable[bytes] | None]
 """Called with the id of the snapshot to write (the state up to `id.offset`, exclusive); returns the record
-values that rebuild that state. It runs on the service loop right after the listeners were handed every
-committed batch below `id.offset`."""
+values that rebuild that state, or None if it cannot give that state now (no snapshot is written then; the
+policy tries again at the next commit). It runs on the service loop right after the listeners were handed
+every committed batch below `id.offset`; the iterable it returns is consumed by a worker thread (encoding a
+large state must not stall the loop), so it must read only immutable state (an image)."""
 
 DEFAULT_SNAPSHOT_MAX_BYTES = 20 * 1024 * 1024
 """Kafka's `metadata.log.max.record.bytes.between.snapshots`."""
@@ -112,11 +114,12 @@ def checkpoint_values(data: bytes, source: str = "<snapshot>") -> list[bytes]:
 
 @dataclass(slots=True)
 class SnapshotJob:
-    """A snapshot being written: its values are taken on the loop, `build_and_write` runs in a worker thread."""
+    """A snapshot being written: its values are taken on the loop (a provider's may be a lazy iterable over
+    immutable state), `build_and_write` runs in a worker thread."""
 
     log: FileRaftLog
     snapshot_id: SnapshotId
-    values: list[bytes]
+    values: Iterable[bytes]
     last_timestamp_ms: int
     previous: bytes = b""
     data: bytes | None = None
