@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -100,6 +101,8 @@ class HostStats:
     commands: int = 0
     activations: list[Activation] = field(default_factory=list)
     deactivations: int = 0
+    records_appended: Counter[str] = field(default_factory=Counter)
+    batches_appended: int = 0
 
 
 class _Appender:
@@ -129,6 +132,9 @@ class _Appender:
                                  f"appended in epoch {result.epoch}, controller epoch {epoch}")
         self.last_commit = commit
         self.appended += 1
+        stats = self.host.stats
+        stats.batches_appended += 1
+        stats.records_appended.update([type(rec).__name__ for rec, _ in records])
         return result.base_offset
 
     def end_offset(self) -> int:
