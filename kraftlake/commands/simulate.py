@@ -112,4 +112,14 @@ def run(args: argparse.Namespace) -> int:
     total = sum(log.records_by_type.values())
     out.write(f"  {'total':<34} {total:>12,}\n")
     out.write(f"time: {elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f} records/s)\n")
+    setup_records = summary.setup_end_offset
+    event_records = log.end_offset() - setup_records
+    event_wall = max(summary.seconds - summary.setup_seconds, 1e-9)
+    out.write(f"setup: {summary.setup_seconds:.1f} s wall, {summary.setup_cpu_seconds:.1f} s CPU, "
+              f"{setup_records:,} records ({setup_records / max(summary.setup_cpu_seconds, 1e-9):,.0f} "
+              f"records/CPU-s)\n")
+    cpu = max(summary.events_cpu_seconds, 1e-9)
+    out.write(f"events: {event_wall:.1f} s wall, {summary.events_cpu_seconds:.1f} s CPU, {event_records:,} records; "
+              f"{summary.events / cpu:,.1f} events/CPU-s, {event_records / cpu:,.0f} records/CPU-s "
+              f"(snapshots included)\n")
     return 0

@@ -109,6 +109,10 @@ class SimSummary:
     failovers: int = 0
     invariant_checks: int = 0
     seconds: float = 0.0
+    setup_seconds: float = 0.0
+    setup_cpu_seconds: float = 0.0
+    setup_end_offset: int = 0
+    events_cpu_seconds: float = 0.0
 
 
 class ClusterSimulator:
@@ -443,8 +447,13 @@ class ClusterSimulator:
     def run(self, progress: Callable[[int], None] | None = None) -> SimSummary:
         """Setup, then ``events`` events, checking invariants every ``check_every`` events and at the end."""
         start = time.perf_counter()
+        cpu = time.process_time()
         self.setup()
+        self.summary.setup_seconds = time.perf_counter() - start
+        self.summary.setup_cpu_seconds = time.process_time() - cpu
+        self.summary.setup_end_offset = self.log.end_offset()
         self.check_invariants()
+        events_cpu = time.process_time()
         every = self.config.check_every
         for i in range(self.config.events):
             self.step()
@@ -454,6 +463,7 @@ class ClusterSimulator:
                 self.after_event(self)
             if progress is not None:
                 progress(i + 1)
+        self.summary.events_cpu_seconds = time.process_time() - events_cpu
         self.check_invariants()
         self.check_standby()
         self.summary.seconds = time.perf_counter() - start
