@@ -68,8 +68,8 @@ _Txn = tuple["str | None", int, Any]
 class MetadataImage:
     """The metadata state at one offset (Kafka's ``MetadataImage``), immutable.
 
-    Maps are shared between images and must never be mutated: ``topics_by_id``, ``topics_by_name``,
-    ``configs`` and ``acls`` are persistent maps (``PMap``); the small ones (features, brokers, controllers,
+    Maps are shared between images and must never be mutated: ``topics_by_id``, ``topic_ids`` (name -> id;
+    ``topics_by_name`` is a view over both), ``configs`` and ``acls`` are persistent maps (``PMap``); the small ones (features, brokers, controllers,
     quotas, SCRAM, tokens) are plain dicts copied when a delta changes them.
 
     When the image's offset lies inside an open metadata transaction, the state is the one before
