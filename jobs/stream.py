@@ -1,4 +1,8 @@
-"""``stream --source log-dir --log-dir D --warehouse W``: the streaming pipeline with progress reporting."""
+"""``stream --source service|log-dir ... --warehouse W``: the streaming pipeline with progress reporting.
+
+Progress goes to stderr as one JSON line per committed micro-batch (records, offsets, records/s, lag,
+commit latency); the total to stdout at the end.
+"""
 
 from __future__ import annotations
 
@@ -15,26 +19,37 @@ from kraftlake.errors import KraftlakeError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", choices=("log-dir", "service"), default="log-dir")
     parser.add_argument("--log-dir", help="the metadata log directory to tail (--source log-dir)")
+    parser.add_argument("--bootstrap", help="voters' host:port, comma-separated (--source service)")
+    parser.add_argument("--cluster-id", help="the service's cluster id (--source service)")
     add_warehouse(parser)
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls when idle")
-    parser.add_argument("--max-batch-records", type=int, default=100_000)
-    parser.add_argument("--max-batches", type=int, default=None)
+    parser.add_argument("--trigger-interval", type=float, default=1.0, help="seconds between micro-batches")
+    parser.add_argument("--available-now", action="store_true",
+                        help="commit what is available at start (in batches of --max-records-per-batch), then stop")
+    parser.add_argument("--max-records-per-batch", type=int, default=100_000)
+    parser.add_argument("--records-per-partition", type=int, default=50_000)
+    parser.add_argument("--max-batches", type=int, default=None, help="stop after this many committed batches")
     parser.add_argument("--idle-stop", type=float, default=None, help="stop after this many idle seconds")
+    parser.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
 
 
 def run(args: argparse.Namespace) -> int:
+    options = {"recordsPerPartition": str(args.records_per_partition)}
     if args.source == "service":
-        raise KraftlakeError("stream --source service is not available yet (the observer client is pending)")
-    if not args.log_dir:
-        raise KraftlakeError("stream --source log-dir needs --log-dir")
-    from pipelines.stream import stream_log_dir
+        if not args.bootstrap or not args.cluster_id:
+            raise KraftlakeError("stream --source service needs --bootstrap and --cluster-id")
+        options.update(bootstrap=args.bootstrap, clusterId=args.cluster_id)
+    else:
+        if not args.log_dir:
+            raise KraftlakeError("stream --source log-dir needs --log-dir")
+        options["path"] = args.log_dir
+    from pipelines.stream import stream
 
     spark = session("stream", args.warehouse)
-    total = stream_log_dir(spark, args.log_dir, args.warehouse, interval_s=args.interval,
-                           max_batch_records=args.max_batch_records, max_batches=args.max_batches,
-                           idle_stop_s=args.idle_stop,
-                           progress=lambda p: print(json.dumps(asdict(p)), file=sys.stderr, flush=True))
-    print(f"streamed {total} records")
+    result = stream(spark, args.source, options, args.warehouse, trigger_interval_s=args.trigger_interval,
+                    available_now=args.available_now, max_records_per_batch=args.max_records_per_batch,
+                    max_batches=args.max_batches, idle_stop_s=args.idle_stop, timeout_s=args.timeout,
+                    progress=lambda p: print(json.dumps(asdict(p)), file=sys.stderr, flush=True))
+    print(f"streamed {result.records} records in {result.batches} batches up to offset {result.last_offset}")
     return 0
 
 

@@ -1,52 +1,251 @@
-"""``stream --source log-dir``: tail a live metadata log directory into the warehouse, micro-batch by micro-batch.
+"""``stream --source service|log-dir``: Structured Streaming of the metadata log into the warehouse.
 
-Each trigger reads the records appended since the commit point (``max(offset)`` of ``offsets``) and commits
-them as :func:`pipelines.ingest.ingest` commits slices (same idempotent writes, same history builder), so a run
-killed at any point and restarted produces the tables an uninterrupted run produces. The source polls the
-segment files (a live Kafka controller appends to them); only complete batches are read, a torn tail waits for
-the next trigger.
+``readStream.format("kraftlake-service" | "kraftlake-logdir")`` -> ``foreachBatch``: each micro-batch is
+committed exactly as :func:`pipelines.ingest.ingest` commits a slice (``metadata_log`` append, history MERGEs,
+``offsets`` append last, every write carrying Delta ``txnVersion`` = the batch's last offset).
+
+Why this is exactly once under ``kill -9`` at any point:
+
+- Spark's checkpoint (``<warehouse>/_checkpoints/stream-<source>``) records a micro-batch's offset range before
+  running it, and ``read`` is deterministic for a range (committed entries / whole file batches), so a
+  restarted query replays the unfinished batch with the same records.
+- The warehouse is the authority, not the checkpoint: the driver keeps the history builder at the commit point
+  (``max(offset)`` of ``offsets``, rebuilt from the tables at start), drops records at or below it (a batch
+  already committed whose checkpoint commit was lost), appends to ``metadata_log`` only rows past what an
+  interrupted attempt already appended, and the MERGEs and appends are skipped per table when their
+  ``txnVersion`` already went through. A gap between the commit point and a batch is an error, never skipped.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.ingest import ingest
+from kraftlake.image import EMPTY
+from kraftlake.spark import logtail_source, service_source
+from kraftlake.spark.history import HistoryBuilder
+from kraftlake.spark.service_source import StreamSourceError, entry_record
+from kraftlake.spark.tables import (
+    LOG,
+    append,
+    ensure_tables,
+    last_offset,
+    merge_history,
+    to_stored_log,
+    write_snapshot,
+)
+from pipelines.ingest import commit_slice, log_max, starting_point
+from pipelines.reconstruct import image_at_offset
+
+FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
+_ENVELOPE = ("offset", "epoch", "timestamp", "batch_offset", "is_control", "api_key", "raw")
 
 
 @dataclass
 class StreamProgress:
+    """One committed micro-batch."""
+
     batch: int
     records: int
+    first_offset: int
     last_offset: int
     seconds: float
     records_per_s: float
+    lag: int
+    """Records available at the source past this batch when it committed (-1 unknown)."""
+    commit_latency_s: float
+    """Wall time from the batch's last record's timestamp (its append time) to its commit point (-1 unknown)."""
 
 
-def stream_log_dir(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, *,
-                   interval_s: float = 1.0, max_batch_records: int = 100_000, max_batches: int | None = None,
-                   idle_stop_s: float | None = None,
-                   progress: Callable[[StreamProgress], None] | None = None) -> int:
-    """Run micro-batches until ``max_batches`` ran or nothing arrived for ``idle_stop_s``; returns records."""
-    total, batch, idle_since = 0, 0, time.monotonic()
-    while max_batches is None or batch < max_batches:
+@dataclass
+class StreamResult:
+    records: int = 0
+    batches: int = 0
+    last_offset: int = -1
+    seconds: float = 0.0
+    progress: list[StreamProgress] = field(default_factory=list)
+
+
+def checkpoint_dir(warehouse: str | Path, source: str) -> str:
+    return str(Path(warehouse).resolve() / "_checkpoints" / f"stream-{source}")
+
+
+def rows_to_records(table: Any) -> list[Any]:
+    """Collected envelope columns (a ``pyarrow.Table``) -> ``MetadataRecord`` s by offset, decoded from ``raw``."""
+    cols = {name: table.column(name).to_pylist() for name in _ENVELOPE}
+    out = []
+    for i in range(table.num_rows):
+        ctype = cols["api_key"][i] if cols["is_control"][i] else -1
+        entry = (cols["offset"][i], cols["epoch"][i], bool(cols["is_control"][i]), cols["raw"][i],
+                 cols["timestamp"][i], cols["batch_offset"][i], ctype)
+        out.append(entry_record(entry))
+    out.sort(key=lambda r: r.offset)
+    return out
+
+
+class BatchCommitter:
+    """The ``foreachBatch`` function: commits micro-batches at the warehouse's commit point, idempotently."""
+
+    def __init__(self, spark: SparkSession, warehouse: str | Path, builder: HistoryBuilder, done: int,
+                 lag_probe: Callable[[int], int] | None = None,
+                 progress: Callable[[StreamProgress], None] | None = None) -> None:
+        self.spark = spark
+        self.warehouse = warehouse
+        self.builder = builder
+        self.done = done
+        self.logged = log_max(spark, warehouse)
+        self.lag_probe = lag_probe
+        self.progress = progress
+        self.result = StreamResult()
+        self.max_batch_records = 0
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.monotonic()
-        result = ingest(spark, log_dir, warehouse, batch_records=max_batch_records)
-        if result.records:
-            batch += 1
-            total += result.records
-            idle_since = time.monotonic()
-            if progress is not None:
-                dt = time.monotonic() - t0
-                progress(StreamProgress(batch, result.records, result.last_offset, dt,
-                                        result.records / dt if dt else 0.0))
-        elif idle_stop_s is not None and time.monotonic() - idle_since >= idle_stop_s:
-            break
+        done = self.done
+        fresh = df.where(f"offset > {done}")
+        records = rows_to_records(fresh.select(*_ENVELOPE).toArrow())
+        self.max_batch_records = max(self.max_batch_records, len(records))
+        if not records:
+            return
+        if records[0].offset != done + 1 and done >= 0:
+            raise StreamSourceError(f"micro-batch {batch_id} starts at offset {records[0].offset}, "
+                                    f"the warehouse is committed up to {done}")
+        for a, b in pairwise(records):
+            if b.offset != a.offset + 1:
+                raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a.offset} to {b.offset}")
+
+        def write_log(first: int, last: int) -> None:
+            first = max(first, self.logged + 1)
+            if first > last:
+                return
+            rows = fresh.where(f"offset >= {first} AND offset <= {last}")
+            append(to_stored_log(rows), self.warehouse, LOG, last)
+            self.logged = last
+
+        batch = self.builder.feed(records)
+        commit_slice(self.spark, self.warehouse, batch, write_log)
+        self.done = batch.last_offset
+        dt = time.monotonic() - t0
+        r = self.result
+        r.records += len(records)
+        r.batches += 1
+        r.last_offset = batch.last_offset
+        ts = records[-1].timestamp
+        p = StreamProgress(r.batches, len(records), batch.first_offset, batch.last_offset, round(dt, 3),
+                           round(len(records) / dt if dt else 0.0, 1),
+                           self.lag_probe(batch.last_offset + 1) if self.lag_probe is not None else -1,
+                           round(time.time() - ts / 1000, 3) if ts > 0 else -1.0)
+        r.progress.append(p)
+        if self.progress is not None:
+            self.progress(p)
+
+
+def _builder_at_commit_point(spark: SparkSession, warehouse: str | Path, source: str,
+                             options: dict[str, str]) -> tuple[HistoryBuilder, int, int]:
+    """(builder, commit point, first offset to read) for a warehouse, seeding it from a snapshot if needed."""
+    done = last_offset(spark, warehouse)
+    if done >= 0:
+        return HistoryBuilder(image_at_offset(spark, warehouse, done)), done, done + 1
+    if source == "log-dir":
+        image, start = starting_point(options["path"])
+    else:
+        image, start = _service_start(options)
+    builder = HistoryBuilder(image)
+    if image is not EMPTY:
+        write_snapshot(spark, warehouse, image)
+        seed = builder.seed()
+        for table in seed.tables():
+            merge_history(spark, warehouse, table, seed)
+    return builder, start - 1, start
+
+
+def _service_start(options: dict[str, str]) -> tuple[Any, int]:
+    """A fresh warehouse over a service: from 0, or from the service's latest snapshot if its log was trimmed."""
+    import tempfile
+
+    from kraftlake.image import load_snapshot
+    from kraftlake.raft.messages import OffsetAndEpoch
+    from kraftlake.service.client import ObserverClient
+    from kraftlake.service.errors import SnapshotRequiredError
+
+    client = ObserverClient(service_source.parse_bootstrap(options["bootstrap"]), options["clusterId"])
+    try:
+        try:
+            client.fetch_entries(0, 1, max_wait_ms=0)
+            return EMPTY, 0
+        except SnapshotRequiredError as exc:
+            sid: OffsetAndEpoch = exc.snapshot_id
+        data = client.fetch_snapshot(sid)
+    finally:
+        client.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{sid.offset:020d}-{sid.epoch:010d}.checkpoint"
+        path.write_bytes(data)
+        return load_snapshot(path), sid.offset
+
+
+def _lag_probe(source: str, options: dict[str, str]) -> Callable[[int], int]:
+    if source == "service":
+        from kraftlake.service.client import ObserverClient
+
+        client = ObserverClient(service_source.parse_bootstrap(options["bootstrap"]), options["clusterId"])
+        return lambda nxt: max(0, client.log_range()[1] - nxt)
+    index = logtail_source.SegmentIndex(options["path"])
+    return lambda nxt: max(0, index.refresh() - nxt)
+
+
+def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse: str | Path, *,
+           trigger_interval_s: float = 1.0, available_now: bool = False,
+           max_records_per_batch: int | None = None, max_batches: int | None = None,
+           idle_stop_s: float | None = None, timeout_s: float | None = None,
+           progress: Callable[[StreamProgress], None] | None = None) -> StreamResult:
+    """Stream ``source`` (``service``: options ``bootstrap``, ``clusterId``; ``log-dir``: option ``path``).
+
+    Runs until the AvailableNow target is committed, ``max_batches`` batches committed, nothing arrived for
+    ``idle_stop_s``, or ``timeout_s`` passed (whichever is set and comes first; none: forever).
+    """
+    if source not in FORMATS:
+        raise StreamSourceError(f"unknown source {source!r}: one of {', '.join(FORMATS)}")
+    t0 = time.monotonic()
+    service_source.register(spark)
+    logtail_source.register(spark)
+    ensure_tables(spark, warehouse)
+    builder, done, start = _builder_at_commit_point(spark, warehouse, source, options)
+    committer = BatchCommitter(spark, warehouse, builder, done, _lag_probe(source, options), progress)
+    reader = spark.readStream.format(FORMATS[source]).options(**options).option("startingOffset", str(start))
+    if max_records_per_batch:
+        reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
+    writer = (reader.load().writeStream.foreachBatch(committer)
+              .option("checkpointLocation", checkpoint_dir(warehouse, source)))
+    writer = (writer.trigger(availableNow=True) if available_now
+              else writer.trigger(processingTime=f"{max(trigger_interval_s, 0.0)} seconds"))
+    query = writer.start()
+    try:
+        if available_now:
+            query.awaitTermination(None if timeout_s is None else int(timeout_s))
         else:
-            time.sleep(interval_s)
-    return total
+            last_change, seen = time.monotonic(), -1
+            while query.isActive:
+                query.awaitTermination(0.2)  # type: ignore[arg-type]
+                now = time.monotonic()
+                if committer.result.batches != seen:
+                    seen, last_change = committer.result.batches, now
+                if max_batches is not None and committer.result.batches >= max_batches:
+                    break
+                if idle_stop_s is not None and now - last_change >= idle_stop_s:
+                    break
+                if timeout_s is not None and now - t0 >= timeout_s:
+                    break
+    finally:
+        if query.isActive:
+            query.stop()
+    if query.exception() is not None:
+        raise StreamSourceError(f"the streaming query failed: {query.exception()}")
+    committer.result.seconds = time.monotonic() - t0
+    return committer.result

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kraftlake.raft.messages import Message, OffsetAndEpoch
+from kraftlake.raft.messages import Entry, Message, OffsetAndEpoch
 from kraftlake.service.codec import DEFAULT_MAX_FRAME_BYTES, decode_frame, encode_frame, frame_length
 from kraftlake.service.config import Endpoint
 from kraftlake.service.errors import (
@@ -178,6 +178,13 @@ class ObserverClient:
             `ClusterIdMismatchError`, `TransportError` (no server reachable), `RemoteError` (e.g. the offset
             is below the log start offset), `RequestTimeoutError`.
         """
+        return [CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value, e.control_type)
+                for e in self.fetch_entries(from_offset, max_records, max_wait_ms, max_bytes)]
+
+    def fetch_entries(self, from_offset: int, max_records: int = 1000, max_wait_ms: int = 500,
+                      max_bytes: int = 8 * 1024 * 1024) -> list[Entry]:
+        """As `fetch`, but the raft `Entry` tuples themselves (they also carry ``batch_base``, the first offset
+        of the leader write holding each entry, which a reader needs to lay records out as in the log files)."""
         last: Exception | None = None
         for _ in range(len(self._conn.bootstrap) + 1):
             request = ObserverFetchRequest(OBSERVER_ID, -1, self._conn.next_corr(), from_offset, max_records,
@@ -199,9 +206,30 @@ class ObserverClient:
             if reply.error is not ErrorCode.NONE:
                 raise RemoteError(int(reply.error),
                                   f"fetch from {from_offset}: log starts at {reply.log_start_offset}")
-            return [CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value, e.control_type)
-                    for e in reply.entries]
+            return list(reply.entries)
         raise TransportError(f"fetch failed on every bootstrap server: {last}")
+
+    def log_range(self) -> tuple[int, int]:
+        """``(log start offset, high watermark)`` of the answering voter, without waiting or raising on range.
+
+        A fetch at the last high watermark seen, of at most one small entry and no wait: the cheapest
+        question the observer protocol can ask. Voters may differ (a follower lags): callers that need a
+        monotonic answer keep the maximum.
+        """
+        last: Exception | None = None
+        for _ in range(len(self._conn.bootstrap) + 1):
+            request = ObserverFetchRequest(OBSERVER_ID, -1, self._conn.next_corr(), self.high_watermark, 1, 0, 1)
+            try:
+                reply = self._conn.request(request)
+            except (OSError, ConnectionError, RequestTimeoutError, TransportError) as exc:
+                last = exc
+                continue
+            assert isinstance(reply, ObserverFetchResponse)
+            self.high_watermark = reply.high_watermark
+            self.log_start_offset = reply.log_start_offset
+            self.leader_id = reply.leader_id
+            return reply.log_start_offset, reply.high_watermark
+        raise TransportError(f"log_range failed on every bootstrap server: {last}")
 
     def fetch_snapshot(self, snapshot_id: OffsetAndEpoch, chunk_bytes: int = 1024 * 1024) -> bytes:
         """Download a snapshot (the bytes of its ``.checkpoint`` file) in chunks (FetchSnapshot).
