@@ -1,0 +1,114 @@
+"""Questions answered by offset over a warehouse: the SQL `make run` prints, each with its answer.
+
+Every question is plain SQL over the table functions of `kraftlake.spark.sql` (registered for the session),
+so what the demo prints can be pasted into `kraftlake sql`. Each `Answer` keeps the exact SQL that produced it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from kraftlake.spark.tables import OFFSETS, table_ref
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A question, the SQL that answers it, and the rows it returned."""
+
+    question: str
+    sql: str
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def ask(spark: SparkSession, question: str, sql: str) -> Answer:
+    df = spark.sql(sql)
+    return Answer(question, sql, df.columns, [tuple(r) for r in df.collect()])
+
+
+def offset_range(spark: SparkSession, warehouse: str | Path) -> tuple[int, int]:
+    """The first and last offset the warehouse still answers for (compaction moves the first)."""
+    parts = table_ref(warehouse, "partitions")
+    offsets = table_ref(warehouse, OFFSETS)
+    row = spark.sql(
+        f"SELECT (SELECT coalesce(min(from_offset), 0) FROM {parts}) AS lo, "
+        f"(SELECT max(offset) FROM {offsets}) AS hi").first()
+    assert row is not None
+    return int(row.lo), int(row.hi)
+
+
+def sample_offsets(lo: int, hi: int, points: int) -> list[int]:
+    """`points` offsets spread evenly over [lo, hi], both ends included."""
+    if hi <= lo or points < 2:
+        return [hi]
+    step = (hi - lo) / (points - 1)
+    return sorted({lo + round(i * step) for i in range(points)})
+
+
+def under_replicated_over_time(spark: SparkSession, points: list[int]) -> Answer:
+    values = ", ".join(f"({p})" for p in points)
+    sql = (
+        "SELECT at.offset, count_if(size(p.isr) < size(p.replicas)) AS under_replicated,\n"
+        "       count_if(p.leader = -1) AS offline, count(*) AS partitions\n"
+        f"FROM (VALUES {values}) AS at(offset),\n"
+        "     LATERAL partitions_at(at.offset) AS p\n"
+        "GROUP BY at.offset ORDER BY at.offset")
+    return ask(spark, "Under-replicated partitions over time", sql)
+
+
+def under_replicated_at(spark: SparkSession, offset: int, limit: int = 10) -> Answer:
+    sql = (f"SELECT topic, partition, replicas, isr, leader FROM partitions_at({offset})\n"
+           f"WHERE size(isr) < size(replicas) ORDER BY topic, partition LIMIT {limit}")
+    return ask(spark, f"Under-replicated partitions at offset {offset}", sql)
+
+
+def busiest_partition(spark: SparkSession, warehouse: str | Path) -> tuple[str, int] | None:
+    """The partition whose leader changed most often (the most interesting leader history)."""
+    parts = table_ref(warehouse, "partitions")
+    row = spark.sql(
+        f"SELECT topic, `partition`, count(DISTINCT leader_epoch) AS n FROM {parts} "
+        "GROUP BY topic, `partition` ORDER BY n DESC, topic, `partition` LIMIT 1").first()
+    return None if row is None else (str(row.topic), int(row.partition))
+
+
+def leader_history(spark: SparkSession, topic: str, partition: int) -> Answer:
+    sql = (f"SELECT leader, from_offset, to_offset FROM leader_history('{topic}', {partition})\n"
+           "ORDER BY from_offset")
+    return ask(spark, f"Leader history of {topic}-{partition}", sql)
+
+
+def most_fenced_offset(spark: SparkSession, warehouse: str | Path, points: list[int]) -> int:
+    """Of `points`, the offset at which the most brokers were fenced (the last one on a tie)."""
+    brokers = table_ref(warehouse, "brokers")
+    values = ", ".join(f"({p})" for p in points)
+    row = spark.sql(
+        f"SELECT at.offset, count(b.id) AS n FROM (VALUES {values}) AS at(offset) LEFT JOIN {brokers} b "
+        "ON b.from_offset <= at.offset AND (b.to_offset IS NULL OR b.to_offset > at.offset) AND b.fenced "
+        "GROUP BY at.offset ORDER BY n DESC, at.offset DESC LIMIT 1").first()
+    return points[-1] if row is None else int(row.offset)
+
+
+def fenced_brokers_at(spark: SparkSession, offset: int) -> Answer:
+    sql = (f"SELECT id, epoch, fenced, in_controlled_shutdown, from_offset FROM brokers_at({offset})\n"
+           "WHERE fenced OR in_controlled_shutdown ORDER BY id")
+    return ask(spark, f"Brokers fenced or shutting down at offset {offset}", sql)
+
+
+def format_answer(answer: Answer, max_rows: int = 20) -> str:
+    """The question, its SQL, and its rows as an aligned text table."""
+    cells = [answer.columns] + [["NULL" if v is None else str(v) for v in r] for r in answer.rows[:max_rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(answer.columns))]
+    lines = [f"== {answer.question}", *("   " + s for s in answer.sql.splitlines()), ""]
+    for n, row in enumerate(cells):
+        lines.append("   " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            lines.append("   " + "  ".join("-" * w for w in widths))
+    if len(answer.rows) > max_rows:
+        lines.append(f"   ... {len(answer.rows) - max_rows} more rows")
+    if not answer.rows:
+        lines.append("   (no rows)")
+    return "\n".join(lines)
