@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reconstruct": ("kraftlake.commands.reconstruct", "rebuild the state at an offset from snapshot + log tail"),
     "stream": ("kraftlake.commands.stream", "tail a metadata log directory into the warehouse (micro-batches)"),
     "compact": ("kraftlake.commands.compact", "snapshot, retention deletes, OPTIMIZE and VACUUM of a warehouse"),
+    "validate": ("kraftlake.commands.validate", "Great Expectations suites on the warehouse tables, GX Data Docs"),
 }
 
 
