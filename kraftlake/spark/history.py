@@ -114,12 +114,13 @@ def controller_row(c: ControllerRegistration) -> dict[str, Any]:
 
 
 def partition_row(topic: str, topic_id: str, pid: int, p: PartitionRegistration) -> dict[str, Any]:
-    return {"topic": topic, "topic_id": topic_id, "partition": pid, "replicas": list(p.replicas),
-            "isr": list(p.isr), "removing_replicas": list(p.removing_replicas),
-            "adding_replicas": list(p.adding_replicas), "leader": p.leader,
+    # the registration's tuples as they are (Arrow and JSON take them as lists): no copy per version
+    return {"topic": topic, "topic_id": topic_id, "partition": pid, "replicas": p.replicas,
+            "isr": p.isr, "removing_replicas": p.removing_replicas,
+            "adding_replicas": p.adding_replicas, "leader": p.leader,
             "leader_recovery_state": p.leader_recovery_state, "leader_epoch": p.leader_epoch,
-            "partition_epoch": p.partition_epoch, "directories": list(p.directories),
-            "eligible_leader_replicas": list(p.elr), "last_known_elr": list(p.last_known_elr)}
+            "partition_epoch": p.partition_epoch, "directories": p.directories,
+            "eligible_leader_replicas": p.elr, "last_known_elr": p.last_known_elr}
 
 
 def quota_entity_key(entity: tuple[tuple[str, str | None], ...]) -> str:
@@ -321,23 +322,40 @@ class HistoryBuilder:
         """Replay ``records`` (``MetadataRecord`` s in log order, following the current image)."""
         batch = HistoryBatch()
         events: list[tuple[int, str, tuple[Any, ...], dict[str, Any] | None]] = []
+        add = events.append
         image = self.image
         offsets = batch.offsets
         for mr in records:
-            if batch.first_offset < 0:
-                batch.first_offset = mr.offset
             offsets.append((mr.offset, mr.epoch, mr.timestamp))
             new = replay(image, mr)
-            if not mr.is_control and new._txn is None:
-                if mr.type == "EndTransactionRecord":
+            kind = mr.type
+            if mr.is_control or new._txn is not None:
+                pass
+            elif (kind == "PartitionChangeRecord" or kind == "PartitionRecord") and image._txn is None:
+                # the common case, outside a transaction: only this partition can change (no full diff)
+                rec = mr.record
+                tid = rec.topic_id
+                t0, t1 = image.topics_by_id.get(tid), new.topics_by_id.get(tid)
+                if t0 is not t1:
+                    if t0 is not None and t1 is not None and t0.name == t1.name:
+                        pid = rec.partition_id
+                        p0, p1 = t0.partitions.get(pid), t1.partitions.get(pid)
+                        if p0 is not p1 and (p0 is None or p1 is None or p0 != p1):
+                            add((mr.offset, "partitions", (tid, pid),
+                                 None if p1 is None else partition_row(t1.name, tid, pid, p1)))
+                    else:
+                        events.extend((mr.offset, t, k, row) for t, k, row in changes(image, new, [(rec, kind)]))
+            else:
+                if kind == "EndTransactionRecord":
                     txn = image.transaction
                     recs = [(r, type(r).__name__) for r in (txn.records if txn else ())]
                 else:
-                    recs = [(mr.record, mr.type)]
+                    recs = [(mr.record, kind)]
                 if recs:
                     events.extend((mr.offset, t, k, row) for t, k, row in changes(image, new, recs))
             image = new
         if offsets:
+            batch.first_offset = offsets[0][0]
             batch.last_offset = offsets[-1][0]
         self.image = image
         _versions(events, batch)
@@ -360,6 +378,8 @@ def _versions(
             batch.closes.setdefault(table, []).append(close)
         seen.add((table, key))
         if row is not None:
-            version = {**row, "from_offset": offset, "to_offset": None}
-            batch.versions.setdefault(table, []).append(version)
-            open_[(table, key)] = version
+            # rows are built fresh for each event: the version is the row itself, no copy
+            row["from_offset"] = offset
+            row["to_offset"] = None
+            batch.versions.setdefault(table, []).append(row)
+            open_[(table, key)] = row

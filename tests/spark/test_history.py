@@ -10,32 +10,67 @@ from spark.fixtures_logs import write_synthetic_log
 
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
-from kraftlake.spark.history import ENTITIES, HistoryBuilder, entity_rows
+from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder, entity_rows
 
 FIXTURES = Path("/work/shared/fixtures/kafka-logs")
 
 
+def apply_table(tables: dict[str, list[dict[str, Any]]], batch: HistoryBatch, table: str) -> None:
+    """One table's closes then versions of a slice, as the MERGE and the append do (asserting one open match)."""
+    key = ENTITIES[table].key
+    closes = batch.closes.get(table, [])
+    # one close per key and slice: a MERGE refuses two source rows matching one target row
+    assert len({tuple(c[k] for k in key) for c in closes}) == len(closes)
+    for c in closes:
+        open_ = [r for r in tables[table] if r["to_offset"] is None
+                 and all(r[k] == c[k] for k in key) and r["from_offset"] < c["to_offset"]]
+        assert len(open_) <= 1
+        for r in open_:
+            r["to_offset"] = c["to_offset"]
+    tables[table].extend(dict(v) for v in batch.versions.get(table, []))
+
+
 def apply_slices(log_dir: Path, size: int) -> dict[str, list[dict[str, Any]]]:
-    """Feed the log in slices and apply closes/versions as the MERGE does (asserting one open match)."""
+    """Feed the log in slices and apply closes/versions as the warehouse writes do."""
     recs = list(log_records(log_dir))
     builder = HistoryBuilder()
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in ENTITIES}
     for i in range(0, len(recs), size):
         batch = builder.feed(recs[i:i + size])
         assert batch.first_offset == recs[i].offset
-        for table, closes in batch.closes.items():
-            key = ENTITIES[table].key
-            # one close per key and slice: a MERGE refuses two source rows matching one target row
-            assert len({tuple(c[k] for k in key) for c in closes}) == len(closes)
-            for c in closes:
-                open_ = [r for r in tables[table] if r["to_offset"] is None
-                         and all(r[k] == c[k] for k in key) and r["from_offset"] < c["to_offset"]]
-                assert len(open_) <= 1
-                for r in open_:
-                    r["to_offset"] = c["to_offset"]
-        for table, versions in batch.versions.items():
-            tables[table].extend(dict(v) for v in versions)
+        for table in batch.tables():
+            apply_table(tables, batch, table)
     return tables
+
+
+def _canon_tables(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
+    return {t: sorted(repr(sorted(r.items())) for r in rows) for t, rows in tables.items()}
+
+
+@pytest.mark.parametrize(("killed", "resumed", "tables_done"), [(97, 13, 3), (40, 150, 7), (60, 60, 11)])
+def test_resume_after_a_torn_slice_with_other_slicing(tmp_path: Path, killed: int, resumed: int,
+                                                      tables_done: int) -> None:
+    """A run killed inside its third slice (some tables written), resumed with another slice size, ends with
+    exactly the tables of an uninterrupted run (``pipelines.ingest.without_written``)."""
+    from pipelines.ingest import without_written
+
+    log_dir = write_synthetic_log(tmp_path, seed=4, steps=300)
+    recs = list(log_records(log_dir))
+    want = _canon_tables(apply_slices(log_dir, 1000))
+    builder = HistoryBuilder()
+    tables: dict[str, list[dict[str, Any]]] = {t: [] for t in ENTITIES}
+    for i in range(3):
+        batch = builder.feed(recs[i * killed:(i + 1) * killed])
+        for table in batch.tables()[:tables_done] if i == 2 else batch.tables():
+            apply_table(tables, batch, table)
+    written = {t: max((r["from_offset"] for r in rows), default=-1) for t, rows in tables.items()}
+    done = 2 * killed  # the commit point: the first two slices
+    builder = HistoryBuilder(image_at(log_dir, recs[done - 1].offset))
+    for i in range(done, len(recs), resumed):
+        batch = without_written(builder.feed(recs[i:i + resumed]), written)
+        for table in batch.tables():
+            apply_table(tables, batch, table)
+    assert _canon_tables(tables) == want
 
 
 def at(tables: dict[str, list[dict[str, Any]]], table: str, n: int) -> list[str]:
