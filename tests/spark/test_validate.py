@@ -78,7 +78,7 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(spark: Any, sim_w
     assert code == 1, text
     failed = set(re.findall(r"^FAILED (\w+): (\w+) ", text, re.M))
     assert failed == {("partitions", "isr_subset_of_replicas"), ("offsets", "offsets_contiguous")}, text
-    assert "UnexpectedRowsExpectation" in text and "data docs (local_site): file://" in text
+    assert "(unexpected_rows_expectation)" in text and "data docs (local_site): file://" in text
 
 
 def test_validate_records_quarantines_bad_rows_and_keeps_the_rest(spark: Any, sim_warehouse: Path,
