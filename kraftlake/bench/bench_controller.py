@@ -143,13 +143,15 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, per_topic: int =
             for b in range(brokers):
                 heartbeat(b)
             topics = (partitions + per_topic - 1) // per_topic
-            chunk = max(1, 10_000 // per_topic)  # about one batch of records per CreateTopics
+            # small commands: the three voters share this process's loop and GIL, and a long command delays
+            # their raft work (fetch timeout 2 s) as long as it runs
+            chunk = max(1, 1_000 // per_topic)
             for i in range(0, topics, chunk):
                 batch = [CreatableTopic(f"topic-{j:07d}", min(per_topic, partitions - j * per_topic), 3)
                          for j in range(i, min(topics, i + chunk))]
                 quorum.submit(partial(_create, batch), timeout=300)
-                for b in range(brokers):  # keep the sessions alive (the session timeout is 9 s)
-                    if i % (chunk * 20) == 0:
+                if i % (chunk * 100) == 0:  # keep the sessions alive (the session timeout is 9 s)
+                    for b in range(brokers):
                         heartbeat(b)
             build_s = time.perf_counter() - t0
             shutdown = []
