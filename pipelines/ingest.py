@@ -1,18 +1,28 @@
 """``ingest``: a Kafka ``__cluster_metadata-0`` directory into the warehouse, slice by slice, exactly once.
 
 Each slice of about ``batch_records`` records is written as: its ``metadata_log`` rows (decoded by the
-``kraftlake-log`` source in executors, from the files), the history versions it creates or ends (computed in
-the driver by :class:`kraftlake.spark.history.HistoryBuilder`, which replays the records with the image), and
-finally its ``offsets`` rows, the commit point. Every write carries the slice's last offset as Delta
-``txnVersion``, so a run killed anywhere and started again resumes after the last committed slice and
-replays the unfinished one without duplicates.
+``kraftlake-log`` source in executors, from the files), the history versions it ends (one MERGE per table
+that has closes) and creates (an append), computed in the driver by
+:class:`kraftlake.spark.history.HistoryBuilder` (which replays the records with the image), and finally its
+``offsets`` rows, the commit point. Tables the slice does not touch are not written.
+
+Every write carries the slice's last offset as Delta ``txnVersion``, so a run killed anywhere and started again
+resumes after the last committed slice and replays the unfinished one without duplicates. A resumed run may cut
+its slices differently from the killed one; when the killed run left writes past the commit point
+(``metadata_log`` rows beyond it), the resumed run appends only versions above each table's highest
+``from_offset`` and turns the versions it leaves out into closes (a close is idempotent by content).
+
+Speed: the history of slice k is written by one writer thread while the driver replays slice k+1 (the JVM
+and the Python replay overlap; commits stay in order), and the replayed image is kept in the process between
+calls on the same warehouse (the streaming pipeline's micro-batches), checked against the commit point.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -22,12 +32,13 @@ from pyspark.sql import SparkSession
 from kraftlake.image import EMPTY, MetadataImage, load_snapshot
 from kraftlake.image.source import log_records, partition_dir, segments, snapshots
 from kraftlake.spark import logsource
-from kraftlake.spark.history import HistoryBatch, HistoryBuilder
+from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder
 from kraftlake.spark.tables import (
     LOG,
     append,
     ensure_tables,
     last_offset,
+    max_from_offsets,
     merge_history,
     table_ref,
     to_stored_log,
@@ -71,13 +82,83 @@ def slices(records: Iterator[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
+def without_written(batch: HistoryBatch, written: dict[str, int]) -> HistoryBatch:
+    """``batch`` less the versions a killed run already appended (``from_offset <= written[table]``).
+
+    A left-out version that this slice also ends becomes a close; of several closes of one key, the one with the
+    highest ``to_offset`` is the one that ends the key's open version in the table (the others were applied).
+    """
+    out = HistoryBatch(batch.first_offset, batch.last_offset, offsets=batch.offsets)
+    for table in batch.tables():
+        floor = written.get(table, -1)
+        key = ENTITIES[table].key
+        closes = {tuple(c[k] for k in key): c for c in batch.closes.get(table, ())}
+        versions = []
+        for v in batch.versions.get(table, ()):
+            if v["from_offset"] > floor:
+                versions.append(v)
+                continue
+            if v["to_offset"] is not None:
+                k = tuple(v[c] for c in key)
+                prev = closes.get(k)
+                if prev is None or prev["to_offset"] < v["to_offset"]:
+                    closes[k] = {**{c: v[c] for c in key}, "to_offset": v["to_offset"]}
+        if versions:
+            out.versions[table] = versions
+        if closes:
+            out.closes[table] = list(closes.values())
+    return out
+
+
 def commit_slice(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch,
-                 write_log: Callable[[int, int], None]) -> None:
-    """Write one slice to every table, ``offsets`` last (the commit point)."""
+                 write_log: Callable[[int, int], None], written: dict[str, int] | None = None) -> None:
+    """Write one slice to every table it touches, ``offsets`` last (the commit point).
+
+    ``written``: each history table's highest ``from_offset`` when a killed run may have written part of this
+    slice (see :func:`without_written`).
+    """
     write_log(batch.first_offset, batch.last_offset)
+    if written is not None:
+        batch = without_written(batch, written)
     for table in batch.tables():
         merge_history(spark, warehouse, table, batch)
     write_offsets(spark, warehouse, batch)
+
+
+@dataclass
+class _Resume:
+    """A warehouse's replayed state kept between ``ingest`` calls of one process."""
+
+    builder: HistoryBuilder
+    committed: int
+    start: int
+    written: dict[str, int] | None = field(default=None)
+
+
+_RESUME: dict[tuple[int, str], _Resume] = {}
+
+
+def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int, str]) -> tuple[_Resume, int]:
+    """The builder at the commit point and the highest offset already in ``metadata_log``."""
+    done = last_offset(spark, warehouse)
+    kept = _RESUME.pop(key, None)
+    if kept is not None and done >= 0 and kept.committed == done:
+        kept.start = done + 1
+        return kept, done  # this process wrote everything up to `done` and nothing after it
+    if done >= 0:
+        state = _Resume(HistoryBuilder(image_at_offset(spark, warehouse, done)), done, done + 1)
+    else:
+        image, start = starting_point(d)
+        state = _Resume(HistoryBuilder(image), done, start)
+        if image is not EMPTY:
+            write_snapshot(spark, warehouse, image)
+            seed = state.builder.seed()
+            for table in seed.tables():
+                merge_history(spark, warehouse, table, seed)
+    logged = log_max(spark, warehouse)
+    if logged > done:
+        state.written = max_from_offsets(spark, warehouse)
+    return state, logged
 
 
 def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batch_records: int = 500_000,
@@ -87,21 +168,12 @@ def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batc
     d = partition_dir(log_dir)
     logsource.register(spark)
     ensure_tables(spark, warehouse)
-    done = last_offset(spark, warehouse)
-    if done >= 0:
-        builder, start = HistoryBuilder(image_at_offset(spark, warehouse, done)), done + 1
-    else:
-        image, start = starting_point(d)
-        builder = HistoryBuilder(image)
-        if image is not EMPTY:
-            write_snapshot(spark, warehouse, image)
-            seed = builder.seed()
-            for table in seed.tables():
-                merge_history(spark, warehouse, table, seed)
+    key = (id(spark), str(Path(warehouse).resolve()))
+    state, logged_max = _resume(spark, warehouse, d, key)
 
-    # a run killed after its metadata_log append but before its commit point left rows past `done`: a resumed
-    # run may slice differently, so it appends only what is not there yet (each append is atomic)
-    logged = [log_max(spark, warehouse)]
+    # a run killed after its metadata_log append but before its commit point left rows past the commit point:
+    # a resumed run may slice differently, so it appends only what is not there yet (each append is atomic)
+    logged = [logged_max]
 
     def write_log(first: int, last: int) -> None:
         first = max(first, logged[0] + 1)
@@ -113,10 +185,11 @@ def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batc
         append(to_stored_log(df), warehouse, LOG, last)
 
     result = IngestResult()
-    for chunk in slices(log_records(d, start), batch_records):
-        batch = builder.feed(chunk)
-        commit_slice(spark, warehouse, batch, write_log)
-        result.records += len(chunk)
+
+    def commit(batch: HistoryBatch, records: int) -> None:
+        commit_slice(spark, warehouse, batch, write_log, state.written)
+        state.committed = batch.last_offset
+        result.records += records
         result.slices += 1
         if result.first_offset < 0:
             result.first_offset = batch.first_offset
@@ -124,5 +197,19 @@ def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batc
         if progress is not None:
             progress(f"slice {result.slices}: offsets {batch.first_offset}..{batch.last_offset} "
                      f"({result.records} records, {time.monotonic() - t0:.1f}s)")
+
+    # one writer thread: slice k is written while the driver replays slice k+1; commits stay in order
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-ingest") as writer:
+        pending: Future[None] | None = None
+        for chunk in slices(log_records(d, state.start), batch_records):
+            batch = state.builder.feed(chunk)
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(commit, batch, len(chunk))
+        if pending is not None:
+            pending.result()
+    if state.written is not None and result.slices:
+        state.written = None  # every slice past the killed run's writes is now committed whole
+    _RESUME[key] = state
     result.seconds = time.monotonic() - t0
     return result

@@ -53,21 +53,34 @@ def table_ddl(name: str) -> str:
     raise KeyError(name)
 
 
+#: Tables whose rows a slice updates in place (closes): deletion vectors let MERGE mark the old row instead of
+#: rewriting every file it touches.
+_DV = "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+_ENSURED: set[str] = set()
+
+
 def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
-    """Create the tables that do not exist yet (empty, with their schemas)."""
+    """Create the tables that do not exist yet (empty, with their schemas); checked once per process."""
     from delta.tables import DeltaTable
 
+    root = str(Path(warehouse).resolve())
+    if root in _ENSURED and Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        return
     Path(warehouse).mkdir(parents=True, exist_ok=True)
     log_path = table_path(warehouse, LOG)
     if not DeltaTable.isDeltaTable(spark, log_path):
         (DeltaTable.createIfNotExists(spark).location(log_path).addColumns(log_table_schema())
-         .clusterBy("offset").execute())
+         .clusterBy("offset").property("delta.enableDeletionVectors", "true").execute())
     for name in (*HISTORY_TABLES, SNAPSHOTS, OFFSETS):
         path = table_path(warehouse, name)
         if not DeltaTable.isDeltaTable(spark, path):
-            cluster = "snapshot_offset" if name == SNAPSHOTS else "offset" if name == OFFSETS else "from_offset"
+            # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
+            cluster = ("snapshot_offset" if name == SNAPSHOTS else "offset" if name == OFFSETS
+                       else "from_offset, to_offset")
+            props = f" {_DV}" if name in ENTITIES else ""
             spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({table_ddl(name)}) USING DELTA "
-                      f"CLUSTER BY ({cluster})")
+                      f"CLUSTER BY ({cluster}){props}")
+    _ENSURED.add(root)
 
 
 def _nullable_inside(t: T.DataType) -> T.DataType:
@@ -118,13 +131,24 @@ def schema_of(spark: SparkSession, name: str) -> T.StructType:
     return schema
 
 
-def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
-    """Rows of a table as a DataFrame, through Arrow (no per-row Python conversion in Spark)."""
+def arrow_table(spark: SparkSession, name: str, rows: list[dict[str, Any]], columns: tuple[str, ...] = ()
+                ) -> tuple[Any, T.StructType]:
+    """Rows of a table (or of some of its ``columns``) as a ``pyarrow.Table`` built column by column."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = schema_of(spark, name)
-    table = pa.Table.from_pylist(rows, schema=to_arrow_schema(schema))
+    if columns:
+        schema = T.StructType([schema[c] for c in columns])
+    arrow_schema = to_arrow_schema(schema)
+    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema]
+    return pa.Table.from_arrays(arrays, schema=arrow_schema), schema
+
+
+def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]], columns: tuple[str, ...] = ()
+                ) -> DataFrame:
+    """Rows of a table as a DataFrame, through Arrow (no per-row Python conversion in Spark)."""
+    table, schema = arrow_table(spark, name, rows, columns)
     return spark.createDataFrame(table, schema=schema)
 
 
@@ -135,9 +159,9 @@ def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) ->
 
 
 @contextmanager
-def delta_txn(spark: SparkSession, txn_version: int) -> Iterator[None]:
+def delta_txn(spark: SparkSession, txn_version: int, app_id: str = APP_ID) -> Iterator[None]:
     """Session-level Delta transaction id for MERGE/UPDATE/DELETE (the writer options do not reach them)."""
-    spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(txn_version))
     try:
         yield
@@ -146,33 +170,55 @@ def delta_txn(spark: SparkSession, txn_version: int) -> Iterator[None]:
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
 
 
-def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch) -> None:
-    """Apply one slice's closes and new versions to a history table in one idempotent MERGE."""
-    ent = ENTITIES[table]
-    rows = [{**v, "_kind": 1} for v in batch.versions.get(table, ())]
-    rows += [{**c, "from_offset": -1, "_kind": 0} for c in batch.closes.get(table, ())]
-    if not rows:
-        return
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
+#: The transaction id of the closes' MERGE: Delta keeps one version per application id and table, and the
+#: versions' append of the same slice already used ``APP_ID``.
+CLOSE_APP_ID = "kraftlake-close"
 
-    schema = schema_of(spark, table).add("_kind", T.IntegerType(), False)
-    source = spark.createDataFrame(pa.Table.from_pylist(rows, schema=to_arrow_schema(schema)), schema=schema)
-    view = f"_kraftlake_src_{table}"
+
+def append_versions(spark: SparkSession, warehouse: str | Path, table: str, versions: list[dict[str, Any]],
+                    txn_version: int) -> None:
+    """Append new history versions (idempotent through the Delta transaction id)."""
+    if versions:
+        append(arrow_frame(spark, table, versions), warehouse, table, txn_version)
+
+
+def close_versions(spark: SparkSession, warehouse: str | Path, table: str, closes: list[dict[str, Any]],
+                   txn_version: int) -> None:
+    """End the open versions named by ``closes`` (key columns and ``to_offset``) in one MERGE.
+
+    Idempotent by content as well as by transaction id: a close matches only the version of its key that is
+    still open and began before the close, so applying it twice changes nothing. The ``to_offset IS NULL``
+    and ``from_offset`` bounds in the condition let Delta skip files holding only closed or later versions.
+    """
+    if not closes:
+        return
+    ent = ENTITIES[table]
+    view = f"_kraftlake_close_{table}"
+    source = arrow_frame(spark, table, closes, (*ent.key, "to_offset"))
     source.createOrReplaceTempView(view)
-    key = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in ent.key) or "TRUE"
+    bound = max(c["to_offset"] for c in closes)
+    key = " AND ".join(f"t.`{k}` = s.`{k}`" for k in ent.key) or "TRUE"
     sql = f"""
         MERGE INTO {table_ref(warehouse, table)} t USING {view} s
-        ON {key} AND ((s._kind = 0 AND t.to_offset IS NULL AND t.from_offset < s.to_offset)
-                      OR (s._kind = 1 AND t.from_offset = s.from_offset))
+        ON t.to_offset IS NULL AND t.from_offset < {int(bound)} AND {key} AND t.from_offset < s.to_offset
         WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset
-        WHEN NOT MATCHED AND s._kind = 1 THEN INSERT ({", ".join(f"`{c}`" for c in (*ent.names, "from_offset",
-                                                                                      "to_offset"))})
-          VALUES ({", ".join(f"s.`{c}`" for c in (*ent.names, "from_offset", "to_offset"))})
     """
-    with delta_txn(spark, batch.last_offset):
+    with delta_txn(spark, txn_version, CLOSE_APP_ID):
         spark.sql(sql)
     spark.catalog.dropTempView(view)
+
+
+def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch) -> None:
+    """Apply one slice's closes, then append its new versions (each write idempotent)."""
+    close_versions(spark, warehouse, table, batch.closes.get(table, []), batch.last_offset)
+    append_versions(spark, warehouse, table, batch.versions.get(table, []), batch.last_offset)
+
+
+def max_from_offsets(spark: SparkSession, warehouse: str | Path) -> dict[str, int]:
+    """The highest ``from_offset`` of every history table (-1 when empty), in one Spark action."""
+    parts = [f"SELECT '{t}' AS t, max(from_offset) AS m FROM {table_ref(warehouse, t)}" for t in HISTORY_TABLES]
+    rows = spark.sql(" UNION ALL ".join(parts)).collect()
+    return {r["t"]: -1 if r["m"] is None else int(r["m"]) for r in rows}
 
 
 def write_offsets(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch) -> None:
