@@ -51,9 +51,11 @@ fmt: setup ## format the code
 bench: setup ## benchmarks; writes bench/results.json
 	$(PY) -m kraftlake.bench --out bench/results.json
 
-dist: setup ## the wheel that spark-submit --py-files ships (schemas/ packed in as kraftlake/_schemas)
-	rm -rf build kraftlake/_schemas && cp -r schemas kraftlake/_schemas
+dist: setup ## dist/kraftlake.zip for spark-submit --py-files (the wheel, schemas/ packed in as kraftlake/_schemas)
+	rm -rf build dist kraftlake/_schemas && cp -r schemas kraftlake/_schemas
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist . ; status=$$?; rm -rf kraftlake/_schemas build; exit $$status
+	# executors put only .zip/.egg/.jar --py-files on sys.path: the same archive under a .zip name
+	cp dist/kraftlake-*.whl dist/kraftlake.zip
 
 clean: ## remove build outputs (keeps the venv and the jar cache)
 	rm -rf build dist bench/results.json warehouse

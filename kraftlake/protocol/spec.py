@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +119,7 @@ class MessageSpec:
     flexible_versions: Versions
     struct: StructSpec
     avro: dict[str, Any] = field(repr=False)
-    path: Path = field(repr=False)
+    path: Path | Traversable = field(repr=False)
 
     @property
     def record_type_name(self) -> str:
@@ -140,13 +142,25 @@ class MessageSpec:
         return list(seen.values())
 
 
-def schemas_dir() -> Path:
-    """The ``schemas/`` directory: beside the package in a checkout, ``kraftlake/_schemas`` in a built wheel."""
+def schemas_dir() -> Path | Traversable:
+    """The ``schemas/`` directory: beside the package in a checkout, ``kraftlake/_schemas`` in a built wheel.
+
+    The packaged copy is read through ``importlib.resources``: on a Spark cluster the package is imported from
+    the ``--py-files`` archive, where there is no directory to glob.
+    """
     package = Path(kraftlake.__file__).parent
-    for candidate in (package.parent / "schemas", package / "_schemas"):
-        if candidate.is_dir() and any(candidate.glob("*.avsc")):
-            return candidate
-    raise SchemaError(f"no schemas found in {package.parent / 'schemas'} nor {package / '_schemas'}")
+    checkout = package.parent / "schemas"
+    if checkout.is_dir() and any(checkout.glob("*.avsc")):
+        return checkout
+    packaged = resources.files("kraftlake") / "_schemas"
+    if packaged.is_dir() and any(p.name.endswith(".avsc") for p in packaged.iterdir()):
+        return packaged
+    raise SchemaError(f"no schemas found in {checkout} nor in the package's _schemas")
+
+
+def schema_files() -> list[Path | Traversable]:
+    """Every ``.avsc`` file of :func:`schemas_dir`, by name."""
+    return sorted((p for p in schemas_dir().iterdir() if p.name.endswith(".avsc")), key=lambda p: p.name)
 
 
 def _python_default(ktype: str, is_array: bool, text: str | None, where: str) -> Any:
@@ -235,7 +249,7 @@ def _load_struct(avro: dict[str, Any], qualname: str, namespace: str, versions: 
                       avro_fullname=fullname)
 
 
-def load_message(path: Path) -> MessageSpec:
+def load_message(path: Path | Traversable) -> MessageSpec:
     """Read one ``.avsc`` file into a :class:`MessageSpec`."""
     try:
         avro = json.loads(path.read_text())
@@ -261,7 +275,7 @@ def load_message(path: Path) -> MessageSpec:
 @cache
 def load_all() -> tuple[MessageSpec, ...]:
     """Every message under :func:`schemas_dir`, sorted by kind (metadata first) then apiKey / control type."""
-    specs = [load_message(p) for p in sorted(schemas_dir().glob("*.avsc"))]
+    specs = [load_message(p) for p in schema_files()]
     specs.sort(key=lambda s: (s.kind != "metadata", s.api_key if s.api_key is not None else s.control_type or 0))
     seen: set[tuple[str, int | None]] = set()
     for s in specs:

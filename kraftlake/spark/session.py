@@ -63,6 +63,16 @@ def read_conf(path: Path = DEFAULT_CONF) -> dict[str, str]:
     return conf
 
 
+def _submitted_conf() -> dict[str, str]:
+    """The settings spark-submit gave this driver (empty when Python started the JVM itself)."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, whose system properties hold its conf
+    return dict(SparkConf().getAll())
+
+
 def build_session(
     app_name: str = "kraftlake",
     conf: Mapping[str, str] | None = None,
@@ -85,13 +95,20 @@ def build_session(
     # Python workers (UDFs, data sources) must run this interpreter, not whatever python3 is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = read_conf(conf_file)
+    settings = read_conf(conf_file) if conf_file.is_file() else {}
     settings.update(conf or {})
-    jars = [str(j) for j in delta_jars()]
-    extra = settings.pop("spark.jars", "")
-    settings["spark.jars"] = ",".join([*jars, *([extra] if extra else [])])
+    submitted = _submitted_conf()
+    if submitted:
+        # under spark-submit its --master, --jars and --conf win over our local defaults (spark.master local[2]
+        # would otherwise turn a cluster job into a local one); Delta's jars must come with --jars there, as
+        # the driver JVM is already running when this code starts
+        settings = {k: v for k, v in settings.items() if k not in submitted}
+    if "spark.jars" not in submitted:
+        jars = [str(j) for j in delta_jars()]
+        extra = settings.pop("spark.jars", "")
+        settings["spark.jars"] = ",".join([*jars, *([extra] if extra else [])])
     log4j = REPO_ROOT / "conf" / "log4j2.properties"
-    if log4j.exists():
+    if log4j.exists() and not submitted:
         option = f"-Dlog4j.configurationFile=file:{log4j}"
         settings.setdefault("spark.driver.extraJavaOptions", option)
         settings.setdefault("spark.executor.extraJavaOptions", option)

@@ -29,17 +29,9 @@ from pathlib import Path
 
 import pytest
 
-#: Known blockers outside the Spark jobs, found by this test (strict: once they are fixed the test must pass
-#: and this mark must go): (1) ``kraftlake.protocol.spec.schemas_dir`` tests ``kraftlake/_schemas`` with
-#: filesystem calls, which fail when the package is imported from the shipped archive (zipimport), so
-#: executors cannot load the schemas; (2) ``kraftlake.spark.session.build_session`` applies
-#: ``conf/spark-defaults.conf`` (``spark.master local[2]``) over spark-submit's ``--master``, and looks for that
-#: file beside the package, which inside the archive does not exist.
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(3600),  # four spark-submits and a cluster: ~15 min on the loaded 2-core machine
-    pytest.mark.xfail(strict=True, reason="package imported from a zip cannot find its schemas; "
-                                          "build_session overrides spark-submit's master"),
 ]
 
 REPO = Path(__file__).resolve().parents[2]
