@@ -138,7 +138,7 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, per_topic: int =
 
             def heartbeat(b: int, **kw: Any) -> Any:
                 return quorum.submit(lambda c: c.handle_heartbeat(
-                    BrokerHeartbeatRequest(b, epochs[b], c.next_offset - 1, **kw), _now()))
+                    BrokerHeartbeatRequest(b, epochs[b], c.next_offset - 1, **kw), _now()), timeout=300)
 
             for b in range(brokers):
                 heartbeat(b)
