@@ -191,8 +191,8 @@ def _token_row(d: Any) -> dict[str, Any]:
 
 # -- changes between two images ------------------------------------------------------------------------------
 
-Change = tuple[str, tuple[Any, ...], "dict[str, Any] | None"]
-"""(table, entity key, new row or None when the entity is gone)."""
+Change = tuple[str, tuple[Any, ...], "dict[str, Any] | None", bool]
+"""(table, entity key, new row or None when the entity is gone, whether the entity existed before)."""
 
 
 def _diff_dict(table: str, old: Any, new: Any, key: Any, row: Any) -> Iterator[Change]:
@@ -202,7 +202,7 @@ def _diff_dict(table: str, old: Any, new: Any, key: Any, row: Any) -> Iterator[C
         a, b = old.get(k), new.get(k)
         if a is b or (a is not None and b is not None and a == b):
             continue
-        yield table, key(k), None if b is None else row(k, b)
+        yield table, key(k), None if b is None else row(k, b), a is not None
 
 
 def _diff_multi(table: str, old_rows: list[Any], new_rows: list[Any]) -> Iterator[Change]:
@@ -211,7 +211,7 @@ def _diff_multi(table: str, old_rows: list[Any], new_rows: list[Any]) -> Iterato
     for k in before.keys() | after.keys():
         a, b = before.get(k), after.get(k)
         if a != b:
-            yield table, k, b
+            yield table, k, b, a is not None
 
 
 def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any, str]]) -> Iterator[Change]:
@@ -236,7 +236,7 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
                 yield from _diff_multi("client_quotas", list(_quota_rows(entity, a)), list(_quota_rows(entity, b)))
     if old.next_producer_id != new.next_producer_id:
         yield "producer_ids", (), (None if new.next_producer_id == -1
-                                   else {"next_producer_id": new.next_producer_id})
+                                   else {"next_producer_id": new.next_producer_id}), old.next_producer_id != -1
     topics: dict[str, set[int] | None] = {}  # topic id -> partitions named, None = compare all
     configs: set[tuple[int, str]] = set()
     acls: set[str] = set()
@@ -261,7 +261,7 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
         if t0 is t1:
             continue
         if t0 is None or t1 is None or t0.name != t1.name:
-            yield "topics", (tid,), None if t1 is None else {"name": t1.name, "topic_id": tid}
+            yield "topics", (tid,), None if t1 is None else {"name": t1.name, "topic_id": tid}, t0 is not None
         p0 = t0.partitions if t0 is not None else {}
         p1 = t1.partitions if t1 is not None else {}
         pids = (set(p0) | set(p1)) if named is None else named
@@ -269,7 +269,8 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
             pa_, pb = p0.get(pid), p1.get(pid)
             if pa_ is pb or (pa_ is not None and pb is not None and pa_ == pb):
                 continue
-            yield "partitions", (tid, pid), None if pb is None or t1 is None else partition_row(t1.name, tid, pid, pb)
+            yield ("partitions", (tid, pid), None if pb is None or t1 is None else partition_row(t1.name, tid, pid, pb),
+                   pa_ is not None)
     for key in configs:
         ca, cb = old.configs.get(key) or {}, new.configs.get(key) or {}
         if ca != cb:
@@ -277,8 +278,11 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
     for acl_id in acls:
         a, b = old.acls.get(acl_id), new.acls.get(acl_id)
         if a != b:
-            yield "acls", (acl_id,), None if b is None else _acl_row(acl_id, b)
+            yield "acls", (acl_id,), None if b is None else _acl_row(acl_id, b), a is not None
 
+
+Event = tuple[int, str, tuple[Any, ...], "dict[str, Any] | None", bool]
+"""(offset, table, entity key, new row or None, whether the entity existed before the record)."""
 
 # -- versions ----------------------------------------------------------------------------------------------
 
@@ -312,8 +316,8 @@ class HistoryBuilder:
     def seed(self) -> HistoryBatch:
         """Versions for every entity of the starting image (a snapshot), valid from its offset."""
         batch = HistoryBatch(self.image.offset, self.image.offset)
-        events: list[tuple[int, str, tuple[Any, ...], dict[str, Any] | None]] = [
-            (self.image.offset, t, k, row) for t, rows in _all_rows(self.image).items() for k, row in rows
+        events: list[Event] = [
+            (self.image.offset, t, k, row, False) for t, rows in _all_rows(self.image).items() for k, row in rows
         ]
         _versions(events, batch, closes=False)
         return batch
@@ -321,7 +325,7 @@ class HistoryBuilder:
     def feed(self, records: Iterable[Any]) -> HistoryBatch:
         """Replay ``records`` (``MetadataRecord`` s in log order, following the current image)."""
         batch = HistoryBatch()
-        events: list[tuple[int, str, tuple[Any, ...], dict[str, Any] | None]] = []
+        events: list[Event] = []
         add = events.append
         image = self.image
         offsets = batch.offsets
@@ -342,9 +346,9 @@ class HistoryBuilder:
                         p0, p1 = t0.partitions.get(pid), t1.partitions.get(pid)
                         if p0 is not p1 and (p0 is None or p1 is None or p0 != p1):
                             add((mr.offset, "partitions", (tid, pid),
-                                 None if p1 is None else partition_row(t1.name, tid, pid, p1)))
+                                 None if p1 is None else partition_row(t1.name, tid, pid, p1), p0 is not None))
                     else:
-                        events.extend((mr.offset, t, k, row) for t, k, row in changes(image, new, [(rec, kind)]))
+                        events.extend((mr.offset, *c) for c in changes(image, new, [(rec, kind)]))
             else:
                 if kind == "EndTransactionRecord":
                     txn = image.transaction
@@ -352,7 +356,7 @@ class HistoryBuilder:
                 else:
                     recs = [(mr.record, kind)]
                 if recs:
-                    events.extend((mr.offset, t, k, row) for t, k, row in changes(image, new, recs))
+                    events.extend((mr.offset, *c) for c in changes(image, new, recs))
             image = new
         if offsets:
             batch.first_offset = offsets[0][0]
@@ -363,15 +367,16 @@ class HistoryBuilder:
 
 
 def _versions(
-    events: list[tuple[int, str, tuple[Any, ...], dict[str, Any] | None]], batch: HistoryBatch, closes: bool = True
+    events: list[Event], batch: HistoryBatch, closes: bool = True
 ) -> None:
     open_: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
     seen: set[tuple[str, tuple[Any, ...]]] = set()  # keys whose version from before the slice is closed
-    for offset, table, key, row in events:
+    for offset, table, key, row, existed in events:
         prev = open_.pop((table, key), None)
         if prev is not None:
             prev["to_offset"] = offset
-        elif closes and (table, key) not in seen:
+        elif closes and existed and (table, key) not in seen:
+            # the key's first change in the slice ends a version begun before it, unless the entity is new
             ent = ENTITIES[table]
             close = dict(zip(ent.key, key, strict=True))
             close["to_offset"] = offset
