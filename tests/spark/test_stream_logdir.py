@@ -1,0 +1,107 @@
+"""``stream --source log-dir``: tailing segment files while batches are appended, a torn tail held back."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from spark.fixtures_logs import write_synthetic_log
+from spark.test_warehouse import assert_state_matches
+
+from kraftlake.image.source import segments
+from kraftlake.spark.logtail_source import SegmentIndex, scan_from
+
+
+def _batches(log_dir: Path) -> list[tuple[str, bytes]]:
+    """(segment file name, batch bytes) of every batch of a log, in order."""
+    out = []
+    for _, seg in segments(log_dir):
+        data = seg.read_bytes()
+        pos = 0
+        for end, _, _ in scan_from(str(seg), 0):
+            out.append((seg.name, data[pos:end]))
+            pos = end
+    return out
+
+
+def test_segment_index_holds_back_a_torn_tail(tmp_path: Path) -> None:
+    src = write_synthetic_log(tmp_path / "src", seed=3, steps=40)
+    batches = _batches(src)
+    live = tmp_path / "live" / "__cluster_metadata-0"
+    live.mkdir(parents=True)
+    index = SegmentIndex(str(live))
+    assert index.refresh() == 0
+    name, first = batches[0]
+    with open(live / name, "ab") as f:
+        f.write(first[:-5])
+    assert index.refresh() == 0  # torn: not a whole batch yet
+    with open(live / name, "ab") as f:
+        f.write(first[-5:])
+    after_first = index.refresh()
+    assert after_first > 0
+    with open(live / name, "ab") as f:
+        f.write(batches[1][1][:20])  # less than a batch header
+    assert index.refresh() == after_first
+
+
+def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
+    from kraftlake.spark.sql import register
+    from pipelines.stream import stream
+
+    src = write_synthetic_log(tmp_path / "src", seed=9, steps=50)
+    batches = _batches(src)
+    live = tmp_path / "live" / "__cluster_metadata-0"
+    live.mkdir(parents=True)
+    third = len(batches) // 3
+    for name, data in batches[:third]:
+        with open(live / name, "ab") as f:
+            f.write(data)
+    warehouse = tmp_path / "wh"
+    results: list[Any] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(stream(spark, "log-dir", {"path": str(live)}, warehouse, trigger_interval_s=0.3,
+                                  max_records_per_batch=40, idle_stop_s=20, timeout_s=400))
+        except BaseException as exc:  # handed to the test thread
+            errors.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    seen: list[int] = []
+    try:
+        from kraftlake.spark.tables import last_offset
+
+        for name, data in batches[third:-1]:
+            with open(live / name, "ab") as f:
+                f.write(data)
+            time.sleep(0.05)
+        # a torn last batch: must not be read until complete
+        name, data = batches[-1]
+        with open(live / name, "ab") as f:
+            f.write(data[: len(data) // 2])
+        before_last = int.from_bytes(data[:8], "big") - 1
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not errors:
+            done = last_offset(spark, warehouse)
+            seen.append(done)
+            if done >= before_last:
+                break
+            time.sleep(1)
+        assert last_offset(spark, warehouse) == before_last
+        time.sleep(2)
+        assert last_offset(spark, warehouse) == before_last  # still held back
+        with open(live / name, "ab") as f:
+            f.write(data[len(data) // 2:])
+    finally:
+        t.join(600)
+    assert not errors, errors
+    result = results[0]
+    last = SegmentIndex(str(live)).refresh() - 1
+    assert result.last_offset == last
+    assert all(0 < p.records <= 40 for p in result.progress)  # batches of the log hold 1-6 records
+    register(spark, warehouse)
+    assert_state_matches(spark, src, [0, last // 3, (2 * last) // 3, last])

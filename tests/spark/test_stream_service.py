@@ -1,0 +1,151 @@
+"""``stream --source service``: a 3-voter quorum streamed into a warehouse equals a batch ingest of its log.
+
+One module-scoped quorum holds a synthetic log (transactions included) appended in many small writes. The
+in-process stream (AvailableNow, ``maxRecordsPerBatch``) is checked against the batch ingest of the leader's
+log directory and against the image; the ``kill -9`` test runs the CLI in a subprocess, kills its process group
+after some batches committed, restarts it, and compares with the uninterrupted warehouse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spark.fixtures_logs import _encode, synthetic_records
+from spark.test_warehouse import assert_state_matches, query_at
+
+from kraftlake.raft.config import QuorumConfig
+from kraftlake.service import LocalQuorum
+
+CLUSTER = "stream-test-cluster-01"
+REPO = Path(__file__).resolve().parents[2]
+K = 48
+
+
+@pytest.fixture(scope="module")
+def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalQuorum, int]]:
+    cfg = QuorumConfig(voters=frozenset({1, 2, 3}), election_timeout_ms=300, fetch_timeout_ms=600,
+                       election_backoff_max_ms=300, request_timeout_ms=1000, max_fetch_wait_ms=200,
+                       append_linger_ms=5)
+    q = LocalQuorum(3, tmp_path_factory.mktemp("quorum"), CLUSTER, fsync=False, quorum=cfg)
+    q.start()
+    try:
+        q.wait_for_leader()
+        values = [_encode(r) for r in synthetic_records(5, 60)]
+        last = -1
+        for i in range(0, len(values), 7):
+            _, last = q.append(values[i:i + 7]).result(timeout=30)
+        yield q, last
+    finally:
+        q.stop()
+
+
+def bootstrap(q: LocalQuorum) -> str:
+    return ",".join(f"{h}:{p}" for h, p in q.endpoints.values())
+
+
+def leader_dir(q: LocalQuorum) -> Path:
+    leader = q.leader()
+    assert leader is not None
+    return q.data_dir / f"node-{leader.node_id}"
+
+
+def table_counts(spark: Any, warehouse: Path) -> dict[str, int]:
+    from kraftlake.spark.history import ENTITIES
+    from kraftlake.spark.tables import table_ref
+
+    names = ["metadata_log", "offsets", *ENTITIES]
+    return {n: spark.sql(f"SELECT count(*) AS c FROM {table_ref(warehouse, n)}").first()["c"] for n in names}
+
+
+@pytest.fixture(scope="module")
+def streamed(spark: Any, quorum: tuple[LocalQuorum, int], tmp_path_factory: pytest.TempPathFactory
+             ) -> tuple[Path, Any]:
+    from pipelines.stream import stream
+
+    q, _ = quorum
+    warehouse = tmp_path_factory.mktemp("stream-wh")
+    result = stream(spark, "service", {"bootstrap": bootstrap(q), "clusterId": CLUSTER}, warehouse,
+                    available_now=True, max_records_per_batch=K, timeout_s=600)
+    return warehouse, result
+
+
+def test_stream_equals_batch_ingest_and_image(spark: Any, quorum: tuple[LocalQuorum, int],
+                                              streamed: tuple[Path, Any], tmp_path: Path) -> None:
+    from kraftlake.spark.sql import register
+    from pipelines.ingest import ingest
+
+    q, last = quorum
+    warehouse, result = streamed
+    assert result.last_offset >= last
+    # admission control: every micro-batch within maxRecordsPerBatch, so several batches
+    assert result.batches >= result.records // K
+    assert all(0 < p.records <= K for p in result.progress)
+    log_dir = leader_dir(q)
+    batch = tmp_path / "batch-wh"
+    ingest(spark, log_dir, batch, batch_records=100)
+    assert table_counts(spark, warehouse) == table_counts(spark, batch)
+    cols = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
+    from kraftlake.spark.tables import table_ref
+
+    a = spark.sql(f"SELECT {cols} FROM {table_ref(warehouse, 'metadata_log')}")
+    b = spark.sql(f"SELECT {cols} FROM {table_ref(batch, 'metadata_log')}")
+    assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
+    register(spark, warehouse)
+    end = result.last_offset
+    assert_state_matches(spark, log_dir, [0, end // 4, end // 2, (3 * end) // 4, end])
+
+
+def _cli(q: LocalQuorum, warehouse: Path, *extra: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kraftlake.cli", "stream", "--source", "service", "--bootstrap", bootstrap(q),
+         "--cluster-id", CLUSTER, "--warehouse", str(warehouse), "--trigger-interval", "0.2",
+         "--max-records-per-batch", "40", *extra],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_kill_9_and_restart_gives_the_uninterrupted_tables(spark: Any, quorum: tuple[LocalQuorum, int],
+                                                           streamed: tuple[Path, Any], tmp_path: Path) -> None:
+    from kraftlake.spark.sql import register
+
+    q, last = quorum
+    uninterrupted, _ = streamed
+    warehouse = tmp_path / "wh"
+    proc = _cli(q, warehouse, "--idle-stop", "30")
+    committed = 0
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 300
+    try:
+        for line in proc.stderr:
+            if line.startswith("{"):
+                committed += 1
+                if committed >= 1:
+                    break
+            assert time.monotonic() < deadline, "no progress from the stream"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the driver and its JVM, mid-batch
+        proc.wait()
+    assert committed >= 1, "the stream ended before it could be killed"
+    again = _cli(q, warehouse, "--available-now")
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err[-3000:]
+    progress = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
+    assert progress and progress[-1]["last_offset"] >= last, out
+    assert table_counts(spark, warehouse) == table_counts(spark, uninterrupted)
+    offsets = [0, last // 3, last // 2, last]
+    register(spark, warehouse)
+    got = {n: sorted(json.dumps(r, sort_keys=True) for r in rows)
+           for n, rows in query_at(spark, "partitions", offsets).items()}
+    register(spark, uninterrupted)
+    exp = {n: sorted(json.dumps(r, sort_keys=True) for r in rows)
+           for n, rows in query_at(spark, "partitions", offsets).items()}
+    assert got == exp
