@@ -12,7 +12,7 @@ shared, wall time beside it):
   image) over the churn part of the same log;
 - ``load_log_records_per_s``: ``load_log`` of the log directory, decode included;
 - ``snapshot_*``: a snapshot (``write_snapshot``) of the image at the log end (2M partitions): its bytes on
-  disk per partition, the time and peak memory (``ru_maxrss`` of a fresh subprocess; its value before
+  disk per partition, the time and peak memory (``VmHWM`` of a fresh subprocess; its value before
   loading beside it) to load it with ``load_snapshot``, and the image's size in memory per partition
   (``tracemalloc``, in another subprocess);
 - ``metadata_shell_*``: ``kafka-metadata-shell --snapshot S`` on the same snapshot (see ``_shell``: wall time
@@ -284,17 +284,25 @@ def _one_by_one(base: Any, log_dir: Path, start: int, n: int) -> dict[str, Any]:
 # -- snapshot load -----------------------------------------------------------------------------------------
 
 _LOAD_SCRIPT = """
-import json, resource, sys, time, tracemalloc
+import json, sys, time, tracemalloc
 from kraftlake.image import load_snapshot
 trace = sys.argv[2] == "trace"
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def hwm():
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forked copy of the parent
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+before = hwm()
 if trace:
     tracemalloc.start()
 t, w = time.process_time(), time.perf_counter()
 img = load_snapshot(sys.argv[1])
 cpu, wall = time.process_time() - t, time.perf_counter() - w
 out = {"cpu": cpu, "wall": wall, "partitions": img.partition_count(),
-       "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "import_maxrss_kib": before}
+       "maxrss_kib": hwm(), "import_maxrss_kib": before}
 if trace:
     cur, peak = tracemalloc.get_traced_memory()
     out.update(traced_current=cur, traced_peak=peak)
