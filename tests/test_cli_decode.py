@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_paths import KAFKA_LOGS
 
 from kraftlake.cli import main
 from kraftlake.logformat.batch import build_data_batch
 from kraftlake.logformat.reader import read_file_batches
 
-FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+FIXTURES = KAFKA_LOGS
 MINIMAL = FIXTURES / "minimal" / "00000000000000000000.log"
 MULTI_EPOCH = FIXTURES / "kafkademo-multi-epoch"
 KEYS = ["offset", "epoch", "timestamp", "batch_offset", "control", "type", "version", "data"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shared_paths import KAFKA_LOGS
 
 from kraftlake import kafka_tools
 from kraftlake.kafka_tools import KafkaToolError, parse_dump_log
@@ -30,7 +31,7 @@ baseOffset: 3 lastOffset: 3 count: 1 baseSequence: -1 lastSequence: -1 producerI
 | offset: 3 CreateTime: 1795332494790 keySize: 4 valueSize: 3 sequence: -1 headerKeys: [] SnapshotFooter {"version":0}
 """
 
-FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+FIXTURES = KAFKA_LOGS
 
 
 def test_parses_segment_batches_and_records() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared_paths import KAFKA_LOGS
 
 from kraftlake.image import EMPTY, ImageLoader, image_at, load_records, load_snapshot, replay_all
 from kraftlake.image.errors import SnapshotWriteError, TransactionError
@@ -18,7 +19,7 @@ from kraftlake.image.source import log_records, partition_dir, snapshots
 from kraftlake.protocol import messages as m
 from tests.image.conftest import ctrl, envelopes
 
-FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+FIXTURES = KAFKA_LOGS
 T = ["hSCzevIQRUa-ojqTd_8C5w", "v9meXjI1RVKB-NSvF0GXDA", "AiSXPLrdRM-HREWplhnaNA"]
 
 

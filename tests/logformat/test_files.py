@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shared_paths import KAFKA_LOGS
 
 from kraftlake.logformat import (
     EpochEntry,
@@ -35,7 +36,7 @@ from kraftlake.logformat import (
 )
 from kraftlake.logformat.properties import parse_java_properties
 
-FIXTURE = Path("/work/shared/fixtures/kafka-logs/kafkademo-multi-epoch")
+FIXTURE = KAFKA_LOGS / "kafkademo-multi-epoch"
 
 
 # ------------------------------------------------------------------------------------------------ snapshots

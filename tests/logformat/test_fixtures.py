@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shared_paths import KAFKA_LOGS
 
 from kraftlake.logformat import (
     METADATA_TOPIC_ID,
@@ -15,9 +16,7 @@ from kraftlake.logformat import (
     reencode,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kafka-logs"
-if not FIXTURES.is_dir():
-    FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+FIXTURES = KAFKA_LOGS
 BATCH_FILES = sorted(
     [*FIXTURES.glob("*/*.log"), *FIXTURES.glob("*/*/*.log"), *FIXTURES.glob("**/*.checkpoint")]
 )

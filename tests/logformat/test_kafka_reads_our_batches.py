@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from shared_paths import KAFKA_LOGS
 
 from kraftlake import kafka_tools
 from kraftlake.logformat import (
@@ -26,9 +27,7 @@ from kraftlake.logformat import (
 
 pytestmark = pytest.mark.kafka
 
-FIXTURE_LOG = Path(
-    "/work/shared/fixtures/kafka-logs/kafkademo-multi-epoch/__cluster_metadata-0/00000000000000000000.log"
-)
+FIXTURE_LOG = KAFKA_LOGS / "kafkademo-multi-epoch" / "__cluster_metadata-0" / "00000000000000000000.log"
 _BATCH = re.compile(
     r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .* compresscodec: (\w+) crc: (\d+) isvalid: (\w+)$"
 )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_paths import KAFKA_LOGS
 
 from kraftlake import kafka_tools
 from kraftlake.cli import main
@@ -214,7 +215,7 @@ def test_cli_main_decodes_the_peer_log(
     assert [r["type"] for r in rows] == ["TOPIC_RECORD"] * 3 + ["REMOVE_TOPIC_RECORD"]
 
 
-FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+FIXTURES = KAFKA_LOGS
 
 
 def test_shared_fixtures_decode_as_kafka_decodes_them() -> None:

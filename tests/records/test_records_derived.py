@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import Any
 
 import fastavro
 import pyarrow as pa
 import pytest
+from shared_paths import KAFKA_LOGS
 
 from kraftlake.logformat.reader import read_file_batches
 from kraftlake.protocol.messages import class_for
@@ -50,7 +50,7 @@ def test_metadata_log_schema() -> None:
 
 
 def test_fastavro_round_trip_and_arrow_table() -> None:
-    fixture = Path("/work/shared/fixtures/kafka-logs/minimal/00000000000000000000.log")
+    fixture = KAFKA_LOGS / "minimal" / "00000000000000000000.log"
     if not fixture.exists():
         pytest.skip("fixture absent")
     records: list[MetadataRecord] = list(iter_records(read_file_batches(fixture)))

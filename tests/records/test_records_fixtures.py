@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from shared_paths import KAFKA_LOGS
 
 from kraftlake.logformat.batch import build_data_batch
 from kraftlake.logformat.reader import read_batches, read_file_batches
@@ -18,7 +19,7 @@ from kraftlake.records.kafka_json import CONTROL_LABELS, control_to_kafka_json, 
 from kraftlake.records.reader import MetadataRecord, iter_records
 from kraftlake.records.serde import encode_metadata_record
 
-FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+FIXTURES = KAFKA_LOGS
 REPO = Path(__file__).parents[2]
 JARS = Path(os.environ.get("KRAFTLAKE_JARS", REPO / ".cache" / "jars")) / "kafka"
 

@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_paths import KAFKA_LOGS
 from spark.fixtures_logs import write_synthetic_log
 
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
 from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder, entity_rows
 
-FIXTURES = Path("/work/shared/fixtures/kafka-logs")
+FIXTURES = KAFKA_LOGS
 
 
 def apply_table(tables: dict[str, list[dict[str, Any]]], batch: HistoryBatch, table: str) -> None:
