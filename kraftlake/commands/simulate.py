@@ -1,8 +1,9 @@
 """``kraftlake simulate``: write a simulated cluster's metadata log (segments + snapshots) to a data dir.
 
-The records go through the in-process quorum controller into a real log directory. There is no quorum
-service yet (``kraftlake.service``), so a single local log writer (a one-voter leader: committed on write)
-does the appending; the summary says so.
+By default the records go through a 3-voter KRaft quorum in this process (``kraftlake.service``): the active
+quorum controller runs on the raft leader, standbys replay, snapshots follow the service's policy, and every
+voter writes Kafka's layout under ``<data dir>/node-<id>``. ``--through local`` skips the quorum: one local
+log writer (a one-voter leader, committed on write) appends under ``<data dir>``; it is faster for large runs.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="check image invariants every N events (0: only at start and end)")
     parser.add_argument("--cluster-id", default="kraftlake-simulated0")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--through", choices=("quorum", "local"), default="quorum",
+                        help="append through a 3-voter quorum (default) or a single local log writer")
+    parser.add_argument("--no-fsync", action="store_true", help="quorum: do not fsync the voters' logs")
 
 
 class _Progress:
@@ -67,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         min_insync_replicas=args.min_insync_replicas, check_every=args.check_every, standby=True,
     )
     config = replace(config)
+    if args.through == "quorum":
+        return _run_on_quorum(args, config)
     log = LocalMetadataLog(args.data_dir, cluster_id=args.cluster_id, snapshot_bytes=args.snapshot_bytes)
     sim = ClusterSimulator(config, log)
     sys.stderr.write(f"setting up {args.brokers} brokers, {args.topics} topics x {args.partitions_per_topic} "
@@ -122,4 +128,34 @@ def run(args: argparse.Namespace) -> int:
     out.write(f"events: {event_wall:.1f} s wall, {summary.events_cpu_seconds:.1f} s CPU, {event_records:,} records; "
               f"{summary.events / cpu:,.1f} events/CPU-s, {event_records / cpu:,.0f} records/CPU-s "
               f"(snapshots included)\n")
+    return 0
+
+
+def _run_on_quorum(args: argparse.Namespace, config: ClusterSimConfig) -> int:
+    from kraftlake.sim.quorum_cluster import simulate_on_quorum
+
+    sys.stderr.write(f"setting up {args.brokers} brokers, {args.topics} topics x {args.partitions_per_topic} "
+                     "partitions through a 3-voter quorum ...\n")
+    result = simulate_on_quorum(config, args.data_dir, _Progress(args.events, not args.no_progress),
+                                cluster_id=args.cluster_id, snapshot_bytes=args.snapshot_bytes,
+                                fsync=not args.no_fsync)
+    summary, img, out = result.summary, result.image, sys.stdout
+    out.write(f"wrote {len(result.node_dirs)} voters' logs under {args.data_dir} through a 3-voter quorum "
+              f"(leader at the end: node {result.leader_id}, log {result.log_dir})\n")
+    out.write(f"offsets: 0..{result.log_end_offset - 1} in {result.batches} batches\n")
+    for node_id in sorted(result.node_dirs):
+        out.write(f"node {node_id}: segments {len(result.segments[node_id])}, "
+                  f"snapshots {len(result.snapshots[node_id])}\n")
+    out.write(f"image: {len(img.brokers)} brokers, {len(img.topics_by_id)} topics, {img.partition_count()} partitions\n")
+    out.write(f"events: {summary.events} ({', '.join(f'{k}={v}' for k, v in sorted(summary.event_counts.items()))})\n")
+    if summary.errors:
+        out.write(f"rejected commands: {', '.join(f'{k}={v}' for k, v in sorted(summary.errors.items()))}\n")
+    failovers = ", ".join(f"{s:.2f}" for s in result.failover_seconds) or "-"
+    out.write(f"controller failovers: {summary.failovers} (seconds to a serving standby: {failovers})\n")
+    out.write("records by type:\n")
+    for name, count in sorted(result.records_by_type.items(), key=lambda kv: -kv[1]):
+        out.write(f"  {name:<34} {count:>12,}\n")
+    total = sum(result.records_by_type.values())
+    out.write(f"  {'total':<34} {total:>12,}\n")
+    out.write(f"time: {result.seconds:.1f} s ({total / max(result.seconds, 1e-9):,.0f} records/s)\n")
     return 0
