@@ -20,6 +20,12 @@ from kraftlake.errors import KraftlakeError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONF = REPO_ROOT / "conf" / "spark-defaults.conf"
+#: What makes a session Delta-enabled; applied even where conf/spark-defaults.conf is not at hand (a job run
+#: from the --py-files archive on a cluster).
+DELTA_SETTINGS = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
 _VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 
@@ -95,7 +101,9 @@ def build_session(
     # Python workers (UDFs, data sources) must run this interpreter, not whatever python3 is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = read_conf(conf_file) if conf_file.is_file() else {}
+    settings = dict(DELTA_SETTINGS)
+    if conf_file.is_file():
+        settings.update(read_conf(conf_file))
     settings.update(conf or {})
     submitted = _submitted_conf()
     if submitted:
