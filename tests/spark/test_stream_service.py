@@ -124,8 +124,10 @@ def test_kill_9_and_restart_gives_the_uninterrupted_tables(spark: Any, quorum: t
     committed = 0
     assert proc.stderr is not None
     deadline = time.monotonic() + 300
+    seen: list[str] = []
     try:
         for line in proc.stderr:
+            seen.append(line)
             if line.startswith("{"):
                 committed += 1
                 if committed >= 1:
@@ -134,7 +136,7 @@ def test_kill_9_and_restart_gives_the_uninterrupted_tables(spark: Any, quorum: t
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the driver and its JVM, mid-batch
         proc.wait()
-    assert committed >= 1, "the stream ended before it could be killed"
+    assert committed >= 1, "the stream ended before it could be killed: " + "".join(seen[-40:])
     again = _cli(q, warehouse, "--available-now")
     out, err = again.communicate(timeout=600)
     assert again.returncode == 0, err[-3000:]
