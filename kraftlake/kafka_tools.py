@@ -15,6 +15,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,12 +142,49 @@ def dump_log(files: Iterable[str | os.PathLike[str]], *, timeout: float = 300.0)
 def metadata_shell(
     snapshot: str | os.PathLike[str], command: str | Sequence[str], *, timeout: float = 120.0
 ) -> str:
-    """``kafka-metadata-shell --snapshot F <command>`` (e.g. ``"ls /image/topics/byName"``): its stdout.
+    """``kafka-metadata-shell --snapshot F`` running ``command`` (e.g. ``"ls /image/topics/byName"``): its output.
 
-    ``snapshot`` may be a ``.checkpoint`` or a ``.log`` segment; the shell replays it into an image.
+    ``snapshot`` may be a ``.checkpoint`` or a ``.log`` segment; the shell replays it into an image. The shell's
+    one-shot mode (command on its command line) runs the command as soon as the loader applied *anything*, so
+    on a loaded machine it can answer from a half-loaded image. The interactive shell is driven instead: it
+    is asked for ``/image/provenance`` until the answer stops changing (the whole file is applied), then the
+    command runs once and its output is returned.
     """
     words = command.split() if isinstance(command, str) else list(command)
-    return run_class(METADATA_SHELL_CLASS, ["--snapshot", str(Path(snapshot)), *words], timeout=timeout)
+    argv = java_command(METADATA_SHELL_CLASS, ["--snapshot", str(Path(snapshot))])
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, bufsize=1)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    deadline = time.monotonic() + timeout
+    try:
+        seen, last, stable = 0, None, 0
+        while stable < 3:
+            if proc.poll() is not None:
+                raise KafkaToolError(f"{METADATA_SHELL_CLASS} exited with {proc.returncode} while loading "
+                                     f"{snapshot}: {(proc.stderr.read() if proc.stderr else '')[-2000:]}")
+            if time.monotonic() > deadline:
+                raise KafkaToolError(f"{METADATA_SHELL_CLASS} did not load {snapshot} within {timeout:.0f}s")
+            proc.stdin.write("cat /image/provenance\n")
+            proc.stdin.flush()
+            time.sleep(0.3)
+            answers = [line for line in lines[seen:] if "offset" in line and "epoch" in line]
+            seen = len(lines)
+            if answers:
+                stable = stable + 1 if answers[-1] == last else 1
+                last = answers[-1]
+        mark = len(lines)
+        proc.stdin.write(" ".join(words) + "\nexit\n")
+        proc.stdin.close()
+        proc.wait(timeout=max(deadline - time.monotonic(), 5.0))
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return "".join(line.replace(">> ", "") for line in lines[mark:] if line.strip() not in (">>", ""))
 
 
 # ---------------------------------------------------------------------------------------------------------
