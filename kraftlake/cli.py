@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "state": ("kraftlake.commands.state", "print an entity's state at an offset or time from the warehouse"),
     "sql": ("kraftlake.commands.sql", "run SQL over the warehouse with partitions_at(N) and friends"),
     "reconstruct": ("kraftlake.commands.reconstruct", "rebuild the state at an offset from snapshot + log tail"),
-    "stream": ("kraftlake.commands.stream", "tail a metadata log directory into the warehouse (micro-batches)"),
+    "stream": ("kraftlake.commands.stream", "stream the metadata log (quorum service or log dir) into the warehouse (Structured Streaming)"),
     "compact": ("kraftlake.commands.compact", "snapshot, retention deletes, OPTIMIZE and VACUUM of a warehouse"),
     "validate": ("kraftlake.commands.validate", "Great Expectations suites on the warehouse tables, GX Data Docs"),
 }
