@@ -90,15 +90,11 @@ def plan_ranges(
 
 def read_ranges(ranges: list[SegmentRange], start_offset: int, end_offset: int | None) -> Iterator[Any]:
     """Decode the ranges into Arrow record batches of ``metadata_log`` rows (runs in executors)."""
-    import pyarrow as pa
-
     from kraftlake.logformat.reader import BatchReader
-    from kraftlake.records.arrow import metadata_log_schema
-    from kraftlake.records.layout import to_row
+    from kraftlake.records.arrow import record_batch
     from kraftlake.records.reader import iter_records
 
-    schema = metadata_log_schema()
-    rows: list[dict[str, Any]] = []
+    rows: list[Any] = []
     for r in ranges:
         with open(r.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             window = memoryview(buf)[r.start:r.end]
@@ -106,14 +102,14 @@ def read_ranges(ranges: list[SegmentRange], start_offset: int, end_offset: int |
                 for mr in iter_records(BatchReader(window, r.path, base_position=r.start), source=r.path):
                     if mr.offset < start_offset or (end_offset is not None and mr.offset > end_offset):
                         continue
-                    rows.append(to_row(mr))
+                    rows.append(mr)
                     if len(rows) >= ROWS_PER_ARROW_BATCH:
-                        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                        yield record_batch(rows)
                         rows = []
             finally:
                 window.release()
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        yield record_batch(rows)
 
 
 class LogReader(DataSourceReader):

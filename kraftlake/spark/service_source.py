@@ -116,25 +116,21 @@ def fetch_range(client: Any, start: int, end: int, timeout_s: float) -> Iterator
 
 def read_range(options: dict[str, str], start: int, end: int) -> Iterator[Any]:
     """Arrow record batches of the ``metadata_log`` rows ``[start, end)`` (runs in executors)."""
-    import pyarrow as pa
-
-    from kraftlake.records.arrow import metadata_log_schema
-    from kraftlake.records.layout import to_row
+    from kraftlake.records.arrow import record_batch
     from kraftlake.service.client import ObserverClient
 
-    schema = metadata_log_schema()
     client = ObserverClient(parse_bootstrap(options["bootstrap"]), options["clusterid"])
-    rows: list[dict[str, Any]] = []
+    rows: list[Any] = []
     try:
         for e in fetch_range(client, start, end, float(options.get("fetchtimeoutseconds", "60"))):
-            rows.append(to_row(entry_record(e)))
+            rows.append(entry_record(e))
             if len(rows) >= ROWS_PER_ARROW_BATCH:
-                yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                yield record_batch(rows)
                 rows = []
     finally:
         client.close()
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        yield record_batch(rows)
 
 
 def limited_end(start: int, available: int, limit: ReadLimit, target: int | None) -> int:
