@@ -20,6 +20,7 @@ from kraftlake.raft.config import QuorumConfig
 from kraftlake.service.client import QuorumClient, parse_endpoint
 from kraftlake.service.config import NodeConfig, parse_voters
 from kraftlake.service.errors import ServiceError
+from kraftlake.service.gctune import tune_for_service
 from kraftlake.service.service import LocalQuorum, RaftService
 
 DEFAULT_CLUSTER_ID = "kraftlake-local"
@@ -98,6 +99,7 @@ def _start(args: argparse.Namespace) -> int:
         quorum = LocalQuorum(count, args.data_dir, args.cluster_id, fsync=fsync, ports=ports,
                              quorum=_quorum_config(args, frozenset(range(1, count + 1))),
                              node_options=_snapshot_options(args)).start()
+        tune_for_service()
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in sorted(quorum.endpoints.items()))
         print(f"quorum {args.cluster_id}: voters {voters}; data in {args.data_dir}", flush=True)
         try:
@@ -111,6 +113,7 @@ def _start(args: argparse.Namespace) -> int:
     config = NodeConfig(args.node_id, endpoints, args.data_dir, args.cluster_id, fsync=fsync,
                         quorum=_quorum_config(args, frozenset(endpoints)), **_snapshot_options(args))
     service = RaftService(config).start()
+    tune_for_service()
     print(f"node {args.node_id} of {args.cluster_id} on 127.0.0.1:{service.port}; data in {args.data_dir}",
           flush=True)
     try:

@@ -109,6 +109,7 @@ class NodeRunner:
         self._connections: set[InboundConnection] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
+        self._kick_scheduled = False
         self._appends: list[_PendingAppend] = []
         self._hw_waiters: list[asyncio.Future[None]] = []
         self._leader_seen: tuple[int | None, int] | None = None
@@ -314,6 +315,12 @@ class NodeRunner:
             now = _mono_ms()
             self._process(self.node.tick(now), now)
 
+    def _kick(self) -> None:
+        self._kick_scheduled = False
+        if self._running and self.node is not None:
+            now = _mono_ms()
+            self._process(self.node.tick(now), now)
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         if self._running and self.node is not None:
@@ -399,7 +406,12 @@ class NodeRunner:
         except RaftNotLeaderError:
             raise self._not_leader() from None
         self._appends.append(_PendingAppend(result.last_offset, result.epoch, result.base_offset, resolve))
-        self._arm_timer(now)
+        if not self._kick_scheduled:
+            # the node may have written the batch at once (group commit) and completed parked follower
+            # fetches: that work comes out of the next step/tick only, so drain it in this loop iteration
+            # (after the other appends already queued in it) rather than at the next timer
+            self._kick_scheduled = True
+            asyncio.get_running_loop().call_soon(self._kick)
         return result
 
     def read_committed(self, from_offset: int, max_records: int) -> list[CommittedEntry]:
