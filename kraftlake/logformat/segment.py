@@ -228,6 +228,14 @@ class SegmentedLog:
             if self.fsync:
                 os.fsync(self._active.fileno())
 
+    def sync_descriptor(self) -> int:
+        """Write buffered appends to the file and return a new descriptor of the active segment, for an fsync
+        on another thread (the caller closes it). Everything appended so far is then durable once it is
+        fsynced: rolling fsyncs the segment it leaves."""
+        assert self._active is not None
+        self._active.flush()
+        return os.dup(self._active.fileno())
+
     def roll(self, base_offset: int | None = None) -> Segment:
         """Start a new active segment at `base_offset` (default: the log end offset)."""
         base = self.end_offset if base_offset is None else base_offset

@@ -43,8 +43,9 @@ class RaftLog(Protocol):
         """Remove every entry at `offset` and above."""
         ...
 
-    def flush(self) -> None:
-        """Make every appended entry durable."""
+    def flush(self, end_offset: int | None = None) -> None:
+        """Make every appended entry durable; with `end_offset`, only record that the driver has already made
+        the entries below it durable (an fsync it ran off its event loop; nothing else is written)."""
         ...
 
     def read(self, start: int, end: int, max_bytes: int | None = None) -> list[Entry]:

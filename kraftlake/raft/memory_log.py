@@ -95,8 +95,11 @@ class MemoryRaftLog:
         if self._epochs and self._epochs[0][1] >= offset and not self._entries and self.latest_snapshot() is None:
             self._epochs = []
 
-    def flush(self) -> None:
-        self._flushed = self.end_offset
+    def flush(self, end_offset: int | None = None) -> None:
+        if end_offset is None:
+            self._flushed = self.end_offset
+        else:
+            self._flushed = max(self._flushed, min(end_offset, self.end_offset))
 
     def crash(self) -> int:
         """Lose every unflushed entry, as a power loss would; returns how many were lost."""

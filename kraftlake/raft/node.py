@@ -6,7 +6,8 @@ Every call returns a `Ready`: what to persist and send, in this order:
 
 1. write `Ready.quorum_state` to `quorum-state` (durably) if set: a vote is never sent before it is stored;
 2. send `Ready.messages`;
-3. when `Ready.flush_needed`, make the log durable (whenever the disk allows) and then call `flush`;
+3. when `Ready.flush_needed`, make the log durable (whenever the disk allows) and then call `flush` (with the
+   end offset made durable, if the driver wrote out only part of the log, e.g. on another thread);
 4. load `Ready.load_snapshot` if set, then apply `Ready.committed` in order.
 
 Time enters only as `now_ms`, randomness only through the injected `random.Random`; the node owns its
@@ -232,9 +233,10 @@ class RaftNode:
             self._start_prospective(now_ms)
         return self._drain(now_ms)
 
-    def flush(self, now_ms: int) -> Ready:
-        """The driver made the log durable: count it towards the high watermark, fetch on."""
-        self.log.flush()
+    def flush(self, now_ms: int, end_offset: int | None = None) -> Ready:
+        """The driver made the log durable (below `end_offset`; None: the node flushes the whole log itself):
+        count it towards the high watermark, fetch on (a follower only once all it holds is durable)."""
+        self.log.flush(end_offset)
         state = self.quorum.state
         if isinstance(state, LeaderState):
             self._maybe_update_high_watermark(state, now_ms)

@@ -16,6 +16,7 @@ import operator
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from kraftlake.logformat import (
@@ -42,6 +43,23 @@ _BATCH_BASE = operator.itemgetter(5)
 
 def _wall_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class FlushTicket:
+    """An fsync to run off the loop: once `sync` returns, the entries below `end_offset` are durable, unless
+    the log was truncated meanwhile (`FileRaftLog.flush_still_valid`)."""
+
+    end_offset: int
+    generation: int
+    fd: int
+
+    def sync(self) -> None:
+        """fsync the segment (any thread) and close the descriptor."""
+        try:
+            os.fsync(self.fd)
+        finally:
+            os.close(self.fd)
 
 
 class FileRaftLog:
@@ -89,6 +107,9 @@ class FileRaftLog:
         # start at the snapshot end
         self._mem.flush()
         self._epochs_written: list[tuple[int, int]] = []
+        # bumped whenever entries may be replaced (truncation, snapshot install): an fsync begun before that
+        # does not make the new entries at those offsets durable
+        self._generation = 0
         self._prewritten: tuple[SnapshotId, int] | None = None
         self._write_epoch_checkpoint()
 
@@ -188,6 +209,7 @@ class FileRaftLog:
     def truncate_to(self, offset: int) -> None:
         if offset >= self.end_offset:
             return
+        self._generation += 1
         kept = self._mem.read(self._segments_batch_start(offset), offset) if offset > self.log_start_offset \
             else []
         self._mem.truncate_to(offset)
@@ -209,9 +231,22 @@ class FileRaftLog:
         seg, index = found
         return max(seg.batches[index].base_offset, self.log_start_offset)
 
-    def flush(self) -> None:
-        self._segments.flush()
-        self._mem.flush()
+    def flush(self, end_offset: int | None = None) -> None:
+        if end_offset is None:
+            self._segments.flush()
+        self._mem.flush(end_offset)
+
+    def begin_flush(self) -> FlushTicket | None:
+        """Write the appends out to the OS and return the fsync that makes them durable, for a worker thread
+        (None if this log does not fsync: `flush()` is then cheap enough for the loop). The driver then calls
+        `flush(ticket.end_offset)` if `flush_still_valid(ticket)`."""
+        if not self.fsync:
+            return None
+        return FlushTicket(self.end_offset, self._generation, self._segments.sync_descriptor())
+
+    def flush_still_valid(self, ticket: FlushTicket) -> bool:
+        """Whether nothing below the ticket's end offset was replaced since it was taken."""
+        return ticket.generation == self._generation
 
     def close(self) -> None:
         """Flush and close the segment file."""
@@ -242,6 +277,7 @@ class FileRaftLog:
         self._write_epoch_checkpoint()
 
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
+        self._generation += 1
         write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
                        fsync=self.fsync)
         self._mem.install_snapshot(snapshot_id, data)

@@ -2,14 +2,18 @@
 
 The runner is the etcd-style driver of the step machine: every input (a received frame, a due timer, a
 completed flush, a client append) goes into the node, and the returned `Ready` is carried out in the order
-the node requires: store ``quorum-state`` (fsync) before anything is sent, send, flush the log (coalesced:
-one flush per loop iteration, so concurrent appends share one fsync), load a snapshot, apply committed
-entries (listeners, append futures, parked observer fetches). Everything here runs on the loop's thread.
+the node requires: store ``quorum-state`` (fsync) before anything is sent, send, flush the log, load a
+snapshot, apply committed entries (listeners, append futures, parked observer fetches). Everything here runs
+on the loop's thread except the log's fsync: it runs on the runner's flush thread, one at a time, each
+covering every append written before it began (appends arriving meanwhile share the next one), while the
+loop goes on serving fetches, acks and appends; entries count (high watermark, follower fetch offset) only
+once their fsync has returned.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import operator
@@ -44,7 +48,7 @@ from kraftlake.service.errors import (
     ServiceError,
     ServiceStoppedError,
 )
-from kraftlake.service.file_log import FileRaftLog
+from kraftlake.service.file_log import FileRaftLog, FlushTicket
 from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader, group_batches
 from kraftlake.service.messages import (
     AppendRequest,
@@ -108,7 +112,8 @@ class NodeRunner:
         self._routes: dict[tuple[int, int], InboundConnection] = {}
         self._connections: set[InboundConnection] = set()
         self._timer: asyncio.TimerHandle | None = None
-        self._flush_scheduled = False
+        self._flush_scheduled = False  # a flush is queued or its fsync is running
+        self._flusher: concurrent.futures.ThreadPoolExecutor | None = None
         self._kick_scheduled = False
         self._appends: list[_PendingAppend] = []
         self._hw_waiters: list[asyncio.Future[None]] = []
@@ -133,6 +138,7 @@ class NodeRunner:
         self._prepare_log_dir()
         self.log_store = FileRaftLog(self.partition_dir, fsync=self.config.fsync,
                                      segment_bytes=self.config.segment_bytes)
+        self._flusher = concurrent.futures.ThreadPoolExecutor(1, f"kraftlake-fsync-{self.node_id}")
         if self.log_store.recovery is not None and self.log_store.recovery.truncated_bytes:
             log.warning("node %d: recovered log tail: %s", self.node_id, self.log_store.recovery)
         stored = read_quorum_state(self.partition_dir / "quorum-state")
@@ -195,6 +201,8 @@ class NodeRunner:
                 waiter.set_result(None)
         if self.log_store is not None:
             self.log_store.close()
+        if self._flusher is not None:
+            self._flusher.shutdown(wait=False)
 
     # -- the Ready loop ------------------------------------------------------------------------------------
     def _process(self, ready: Ready, now: int) -> None:
@@ -322,10 +330,34 @@ class NodeRunner:
             self._process(self.node.tick(now), now)
 
     def _flush(self) -> None:
-        self._flush_scheduled = False
-        if self._running and self.node is not None:
+        node, store = self.node, self.log_store
+        if not self._running or node is None or store is None or self._flusher is None:
+            self._flush_scheduled = False
+            return
+        ticket = store.begin_flush()
+        if ticket is None:  # no fsync: writing out is cheap, do it here
+            self._flush_scheduled = False
             now = _mono_ms()
-            self._process(self.node.flush(now), now)
+            self._process(node.flush(now), now)
+            return
+        future = asyncio.get_running_loop().run_in_executor(self._flusher, ticket.sync)
+        future.add_done_callback(lambda f: self._flush_done(ticket, f))
+
+    def _flush_done(self, ticket: FlushTicket, future: asyncio.Future[None]) -> None:
+        self._flush_scheduled = False
+        node, store = self.node, self.log_store
+        if not self._running or node is None or store is None:
+            return
+        now = _mono_ms()
+        error = future.exception()
+        if error is not None:
+            # as before the fsync moved off the loop: the synchronous flush raises if the disk still fails
+            log.error("node %d: fsync of the log failed: %s", self.node_id, error)
+            self._process(node.flush(now), now)
+        elif store.flush_still_valid(ticket):
+            self._process(node.flush(now, ticket.end_offset), now)
+        else:  # truncated meanwhile: what is there now needs a new fsync (the Ready asks for it)
+            self._process(node.tick(now), now)
 
     def _call(self, fn: Callable[..., None], arg: object) -> None:
         try:

@@ -95,7 +95,16 @@ class PeerChannel:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def send(self, frame: bytes, correlation_id: int, expects_reply: bool = True) -> None:
-        """Queue a request frame; it is sent once connected (dropped if the connection fails first)."""
+        """Send a request frame now if connected, else queue it until connected (dropped if the connection
+        fails first)."""
+        writer = self._writer
+        if writer is not None and self.connected and not self._queue and not writer.is_closing():
+            # straight into the transport: waking the writer task costs a loop iteration (and a wait_for
+            # task) per request, on the follower's fetch path
+            writer.write(frame)
+            if expects_reply and correlation_id >= 0:
+                self._inflight[correlation_id] = time.monotonic()
+            return
         if len(self._queue) >= MAX_QUEUED_FRAMES:
             self._queue.popleft()
         self._queue.append((frame, correlation_id if expects_reply else -1))

@@ -65,3 +65,16 @@ def test_read_respects_max_bytes_but_returns_one_entry() -> None:
     log = _log([1] * 10)
     assert len(log.read(0, 10, max_bytes=1)) == 1
     assert len(log.read(0, 10, max_bytes=50)) == 2
+
+
+def test_stored_entries_leave_the_garbage_collector() -> None:
+    """A long log must not be scanned by every full collection: the stored tuples get untracked."""
+    import gc
+
+    log = MemoryRaftLog()
+    log.append([Entry(i, 1, False, b"v", 7, 0, -1) for i in range(100)])
+    gc.collect()
+    assert not any(gc.is_tracked(e) for e in log._entries)
+    read = log.read(10, 12)
+    assert [type(e) for e in read] == [Entry, Entry] and read[0] == Entry(10, 1, False, b"v", 7, 0, -1)
+    assert read[1].value == b"v" and log.epoch_at(50) == 1 and log.last_epoch() == 1

@@ -157,3 +157,19 @@ def test_replica_states_report_fetches_caught_up_times_and_directory_ids() -> No
     assert rows[2] == ReplicaStatus(2, "dir-of-2", 1, 3010, 3010, True)
     assert rows[3].last_fetch_ms == 3020 and rows[3].last_caught_up_ms is None and rows[3].directory_id == ""
     assert RaftNode(2, config, MemoryRaftLog(), None, random.Random(2), 0).replica_states(0) == ()
+
+
+def test_a_partial_flush_commits_only_what_it_covers() -> None:
+    """A driver that fsyncs off its loop reports the end offset its fsync covered; the rest stays unflushed."""
+    node = RaftNode(1, QuorumConfig(voters=frozenset({1}), append_linger_ms=0), MemoryRaftLog(), None,
+                    random.Random(1), 0)
+    node.tick(5000)
+    node.flush(5001)  # the LeaderChange
+    node.append([b"a"], 5002)
+    covered = node.log.end_offset
+    node.append([b"b", b"c"], 5003)
+    ready = node.flush(5004, covered)
+    assert [e.value for e in ready.committed] == [b"a"] and ready.flush_needed
+    assert node.log.flushed_end_offset == covered == node.high_watermark
+    ready = node.flush(5005, node.log.end_offset + 10)  # never past the log end
+    assert [e.value for e in ready.committed] == [b"b", b"c"] and not ready.flush_needed
