@@ -9,6 +9,7 @@ in every slice: its highest offset is the pipeline's commit point.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -67,11 +68,14 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
     if root in _ENSURED and Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
         return
     Path(warehouse).mkdir(parents=True, exist_ok=True)
-    log_path = table_path(warehouse, LOG)
-    if not DeltaTable.isDeltaTable(spark, log_path):
-        (DeltaTable.createIfNotExists(spark).location(log_path).addColumns(log_table_schema())
-         .clusterBy("offset").property("delta.enableDeletionVectors", "true").execute())
-    for name in (*HISTORY_TABLES, SNAPSHOTS, OFFSETS):
+
+    def create_log() -> None:
+        log_path = table_path(warehouse, LOG)
+        if not DeltaTable.isDeltaTable(spark, log_path):
+            (DeltaTable.createIfNotExists(spark).location(log_path).addColumns(log_table_schema())
+             .clusterBy("offset").property("delta.enableDeletionVectors", "true").execute())
+
+    def create(name: str) -> None:
         path = table_path(warehouse, name)
         if not DeltaTable.isDeltaTable(spark, path):
             # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
@@ -80,6 +84,12 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
             props = f" {_DV}" if name in ENTITIES else ""
             spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({table_ddl(name)}) USING DELTA "
                       f"CLUSTER BY ({cluster}){props}")
+
+    # each creation is a Delta commit that mostly waits on the driver: four at a time take a third of the time
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kraftlake-create") as pool:
+        futures = [pool.submit(create_log), *(pool.submit(create, n) for n in (*HISTORY_TABLES, SNAPSHOTS, OFFSETS))]
+        for f in futures:
+            f.result()
     _ENSURED.add(root)
 
 
@@ -170,11 +180,6 @@ def delta_txn(spark: SparkSession, txn_version: int, app_id: str = APP_ID) -> It
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
 
 
-#: The transaction id of the closes' MERGE: Delta keeps one version per application id and table, and the
-#: versions' append of the same slice already used ``APP_ID``.
-CLOSE_APP_ID = "kraftlake-close"
-
-
 def append_versions(spark: SparkSession, warehouse: str | Path, table: str, versions: list[dict[str, Any]],
                     txn_version: int) -> None:
     """Append new history versions (idempotent through the Delta transaction id)."""
@@ -182,36 +187,56 @@ def append_versions(spark: SparkSession, warehouse: str | Path, table: str, vers
         append(arrow_frame(spark, table, versions), warehouse, table, txn_version)
 
 
-def close_versions(spark: SparkSession, warehouse: str | Path, table: str, closes: list[dict[str, Any]],
-                   txn_version: int) -> None:
-    """End the open versions named by ``closes`` (key columns and ``to_offset``) in one MERGE.
+#: The marker column of a MERGE source row that ends an open version (the other rows are new versions).
+_CLOSE = "_kraftlake_close"
 
-    Idempotent by content as well as by transaction id: a close matches only the version of its key that is
-    still open and began before the close, so applying it twice changes nothing. The ``to_offset IS NULL``
-    and ``from_offset`` bounds in the condition let Delta skip files holding only closed or later versions.
-    """
-    if not closes:
-        return
-    ent = ENTITIES[table]
-    view = f"_kraftlake_close_{table}"
-    source = arrow_frame(spark, table, closes, (*ent.key, "to_offset"))
-    source.createOrReplaceTempView(view)
-    bound = max(c["to_offset"] for c in closes)
-    key = " AND ".join(f"t.`{k}` = s.`{k}`" for k in ent.key) or "TRUE"
-    sql = f"""
-        MERGE INTO {table_ref(warehouse, table)} t USING {view} s
-        ON t.to_offset IS NULL AND t.from_offset < {int(bound)} AND {key} AND t.from_offset < s.to_offset
-        WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset
-    """
-    with delta_txn(spark, txn_version, CLOSE_APP_ID):
-        spark.sql(sql)
-    spark.catalog.dropTempView(view)
+
+def _merge_source(spark: SparkSession, table: str, versions: list[dict[str, Any]],
+                  closes: list[dict[str, Any]]) -> DataFrame:
+    """New versions and closes as one source: every table column nullable, plus the :data:`_CLOSE` marker."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in schema_of(spark, table).fields]
+                          + [T.StructField(_CLOSE, T.BooleanType(), False)])
+    arrow_schema = to_arrow_schema(schema)
+    rows = [*versions, *closes]
+    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema if f.name != _CLOSE]
+    arrays.append(pa.array([False] * len(versions) + [True] * len(closes), type=pa.bool_()))
+    return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema=schema)
 
 
 def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch) -> None:
-    """Apply one slice's closes, then append its new versions (each write idempotent)."""
-    close_versions(spark, warehouse, table, batch.closes.get(table, []), batch.last_offset)
-    append_versions(spark, warehouse, table, batch.versions.get(table, []), batch.last_offset)
+    """Apply one slice to a history table in one Delta commit: end the versions it closes, add its new ones.
+
+    A slice with closes is one MERGE (a close matches only the version of its key that is still open and began
+    before the close; new versions never match and are inserted); a slice without closes is a plain append.
+    Both carry ``txnVersion`` = the slice's last offset, so a replayed slice is skipped as a whole, and the
+    table never shows a slice's closes without its versions. The ``to_offset IS NULL`` and ``from_offset``
+    bounds in the condition let Delta skip files holding only closed or later versions.
+    """
+    closes = batch.closes.get(table, [])
+    versions = batch.versions.get(table, [])
+    if not closes:
+        append_versions(spark, warehouse, table, versions, batch.last_offset)
+        return
+    ent = ENTITIES[table]
+    view = f"_kraftlake_merge_{table}"
+    _merge_source(spark, table, versions, closes).createOrReplaceTempView(view)
+    bound = max(c["to_offset"] for c in closes)
+    key = " AND ".join(f"t.`{k}` = s.`{k}`" for k in ent.key) or "TRUE"
+    cols = [*ent.names, "from_offset", "to_offset"]
+    sql = f"""
+        MERGE INTO {table_ref(warehouse, table)} t USING {view} s
+        ON s.{_CLOSE} AND t.to_offset IS NULL AND t.from_offset < {int(bound)} AND {key}
+           AND t.from_offset < s.to_offset
+        WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset
+        WHEN NOT MATCHED AND NOT s.{_CLOSE} THEN
+          INSERT ({", ".join(f"`{c}`" for c in cols)}) VALUES ({", ".join(f"s.`{c}`" for c in cols)})
+    """
+    with delta_txn(spark, batch.last_offset):
+        spark.sql(sql)
+    spark.catalog.dropTempView(view)
 
 
 def max_from_offsets(spark: SparkSession, warehouse: str | Path) -> dict[str, int]:
