@@ -14,10 +14,20 @@ Why this is exactly once under ``kill -9`` at any point:
   already committed whose checkpoint commit was lost), appends to ``metadata_log`` only rows past what an
   interrupted attempt already appended, and the MERGEs and appends are skipped per table when their
   ``txnVersion`` already went through. A gap between the commit point and a batch is an error, never skipped.
+
+Why a stop waits for the running commit (:meth:`BatchCommitter.refuse_more`) instead of calling
+``query.stop()`` at once: ``stop()`` cancels the Spark jobs our ``foreachBatch`` runs, the Python callback
+then fails with a ``Py4JJavaError`` whose text holds the whole Java stack trace, and Spark 4.2's
+``StreamExecution.isInterruptionException`` matches that text with ``PROXY_ERROR``
+(``...calling((.|\\r\\n|\\r|\\n)*)(InterruptedException|...)``, SPARK-48717), a regex that recurses once per
+character: on a message of some ten thousand characters the stream thread dies of a ``StackOverflowError``
+(an ``Error``, so ``query.exception()`` stays empty and the batch is lost for this run). A stop between
+batches never reaches that path; a batch that starts after the stop request fails fast with a short message.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +55,8 @@ from pipelines.reconstruct import image_at_offset
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
 _ENVELOPE = ("offset", "epoch", "timestamp", "batch_offset", "is_control", "api_key", "raw")
+#: The message of the error a micro-batch raises when it starts after the driver asked the query to stop.
+STOPPING = "kraftlake: the stream is stopping, this micro-batch is left for the next run"
 
 
 @dataclass
@@ -104,11 +116,43 @@ class BatchCommitter:
         self.progress = progress
         self.result = StreamResult()
         self.max_batch_records = 0
+        self._lock = threading.Lock()
+        self.busy = False
+        self.stopping = False
+        self.refused = 0
+
+    def refuse_more(self) -> None:
+        """Wait for the running micro-batch's commit (if any), then make every later one fail fast.
+
+        A refused batch raises (a short message, :data:`STOPPING`), so Spark does not mark it done in the
+        query's checkpoint and the next run replays it; returning normally would skip it.
+        """
+        with self._lock:
+            self.stopping = True
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        with self._lock:
+            if self.stopping:
+                self.refused += 1
+                raise StreamSourceError(STOPPING)
+            self.busy = True
+            try:
+                self._commit(df, batch_id)
+            finally:
+                self.busy = False
+
+    def _commit(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.monotonic()
         done = self.done
-        fresh = df.where(f"offset > {done}")
+        # cached: the source is read once for both the driver's replay and the metadata_log append
+        fresh = df.where(f"offset > {done}").persist()
+        try:
+            self._commit_fresh(fresh, batch_id, t0)
+        finally:
+            fresh.unpersist()
+
+    def _commit_fresh(self, fresh: DataFrame, batch_id: int, t0: float) -> None:
+        done = self.done
         records = rows_to_records(fresh.select(*_ENVELOPE).toArrow())
         self.max_batch_records = max(self.max_batch_records, len(records))
         if not records:
@@ -226,6 +270,7 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
     writer = (writer.trigger(availableNow=True) if available_now
               else writer.trigger(processingTime=f"{max(trigger_interval_s, 0.0)} seconds"))
     query = writer.start()
+    stopped_by_us = False
     try:
         if available_now:
             query.awaitTermination(None if timeout_s is None else int(timeout_s))
@@ -234,7 +279,9 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
             while query.isActive:
                 query.awaitTermination(0.2)  # type: ignore[arg-type]
                 now = time.monotonic()
-                if committer.result.batches != seen:
+                # idle means the source had nothing new: a batch being read or committed is activity, however
+                # long it takes (a first batch on a loaded machine takes tens of seconds)
+                if committer.result.batches != seen or committer.busy or _has_data(query):
                     seen, last_change = committer.result.batches, now
                 if max_batches is not None and committer.result.batches >= max_batches:
                     break
@@ -242,10 +289,26 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
                     break
                 if timeout_s is not None and now - t0 >= timeout_s:
                     break
+            else:
+                if query.exception() is None:
+                    # the stream thread died of a JVM Error (Spark reports only Exceptions)
+                    raise StreamSourceError("the streaming query ended by itself without an error "
+                                            "(see the driver's log for the stream thread's death)")
     finally:
         if query.isActive:
+            committer.refuse_more()
+            stopped_by_us = True
             query.stop()
-    if query.exception() is not None:
-        raise StreamSourceError(f"the streaming query failed: {query.exception()}")
+    exc = query.exception()
+    if exc is not None and not (stopped_by_us and committer.refused and STOPPING in str(exc)):
+        raise StreamSourceError(f"the streaming query failed: {exc}")
     committer.result.seconds = time.monotonic() - t0
     return committer.result
+
+
+def _has_data(query: Any) -> bool:
+    """Whether the query's current trigger is processing new data (reading or committing a micro-batch)."""
+    try:
+        return bool(query.status.get("isDataAvailable"))
+    except Exception:  # the query may terminate between the loop's check and this call
+        return False
