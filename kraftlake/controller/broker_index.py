@@ -21,7 +21,10 @@ from typing import Any
 
 from kraftlake.image import MetadataImage
 from kraftlake.image.model import PartitionRegistration, TopicImage
+from kraftlake.protocol import messages as m
 
+_PARTITION = m.PartitionRecord
+_PARTITION_CHANGE = m.PartitionChangeRecord
 _PID_BITS = 32
 _PID_MASK = (1 << _PID_BITS) - 1
 
@@ -65,6 +68,17 @@ class BrokerPartitions:
         """A metadata record being replayed: PartitionRecords and replica changes add entries."""
         if kind == "PartitionRecord" or (kind == "PartitionChangeRecord" and record.replicas is not None):
             self.add(record.topic_id, record.partition_id, record.replicas)
+
+    def observe_all(self, records: Sequence[Any]) -> None:
+        """``observe`` each of ``records`` (typed metadata records, in replay order)."""
+        add = self.add
+        for r in records:
+            kind = type(r)
+            if kind is _PARTITION_CHANGE:
+                if r.replicas is not None:
+                    add(r.topic_id, r.partition_id, r.replicas)
+            elif kind is _PARTITION:
+                add(r.topic_id, r.partition_id, r.replicas)
 
     def partitions(
         self, broker_id: int, image: MetadataImage, keep_for: Sequence[MetadataImage] = ()

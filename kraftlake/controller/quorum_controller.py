@@ -31,7 +31,7 @@ import base64
 import random
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -46,7 +46,14 @@ from kraftlake.controller.config import (
     register_broker_record_version,
 )
 from kraftlake.controller.errors import NotActiveError
-from kraftlake.controller.partition_change import RECOVERED, RECOVERING, Election, PartitionChangeBuilder
+from kraftlake.controller.partition_change import (
+    RECOVERED,
+    RECOVERING,
+    UNDECIDED,
+    Election,
+    PartitionChangeBuilder,
+    isr_removal,
+)
 from kraftlake.controller.placement import PlacementError, place
 from kraftlake.controller.requests import (
     AlterPartitionRequest,
@@ -82,6 +89,7 @@ _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 _ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 _METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAA"
+_BROKER_CHANGE = m.BrokerRegistrationChangeRecord
 
 
 def _int_at_least(lo: int) -> Callable[[str], bool]:
@@ -225,6 +233,17 @@ class QuorumController:
 
     # -- replay of committed records ------------------------------------------------------------------------
 
+    def replay_committed(self, records: Sequence[Any], base_offset: int, epoch: int,
+                         timestamps: int | Sequence[int]) -> None:
+        """Committed metadata records (typed, no control records) at consecutive offsets from ``base_offset``:
+        a standby's ``handle_commit`` of their envelopes, without building them."""
+        if self._active:
+            self.commit_upto(base_offset + len(records) - 1)
+            return
+        self._committed_loader.feed_batch(records, base_offset, epoch, timestamps)
+        self.broker_partitions.observe_all(records)
+        self._committed = self._committed_loader.image()
+
     def handle_commit(self, records: Iterable[MetadataRecord]) -> None:
         """Committed records, in log order (every controller, active or not).
 
@@ -244,8 +263,14 @@ class QuorumController:
         last = -1
         for mr in records:
             last = mr.offset
-        if last > self._committed_upto:
-            self._committed_upto = last
+        self.commit_upto(last)
+
+    def commit_upto(self, offset: int) -> None:
+        """The active controller's records through ``offset`` are committed (it replayed them on append)."""
+        if not self._active:
+            raise NotActiveError(f"controller {self.node_id} is not active: committed records must be replayed")
+        if offset > self._committed_upto:
+            self._committed_upto = offset
         self._advance_committed()
 
     def _advance_committed(self) -> None:
@@ -309,8 +334,23 @@ class QuorumController:
 
         Returns ``(first offset, last offset)``, ``(-1, -1)`` when there is nothing to write.
         """
-        if not self._active or self._appender is None or self._latest is None:
-            raise NotActiveError(f"controller {self.node_id} is not the active controller")
+        steps = self.execute_steps(result)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def execute_steps(self, result: ControllerResult[Any]) -> Generator[None, None, tuple[int, int]]:
+        """``execute`` one batch at a time: the generator yields after each appended and replayed batch but
+        the last, and returns ``(first offset, last offset)``.
+
+        A driver that shares its thread with raft I/O (``kraftlake.service.ControllerHost``) runs other work
+        between the steps, so that a 60k-record controlled shutdown does not stall replication past the fetch
+        timeout. It must run no other command in between (they would land inside the metadata transaction);
+        if this controller is deactivated in between, the next step raises ``NotActiveError``.
+        """
+        self._check_active()
         records = list(result.records)
         if not records:
             return -1, -1
@@ -320,28 +360,36 @@ class QuorumController:
         first = -1
         last = -1
         for i in range(0, len(records), limit):
+            if i:
+                self._latest_image = None  # readers in between see the loader's state (before the transaction)
+                yield
+                self._check_active()
+            latest, appender = self._latest, self._appender
+            assert latest is not None and appender is not None
             chunk = records[i : i + limit]
-            base = self._appender.append(self._epoch, chunk)
+            base = appender.append(self._epoch, chunk)
             if first < 0:
                 first = base
-            observe = self.broker_partitions.observe
-            for j, (rec, version) in enumerate(chunk):
-                kind = type(rec).__name__
-                self._latest.feed(MetadataRecord(base + j, self._epoch, 0, base, False, kind,
-                                                 int(rec._api_key or 0), version, rec, b""))
-                observe(kind, rec)
+            typed = [rec for rec, _ in chunk]
+            latest.feed_batch(typed, base, self._epoch, 0)
+            self.broker_partitions.observe_all(typed)
             last = base + len(chunk) - 1
-        self._next_offset = last + 1
+            self._next_offset = last + 1
+        assert self._latest is not None
         self._latest_image = self._latest.image()
         self._pending.append((last, self._latest_image))
         self._advance_committed()
         for rec, _ in result.records:
             change: Any = rec
-            if type(rec).__name__ == "BrokerRegistrationChangeRecord" and change.in_controlled_shutdown == 1:
+            if type(rec) is _BROKER_CHANGE and change.in_controlled_shutdown == 1:
                 session = self.sessions.get(change.broker_id)
                 if session is not None:
                     session.controlled_shutdown_offset = last
         return first, last
+
+    def _check_active(self) -> None:
+        if not self._active or self._appender is None or self._latest is None:
+            raise NotActiveError(f"controller {self.node_id} is not the active controller")
 
     def _records_len(self, n: int) -> int:
         """How many offsets ``n`` records take when executed (a transaction adds two)."""
@@ -425,11 +473,20 @@ class QuorumController:
         Visits only the broker's partitions (``broker_partitions``); ``unclean_shutdown`` also drops the
         broker from ELR and last known ELR (it may have lost its log tail: KIP-966).
         """
-        acceptable = self._acceptable(img, frozenset((broker_id,)))
+        general = self._acceptable(img, frozenset((broker_id,)))
+        verdicts: dict[int, bool] = {}  # a few hundred brokers answer for tens of thousands of partitions
+
+        def acceptable(b: int) -> bool:
+            ok = verdicts.get(b)
+            if ok is None:
+                ok = verdicts[b] = general(b)
+            return ok
+
         mv = self.metadata_version()
         elr_enabled = self.elr_enabled()
         default_dir = self._default_dir(img)
         per_topic: dict[str, tuple[int, bool]] = {}
+        add = records.append
         for t, pid, p in self._broker_partitions(broker_id, img):
             if not (broker_id in p.isr or p.leader == broker_id
                     or (unclean_shutdown and (broker_id in p.elr or broker_id in p.last_known_elr))):
@@ -437,6 +494,12 @@ class QuorumController:
             topic_args = per_topic.get(t.name)
             if topic_args is None:
                 topic_args = per_topic[t.name] = (self.min_isr(img, t.name), self.unclean_enabled(img, t.name))
+            if not unclean_shutdown and not topic_args[1]:
+                fast = isr_removal(p, t.id, pid, broker_id, acceptable, mv, topic_args[0], elr_enabled)
+                if fast is not UNDECIDED:
+                    if fast is not None:
+                        add(fast)  # type: ignore[arg-type]
+                    continue
             b = PartitionChangeBuilder(p, t.id, pid, acceptable, mv, topic_args[0],
                                        elr_enabled=elr_enabled, default_dir=default_dir)
             if topic_args[1]:

@@ -504,11 +504,13 @@ class MetadataDelta:
             topics_by_id = topics_by_id.delete(topic_id)
             if topic_ids.get(old.name) == topic_id:
                 topic_ids = topic_ids.delete(old.name)
+        changed = {}
         for topic_id, td in self._topics.items():
-            t = td.apply()
-            topics_by_id = topics_by_id.set(topic_id, t)
+            t = changed[topic_id] = td.apply()
             if topic_ids.get(t.name) != topic_id:
                 topic_ids = topic_ids.set(t.name, topic_id)
+        if changed:
+            topics_by_id = topics_by_id.set_many(changed)
         configs = img.configs
         for key, changes in self._configs.items():
             new = _apply_dict(img.configs.get(key) or {}, changes)

@@ -16,8 +16,8 @@ NoOp/ZkMigrationState records only advance the provenance.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 from kraftlake.image.delta import (
     _HANDLERS,
@@ -187,6 +187,43 @@ class ImageLoader:
             return
         raise ReplayError(f"Unknown metadata record type {kind}")
 
+    def feed_batch(self, records: Sequence[Any], base_offset: int, epoch: int,
+                   timestamps: int | Sequence[int] = -1) -> None:
+        """Take typed metadata records (no envelopes, no control records) committed at consecutive offsets
+        from ``base_offset`` in ``epoch``: what ``feed`` of their envelopes does, without building them (a
+        controller replays 60k records of a controlled shutdown on each voter). ``timestamps``: one for all,
+        or one per record."""
+        n = len(records)
+        if not n:
+            return
+        stamps: Sequence[int] = [timestamps] * n if isinstance(timestamps, int) else timestamps
+        handlers = _HANDLERS
+        delta = self._delta
+        txn = self._txn_records
+        fed = False
+        for i, rec in enumerate(records):
+            handler = handlers.get(type(rec).__name__)
+            if handler is not None:
+                handler(delta, rec)
+                fed = True
+                if txn is not None:
+                    txn.append(rec)
+                continue
+            # transaction markers and ignored records: the general path, with the provenance of the record
+            # before (a BeginTransaction applies the delta so far)
+            if fed:
+                self._dirty = True
+                fed = False
+            if i:
+                self._last = Provenance(base_offset + i - 1, epoch, stamps[i - 1])
+            self.feed(_Envelope(base_offset + i, epoch, stamps[i], False,
+                                type(rec).__name__, rec))
+            delta = self._delta
+            txn = self._txn_records
+        if fed:
+            self._dirty = True
+        self._last = Provenance(base_offset + n - 1, epoch, stamps[n - 1])
+
     def feed_all(self, records: Iterable[Any]) -> None:
         feed = self.feed
         for mr in records:
@@ -206,6 +243,17 @@ class ImageLoader:
             self._base = self._base.with_provenance(prov)
             self._delta = MetadataDelta(self._base)
         return self._base
+
+
+class _Envelope(NamedTuple):
+    """The fields of a ``MetadataRecord`` that ``feed`` reads."""
+
+    offset: int
+    epoch: int
+    timestamp: int
+    is_control: bool
+    type: str
+    record: Any
 
 
 def _cons(records: list[Any]) -> Any:

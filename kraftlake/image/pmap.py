@@ -109,6 +109,49 @@ def _set(node: _Node, shift: int, h: int, key: Any, value: Any) -> tuple[_Node, 
     return _Node(tuple(slots)), added
 
 
+def _set_many(node: _Node, shift: int, items: list[tuple[int, Any, Any]]) -> tuple[_Node, int]:
+    """``_set`` of many distinct keys: each node on their paths is copied once, not once per key (a
+    controlled shutdown changes a partition in each of 20k topics: one copy of the root, not 20k)."""
+    if len(items) == 1:
+        h, key, value = items[0]
+        new, one = _set(node, shift, h, key, value)
+        return new, int(one)
+    groups: dict[int, list[tuple[int, Any, Any]]] = {}
+    for item in items:
+        i = (item[0] >> shift) & _MASK
+        group = groups.get(i)
+        if group is None:
+            groups[i] = [item]
+        else:
+            group.append(item)
+    slots = list(node.slots)
+    added = 0
+    for i, group in groups.items():
+        child = slots[i]
+        if isinstance(child, _Node):
+            slots[i], n = _set_many(child, shift + _BITS, group)
+            added += n
+        else:
+            if len(group) == 1:  # the common cases, without a holder node
+                h, key, value = group[0]
+                if child is None:
+                    slots[i] = _Leaf(h, key, value)
+                    added += 1
+                    continue
+                if type(child) is _Leaf and child.hash == h and (child.key is key or child.key == key):
+                    slots[i] = _Leaf(h, key, value)
+                    continue
+            # an empty slot, a leaf or a collision: insert one by one below a node holding only that slot
+            sub = [None] * _WIDTH
+            sub[i] = child
+            holder = _Node(tuple(sub))
+            for h, key, value in group:
+                holder, put = _set(holder, shift, h, key, value)
+                added += int(put)
+            slots[i] = holder.slots[i]
+    return _Node(tuple(slots)), added
+
+
 def _delete(node: _Node, shift: int, h: int, key: Any) -> _Node | None:
     """Return the new node (``None`` if it became empty), or ``node`` itself if the key is absent."""
     i = (h >> shift) & _MASK
@@ -255,6 +298,17 @@ class PMap(Mapping[K, V], Generic[K, V]):
         new_root, added = _set(root, 0, _hash(key), key, value)
         if new_root is root and self._root is not None:
             return self
+        return PMap._make(new_root, self._len + added)
+
+    def set_many(self, items: Mapping[K, V]) -> PMap[K, V]:
+        """Return a map with every key of ``items`` bound to its value (as repeated ``set``, faster)."""
+        if len(items) < 8:
+            m = self
+            for k, v in items.items():
+                m = m.set(k, v)
+            return m
+        root = self._root if self._root is not None else _Node(_EMPTY_NODE)
+        new_root, added = _set_many(root, 0, [(_hash(k), k, v) for k, v in items.items()])
         return PMap._make(new_root, self._len + added)
 
     def delete(self, key: K) -> PMap[K, V]:

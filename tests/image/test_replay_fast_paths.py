@@ -79,3 +79,62 @@ def test_equal_replica_sets_share_one_tuple() -> None:
     parts = img.topics_by_id[T1].partitions
     assert parts[0].replicas is parts[2].replicas and parts[0].isr is parts[1].replicas
     assert parts[0].directories is parts[1].directories
+
+
+def _feed_in_batches(loader: ImageLoader, records: list, size: int) -> None:
+    """``feed_batch`` over runs of consecutive non-control records of one epoch (control records one by one)."""
+    run: list = []
+
+    def flush() -> None:
+        if run:
+            loader.feed_batch([r.record for r in run], run[0].offset, run[0].epoch, [r.timestamp for r in run])
+            run.clear()
+
+    for r in records:
+        if r.is_control:
+            flush()
+            loader.feed(r)
+            continue
+        if run and (len(run) == size or r.epoch != run[0].epoch or r.offset != run[-1].offset + 1):
+            flush()
+        run.append(r)
+    flush()
+
+
+@pytest.mark.parametrize("size", [1, 7, 1000])
+def test_feed_batch_equals_record_by_record(churn_log: Path, size: int) -> None:
+    records = list(log_records(churn_log))[:20_000]
+    loader = ImageLoader()
+    _feed_in_batches(loader, records, size)
+    expected = EMPTY
+    for r in records:
+        expected = replay(expected, r)
+    got = loader.image()
+    assert got == expected and got.provenance == expected.provenance
+
+
+@pytest.mark.parametrize("size", [1, 3, 100])
+def test_feed_batch_with_transactions(size: int) -> None:
+    recs = [
+        m.TopicRecord(name="a", topic_id=T1),
+        m.PartitionRecord(topic_id=T1, partition_id=0, replicas=(1, 2), isr=(1, 2), leader=1),
+        m.BeginTransactionRecord(name="t"),
+        m.PartitionChangeRecord(topic_id=T1, partition_id=0, isr=(1,)),
+        m.NoOpRecord(),
+        m.EndTransactionRecord(),
+        m.BeginTransactionRecord(name="u"),
+        m.PartitionChangeRecord(topic_id=T1, partition_id=0, leader=2, isr=(2,)),
+        m.AbortTransactionRecord(),
+        m.TopicRecord(name="b", topic_id=T2),
+        m.BeginTransactionRecord(name="v"),
+        m.PartitionRecord(topic_id=T2, partition_id=0, replicas=(3,), isr=(3,), leader=3),
+    ]
+    envs = list(envelopes(recs))
+    for cut in range(1, len(envs) + 1):
+        loader = ImageLoader()
+        _feed_in_batches(loader, envs[:cut], size)
+        expected = EMPTY
+        for r in envs[:cut]:
+            expected = replay(expected, r)
+        got = loader.image()
+        assert got == expected and got.provenance == expected.provenance and got.transaction == expected.transaction
