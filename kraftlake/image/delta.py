@@ -83,6 +83,9 @@ def _canonical(t: tuple[Any, ...]) -> tuple[Any, ...]:
     return t
 
 
+_DIRS: dict[tuple[int, Any], tuple[str, ...]] = {}
+
+
 def partition_from_record(record: Any) -> PartitionRegistration:
     """A ``PartitionRegistration`` built from a PartitionRecord (Kafka's constructor from the record)."""
     replicas = _canonical(tuple(record.replicas))
@@ -94,9 +97,16 @@ def partition_from_record(record: Any) -> PartitionRegistration:
         )
     elr = record.eligible_leader_replicas
     lke = record.last_known_elr
+    # the directories of a PartitionRecord repeat across partitions (a few per broker set): converted once
+    key = (len(replicas), dirs)
+    canonical_dirs = _DIRS.get(key)
+    if canonical_dirs is None:
+        canonical_dirs = _canonical(_default_to_migrating(tuple(dirs) if dirs is not None else None, len(replicas)))
+        if len(_DIRS) < _CANONICAL_MAX:
+            _DIRS[key] = canonical_dirs
     return PartitionRegistration(
         replicas,
-        _canonical(_default_to_migrating(tuple(dirs) if dirs is not None else None, len(replicas))),
+        canonical_dirs,
         _canonical(tuple(record.isr)),
         tuple(record.removing_replicas),
         tuple(record.adding_replicas),
@@ -391,11 +401,18 @@ class MetadataDelta:
         self._topic_delta(r.topic_id, "PartitionRecord").changes[r.partition_id] = partition_from_record(r)
 
     def _partition_change(self, r: Any) -> None:
-        td = self._topic_delta(r.topic_id, "PartitionChangeRecord")
-        p = td.partition(r.partition_id)
+        # the hot path of a controlled shutdown's replay (60k records per voter): lookups inlined
+        td = self._topics.get(r.topic_id)
+        if td is None:
+            td = self._topic_delta(r.topic_id, "PartitionChangeRecord")
+        pid = r.partition_id
+        changes = td.changes
+        p = changes.get(pid)
         if p is None:
-            raise ReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
-        td.changes[r.partition_id] = merge_partition(p, r)
+            p = td.base.get(pid)
+            if p is None:
+                raise ReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
+        changes[pid] = merge_partition(p, r)
 
     def _remove_topic(self, r: Any) -> None:
         td = self._topics.pop(r.topic_id, None)
