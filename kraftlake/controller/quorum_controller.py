@@ -185,7 +185,9 @@ class QuorumController:
         self.config = config or ControllerConfig()
         self.node_id = node_id
         self.rng = random.Random(seed)
-        self._committed_loader = ImageLoader(image)
+        # None while active: the committed image then moves by whole images (``_pending``), and a loader is
+        # built only when replay resumes (``deactivate``)
+        self._committed_loader: ImageLoader | None = ImageLoader(image)
         self._committed = image
         self._active = False
         self._epoch = -1
@@ -223,8 +225,9 @@ class QuorumController:
 
     @property
     def committed_image(self) -> MetadataImage:
-        if self._committed_loader.provenance != self._committed.provenance:
-            self._committed = self._committed_loader.image()
+        loader = self._committed_loader
+        if loader is not None and loader.provenance != self._committed.provenance:
+            self._committed = loader.image()
         return self._committed
 
     @property
@@ -240,9 +243,10 @@ class QuorumController:
         if self._active:
             self.commit_upto(base_offset + len(records) - 1)
             return
-        self._committed_loader.feed_batch(records, base_offset, epoch, timestamps)
+        loader = self._standby_loader()
+        loader.feed_batch(records, base_offset, epoch, timestamps)
         self.broker_partitions.observe_all(records)
-        self._committed = self._committed_loader.image()
+        self._committed = loader.image()
 
     def handle_commit(self, records: Iterable[MetadataRecord]) -> None:
         """Committed records, in log order (every controller, active or not).
@@ -251,14 +255,15 @@ class QuorumController:
         it only moves its committed image forward.
         """
         if not self._active:
-            feed = self._committed_loader.feed
+            loader = self._standby_loader()
+            feed = loader.feed
             observe = self.broker_partitions.observe
             for mr in records:
                 feed(mr)
                 if not mr.is_control:
                     observe(mr.type, mr.record)
             # publish per batch (as Kafka's loader does) so the image stays hot for a failover
-            self._committed = self._committed_loader.image()
+            self._committed = loader.image()
             return
         last = -1
         for mr in records:
@@ -273,20 +278,26 @@ class QuorumController:
             self._committed_upto = offset
         self._advance_committed()
 
+    def _standby_loader(self) -> ImageLoader:
+        if self._committed_loader is None:
+            self._committed_loader = ImageLoader(self._committed)
+        return self._committed_loader
+
     def _advance_committed(self) -> None:
         # the log may commit a batch before ``execute`` has replayed it: pending entries wait for both
         while self._pending and self._pending[0][0] <= self._committed_upto:
             _, img = self._pending.popleft()
             self._committed = img
-            self._committed_loader = ImageLoader(img)
+            self._committed_loader = None
 
     # -- leadership -----------------------------------------------------------------------------------------
 
     def activate(self, epoch: int, appender: MetadataAppender, now_ms: int) -> ControllerResult[None] | None:
         """Become the active controller at ``epoch``; appends go to ``appender`` from its end offset on.
 
-        Serves commands at once from the hot committed image. Returns the bootstrap result if the log held
-        no metadata.version (it is executed already), else None.
+        Serves commands at once from the hot committed image. A metadata transaction left open by the previous
+        leader is aborted first. Returns the bootstrap result if the log held no metadata.version (it is
+        executed already), else None.
         """
         base = self.committed_image
         self._active = True
@@ -302,6 +313,10 @@ class QuorumController:
             bid: BrokerSession(now_ms, cs_offset if b.in_controlled_shutdown else -1)
             for bid, b in base.brokers.items()
         }
+        if base.transaction is not None:
+            # the previous leader died inside a metadata transaction: Kafka's new active controller aborts it
+            # before anything else (KIP-868), or its own records would land inside it
+            self.execute(ControllerResult(((m.AbortTransactionRecord(reason="Controller failover"), 0),), None))
         if base.metadata_version is None:
             result = self.bootstrap_result()
             self.execute(result)
@@ -375,6 +390,11 @@ class QuorumController:
             self.broker_partitions.observe_all(typed)
             last = base + len(chunk) - 1
             self._next_offset = last + 1
+            if i + limit < len(records):
+                # the committed state if the log commits this batch and not the next ones (a leader lost
+                # mid-transaction): the transaction open, these records in it
+                self._pending.append((last, latest.image()))
+                self._advance_committed()  # a log may have committed it during the append
         assert self._latest is not None
         self._latest_image = self._latest.image()
         self._pending.append((last, self._latest_image))

@@ -19,6 +19,7 @@ from kraftlake.controller import (
     FeatureUpdate,
     Listener,
     MemoryMetadataLog,
+    NotActiveError,
     PartitionIsrUpdate,
     QuorumController,
     ResourceType,
@@ -456,3 +457,25 @@ def test_standby_failover_serves_at_once() -> None:
     assert c.active.committed_image.state_equals(new.image)  # the old active now replays as a standby
     # the whole log replayed from scratch gives the same image
     assert load_records(c.log.records).state_equals(new.image)
+
+
+def test_failover_inside_a_transaction_aborts_it_and_steps_stop_on_deactivation() -> None:
+    c = Cluster(brokers=3, config=ControllerConfig(max_records_per_batch=10))
+    before = c.image
+    steps = c.active.execute_steps(c.active.handle_create_topics([CreatableTopic("big", 30, 3)]))
+    next(steps)  # Begin + the first batch appended and committed; the leader dies before the rest
+    assert c.standby.committed_image.transaction is not None
+    c.active.deactivate()
+    with pytest.raises(NotActiveError):
+        next(steps)
+    start = c.log.end_offset()
+    assert c.standby.activate(2, c.log, c.now) is None
+    assert [r.type for r in c.log.records[start:]] == ["AbortTransactionRecord"]
+    new = c.standby
+    assert new.image.transaction is None and new.image.state_equals(before)
+    # the new leader's own transaction stands on its own, and the log replays to its image
+    result = new.handle_create_topics([CreatableTopic("big", 30, 3)])
+    assert new.execute(result)[1] == c.log.end_offset() - 1
+    assert len(new.image.topics_by_name["big"].partitions) == 30
+    assert load_records(c.log.records).state_equals(new.image)
+    assert c.active.committed_image.state_equals(new.image)
