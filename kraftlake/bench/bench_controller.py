@@ -43,6 +43,7 @@ from kraftlake.controller import (
 )
 from kraftlake.image import MetadataImage, Provenance, write_snapshot
 from kraftlake.records import MetadataRecord
+from kraftlake.service.gctune import tune_for_service
 
 
 def build(brokers: int, partitions: int, per_topic: int = 100) -> tuple[MemoryMetadataLog, QuorumController,
@@ -205,12 +206,14 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, work_dir: Path |
         _seed(Path(tmp), snapshot, 3)
         quorum = ControllerQuorum(3, Path(tmp), "kraftlake-bench-ctrl0", fsync=True)
         t0, c0 = time.perf_counter(), time.process_time()
+        thresholds = gc.get_threshold()
+        loads: list[float] = []
         _start(quorum)
         try:
             active = quorum.wait_active(120)
             start_wall, start_cpu = time.perf_counter() - t0, time.process_time() - c0
             epochs = {b: reg.epoch for b, reg in active.controller.committed_image.brokers.items()}
-            gc.freeze()  # the images are built: later collections need not walk them (as a long-lived server)
+            tune_for_service()  # what `kraftlake quorum start` does once it serves: the start-up heap frozen
 
             def heartbeat(b: int, **kw: Any) -> Any:
                 return quorum.submit(lambda c: c.handle_heartbeat(
@@ -229,6 +232,7 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, work_dir: Path |
                 t, c = time.perf_counter(), time.process_time()
                 heartbeat(victim, want_shutdown=True)
                 shutdown.append(time.perf_counter() - t)
+                loads.append(os.getloadavg()[0])
                 shutdown_cpu.append(time.process_time() - c)
                 records.append(quorum.wait_active().controller.next_offset - before)
             failovers, failover_cpu = [], []
@@ -255,6 +259,7 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, work_dir: Path |
         finally:
             quorum.stop()
             gc.unfreeze()
+            gc.set_threshold(*thresholds)
     return {
         "partitions": partitions,
         "snapshot_build_cpu_s": None if build_cpu is None else round(build_cpu, 1),
@@ -264,6 +269,7 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, work_dir: Path |
         "controlled_shutdown_to_commit_wall_s_median": round(statistics.median(shutdown), 3),
         "controlled_shutdown_to_commit_cpu_s_median": round(statistics.median(shutdown_cpu), 3),
         "controlled_shutdown_to_commit_wall_s_runs": [round(x, 3) for x in shutdown],
+        "load_average_1m_at_shutdowns": [round(x, 1) for x in loads],
         "failover_to_first_commit_wall_s_median": round(statistics.median(failovers), 3),
         "failover_to_first_commit_cpu_s_median": round(statistics.median(failover_cpu), 3),
         "failover_to_first_commit_wall_s_runs": [round(x, 3) for x in failovers],

@@ -366,6 +366,7 @@ class QuorumController:
         if this controller is deactivated in between, the next step raises ``NotActiveError``.
         """
         self._check_active()
+        loader = self._latest  # replaced when this controller is deactivated (and activated again)
         records = list(result.records)
         if not records:
             return -1, -1
@@ -379,6 +380,8 @@ class QuorumController:
                 self._latest_image = None  # readers in between see the loader's state (before the transaction)
                 yield
                 self._check_active()
+                if self._latest is not loader:
+                    raise NotActiveError(f"controller {self.node_id} lost the epoch its command was appending in")
             latest, appender = self._latest, self._appender
             assert latest is not None and appender is not None
             chunk = records[i : i + limit]

@@ -238,13 +238,15 @@ def quota_entity(entity: Any) -> QuotaEntity:
 class _TopicDelta:
     """Changes to one topic: its (possibly new) identity and changed partitions."""
 
-    __slots__ = ("base", "changes", "name", "topic_id")
+    __slots__ = ("base", "changes", "created", "name", "topic_id")
 
-    def __init__(self, name: str, topic_id: str, base: dict[int, PartitionRegistration]) -> None:
+    def __init__(self, name: str, topic_id: str, base: dict[int, PartitionRegistration],
+                 created: bool = False) -> None:
         self.name = name
         self.topic_id = topic_id
         self.base = base
         self.changes: dict[int, PartitionRegistration] = {}
+        self.created = created  # by a TopicRecord of this delta (else a live topic of the base image)
 
     def partition(self, pid: int) -> PartitionRegistration | None:
         p = self.changes.get(pid)
@@ -384,7 +386,7 @@ class MetadataDelta:
     # -- topics -------------------------------------------------------------------------------------------
 
     def _topic(self, r: Any) -> None:
-        self._topics[r.topic_id] = _TopicDelta(r.name, r.topic_id, {})
+        self._topics[r.topic_id] = _TopicDelta(r.name, r.topic_id, {}, created=True)
         self._created_by_name[r.name] = r.topic_id
 
     def _topic_delta(self, topic_id: str, what: str) -> _TopicDelta:
@@ -524,7 +526,8 @@ class MetadataDelta:
         changed = {}
         for topic_id, td in self._topics.items():
             t = changed[topic_id] = td.apply()
-            if topic_ids.get(t.name) != topic_id:
+            # a live topic of the base image already owns its name
+            if td.created and topic_ids.get(t.name) != topic_id:
                 topic_ids = topic_ids.set(t.name, topic_id)
         if changed:
             topics_by_id = topics_by_id.set_many(changed)

@@ -42,7 +42,7 @@ from kraftlake.protocol.messages import spec_of
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.raft.messages import SnapshotId
 from kraftlake.records import MetadataRecord, encode_metadata_record, iter_records
-from kraftlake.records.serde import decode_metadata_record
+from kraftlake.records.serde import decode_metadata_record, fast_decoder
 from kraftlake.service.errors import NotControllerError, NotLeaderError, ServiceError, ServiceStoppedError
 from kraftlake.service.listener import Batch, LeaderAndEpoch, SnapshotReader
 from kraftlake.service.service import LocalQuorum, RaftService
@@ -123,6 +123,35 @@ def encode_records(records: Sequence[RecordAndVersion]) -> list[bytes]:
             continue
         add(bytes(w))
     return out
+
+
+def decode_values(values: Sequence[bytes]) -> list[Any]:
+    """The typed records of metadata record values (as `decode_metadata_record`), each body decoded by the
+    compiled decoder of its (apiKey, version) looked up once per batch; any other shape, or any failure, goes
+    through `decode_metadata_record` (which raises the typed error)."""
+    out: list[Any] = []
+    add = out.append
+    decoders: dict[int, Any] = {}
+    for value in values:
+        n = len(value)
+        rec = None
+        if n >= 3 and value[0] == 1 and value[1] < 128 and value[2] < 128:
+            key = value[1] << 8 | value[2]
+            fn = decoders.get(key)
+            if fn is None:
+                fn = decoders[key] = fast_decoder(value[1], value[2]) or _no_decoder
+            try:
+                rec, stop = fn(value, 3, n)  # type: ignore[operator]
+                if stop != n:
+                    rec = None
+            except Exception:
+                rec = None
+        add(rec if rec is not None else decode_metadata_record(value)[0])
+    return out
+
+
+def _no_decoder(value: bytes, pos: int, end: int) -> tuple[None, int]:
+    return None, end
 
 
 def snapshot_image(reader: SnapshotReader) -> MetadataImage:
@@ -288,7 +317,7 @@ class ControllerHost:
             c.commit_upto(batch.last_offset)
         elif not any(e.is_control for e in entries):
             # a batch of metadata records (what a leader's command writes): decoded straight into the loader
-            typed = [decode_metadata_record(e.value)[0] for e in entries]
+            typed = decode_values([e.value for e in entries])
             self.stats.records_replayed += len(typed)
             c.replay_committed(typed, entries[0].offset, batch.epoch, [e.timestamp for e in entries])
         else:

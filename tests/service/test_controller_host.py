@@ -30,6 +30,7 @@ from kraftlake.controller import (
     random_uuid,
 )
 from kraftlake.image import image_at, load_snapshot
+from kraftlake.image.source import log_records
 from kraftlake.logformat import METADATA_PARTITION_DIR, list_snapshots
 from kraftlake.service.controller_host import ControllerQuorum
 from kraftlake.service.errors import NotControllerError
@@ -228,3 +229,27 @@ def test_commands_per_second_through_the_quorum(cq: ControllerQuorum) -> None:
     print(f"{n} pipelined commands committed in {elapsed:.3f} s: {n / elapsed:,.0f} commands/s")
     image = assert_images_equal(cq)
     assert image.configs[(int(ResourceType.TOPIC), "load")]["retention.ms"] == str(60_000 + n - 1)
+
+
+def test_a_command_of_many_batches_is_appended_between_raft_io_and_others_wait(tmp_path: Path) -> None:
+    q = ControllerQuorum(3, tmp_path / "q", CLUSTER, fsync=False, quorum=fast_config(),
+                         config=ControllerConfig(max_records_per_batch=10), clock=lambda: NOW)
+    with q:
+        register_and_unfence(q, 3)
+        host = q.wait_active()
+        big = host.submit(lambda c: c.handle_create_topics([CreatableTopic("big", 95, 3)]))  # 96 records
+        after = [host.submit(lambda c, i=i: c.handle_create_topics([CreatableTopic(f"small-{i}", 1, 3)]))
+                 for i in range(3)]
+        assert big.result(30).by_name()["big"].error.ok
+        assert all(f.result(30).topics[0].error.ok for f in after)
+        assert host.stats.commands >= 3 + 3 + 4
+        image = assert_images_equal(q)
+        assert len(image.topics_by_name["big"].partitions) == 95
+        # the transaction's batches are contiguous: the commands that waited come after its end
+        log_dir = q.node_dir(host.node_id)
+        records = [r for r in log_records(log_dir / METADATA_PARTITION_DIR) if not r.is_control]
+        kinds = [r.type for r in records]
+        begin, end = kinds.index("BeginTransactionRecord"), kinds.index("EndTransactionRecord")
+        assert end - begin == 97 and kinds[begin + 1:end].count("PartitionRecord") == 95
+        names = [r.record.name for r in records[end:] if r.type == "TopicRecord"]
+        assert names == ["small-0", "small-1", "small-2"]
