@@ -1,7 +1,8 @@
 """The SQL surface: table functions "state at offset N" over the warehouse's history tables.
 
 ``register(spark, warehouse)`` creates, for a session, Spark 4 SQL table functions
-(``CREATE FUNCTION ... RETURNS TABLE ... RETURN``):
+(``CREATE FUNCTION ... RETURNS TABLE ... RETURN``); :mod:`kraftlake.spark.catalog` stores the same functions
+permanently in a catalog database (``kraftlake.partitions_at(N)`` in every session over that metastore):
 
 - ``<entity>_at(offset)`` for every history table (``partitions_at``, ``brokers_at``, ``topics_at``,
   ``configs_at``, ``features_at``, ``controllers_at``, ``client_quotas_at``, ``producer_ids_at``, ``acls_at``,
@@ -35,33 +36,40 @@ def _cols(table: str, alias: str = "h") -> str:
     return ", ".join(f"{alias}.`{n}`" for n in ENTITIES[table].names)
 
 
-def function_statements(warehouse: str | Path, temporary: bool = True) -> list[str]:
-    """The ``CREATE FUNCTION`` statements :func:`register` runs."""
-    kind = "TEMPORARY FUNCTION" if temporary else "FUNCTION"
+def function_statements(warehouse: str | Path, temporary: bool = True, database: str | None = None) -> list[str]:
+    """The ``CREATE FUNCTION`` statements :func:`register` runs.
+
+    ``temporary=False`` makes permanent functions, stored in the catalog (``database`` names the schema they go
+    to, else the current one): see :mod:`kraftlake.spark.catalog`.
+    """
+    if temporary and database is not None:
+        raise ValueError("temporary functions belong to the session, not to a database")
+    kind = ("TEMPORARY FUNCTION " if temporary else
+            "FUNCTION " if database is None else f"FUNCTION `{database}`.")
     offsets = table_ref(warehouse, OFFSETS)
     out = []
     for table in ENTITIES:
         ref = table_ref(warehouse, table)
         cols = _cols(table)
         out.append(
-            f"CREATE OR REPLACE {kind} {table}_at(at_offset BIGINT) RETURNS TABLE ({_returns(table)}) RETURN "
+            f"CREATE OR REPLACE {kind}{table}_at(at_offset BIGINT) RETURNS TABLE ({_returns(table)}) RETURN "
             f"SELECT {cols}, h.from_offset FROM {ref} h "
             f"WHERE h.from_offset <= at_offset AND (h.to_offset IS NULL OR h.to_offset > at_offset)")
         out.append(
-            f"CREATE OR REPLACE {kind} {table}_at_time(at_time TIMESTAMP) RETURNS TABLE ({_returns(table)}) "
+            f"CREATE OR REPLACE {kind}{table}_at_time(at_time TIMESTAMP) RETURNS TABLE ({_returns(table)}) "
             f"RETURN SELECT {cols}, h.from_offset FROM {ref} h, "
             f"(SELECT max(offset) AS o FROM {offsets} WHERE timestamp_millis(timestamp) <= at_time) x "
             f"WHERE h.from_offset <= x.o AND (h.to_offset IS NULL OR h.to_offset > x.o)")
     parts = table_ref(warehouse, "partitions")
     full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
     out.append(
-        f"CREATE OR REPLACE {kind} partition_history(for_topic STRING, for_partition INT) RETURNS TABLE ({full}) "
+        f"CREATE OR REPLACE {kind}partition_history(for_topic STRING, for_partition INT) RETURNS TABLE ({full}) "
         f"RETURN SELECT {_cols('partitions')}, h.from_offset, h.to_offset FROM {parts} h "
         f"WHERE h.topic = for_topic AND h.`partition` = for_partition")
     for what, col, typ in (("isr", "isr", "ARRAY<INT>"), ("leader", "leader", "INT")):
         # versions in which the value did not change are merged (gaps and islands over the version order)
         out.append(
-            f"CREATE OR REPLACE {kind} {what}_history(for_topic STRING, for_partition INT) RETURNS TABLE "
+            f"CREATE OR REPLACE {kind}{what}_history(for_topic STRING, for_partition INT) RETURNS TABLE "
             f"(topic STRING, topic_id STRING, `partition` INT, {col} {typ}, from_offset BIGINT, to_offset BIGINT) "
             f"RETURN SELECT topic, topic_id, `partition`, {col}, min(from_offset) AS from_offset, "
             f"max_by(to_offset, from_offset) AS to_offset FROM ("
@@ -74,16 +82,21 @@ def function_statements(warehouse: str | Path, temporary: bool = True) -> list[s
             f"GROUP BY topic, topic_id, `partition`, {col}, island")
     brokers = table_ref(warehouse, "brokers")
     out.append(
-        f"CREATE OR REPLACE {kind} broker_history(for_id INT) RETURNS TABLE "
+        f"CREATE OR REPLACE {kind}broker_history(for_id INT) RETURNS TABLE "
         f"({_returns('brokers', 'from_offset BIGINT, to_offset BIGINT')}) "
         f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id")
     return out
 
 
-def register(spark: SparkSession, warehouse: str | Path, temporary: bool = True) -> list[str]:
-    """Create the table functions over ``warehouse`` for ``spark``; returns their names."""
+def register(spark: SparkSession, warehouse: str | Path, temporary: bool = True,
+             database: str | None = None) -> list[str]:
+    """Create the table functions over ``warehouse`` for ``spark``; returns their (qualified) names.
+
+    Temporary by default (this session only); ``temporary=False`` stores them in the session's catalog, in
+    ``database``: :func:`kraftlake.spark.catalog.create_functions` is the way to do that.
+    """
     names = []
-    for stmt in function_statements(warehouse, temporary):
+    for stmt in function_statements(warehouse, temporary, database):
         spark.sql(stmt)
-        names.append(stmt.split(" FUNCTION ", 1)[1].split("(", 1)[0])
+        names.append(stmt.split(" FUNCTION ", 1)[1].split("(", 1)[0].replace("`", ""))
     return names
