@@ -356,7 +356,8 @@ class QuorumController:
             except StopIteration as done:
                 return done.value
 
-    def execute_steps(self, result: ControllerResult[Any]) -> Generator[None, None, tuple[int, int]]:
+    def execute_steps(self, result: ControllerResult[Any],
+                      step_records: int | None = None) -> Generator[None, None, tuple[int, int]]:
         """``execute`` one batch at a time: the generator yields after each appended and replayed batch but
         the last, and returns ``(first offset, last offset)``.
 
@@ -364,6 +365,8 @@ class QuorumController:
         between the steps, so that a 60k-record controlled shutdown does not stall replication past the fetch
         timeout. It must run no other command in between (they would land inside the metadata transaction);
         if this controller is deactivated in between, the next step raises ``NotActiveError``.
+        ``step_records`` appends a metadata transaction in batches of at most that many records (shorter
+        steps); a result that fits in one batch is always appended as one.
         """
         self._check_active()
         loader = self._latest  # replaced when this controller is deactivated (and activated again)
@@ -373,6 +376,8 @@ class QuorumController:
         limit = self.config.max_records_per_batch
         if len(records) > limit and self.metadata_version() >= MV_3_6_IV1:
             records = [(m.BeginTransactionRecord(name=None), 0), *records, (m.EndTransactionRecord(), 0)]
+            if step_records is not None:
+                limit = max(1, min(limit, step_records))
         first = -1
         last = -1
         for i in range(0, len(records), limit):

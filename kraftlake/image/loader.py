@@ -121,6 +121,7 @@ class ImageLoader:
         self._txn_name: str | None = None
         self._txn_begin = -1
         self._txn_records: list[Any] | None = None
+        self._chain: tuple[Any, int, list[Any] | None] = (None, 0, None)  # (chain, records in it, of which list)
         txn = image.transaction
         if txn is None:
             self._base = image
@@ -233,7 +234,16 @@ class ImageLoader:
         """The image at the last record fed (see the module doc for offsets inside a transaction)."""
         prov = self.provenance
         if self._txn_records is not None:
-            txn = (self._txn_name, self._txn_begin, _cons(self._txn_records))
+            # the chain of the transaction's records (newest first), extended by what was fed since the last
+            # image: an active controller asks for one per appended batch of a 60k-record transaction
+            records = self._txn_records
+            chain, done, of = self._chain
+            if of is not records:
+                chain, done = None, 0
+            for i in range(done, len(records)):
+                chain = (records[i], chain)
+            self._chain = (chain, len(records), records)
+            txn = (self._txn_name, self._txn_begin, chain)
             return self._base._replace(provenance=prov, txn=txn)
         if self._dirty:
             self._base = self._delta.apply(prov)
@@ -254,13 +264,6 @@ class _Envelope(NamedTuple):
     is_control: bool
     type: str
     record: Any
-
-
-def _cons(records: list[Any]) -> Any:
-    chain: Any = None
-    for rec in records:
-        chain = (rec, chain)
-    return chain
 
 
 def load_records(records: Iterable[Any], image: MetadataImage = EMPTY) -> MetadataImage:

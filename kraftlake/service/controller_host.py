@@ -73,6 +73,9 @@ def batch_records(batch: Batch) -> list[MetadataRecord]:
 
 
 _gc_pauses = 0
+STEP_RECORDS = 2_000
+"""Records per appended batch of a command's metadata transaction: each is one loop callback on the thread
+that also serves raft I/O (of all voters, in a `ControllerQuorum`); a few milliseconds of work each."""
 
 
 @contextmanager
@@ -264,6 +267,7 @@ class ControllerHost:
         self._claim_epoch: int | None = None  # the epoch this node leads, waiting for its LeaderChange commit
         self._activation_scheduled = False
         self._stepping = False  # a command's batches are being appended (`_step`): others wait
+        self._inflight: set[Future[Any]] = set()  # commands appended, waiting for their commit
         self._waiting: deque[tuple[Callable[..., None], tuple[Any, ...]]] = deque()
 
     # -- wiring ---------------------------------------------------------------------------------------------
@@ -433,7 +437,7 @@ class ControllerHost:
                 result = fn(c)
                 self._appender.last_commit = None
                 self._appender.appended = 0
-                steps = c.execute_steps(result)
+                steps = c.execute_steps(result, STEP_RECORDS)
         except BaseException as exc:
             future.set_exception(exc)
             return
@@ -454,7 +458,12 @@ class ControllerHost:
                 future.set_result(result.response)
                 return
 
+            self._inflight.add(future)
+
             def done(f: Future[tuple[int, int]]) -> None:
+                self._inflight.discard(future)
+                if future.done():  # failed when this controller was deactivated
+                    return
                 exc = f.exception()
                 if exc is not None:
                     future.set_exception(exc)
@@ -504,6 +513,13 @@ class ControllerHost:
         if self.controller.active:
             self.controller.deactivate()
             self.stats.deactivations += 1
+        # commands waiting for their commit fail as Kafka's do (NOT_CONTROLLER; the caller retries): entries
+        # a lost leader wrote may be truncated, or committed much later by the next leader
+        inflight, self._inflight = self._inflight, set()
+        leader = self._service.leader_id if self._service is not None and self._service.started else None
+        for future in inflight:
+            if not future.done():
+                future.set_exception(NotControllerError(self.node_id, leader))
 
     def _append_failed(self, epoch: int, exc: BaseException) -> None:
         c = self.controller

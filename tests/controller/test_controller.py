@@ -479,3 +479,23 @@ def test_failover_inside_a_transaction_aborts_it_and_steps_stop_on_deactivation(
     assert len(new.image.topics_by_name["big"].partitions) == 30
     assert load_records(c.log.records).state_equals(new.image)
     assert c.active.committed_image.state_equals(new.image)
+
+
+def test_execute_steps_in_short_batches_only_inside_a_transaction() -> None:
+    c = Cluster(brokers=3, config=ControllerConfig(max_records_per_batch=10))
+    start = len(c.log.batches)
+    steps = c.active.execute_steps(c.active.handle_create_topics([CreatableTopic("big", 30, 3)]), step_records=4)
+    n = 0
+    with pytest.raises(StopIteration):
+        while True:
+            next(steps)
+            n += 1
+    sizes = [count for _, count in c.log.batches[start:]]
+    assert sizes == [4] * 8 + [1] and n == 8  # Begin + 31 records + End in steps of 4
+    assert c.standby.committed_image.state_equals(c.image) and c.image.transaction is None
+    start = len(c.log.batches)
+    small = c.active.execute_steps(c.active.handle_create_topics([CreatableTopic("small", 5, 3)]), step_records=2)
+    with pytest.raises(StopIteration):
+        next(small)
+    assert [count for _, count in c.log.batches[start:]] == [6]  # fits in one batch: one, atomic
+    assert load_records(c.log.records).state_equals(c.image)
