@@ -50,6 +50,7 @@ from kraftlake.spark.tables import (
     to_stored_log,
     write_snapshot,
 )
+from kraftlake.spark.validate import quarantine, validate_records
 from pipelines.ingest import commit_slice, log_max, starting_point
 from pipelines.reconstruct import image_at_offset
 
@@ -82,6 +83,8 @@ class StreamResult:
     last_offset: int = -1
     seconds: float = 0.0
     progress: list[StreamProgress] = field(default_factory=list)
+    quarantined: int = 0
+    """Rows the record-level suite set aside in ``quarantine`` (they are committed to ``metadata_log`` too)."""
 
 
 def checkpoint_dir(warehouse: str | Path, source: str) -> str:
@@ -165,6 +168,10 @@ class BatchCommitter:
                 raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a.offset} to {b.offset}")
 
         def write_log(first: int, last: int) -> None:
+            # the record-level suite: failing rows are also set aside with their reasons and the batch commits
+            # whole (metadata_log is the log as Kafka applied it, so the history keeps agreeing with the image);
+            # before the commit point, so a replayed batch redoes it (quarantine is idempotent by offset)
+            self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1], last)
             first = max(first, self.logged + 1)
             if first > last:
                 return

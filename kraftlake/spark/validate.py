@@ -36,7 +36,6 @@ from kraftlake.spark.history import ENTITIES
 from kraftlake.spark.tables import LOG, OFFSETS, table_path, table_ref
 
 QUARANTINE = "quarantine"
-QUARANTINE_APP_ID = "kraftlake-quarantine"
 GX_PROJECT = "_gx"
 DATASOURCE = "kraftlake"
 
@@ -111,16 +110,25 @@ def ensure_quarantine(spark: SparkSession, warehouse: str | Path) -> None:
 
 
 def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame, txn_version: int) -> int:
-    """Append ``bad`` rows (from :func:`validate_records`) to ``quarantine`` once per ``txn_version``."""
-    ensure_quarantine(spark, warehouse)
+    """Add ``bad`` rows (from :func:`validate_records`) to ``quarantine``; returns how many were new.
+
+    Idempotent by content (a MERGE on ``offset``), so a micro-batch replayed after a crash, even cut
+    differently, adds nothing twice; a batch without bad rows writes nothing.
+    """
     rows = bad.select("offset", "epoch", "timestamp", "type", "raw", "reasons", "reason",
                       F.current_timestamp().alias("quarantined_at")).persist()
     try:
-        n = rows.count()
-        if n:
-            (rows.write.format("delta").mode("append").option("txnAppId", QUARANTINE_APP_ID)
-             .option("txnVersion", txn_version).save(table_path(warehouse, QUARANTINE)))
-        return n
+        if rows.isEmpty():
+            return 0
+        ensure_quarantine(spark, warehouse)
+        view = "_kraftlake_quarantine"
+        # the view lives in the rows' own session (a foreachBatch frame's session is the query's clone)
+        session = rows.sparkSession
+        rows.createOrReplaceTempView(view)
+        out = session.sql(f"MERGE INTO {table_ref(warehouse, QUARANTINE)} t USING {view} s "
+                          "ON t.offset = s.offset WHEN NOT MATCHED THEN INSERT *").first()
+        session.catalog.dropTempView(view)
+        return int(out["num_inserted_rows"]) if out is not None else 0
     finally:
         rows.unpersist()
 
