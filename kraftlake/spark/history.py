@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftlake.image import EMPTY, MetadataImage, replay
-from kraftlake.image.model import BrokerRegistration, ControllerRegistration, Endpoint, PartitionRegistration
+from kraftlake.image.delta import MetadataDelta
+from kraftlake.image.model import (
+    BrokerRegistration,
+    ControllerRegistration,
+    Endpoint,
+    PartitionRegistration,
+    Provenance,
+)
 from kraftlake.image.render import CONFIG_RESOURCE_TYPES, SCRAM_MECHANISMS, SECURITY_PROTOCOLS
 
 TOPIC_RESOURCE = 2
@@ -323,32 +330,39 @@ class HistoryBuilder:
         return batch
 
     def feed(self, records: Iterable[Any]) -> HistoryBatch:
-        """Replay ``records`` (``MetadataRecord`` s in log order, following the current image)."""
+        """Replay ``records`` (``MetadataRecord`` s in log order, following the current image).
+
+        Runs of partition, config and broker records outside transactions (the bulk of a log: ISR and leader
+        changes, fencing, configs) go into one ``MetadataDelta`` (the image's own replay), which is read back
+        per record for the entity's new state and becomes an image once when the run ends: a persistent-map
+        update per touched topic and run instead of per record. Every other record (topics, transactions, ...)
+        is replayed on its own and compared with ``changes``.
+        """
         batch = HistoryBatch()
         events: list[Event] = []
         add = events.append
         image = self.image
         offsets = batch.offsets
+        delta: MetadataDelta | None = None
+        last: Any = None  # the last record of the delta's run
         for mr in records:
             offsets.append((mr.offset, mr.epoch, mr.timestamp))
-            new = replay(image, mr)
             kind = mr.type
+            if image._txn is None and (mr.is_control or kind in _RUN):
+                run = _RUN.get(kind) if not mr.is_control else None
+                if run is not None:
+                    if delta is None:
+                        delta = MetadataDelta(image)
+                    run(delta, mr.record, mr.offset, add)
+                last = mr  # quiet records (controls, NoOps) change nothing but the provenance
+                continue
+            if last is not None:
+                prov = Provenance(last.offset, last.epoch, last.timestamp)
+                image = delta.apply(prov) if delta is not None else image.with_provenance(prov)
+                delta, last = None, None
+            new = replay(image, mr)
             if mr.is_control or new._txn is not None:
                 pass
-            elif (kind == "PartitionChangeRecord" or kind == "PartitionRecord") and image._txn is None:
-                # the common case, outside a transaction: only this partition can change (no full diff)
-                rec = mr.record
-                tid = rec.topic_id
-                t0, t1 = image.topics_by_id.get(tid), new.topics_by_id.get(tid)
-                if t0 is not t1:
-                    if t0 is not None and t1 is not None and t0.name == t1.name:
-                        pid = rec.partition_id
-                        p0, p1 = t0.partitions.get(pid), t1.partitions.get(pid)
-                        if p0 is not p1 and (p0 is None or p1 is None or p0 != p1):
-                            add((mr.offset, "partitions", (tid, pid),
-                                 None if p1 is None else partition_row(t1.name, tid, pid, p1), p0 is not None))
-                    else:
-                        events.extend((mr.offset, *c) for c in changes(image, new, [(rec, kind)]))
             else:
                 if kind == "EndTransactionRecord":
                     txn = image.transaction
@@ -358,12 +372,67 @@ class HistoryBuilder:
                 if recs:
                     events.extend((mr.offset, *c) for c in changes(image, new, recs))
             image = new
+        if last is not None:
+            prov = Provenance(last.offset, last.epoch, last.timestamp)
+            image = delta.apply(prov) if delta is not None else image.with_provenance(prov)
         if offsets:
             batch.first_offset = offsets[0][0]
             batch.last_offset = offsets[-1][0]
         self.image = image
         _versions(events, batch)
         return batch
+
+
+def _run_partition(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
+    tid = rec.topic_id
+    td = delta._topics.get(tid)
+    if td is None:
+        td = delta._topic_delta(tid, type(rec).__name__)  # raises as replay does for an unknown topic
+    pid = rec.partition_id
+    p0 = td.partition(pid)
+    if type(rec).__name__ == "PartitionChangeRecord":
+        delta._partition_change(rec)
+    else:
+        delta._partition(rec)
+    p1 = td.changes[pid]
+    if p0 is None or p0 != p1:
+        add((offset, "partitions", (tid, pid), partition_row(td.name, tid, pid, p1), p0 is not None))
+
+
+def _run_config(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
+    # a ConfigRecord sets (or with a null value deletes) one name of one resource
+    key = (rec.resource_type, rec.resource_name)
+    pending = delta._configs.get(key)
+    old = pending[rec.name] if pending is not None and rec.name in pending else \
+        (delta.image.configs.get(key) or {}).get(rec.name)
+    delta._config(rec)
+    new = rec.value
+    if old != new:
+        rt = CONFIG_RESOURCE_TYPES.get(key[0], str(key[0]))
+        row = None if new is None else {"resource_type": rt, "resource_name": key[1], "name": rec.name, "value": new}
+        add((offset, "configs", (rt, key[1], rec.name), row, old is not None))
+
+
+def _run_broker(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
+    bid = rec.id if type(rec).__name__ in ("FenceBrokerRecord", "UnfenceBrokerRecord") else rec.broker_id
+    b0 = delta.broker(bid)
+    delta.replay(rec)
+    b1 = delta.broker(bid)
+    if b0 is not b1 and (b0 is None or b1 is None or b0 != b1):
+        add((offset, "brokers", (bid,), None if b1 is None else broker_row(b1), b0 is not None))
+
+
+def _run_quiet(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
+    """Records that only advance the provenance."""
+
+
+#: The records a run of the delta takes (outside transactions), each turning one record into its events.
+_RUN: dict[str, Any] = {
+    "PartitionChangeRecord": _run_partition, "PartitionRecord": _run_partition, "ConfigRecord": _run_config,
+    "BrokerRegistrationChangeRecord": _run_broker, "FenceBrokerRecord": _run_broker,
+    "UnfenceBrokerRecord": _run_broker, "RegisterBrokerRecord": _run_broker, "UnregisterBrokerRecord": _run_broker,
+    "NoOpRecord": _run_quiet,
+}
 
 
 def _versions(
