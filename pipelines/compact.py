@@ -1,17 +1,42 @@
 """``compact``: a snapshot at N, retention deletes, OPTIMIZE and VACUUM; idempotent, so it can be scheduled.
 
-The snapshot is taken at N, or just before the metadata transaction open at N. Retention keeps every state from the *retention snapshot* S on: the newest stored snapshot at or below the
-oldest offset the policy keeps (``N - retain_offsets``, or the first offset of the last ``retain_hours``).
-Below S the tables then hold nothing a query at an offset >= S needs: ``metadata_log`` rows at or below S,
-history versions that ended at or before S and older snapshots are deleted. Queries at offsets before S are
-outside the retained history (``reconstruct`` says so).
+The snapshot is taken at N, or just before the metadata transaction open at N. Retention keeps every state from
+the *retention snapshot* S on: the newest stored snapshot at or below the oldest offset the policy keeps
+(``N - retain_offsets``, or the first offset of the last ``retain_hours``). Below S the tables then hold nothing a
+query at an offset >= S needs: ``metadata_log`` rows at or below S, history versions that ended at or before S
+and older snapshots are deleted. Queries at offsets before S are outside the retained history (``reconstruct``
+says so).
+
+Lean when scheduled often: every step that would change nothing is skipped and reported in
+``CompactResult.skipped``:
+
+- a DELETE runs only if the table's smallest value of the deleted column is within the cut (one Spark action
+  for every table's minimum);
+- OPTIMIZE runs only on a table that got data commits since its last OPTIMIZE, read from the table's Delta
+  history (commits of VACUUM, or whose metrics show no file added or removed, are not data commits; an OPTIMIZE
+  that found nothing to rewrite commits nothing, so the version it saw is remembered in
+  ``<warehouse>/_compact/state.json``);
+- VACUUM runs only when it has files to delete: a commit removed files (or replaced deletion vectors) and is
+  now older than the retention, with no VACUUM since (kept as hours with removals in the state file, bounded
+  by the retention), or when the last VACUUM is older than max(retention, 1 day) (files no commit knows of,
+  left by a failed writer, are found only by listing).
+
+Safe while the stream runs: Delta's default isolation, WriteSerializable, lets blind appends (the stream's
+``metadata_log`` and ``offsets`` writes) commit beside a DELETE or OPTIMIZE; a conflicting commit (the stream's
+history MERGE touching a file a DELETE or OPTIMIZE rewrote) fails the later one. A compaction step that loses
+such a race is retried (it is idempotent: DELETE re-evaluates, OPTIMIZE re-plans); the retries are counted.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
 
@@ -21,10 +46,20 @@ from kraftlake.spark.tables import (
     OFFSETS,
     SNAPSHOTS,
     last_offset,
+    table_path,
     table_ref,
     write_snapshot,
 )
 from pipelines.reconstruct import image_at_offset
+
+T = TypeVar("T")
+COMPACTED = (LOG, *HISTORY_TABLES, SNAPSHOTS, OFFSETS)
+#: Commits read back from a table's history; with no OPTIMIZE among them the table counts as unoptimized.
+HISTORY_LIMIT = 200
+STATE_FILE = Path("_compact") / "state.json"
+#: Operations that never change a table's data files.
+_NO_DATA = frozenset({"VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES",
+                      "CHANGE COLUMN", "ADD CONSTRAINT", "DROP CONSTRAINT"})
 
 
 @dataclass
@@ -35,6 +70,157 @@ class CompactResult:
     deleted: dict[str, int] = field(default_factory=dict)
     checkpoint: str | None = None
     seconds: float = 0.0
+    optimized: list[str] = field(default_factory=list)
+    vacuumed: list[str] = field(default_factory=list)
+    #: step (``delete``, ``optimize``, ``vacuum``) -> tables it was skipped on, having nothing to do
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    #: Delta commit conflicts with concurrent writers that a step was retried after
+    retries: int = 0
+
+
+@dataclass(frozen=True)
+class Commit:
+    version: int
+    timestamp_ms: int
+    operation: str
+    parameters: dict[str, str]
+    metrics: dict[str, str]
+
+    def _count(self, *needles: str) -> int:
+        return sum(int(v) for k, v in self.metrics.items()
+                   if any(n in k.lower() for n in needles) and str(v).lstrip("-").isdigit())
+
+    @property
+    def changes_data(self) -> bool:
+        """Whether the commit added or removed data files or deletion vectors (what OPTIMIZE may rework)."""
+        if self.operation in _NO_DATA:
+            return False
+        if self.operation in ("CREATE TABLE", "CREATE OR REPLACE TABLE", "REPLACE TABLE") and not self.metrics:
+            return False
+        if not self.metrics:
+            return True
+        return self._count("added", "removed", "numfiles", "numoutputrows", "deletionvectors") > 0
+
+    @property
+    def removes_files(self) -> bool:
+        """Whether the commit left files behind that VACUUM deletes once they are older than the retention."""
+        if self.operation in _NO_DATA or self.operation == "CREATE TABLE":
+            return False
+        if self.operation in ("WRITE", "STREAMING UPDATE") and self.parameters.get("mode", "").strip('"') == "Append":
+            return False
+        if not self.metrics:
+            return True  # an operation we know nothing of: assume it did
+        return self._count("removed", "deletionvectorsupdated") > 0
+
+
+def table_history(path: str, limit: int = HISTORY_LIMIT) -> list[Commit]:
+    """The table's last ``limit`` commits, newest first, from the ``commitInfo`` of its ``_delta_log`` files.
+
+    Read straight from the log (Delta's protocol: commit ``v`` is ``_delta_log/<v as 20 digits>.json``; delta-spark
+    writes a ``commitInfo`` action into each) rather than through ``DeltaTable.history``: no Spark job, and a
+    session that wrote commits itself was seen listing its history with some of them missing. A commit whose
+    commitInfo cannot be read counts as an unknown operation (it may have done anything).
+    """
+    log = Path(path) / "_delta_log"
+    versions = sorted((int(p.name[:20]) for p in log.glob("*.json") if len(p.name) == 25 and p.name[:20].isdigit()),
+                      reverse=True)[:limit]
+    out = []
+    for v in versions:
+        info: dict[str, Any] = {}
+        try:
+            with open(log / f"{v:020d}.json", encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith('{"commitInfo"'):
+                        info = json.loads(line)["commitInfo"]
+                        break
+        except (OSError, ValueError):
+            pass
+        out.append(Commit(v, int(info.get("inCommitTimestamp") or info.get("timestamp") or 0),
+                          str(info.get("operation", "UNKNOWN")),
+                          {k: str(x) for k, x in (info.get("operationParameters") or {}).items()},
+                          {k: str(x) for k, x in (info.get("operationMetrics") or {}).items()}))
+    return out
+
+
+def needs_optimize(history: list[Commit], optimized_version: int | None) -> bool:
+    """Whether a data commit came after the last OPTIMIZE (or after ``optimized_version``, OPTIMIZE's no-op)."""
+    for c in history:  # newest first
+        if c.operation == "OPTIMIZE" or (optimized_version is not None and c.version <= optimized_version):
+            return False
+        if c.changes_data:
+            return True
+    # the whole history without a data commit (an empty table), or a longer one than we read: only the former
+    # is certain to need nothing
+    return bool(history) and history[-1].version > 0
+
+
+HOUR_MS = 3_600_000
+
+
+def note_removals(mine: dict[str, Any], history: list[Commit]) -> None:
+    """Record, per hour, the removals of commits not seen before (what a later VACUUM will have to delete).
+
+    ``mine`` is the table's entry of the compaction state: ``seen_version`` (the newest commit looked at),
+    ``removal_hours`` (hours, since the epoch, in which files were removed and no VACUUM deleted them yet).
+    """
+    seen = mine.get("seen_version")
+    hours = set(mine.get("removal_hours", []))
+    if history:
+        oldest = history[-1]
+        if seen is not None and oldest.version > seen + 1:
+            # more commits came than we read: some removal may hide among them, no earlier than the last look
+            hours.add(int(mine.get("seen_at_ms", oldest.timestamp_ms)) // HOUR_MS)
+        for c in history:
+            if (seen is None or c.version > seen) and c.removes_files:
+                hours.add(c.timestamp_ms // HOUR_MS)
+        mine["seen_version"], mine["seen_at_ms"] = history[0].version, history[0].timestamp_ms
+    mine["removal_hours"] = sorted(hours)
+
+
+def needs_vacuum(mine: dict[str, Any], now_ms: int, retain_ms: int) -> bool:
+    """Whether VACUUM has files to delete: a removal older than the retention that no VACUUM followed.
+
+    Without a VACUUM in the state it runs (a first compaction), and once the last one is older than
+    max(retention, 1 day): files no commit knows of (a writer that failed before committing) are found only by
+    listing the directory.
+    """
+    last = mine.get("vacuumed_at_ms")
+    if last is None or int(last) < now_ms - max(retain_ms, 24 * HOUR_MS):
+        return True
+    hours = mine.get("removal_hours", [])
+    return bool(hours) and int(hours[0]) * HOUR_MS < now_ms - retain_ms
+
+
+def vacuumed(mine: dict[str, Any], now_ms: int, retain_ms: int) -> None:
+    """A VACUUM started at ``now_ms`` deleted what was removed before ``now_ms - retain_ms``."""
+    mine["vacuumed_at_ms"] = now_ms
+    mine["removal_hours"] = [h for h in mine.get("removal_hours", []) if (h + 1) * HOUR_MS > now_ms - retain_ms]
+
+
+def _conflicts() -> tuple[type[BaseException], ...]:
+    import delta.exceptions as dx
+
+    names = ("DeltaConcurrentModificationException", "ConcurrentWriteException", "MetadataChangedException",
+             "ProtocolChangedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
+             "ConcurrentDeleteDeleteException", "ConcurrentTransactionException")
+    return tuple(getattr(dx, n) for n in names if hasattr(dx, n))
+
+
+class _Retrier:
+    def __init__(self, attempts: int = 5, backoff_s: float = 0.5) -> None:
+        self.attempts, self.backoff_s, self.retries = attempts, backoff_s, 0
+        self.conflicts = _conflicts()
+
+    def __call__(self, fn: Callable[[], T]) -> T:
+        for attempt in range(self.attempts):
+            try:
+                return fn()
+            except self.conflicts:
+                if attempt == self.attempts - 1:
+                    raise
+                self.retries += 1
+                time.sleep(self.backoff_s * (2 ** attempt))
+        raise AssertionError("unreachable")
 
 
 def _retention_offset(spark: SparkSession, warehouse: str | Path, offset: int, retain_offsets: int | None,
@@ -57,18 +243,56 @@ def _delete(spark: SparkSession, warehouse: str | Path, table: str, condition: s
     return int(row["num_affected_rows"] or 0)
 
 
+def _run_sql(spark: SparkSession, statement: str) -> None:
+    spark.sql(statement).collect()
+
+
+def _deletions(s: int) -> dict[str, tuple[str, str, Callable[[int], bool]]]:
+    """table -> (column whose minimum decides, DELETE condition, whether that minimum means rows to delete)."""
+    out: dict[str, tuple[str, str, Callable[[int], bool]]] = {
+        LOG: ("offset", f"offset <= {s}", lambda m: m <= s),
+        SNAPSHOTS: ("snapshot_offset", f"snapshot_offset < {s}", lambda m: m < s),
+    }
+    for table in HISTORY_TABLES:
+        out[table] = ("to_offset", f"to_offset IS NOT NULL AND to_offset <= {s}", lambda m: m <= s)
+    return out
+
+
+def _minima(spark: SparkSession, warehouse: str | Path, columns: Iterable[tuple[str, str]]) -> dict[str, int | None]:
+    """Each table's minimum of a column, in one Spark action."""
+    parts = [f"SELECT '{t}' AS t, min({c}) AS m FROM {table_ref(warehouse, t)}" for t, c in columns]
+    return {r["t"]: None if r["m"] is None else int(r["m"]) for r in spark.sql(" UNION ALL ".join(parts)).collect()}
+
+
+def _load_state(warehouse: str | Path) -> dict[str, Any]:
+    path = Path(warehouse) / STATE_FILE
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_state(warehouse: str | Path, state: dict[str, Any]) -> None:
+    path = Path(warehouse) / STATE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+    tmp.replace(path)
+
+
 def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = None,
             retain_offsets: int | None = None, retain_hours: float | None = None,
             checkpoint_dir: str | Path | None = None, vacuum_hours: float = 168.0,
             optimize: bool = True) -> CompactResult:
     t0 = time.monotonic()
+    retry = _Retrier()
     n = last_offset(spark, warehouse) if offset is None else offset
     image = image_at_offset(spark, warehouse, n)
     if image.transaction is not None:
         # a snapshot holds committed state only: take the offset before the open transaction began
         n = image.transaction.begin_offset - 1
         image = image_at_offset(spark, warehouse, n)
-    rows = write_snapshot(spark, warehouse, image)
+    rows = retry(lambda: write_snapshot(spark, warehouse, image))
     result = CompactResult(n, rows, None)
     if checkpoint_dir is not None:
         from kraftlake.image import write_snapshot as write_checkpoint
@@ -82,15 +306,37 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
         s = None if row is None else row["s"]
         if s is not None:
             result.retained_from = int(s)
-            result.deleted[LOG] = _delete(spark, warehouse, LOG, f"offset <= {s}")
-            result.deleted[SNAPSHOTS] = _delete(spark, warehouse, SNAPSHOTS, f"snapshot_offset < {s}")
-            for table in HISTORY_TABLES:
-                result.deleted[table] = _delete(spark, warehouse, table,
-                                                f"to_offset IS NOT NULL AND to_offset <= {s}")
-    for table in (LOG, *HISTORY_TABLES, SNAPSHOTS, OFFSETS):
-        ref = table_ref(warehouse, table)
-        if optimize:
-            spark.sql(f"OPTIMIZE {ref}")
-        spark.sql(f"VACUUM {ref} RETAIN {vacuum_hours} HOURS")
+            plan = _deletions(int(s))
+            minima = _minima(spark, warehouse, ((t, c) for t, (c, _, _) in plan.items()))
+            for table, (_, condition, due) in plan.items():
+                m = minima.get(table)
+                if m is None or not due(m):
+                    result.deleted[table] = 0
+                    result.skipped.setdefault("delete", []).append(table)
+                    continue
+                result.deleted[table] = retry(partial(_delete, spark, warehouse, table, condition))
+    state = _load_state(warehouse)
+    retain_ms = int(vacuum_hours * HOUR_MS)
+    for table in COMPACTED:
+        path = table_path(warehouse, table)
+        history = table_history(path)
+        mine = state.setdefault(table, {})
+        if optimize and needs_optimize(history, mine.get("optimized_version")):
+            retry(partial(_run_sql, spark, f"OPTIMIZE delta.`{path}`"))
+            result.optimized.append(table)
+            history = table_history(path)
+            # OPTIMIZE with nothing to rewrite commits nothing: remember the version it saw
+            mine["optimized_version"] = history[0].version if history else None
+        elif optimize:
+            result.skipped.setdefault("optimize", []).append(table)
+        note_removals(mine, history)
+        now_ms = int(time.time() * 1000)
+        if needs_vacuum(mine, now_ms, retain_ms):
+            retry(partial(_run_sql, spark, f"VACUUM delta.`{path}` RETAIN {vacuum_hours} HOURS"))
+            vacuumed(mine, now_ms, retain_ms)
+            result.vacuumed.append(table)
+        else:
+            result.skipped.setdefault("vacuum", []).append(table)
+    _save_state(warehouse, state)
     result.seconds = time.monotonic() - t0
     return result
