@@ -21,10 +21,15 @@ Lean when scheduled often: every step that would change nothing is skipped and r
   by the retention), or when the last VACUUM is older than max(retention, 1 day) (files no commit knows of,
   left by a failed writer, are found only by listing).
 
-Safe while the stream runs: Delta's default isolation, WriteSerializable, lets blind appends (the stream's
-``metadata_log`` and ``offsets`` writes) commit beside a DELETE or OPTIMIZE; a conflicting commit (the stream's
-history MERGE touching a file a DELETE or OPTIMIZE rewrote) fails the later one. A compaction step that loses
-such a race is retried (it is idempotent: DELETE re-evaluates, OPTIMIZE re-plans); the retries are counted.
+Safe while the stream runs, and never failed by it. Delta OSS commits data changes at the table's
+``delta.isolationLevel``, Serializable unless set (the appends' commits record it), and checks concurrent
+appends against a reader's *partition* predicates only: on these unpartitioned (clustered) tables any append
+committed while a DELETE runs conflicts with it (``ConcurrentAppendException``), whatever the offsets. OPTIMIZE
+and VACUUM change no data (snapshot isolation: appends never conflict with them; a history MERGE rewriting a
+file OPTIMIZE compacted does). A step that loses such a race is retried with backoff (counted in ``retries``);
+one still losing after that is *deferred* (``CompactResult.deferred``) for the next run instead of failing this
+one: each step is idempotent, and the deletes go log first, snapshots last, so a deferred step never leaves a
+retained offset without its snapshot.
 """
 
 from __future__ import annotations
@@ -76,6 +81,8 @@ class CompactResult:
     skipped: dict[str, list[str]] = field(default_factory=dict)
     #: Delta commit conflicts with concurrent writers that a step was retried after
     retries: int = 0
+    #: step -> tables where it kept losing to concurrent commits: left for the next run
+    deferred: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -207,8 +214,8 @@ def _conflicts() -> tuple[type[BaseException], ...]:
 
 
 class _Retrier:
-    def __init__(self, attempts: int = 5, backoff_s: float = 0.5) -> None:
-        self.attempts, self.backoff_s, self.retries = attempts, backoff_s, 0
+    def __init__(self, attempts: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 8.0) -> None:
+        self.attempts, self.backoff_s, self.max_backoff_s, self.retries = attempts, backoff_s, max_backoff_s, 0
         self.conflicts = _conflicts()
 
     def __call__(self, fn: Callable[[], T]) -> T:
@@ -219,7 +226,7 @@ class _Retrier:
                 if attempt == self.attempts - 1:
                     raise
                 self.retries += 1
-                time.sleep(self.backoff_s * (2 ** attempt))
+                time.sleep(min(self.max_backoff_s, self.backoff_s * (2 ** attempt)))
         raise AssertionError("unreachable")
 
 
@@ -249,12 +256,11 @@ def _run_sql(spark: SparkSession, statement: str) -> None:
 
 def _deletions(s: int) -> dict[str, tuple[str, str, Callable[[int], bool]]]:
     """table -> (column whose minimum decides, DELETE condition, whether that minimum means rows to delete)."""
-    out: dict[str, tuple[str, str, Callable[[int], bool]]] = {
-        LOG: ("offset", f"offset <= {s}", lambda m: m <= s),
-        SNAPSHOTS: ("snapshot_offset", f"snapshot_offset < {s}", lambda m: m < s),
-    }
+    # in this order: older snapshots go last, once nothing retained can need them
+    out: dict[str, tuple[str, str, Callable[[int], bool]]] = {LOG: ("offset", f"offset <= {s}", lambda m: m <= s)}
     for table in HISTORY_TABLES:
         out[table] = ("to_offset", f"to_offset IS NOT NULL AND to_offset <= {s}", lambda m: m <= s)
+    out[SNAPSHOTS] = ("snapshot_offset", f"snapshot_offset < {s}", lambda m: m < s)
     return out
 
 
@@ -314,7 +320,13 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
                     result.deleted[table] = 0
                     result.skipped.setdefault("delete", []).append(table)
                     continue
-                result.deleted[table] = retry(partial(_delete, spark, warehouse, table, condition))
+                try:
+                    result.deleted[table] = retry(partial(_delete, spark, warehouse, table, condition))
+                except retry.conflicts:
+                    result.deleted[table] = 0
+                    result.deferred.setdefault("delete", []).append(table)
+                    if table == LOG:
+                        break  # the older snapshots stay while the log rows they cover do
     state = _load_state(warehouse)
     retain_ms = int(vacuum_hours * HOUR_MS)
     for table in COMPACTED:
@@ -322,11 +334,15 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
         history = table_history(path)
         mine = state.setdefault(table, {})
         if optimize and needs_optimize(history, mine.get("optimized_version")):
-            retry(partial(_run_sql, spark, f"OPTIMIZE delta.`{path}`"))
-            result.optimized.append(table)
-            history = table_history(path)
-            # OPTIMIZE with nothing to rewrite commits nothing: remember the version it saw
-            mine["optimized_version"] = history[0].version if history else None
+            try:
+                retry(partial(_run_sql, spark, f"OPTIMIZE delta.`{path}`"))
+            except retry.conflicts:
+                result.deferred.setdefault("optimize", []).append(table)
+            else:
+                result.optimized.append(table)
+                history = table_history(path)
+                # OPTIMIZE with nothing to rewrite commits nothing: remember the version it saw
+                mine["optimized_version"] = history[0].version if history else None
         elif optimize:
             result.skipped.setdefault("optimize", []).append(table)
         note_removals(mine, history)
@@ -338,5 +354,6 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
         else:
             result.skipped.setdefault("vacuum", []).append(table)
     _save_state(warehouse, state)
+    result.retries = retry.retries
     result.seconds = time.monotonic() - t0
     return result
