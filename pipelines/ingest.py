@@ -36,6 +36,7 @@ from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder
 from kraftlake.spark.tables import (
     LOG,
     append,
+    delta_txn,
     ensure_tables,
     last_offset,
     max_from_offsets,
@@ -46,6 +47,9 @@ from kraftlake.spark.tables import (
     write_snapshot,
 )
 from pipelines.reconstruct import image_at_offset
+
+#: Table writes of one slice run at once (metadata_log and the history tables it touches).
+COMMIT_THREADS = 4
 
 
 @dataclass
@@ -112,16 +116,22 @@ def without_written(batch: HistoryBatch, written: dict[str, int]) -> HistoryBatc
 
 def commit_slice(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch,
                  write_log: Callable[[int, int], None], written: dict[str, int] | None = None) -> None:
-    """Write one slice to every table it touches, ``offsets`` last (the commit point).
+    """Write one slice to every table it touches (``metadata_log`` and the history tables side by side),
+    ``offsets`` last (the commit point).
 
     ``written``: each history table's highest ``from_offset`` when a killed run may have written part of this
     slice (see :func:`without_written`).
     """
-    write_log(batch.first_offset, batch.last_offset)
     if written is not None:
         batch = without_written(batch, written)
-    for table in batch.tables():
-        merge_history(spark, warehouse, table, batch)
+    # the tables are independent until the commit point: their writes run side by side (a Delta commit mostly
+    # waits on the driver's log handling, not on the cores), each idempotent on its own
+    with delta_txn(spark, batch.last_offset), \
+            ThreadPoolExecutor(max_workers=COMMIT_THREADS, thread_name_prefix="kraftlake-commit") as pool:
+        futures = [pool.submit(write_log, batch.first_offset, batch.last_offset)]
+        futures += [pool.submit(merge_history, spark, warehouse, table, batch, True) for table in batch.tables()]
+        for f in futures:
+            f.result()
     write_offsets(spark, warehouse, batch)
 
 

@@ -174,14 +174,21 @@ def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) ->
 
 @contextmanager
 def delta_txn(spark: SparkSession, txn_version: int, app_id: str = APP_ID) -> Iterator[None]:
-    """Session-level Delta transaction id for MERGE/UPDATE/DELETE (the writer options do not reach them)."""
-    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
-    spark.conf.set("spark.databricks.delta.write.txnVersion", str(txn_version))
+    """Session-level Delta transaction id for MERGE/UPDATE/DELETE (the writer options do not reach them).
+
+    Also lets the history MERGEs skip materializing their source (local Arrow data, deterministic). The conf is
+    the session's: writes running in threads share one ``delta_txn`` opened around all of them.
+    """
+    conf = {"spark.databricks.delta.write.txnAppId": app_id,
+            "spark.databricks.delta.write.txnVersion": str(txn_version),
+            "spark.databricks.delta.merge.materializeSource": "none"}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
     try:
         yield
     finally:
-        spark.conf.unset("spark.databricks.delta.write.txnAppId")
-        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+        for k in conf:
+            spark.conf.unset(k)
 
 
 def append_versions(spark: SparkSession, warehouse: str | Path, table: str, versions: list[dict[str, Any]],
@@ -210,14 +217,16 @@ def _merge_source(spark: SparkSession, table: str, versions: list[dict[str, Any]
     return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema=schema)
 
 
-def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch) -> None:
+def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch,
+                  in_txn: bool = False) -> None:
     """Apply one slice to a history table in one Delta commit: end the versions it closes, add its new ones.
 
     A slice with closes is one MERGE (a close matches only the version of its key that is still open and began
     before the close; new versions never match and are inserted); a slice without closes is a plain append.
     Both carry ``txnVersion`` = the slice's last offset, so a replayed slice is skipped as a whole, and the
     table never shows a slice's closes without its versions. The ``to_offset IS NULL`` and ``from_offset``
-    bounds in the condition let Delta skip files holding only closed or later versions.
+    bounds in the condition let Delta skip files holding only closed or later versions. ``in_txn``: the caller
+    holds :func:`delta_txn` for the slice (writes of several tables in threads).
     """
     closes = batch.closes.get(table, [])
     versions = batch.versions.get(table, [])
@@ -238,13 +247,11 @@ def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch:
         WHEN NOT MATCHED AND NOT s.{_CLOSE} THEN
           INSERT ({", ".join(f"`{c}`" for c in cols)}) VALUES ({", ".join(f"s.`{c}`" for c in cols)})
     """
-    with delta_txn(spark, batch.last_offset):
-        # the source is local Arrow data, deterministic: Delta need not copy it before the two passes
-        spark.conf.set("spark.databricks.delta.merge.materializeSource", "none")
-        try:
+    if in_txn:
+        spark.sql(sql)
+    else:
+        with delta_txn(spark, batch.last_offset):
             spark.sql(sql)
-        finally:
-            spark.conf.unset("spark.databricks.delta.merge.materializeSource")
     spark.catalog.dropTempView(view)
 
 
