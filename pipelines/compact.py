@@ -50,6 +50,7 @@ from kraftlake.spark.tables import (
     LOG,
     OFFSETS,
     SNAPSHOTS,
+    conflict_errors,
     last_offset,
     table_path,
     table_ref,
@@ -204,19 +205,10 @@ def vacuumed(mine: dict[str, Any], now_ms: int, retain_ms: int) -> None:
     mine["removal_hours"] = [h for h in mine.get("removal_hours", []) if (h + 1) * HOUR_MS > now_ms - retain_ms]
 
 
-def _conflicts() -> tuple[type[BaseException], ...]:
-    import delta.exceptions as dx
-
-    names = ("DeltaConcurrentModificationException", "ConcurrentWriteException", "MetadataChangedException",
-             "ProtocolChangedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
-             "ConcurrentDeleteDeleteException", "ConcurrentTransactionException")
-    return tuple(getattr(dx, n) for n in names if hasattr(dx, n))
-
-
 class _Retrier:
     def __init__(self, attempts: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 8.0) -> None:
         self.attempts, self.backoff_s, self.max_backoff_s, self.retries = attempts, backoff_s, max_backoff_s, 0
-        self.conflicts = _conflicts()
+        self.conflicts = conflict_errors()
 
     def __call__(self, fn: Callable[[], T]) -> T:
         for attempt in range(self.attempts):

@@ -41,6 +41,7 @@ from kraftlake.spark.tables import (
     last_offset,
     max_from_offsets,
     merge_history,
+    retry_conflicts,
     table_ref,
     to_stored_log,
     write_offsets,
@@ -128,11 +129,13 @@ def commit_slice(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch
     # waits on the driver's log handling, not on the cores), each idempotent on its own
     with delta_txn(spark, batch.last_offset), \
             ThreadPoolExecutor(max_workers=COMMIT_THREADS, thread_name_prefix="kraftlake-commit") as pool:
-        futures = [pool.submit(write_log, batch.first_offset, batch.last_offset)]
-        futures += [pool.submit(merge_history, spark, warehouse, table, batch, True) for table in batch.tables()]
+        # each write is idempotent, so one that loses a commit conflict to a running compaction is tried again
+        futures = [pool.submit(retry_conflicts, lambda: write_log(batch.first_offset, batch.last_offset))]
+        futures += [pool.submit(retry_conflicts, lambda t=table: merge_history(spark, warehouse, t, batch, True))
+                    for table in batch.tables()]
         for f in futures:
             f.result()
-    write_offsets(spark, warehouse, batch)
+    retry_conflicts(lambda: write_offsets(spark, warehouse, batch))
 
 
 @dataclass

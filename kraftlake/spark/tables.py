@@ -8,11 +8,12 @@ in every slice: its highest offset is the pipeline's commit point.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -29,6 +30,7 @@ SNAPSHOTS_DDL = ("snapshot_offset BIGINT NOT NULL, epoch INT, timestamp BIGINT, 
                  "version INT, raw BINARY")
 OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT NULL"
 HISTORY_TABLES = tuple(ENTITIES)
+R = TypeVar("R")
 LOG_STATS_COLUMNS = "offset,epoch,timestamp,batch_offset,type,api_key"
 
 
@@ -285,6 +287,30 @@ def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any) -> in
     df = arrow_frame(spark, SNAPSHOTS, rows)
     df.write.format("delta").mode("append").save(table_path(warehouse, SNAPSHOTS))
     return len(rows)
+
+
+def conflict_errors() -> tuple[type[BaseException], ...]:
+    """Delta's commit-conflict exceptions (a concurrent writer won; the write may simply be tried again)."""
+    import delta.exceptions as dx
+
+    names = ("DeltaConcurrentModificationException", "ConcurrentWriteException", "MetadataChangedException",
+             "ProtocolChangedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
+             "ConcurrentDeleteDeleteException", "ConcurrentTransactionException")
+    return tuple(getattr(dx, n) for n in names if hasattr(dx, n))
+
+
+def retry_conflicts(fn: Callable[[], R], attempts: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 8.0) -> R:
+    """``fn()``, tried again with backoff when it loses a Delta commit conflict (e.g. to a scheduled compaction's
+    DELETE or OPTIMIZE). Only for idempotent writes: a txn-id append or MERGE that did commit is skipped."""
+    errors = conflict_errors()
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except errors:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(min(max_backoff_s, backoff_s * (2 ** attempt)))
+    raise AssertionError("unreachable")
 
 
 def last_offset(spark: SparkSession, warehouse: str | Path) -> int:
