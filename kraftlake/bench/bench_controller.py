@@ -51,15 +51,9 @@ from kraftlake.service.gctune import tune_for_service
 log = logging.getLogger(__name__)
 
 
-def build(brokers: int, partitions: int, per_topic: int = 100) -> tuple[MemoryMetadataLog, QuorumController,
-                                                                      QuorumController, dict[int, int], float]:
-    log = MemoryMetadataLog()
-    active = QuorumController(node_id=1, seed=1)
-    standby = QuorumController(node_id=2, seed=2)
-    log.listeners.append(active.handle_commit)
-    log.listeners.append(standby.handle_commit)
-    start = time.perf_counter()
-    active.activate(1, log, 0)
+def _register_brokers(active: QuorumController, brokers: int) -> dict[int, int]:
+    """Register ``brokers`` brokers with the active controller and unfence them with a heartbeat each; returns
+    their broker epochs."""
     epochs = {}
     for b in range(brokers):
         req = BrokerRegistrationRequest(b, random_uuid(active.rng), (Listener("PLAINTEXT", f"b{b}", 9092),),
@@ -69,6 +63,19 @@ def build(brokers: int, partitions: int, per_topic: int = 100) -> tuple[MemoryMe
         epochs[b] = r.response.data["broker_epoch"]
     for b in range(brokers):
         active.execute(active.handle_heartbeat(BrokerHeartbeatRequest(b, epochs[b], active.next_offset), 0))
+    return epochs
+
+
+def build(brokers: int, partitions: int, per_topic: int = 100) -> tuple[MemoryMetadataLog, QuorumController,
+                                                                      QuorumController, dict[int, int], float]:
+    log = MemoryMetadataLog()
+    active = QuorumController(node_id=1, seed=1)
+    standby = QuorumController(node_id=2, seed=2)
+    log.listeners.append(active.handle_commit)
+    log.listeners.append(standby.handle_commit)
+    start = time.perf_counter()
+    active.activate(1, log, 0)
+    epochs = _register_brokers(active, brokers)
     topics = (partitions + per_topic - 1) // per_topic
     for i in range(topics):
         n = min(per_topic, partitions - i * per_topic)
@@ -155,15 +162,7 @@ def build_image(brokers: int, partitions: int, per_topic: int = 100) -> tuple[Me
     active = QuorumController(node_id=1, seed=1)
     sink.controller = active
     active.activate(1, sink, 0)
-    epochs = {}
-    for b in range(brokers):
-        req = BrokerRegistrationRequest(b, random_uuid(active.rng), (Listener("PLAINTEXT", f"b{b}", 9092),),
-                                        log_dirs=(random_uuid(active.rng),))
-        r = active.handle_register_broker(req, 0)
-        active.execute(r)
-        epochs[b] = r.response.data["broker_epoch"]
-    for b in range(brokers):
-        active.execute(active.handle_heartbeat(BrokerHeartbeatRequest(b, epochs[b], active.next_offset), 0))
+    _register_brokers(active, brokers)
     topics = (partitions + per_topic - 1) // per_topic
     for i in range(0, topics, 10):
         active.execute(active.handle_create_topics(
