@@ -14,6 +14,8 @@ from kraftlake.records import MetadataRecord, decode_metadata_record
 from kraftlake.spark.tables import LOG, OFFSETS, SNAPSHOTS, WarehouseError, table_ref
 
 _TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
+#: Offsets of ``metadata_log`` read into the driver at a time when replaying a tail.
+TAIL_CHUNK = 250_000
 
 
 def _decoded(rows: Any) -> Iterator[MetadataRecord]:
@@ -73,10 +75,16 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> 
             raise WarehouseError(
                 f"offset {offset} lies before the retained history: the log starts at {lo} and "
                 + ("no snapshot is at or below it" if snap_offset is None else f"the snapshot is at {snap_offset}"))
-    tail = spark.sql(f"SELECT {_TAIL_COLUMNS} FROM {table_ref(warehouse, LOG)} "
-                     f"WHERE offset > {start} AND offset <= {int(offset)} ORDER BY offset")
     loader = ImageLoader(image)
-    loader.feed_all(_decoded(tail.toLocalIterator(prefetchPartitions=True)))
+    # the tail in offset ranges, each collected as Arrow: memory stays one range whatever the tail's length (a
+    # sorted toLocalIterator of 10M rows pickled a whole sorted partition in the driver JVM and ran out of heap)
+    pos = start
+    while pos < offset:
+        upto = min(int(offset), pos + TAIL_CHUNK)
+        chunk = spark.sql(f"SELECT {_TAIL_COLUMNS} FROM {table_ref(warehouse, LOG)} "
+                          f"WHERE offset > {pos} AND offset <= {upto}").toArrow().sort_by("offset")
+        loader.feed_all(_decoded(chunk.to_pylist()))
+        pos = upto
     return loader.image()
 
 

@@ -80,6 +80,17 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Pat
     return log_dir, warehouse, [0, 7, last // 3, last // 2, (2 * last) // 3, last]
 
 
+def test_image_at_offset_reads_the_tail_in_ranges(spark: Any, synthetic: tuple[Path, Path, list[int]],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warehouse's image at N equals the log's, when the tail is read in many small offset ranges."""
+    import pipelines.reconstruct as reconstruct
+
+    log_dir, warehouse, offsets = synthetic
+    monkeypatch.setattr(reconstruct, "TAIL_CHUNK", 13)
+    for n in (offsets[2], offsets[-1]):
+        assert reconstruct.image_at_offset(spark, warehouse, n).state_equals(image_at(log_dir, n)), n
+
+
 def test_partitions_at_columns(spark: Any, synthetic: tuple[Path, Path, list[int]]) -> None:
     assert spark.sql("SELECT * FROM partitions_at(0)").columns == PARTITION_COLUMNS
 
