@@ -12,17 +12,18 @@ Figures: ``ingest_records_per_s`` (wall, JVM start excluded, ``ingest``'s defaul
 ``replay_from_zero_p50_s`` (``kraftlake.image.image_at`` on the log at ``REPLAYS`` of the same N), their
 ratio, and ``compact_s`` (snapshot at the end, retention, OPTIMIZE, VACUUM).
 
-Measured (2 cores shared with four other engineers' Spark runs; wall times track the load, not the code):
+Measured (2 cores shared with other engineers' runs; wall times track the load, not the code):
 
-- before (old generator, 40k records / 4k partitions, 4 slices of 10k): ingest 564 records/s, ``partitions_at``
-  p50 0.37 s vs replay 0.055 s, compaction 86.6 s.
-- after (this generator, 40k / 4k, one slice, 1-minute load average 10-20): ingest 248 records/s (161 s: 30 s
-  creating the 15 empty tables, 80 s the ``metadata_log`` append through the Python source, 40 s for 5 history
-  tables + ``offsets``), ``partitions_at`` p50 1.04 s / p99 1.95 s vs replay 0.49 s, compaction 124 s. The
-  1M-record / 200k-partition default did not finish its first ``metadata_log`` append in 10 minutes at load 20
-  (the bench driver got 6% of a core) and was stopped: no figures at that size yet.
-- driver-side history replay (``HistoryBuilder.feed``, CPU time, same load): 100k churn records 10.7 -> 4.0 s,
-  200k creation records 8.4 -> 3.8 s.
+- session 1, 40k records / 4k partitions, load 10-20: ingest 248 records/s (161 s: 30 s creating the 15
+  empty tables, 80 s the ``metadata_log`` append, 40 s history + ``offsets``), ``partitions_at`` p50 1.04 s vs
+  replay 0.49 s, compaction 124 s.
+- session 2, 1M records / 200k partitions (same probe, 2 slices): 426 s (2.3k records/s, load 8) before the
+  columnar Arrow batches and the single MERGE per table; 347 s (2.9k records/s, load 9-11) after them.
+- session 2, the issue's size, 10M records / 2M partitions (20 slices of 500k), first run: ingest committed
+  every slice in 48 min (3.5k records/s; 30 of those minutes niced under a full ``make test``); the last slice,
+  on a quiet machine, 55 s (9.1k records/s). The run then died in compaction: the reconstruction of the image
+  read the 10M-row tail through a sorted ``toLocalIterator`` and ran the 2 GB driver JVM out of heap (fixed:
+  ranges of 250k offsets as Arrow), so its query, replay and compaction figures were lost.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_RECORDS", "1000000"))
-PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_PARTITIONS", "200000"))
+RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_RECORDS", "10000000"))
+PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_PARTITIONS", "2000000"))
 QUERIES = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_QUERIES", "20"))
 REPLAYS = 3
 
@@ -59,7 +60,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     topics = max(1, PARTITIONS // PARTITIONS_PER_TOPIC)
     t = time.monotonic()
-    log_dir = cached_log(work, RECORDS, topics)
+    # the image benchmark's log of the same size is the same file (same generator and seed): share the cache
+    log_dir = cached_log(work.parent / "image", RECORDS, topics)
     generate_s = time.monotonic() - t
     warehouse = work / "warehouse"
     shutil.rmtree(warehouse, ignore_errors=True)
