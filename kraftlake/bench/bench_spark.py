@@ -23,7 +23,9 @@ Measured (2 cores shared with other engineers' runs; wall times track the load, 
   every slice in 48 min (3.5k records/s; 30 of those minutes niced under a full ``make test``); the last slice,
   on a quiet machine, 55 s (9.1k records/s). The run then died in compaction: the reconstruction of the image
   read the 10M-row tail through a sorted ``toLocalIterator`` and ran the 2 GB driver JVM out of heap (fixed:
-  ranges of 250k offsets as Arrow), so its query, replay and compaction figures were lost.
+  ranges of 250k offsets as Arrow), so its query, replay and compaction figures were lost. Measured by hand on
+  that warehouse (load 1.3-2.6): ``partitions_at`` p50 2.2 s, max 2.62 s over 10 random N (counts equal the
+  image's); ``image_at`` from offset 0: 16.3 s at N=2.25M, 87.0 s at N=9.55M (6x and 37x the query).
 """
 
 from __future__ import annotations
