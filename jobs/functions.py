@@ -30,15 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _mode(requested: str) -> str:
-    from kraftlake.spark.catalog import configured_catalog, submitted_catalog
-    from kraftlake.spark.session import DEFAULT_CONF, read_conf
+    from kraftlake.spark.catalog import configured_catalog
+    from kraftlake.spark.session import DEFAULT_CONF, read_conf, submitted_conf
 
     if requested != "auto":
         return requested
-    submitted = submitted_catalog()
-    if submitted is not None:
-        return "session" if submitted == "hive" else "local"
-    conf = read_conf(DEFAULT_CONF) if DEFAULT_CONF.is_file() else {}
+    # the precedence build_session applies: conf/spark-defaults.conf, then what spark-submit set
+    conf = {**(read_conf(DEFAULT_CONF) if DEFAULT_CONF.is_file() else {}), **submitted_conf()}
     return "session" if configured_catalog(conf) == "hive" else "local"
 
 

@@ -139,52 +139,87 @@ def dump_log(files: Iterable[str | os.PathLike[str]], *, timeout: float = 300.0)
     )
 
 
+class MetadataShellSession:
+    """``kafka-metadata-shell --snapshot F`` driven interactively through a pipe.
+
+    The shell's one-shot mode (command on its command line) runs the command as soon as the loader applied
+    *anything*, so on a loaded machine it answers from a half-loaded image. Driving the interactive shell lets
+    the caller ask for ``/image/provenance`` until the whole file is applied, then run its command once.
+    """
+
+    def __init__(self, snapshot: str | os.PathLike[str], *, heap: str = "256m",
+                 jvm_options: Sequence[str] = ()) -> None:
+        self.snapshot = str(snapshot)
+        argv = java_command(METADATA_SHELL_CLASS, ["--snapshot", self.snapshot], heap=heap, jvm_options=jvm_options)
+        # a file, not a pipe: a chatty JVM never blocks on it; closed by close()
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     text=True, bufsize=1)
+        self.lines: list[str] = []
+        stdout = self.proc.stdout
+        assert stdout is not None
+        self._reader = threading.Thread(target=lambda: self.lines.extend(iter(stdout.readline, "")), daemon=True)
+        self._reader.start()
+        self._seen = 0
+
+    def provenance(self, wait_s: float) -> list[str]:
+        """Ask for ``/image/provenance``; the provenance lines printed since the last ask, after ``wait_s``."""
+        if self.proc.poll() is not None:
+            self._stderr.seek(0)
+            raise KafkaToolError(f"{METADATA_SHELL_CLASS} exited with {self.proc.returncode} while loading "
+                                 f"{self.snapshot}: {self._stderr.read()[-2000:]}")
+        self._send("cat /image/provenance\n")
+        time.sleep(wait_s)
+        new = self.lines[self._seen:]
+        self._seen += len(new)
+        return [line for line in new if "offset" in line and "epoch" in line]
+
+    def finish(self, command: str, timeout: float) -> str:
+        """Run ``command``, exit the shell, and return what the command printed (without the prompts)."""
+        mark = len(self.lines)
+        self._send(command + "\nexit\n")
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=60)
+        return "".join(line.replace(">> ", "") for line in self.lines[mark:] if line.strip() not in (">>", ""))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._stderr.close()
+
+    def _send(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text)
+        self.proc.stdin.flush()
+
+
 def metadata_shell(
     snapshot: str | os.PathLike[str], command: str | Sequence[str], *, timeout: float = 120.0
 ) -> str:
     """``kafka-metadata-shell --snapshot F`` running ``command`` (e.g. ``"ls /image/topics/byName"``): its output.
 
-    ``snapshot`` may be a ``.checkpoint`` or a ``.log`` segment; the shell replays it into an image. The shell's
-    one-shot mode (command on its command line) runs the command as soon as the loader applied *anything*, so
-    on a loaded machine it can answer from a half-loaded image. The interactive shell is driven instead: it
-    is asked for ``/image/provenance`` until the answer stops changing (the whole file is applied), then the
-    command runs once and its output is returned.
+    ``snapshot`` may be a ``.checkpoint`` or a ``.log`` segment; the shell replays it into an image. The
+    command runs once ``/image/provenance`` stops changing (the whole file is applied; see
+    :class:`MetadataShellSession`).
     """
     words = command.split() if isinstance(command, str) else list(command)
-    argv = java_command(METADATA_SHELL_CLASS, ["--snapshot", str(Path(snapshot))])
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, bufsize=1)
-    assert proc.stdin is not None and proc.stdout is not None
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
-    reader.start()
+    shell = MetadataShellSession(snapshot)
     deadline = time.monotonic() + timeout
     try:
-        seen, last, stable = 0, None, 0
+        last, stable = None, 0
         while stable < 3:
-            if proc.poll() is not None:
-                raise KafkaToolError(f"{METADATA_SHELL_CLASS} exited with {proc.returncode} while loading "
-                                     f"{snapshot}: {(proc.stderr.read() if proc.stderr else '')[-2000:]}")
             if time.monotonic() > deadline:
                 raise KafkaToolError(f"{METADATA_SHELL_CLASS} did not load {snapshot} within {timeout:.0f}s")
-            proc.stdin.write("cat /image/provenance\n")
-            proc.stdin.flush()
-            time.sleep(0.3)
-            answers = [line for line in lines[seen:] if "offset" in line and "epoch" in line]
-            seen = len(lines)
+            answers = shell.provenance(0.3)
             if answers:
                 stable = stable + 1 if answers[-1] == last else 1
                 last = answers[-1]
-        mark = len(lines)
-        proc.stdin.write(" ".join(words) + "\nexit\n")
-        proc.stdin.close()
-        proc.wait(timeout=max(deadline - time.monotonic(), 5.0))
-        reader.join(timeout=10)
+        return shell.finish(" ".join(words), max(deadline - time.monotonic(), 5.0))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return "".join(line.replace(">> ", "") for line in lines[mark:] if line.strip() not in (">>", ""))
+        shell.close()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -52,13 +52,13 @@ from kraftlake.spark.tables import (
     SNAPSHOTS,
     conflict_errors,
     last_offset,
+    retry_conflicts,
     table_path,
     table_ref,
     write_snapshot,
 )
 from pipelines.reconstruct import image_at_offset
 
-T = TypeVar("T")
 COMPACTED = (LOG, *HISTORY_TABLES, SNAPSHOTS, OFFSETS)
 #: Commits read back from a table's history; with no OPTIMIZE among them the table counts as unoptimized.
 HISTORY_LIMIT = 200
@@ -196,30 +196,14 @@ def needs_vacuum(mine: dict[str, Any], now_ms: int, retain_ms: int) -> bool:
     if last is None or int(last) < now_ms - max(retain_ms, 24 * HOUR_MS):
         return True
     hours = mine.get("removal_hours", [])
-    return bool(hours) and int(hours[0]) * HOUR_MS < now_ms - retain_ms
+    # an hour's removals have all aged once its end is past the retention (the test `vacuumed` keeps hours by)
+    return bool(hours) and (int(hours[0]) + 1) * HOUR_MS <= now_ms - retain_ms
 
 
 def vacuumed(mine: dict[str, Any], now_ms: int, retain_ms: int) -> None:
     """A VACUUM started at ``now_ms`` deleted what was removed before ``now_ms - retain_ms``."""
     mine["vacuumed_at_ms"] = now_ms
     mine["removal_hours"] = [h for h in mine.get("removal_hours", []) if (h + 1) * HOUR_MS > now_ms - retain_ms]
-
-
-class _Retrier:
-    def __init__(self, attempts: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 8.0) -> None:
-        self.attempts, self.backoff_s, self.max_backoff_s, self.retries = attempts, backoff_s, max_backoff_s, 0
-        self.conflicts = conflict_errors()
-
-    def __call__(self, fn: Callable[[], T]) -> T:
-        for attempt in range(self.attempts):
-            try:
-                return fn()
-            except self.conflicts:
-                if attempt == self.attempts - 1:
-                    raise
-                self.retries += 1
-                time.sleep(min(self.max_backoff_s, self.backoff_s * (2 ** attempt)))
-        raise AssertionError("unreachable")
 
 
 def _retention_offset(spark: SparkSession, warehouse: str | Path, offset: int, retain_offsets: int | None,
@@ -283,7 +267,9 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
             checkpoint_dir: str | Path | None = None, vacuum_hours: float = 168.0,
             optimize: bool = True) -> CompactResult:
     t0 = time.monotonic()
-    retry = _Retrier()
+    retried: list[int] = []  # one entry per retry after a lost Delta commit conflict
+    retry = partial(retry_conflicts, on_retry=retried.append)
+    conflicts = conflict_errors()
     n = last_offset(spark, warehouse) if offset is None else offset
     image = image_at_offset(spark, warehouse, n)
     if image.transaction is not None:
@@ -314,11 +300,13 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
                     continue
                 try:
                     result.deleted[table] = retry(partial(_delete, spark, warehouse, table, condition))
-                except retry.conflicts:
+                except conflicts:
                     result.deleted[table] = 0
                     result.deferred.setdefault("delete", []).append(table)
                     if table == LOG:
-                        break  # the older snapshots stay while the log rows they cover do
+                        # the older snapshots stay while the log rows they cover do: the rest waits too
+                        result.deferred["delete"].extend(t for t in plan if t != LOG)
+                        break
     state = _load_state(warehouse)
     retain_ms = int(vacuum_hours * HOUR_MS)
     for table in COMPACTED:
@@ -328,7 +316,7 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
         if optimize and needs_optimize(history, mine.get("optimized_version")):
             try:
                 retry(partial(_run_sql, spark, f"OPTIMIZE delta.`{path}`"))
-            except retry.conflicts:
+            except conflicts:
                 result.deferred.setdefault("optimize", []).append(table)
             else:
                 result.optimized.append(table)
@@ -340,12 +328,16 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
         note_removals(mine, history)
         now_ms = int(time.time() * 1000)
         if needs_vacuum(mine, now_ms, retain_ms):
-            retry(partial(_run_sql, spark, f"VACUUM delta.`{path}` RETAIN {vacuum_hours} HOURS"))
-            vacuumed(mine, now_ms, retain_ms)
-            result.vacuumed.append(table)
+            try:
+                retry(partial(_run_sql, spark, f"VACUUM delta.`{path}` RETAIN {vacuum_hours} HOURS"))
+            except conflicts:
+                result.deferred.setdefault("vacuum", []).append(table)
+            else:
+                vacuumed(mine, now_ms, retain_ms)
+                result.vacuumed.append(table)
         else:
             result.skipped.setdefault("vacuum", []).append(table)
     _save_state(warehouse, state)
-    result.retries = retry.retries
+    result.retries = len(retried)
     result.seconds = time.monotonic() - t0
     return result

@@ -1,9 +1,9 @@
 """``ingest``: a Kafka ``__cluster_metadata-0`` directory into the warehouse, slice by slice, exactly once.
 
 Each slice of about ``batch_records`` records is written as: its ``metadata_log`` rows (decoded by the
-``kraftlake-log`` source in executors, from the files), the history versions it ends (one MERGE per table
-that has closes) and creates (an append), computed in the driver by
-:class:`kraftlake.spark.history.HistoryBuilder` (which replays the records with the image), and finally its
+``kraftlake-log`` source in executors, from the files) and, side by side, the history versions it ends and
+creates (one Delta commit per touched table, computed in the driver by
+:class:`kraftlake.spark.history.HistoryBuilder`, which replays the records with the image), and finally its
 ``offsets`` rows, the commit point. Tables the slice does not touch are not written.
 
 Every write carries the slice's last offset as Delta ``txnVersion``, so a run killed anywhere and started again
@@ -36,21 +36,17 @@ from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder
 from kraftlake.spark.tables import (
     LOG,
     append,
-    delta_txn,
     ensure_tables,
     last_offset,
     max_from_offsets,
-    merge_history,
     retry_conflicts,
     table_ref,
     to_stored_log,
+    write_history,
     write_offsets,
     write_snapshot,
 )
 from pipelines.reconstruct import image_at_offset
-
-#: Table writes of one slice run at once (metadata_log and the history tables it touches).
-COMMIT_THREADS = 4
 
 
 @dataclass
@@ -125,16 +121,11 @@ def commit_slice(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch
     """
     if written is not None:
         batch = without_written(batch, written)
-    # the tables are independent until the commit point: their writes run side by side (a Delta commit mostly
-    # waits on the driver's log handling, not on the cores), each idempotent on its own
-    with delta_txn(spark, batch.last_offset), \
-            ThreadPoolExecutor(max_workers=COMMIT_THREADS, thread_name_prefix="kraftlake-commit") as pool:
-        # each write is idempotent, so one that loses a commit conflict to a running compaction is tried again
-        futures = [pool.submit(retry_conflicts, lambda: write_log(batch.first_offset, batch.last_offset))]
-        futures += [pool.submit(retry_conflicts, lambda t=table: merge_history(spark, warehouse, t, batch, True))
-                    for table in batch.tables()]
-        for f in futures:
-            f.result()
+    # the log and the history tables are independent until the commit point: written side by side
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-log") as log_writer:
+        logged = log_writer.submit(retry_conflicts, lambda: write_log(batch.first_offset, batch.last_offset))
+        write_history(spark, warehouse, batch)
+        logged.result()
     retry_conflicts(lambda: write_offsets(spark, warehouse, batch))
 
 
@@ -165,9 +156,7 @@ def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int,
         state = _Resume(HistoryBuilder(image), done, start)
         if image is not EMPTY:
             write_snapshot(spark, warehouse, image)
-            seed = state.builder.seed()
-            for table in seed.tables():
-                merge_history(spark, warehouse, table, seed)
+            write_history(spark, warehouse, state.builder.seed())
     logged = log_max(spark, warehouse)
     if logged > done:
         state.written = max_from_offsets(spark, warehouse)

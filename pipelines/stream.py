@@ -46,8 +46,8 @@ from kraftlake.spark.tables import (
     append,
     ensure_tables,
     last_offset,
-    merge_history,
     to_stored_log,
+    write_history,
     write_snapshot,
 )
 from kraftlake.spark.validate import quarantine, validate_records
@@ -171,7 +171,7 @@ class BatchCommitter:
             # the record-level suite: failing rows are also set aside with their reasons and the batch commits
             # whole (metadata_log is the log as Kafka applied it, so the history keeps agreeing with the image);
             # before the commit point, so a replayed batch redoes it (quarantine is idempotent by offset)
-            self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1], last)
+            self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
             first = max(first, self.logged + 1)
             if first > last:
                 return
@@ -210,9 +210,7 @@ def _builder_at_commit_point(spark: SparkSession, warehouse: str | Path, source:
     builder = HistoryBuilder(image)
     if image is not EMPTY:
         write_snapshot(spark, warehouse, image)
-        seed = builder.seed()
-        for table in seed.tables():
-            merge_history(spark, warehouse, table, seed)
+        write_history(spark, warehouse, builder.seed())
     return builder, start - 1, start
 
 

@@ -32,7 +32,6 @@ import resource
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -324,37 +323,23 @@ def _shell(path: Path, heap: str, offset: int) -> tuple[float, float, int]:
     polling ``cat /image/provenance`` until it shows the snapshot's offset, then listing
     ``/image/topics/byName`` once to check that every topic is there.
     """
-    argv = kafka_tools.java_command(kafka_tools.METADATA_SHELL_CLASS, ["--snapshot", str(path)], heap=heap,
-                                    jvm_options=["-XX:TieredStopAtLevel=4"])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, bufsize=1)
-    assert proc.stdin is not None and proc.stdout is not None
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
-    reader.start()
+    shell = kafka_tools.MetadataShellSession(path, heap=heap, jvm_options=["-XX:TieredStopAtLevel=4"])
     wanted = f"offset {offset},"
-    loaded = None
-    seen = 0
-    while loaded is None:
-        if proc.poll() is not None or time.perf_counter() - t > 1800:
-            raise RuntimeError("kafka-metadata-shell exited or hung before loading the snapshot")
-        proc.stdin.write("cat /image/provenance\n")
-        proc.stdin.flush()
-        time.sleep(0.05)
-        for line in lines[seen:]:
-            if wanted in line:
+    try:
+        loaded = None
+        while loaded is None:
+            if time.perf_counter() - t > 1800:
+                raise RuntimeError("kafka-metadata-shell hung before loading the snapshot")
+            if any(wanted in line for line in shell.provenance(0.05)):
                 loaded = time.perf_counter() - t
-        seen = len(lines)
-    mark = len(lines)
-    proc.stdin.write("ls /image/topics/byName\nexit\n")
-    proc.stdin.close()
-    proc.wait(timeout=600)
-    reader.join(timeout=60)
+        listing = shell.finish("ls /image/topics/byName", timeout=600)
+    finally:
+        shell.close()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    names = [w for line in lines[mark:] for w in line.replace(">>", " ").split() if w.startswith("topic-")]
+    names = [w for w in listing.split() if w.startswith("topic-")]
     return loaded, cpu, len(names)
 
 

@@ -9,11 +9,11 @@ log writer (a one-voter leader, committed on write) appends under ``<data dir>``
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TextIO
 
 from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator
 from kraftlake.sim.cluster_log import DEFAULT_SNAPSHOT_BYTES, LocalMetadataLog
@@ -100,24 +100,15 @@ def run(args: argparse.Namespace) -> int:
     log.close()
     elapsed = time.perf_counter() - started
     img = sim.active.committed_image
-    service = importlib.util.find_spec("kraftlake.service") is not None
     out = sys.stdout
     out.write(f"wrote {args.data_dir / '__cluster_metadata-0'} through a single local log writer (one voter, "
-              f"committed on write; kraftlake.service {'exists but is not wired in yet' if service else 'is not available'})\n")
+              "committed on write)\n")
     out.write(f"offsets: 0..{log.end_offset() - 1} in {log.batches} batches, epochs {[e.epoch for e in log.epochs]}\n")
     out.write(f"segments: {len(log.segments())}, snapshots: {len(log.snapshots)} "
               f"(last {final.name if final else (log.snapshots[-1].name if log.snapshots else '-')})\n")
-    out.write(f"image: {len(img.brokers)} brokers, {len(img.topics_by_id)} topics, {img.partition_count()} partitions\n")
-    out.write(f"events: {summary.events} ({', '.join(f'{k}={v}' for k, v in sorted(summary.event_counts.items()))})\n")
-    if summary.errors:
-        out.write(f"rejected commands: {', '.join(f'{k}={v}' for k, v in sorted(summary.errors.items()))}\n")
+    _write_image_and_events(out, img, summary)
     out.write(f"failovers: {summary.failovers}, invariant checks: {summary.invariant_checks}\n")
-    out.write("records by type:\n")
-    for name, count in sorted(log.records_by_type.items(), key=lambda kv: -kv[1]):
-        out.write(f"  {name:<34} {count:>12,}\n")
-    total = sum(log.records_by_type.values())
-    out.write(f"  {'total':<34} {total:>12,}\n")
-    out.write(f"time: {elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f} records/s)\n")
+    _write_records(out, log.records_by_type, elapsed)
     setup_records = summary.setup_end_offset
     event_records = log.end_offset() - setup_records
     event_wall = max(summary.seconds - summary.setup_seconds, 1e-9)
@@ -129,6 +120,23 @@ def run(args: argparse.Namespace) -> int:
               f"{summary.events / cpu:,.1f} events/CPU-s, {event_records / cpu:,.0f} records/CPU-s "
               f"(snapshots included)\n")
     return 0
+
+
+def _write_image_and_events(out: TextIO, img: Any, summary: Any) -> None:
+    out.write(f"image: {len(img.brokers)} brokers, {len(img.topics_by_id)} topics, {img.partition_count()} partitions\n")
+    out.write(f"events: {summary.events} ({', '.join(f'{k}={v}' for k, v in sorted(summary.event_counts.items()))})\n")
+    if summary.errors:
+        out.write(f"rejected commands: {', '.join(f'{k}={v}' for k, v in sorted(summary.errors.items()))}\n")
+
+
+def _write_records(out: TextIO, records_by_type: dict[str, int], seconds: float) -> None:
+    """The records written, by type, and the rate."""
+    out.write("records by type:\n")
+    for name, count in sorted(records_by_type.items(), key=lambda kv: -kv[1]):
+        out.write(f"  {name:<34} {count:>12,}\n")
+    total = sum(records_by_type.values())
+    out.write(f"  {'total':<34} {total:>12,}\n")
+    out.write(f"time: {seconds:.1f} s ({total / max(seconds, 1e-9):,.0f} records/s)\n")
 
 
 def _run_on_quorum(args: argparse.Namespace, config: ClusterSimConfig) -> int:
@@ -146,16 +154,8 @@ def _run_on_quorum(args: argparse.Namespace, config: ClusterSimConfig) -> int:
     for node_id in sorted(result.node_dirs):
         out.write(f"node {node_id}: segments {len(result.segments[node_id])}, "
                   f"snapshots {len(result.snapshots[node_id])}\n")
-    out.write(f"image: {len(img.brokers)} brokers, {len(img.topics_by_id)} topics, {img.partition_count()} partitions\n")
-    out.write(f"events: {summary.events} ({', '.join(f'{k}={v}' for k, v in sorted(summary.event_counts.items()))})\n")
-    if summary.errors:
-        out.write(f"rejected commands: {', '.join(f'{k}={v}' for k, v in sorted(summary.errors.items()))}\n")
+    _write_image_and_events(out, img, summary)
     failovers = ", ".join(f"{s:.2f}" for s in result.failover_seconds) or "-"
     out.write(f"controller failovers: {summary.failovers} (seconds to a serving standby: {failovers})\n")
-    out.write("records by type:\n")
-    for name, count in sorted(result.records_by_type.items(), key=lambda kv: -kv[1]):
-        out.write(f"  {name:<34} {count:>12,}\n")
-    total = sum(result.records_by_type.values())
-    out.write(f"  {'total':<34} {total:>12,}\n")
-    out.write(f"time: {result.seconds:.1f} s ({total / max(result.seconds, 1e-9):,.0f} records/s)\n")
+    _write_records(out, result.records_by_type, result.seconds)
     return 0

@@ -330,7 +330,7 @@ class QuorumController:
         self._latest = None
         self._latest_image = None
         self._pending.clear()
-        self._committed_loader = ImageLoader(self._committed)
+        self._committed_loader = None  # built from the committed image by the next replay (_standby_loader)
 
     def bootstrap_result(self) -> ControllerResult[None]:
         """metadata.version first, then the other finalized features (Kafka's bootstrap metadata)."""

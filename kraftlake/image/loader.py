@@ -210,13 +210,11 @@ class ImageLoader:
                 if txn is not None:
                     txn.append(rec)
                 continue
-            # transaction markers and ignored records: the general path, with the provenance of the record
-            # before (a BeginTransaction applies the delta so far)
+            # transaction markers and ignored records: the general path (a BeginTransaction applies the delta
+            # so far, at its own provenance, as feed does for any record)
             if fed:
                 self._dirty = True
                 fed = False
-            if i:
-                self._last = Provenance(base_offset + i - 1, epoch, stamps[i - 1])
             self.feed(_Envelope(base_offset + i, epoch, stamps[i], False,
                                 type(rec).__name__, rec))
             delta = self._delta

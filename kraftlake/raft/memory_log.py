@@ -109,18 +109,29 @@ class MemoryRaftLog:
         return lost
 
     # -- reads ---------------------------------------------------------------------------------------------
-    def read(self, start: int, end: int, max_bytes: int | None = None) -> list[Entry]:
+    def read(self, start: int, end: int, max_bytes: int | None = None, whole_batches: bool = False) -> list[Entry]:
+        """Entries in [start, end), at least one if any, stopping once ``max_bytes`` of values are read;
+        ``whole_batches``: the cut steps back to the start of the leader batch it falls in (unless that is the
+        first entry), so a follower copies whole batches."""
         if start < self._start or end > self.end_offset:
             raise RaftStorageError(f"read [{start}, {end}) outside [{self._start}, {self.end_offset})")
-        chosen = list(map(_AS_ENTRY, self._entries[start - self._start : end - self._start]))
-        if max_bytes is None or not chosen:
-            return chosen
-        size = 0
-        for i, entry in enumerate(chosen):
-            size += len(entry.value) + RECORD_OVERHEAD
-            if i and size > max_bytes:
-                return chosen[:i]
-        return chosen
+        stored = self._entries[start - self._start : end - self._start]
+        if max_bytes is not None and stored:
+            # cut on the stored tuples (value at 3, batch base at 5): only what is returned becomes an Entry
+            cut = len(stored)
+            size = 0
+            for i, entry in enumerate(stored):
+                size += len(entry[3]) + RECORD_OVERHEAD
+                if i and size > max_bytes:
+                    cut = i
+                    break
+            if whole_batches and cut < len(stored) and stored[cut][5] >= 0:
+                boundary = cut
+                while boundary > 0 and stored[boundary - 1][5] == stored[cut][5]:
+                    boundary -= 1
+                cut = boundary or cut
+            stored = stored[:cut]
+        return list(map(_AS_ENTRY, stored))
 
     def epoch_at(self, offset: int) -> int:
         if offset == self._start - 1:

@@ -52,16 +52,19 @@ def metadata_api_keys() -> list[int]:
     return sorted(_BY_API_KEY)
 
 
-def encode_metadata_record(record: Record, version: int) -> bytes:
-    """The full value of a metadata record at ``version``."""
+def metadata_header(record: Record, version: int) -> bytes:
+    """The frame header of a metadata record's value at ``version`` (frame version, apiKey, version)."""
     spec = spec_of(record)
     if spec.kind != "metadata" or spec.api_key is None:
         raise InvalidFieldError(f"{spec.name} is not a metadata record")
     if version not in spec.valid_versions:
         raise UnsupportedVersionError(f"{spec.name} has no version {version} (valid: {spec.valid_versions})")
-    out = bytearray(runtime.uvarint_bytes(FRAME_VERSION))
-    out += runtime.uvarint_bytes(spec.api_key)
-    out += runtime.uvarint_bytes(version)
+    return runtime.uvarint_bytes(FRAME_VERSION) + runtime.uvarint_bytes(spec.api_key) + runtime.uvarint_bytes(version)
+
+
+def encode_metadata_record(record: Record, version: int) -> bytes:
+    """The full value of a metadata record at ``version``."""
+    out = bytearray(metadata_header(record, version))
     encode_body(record, version, out)
     return bytes(out)
 

@@ -36,13 +36,14 @@ from kraftlake.controller import ControllerConfig, ControllerResult, QuorumContr
 from kraftlake.controller.errors import NotActiveError
 from kraftlake.controller.result import RecordAndVersion
 from kraftlake.image import EMPTY, ImageLoader, MetadataImage, Provenance, snapshot_records
-from kraftlake.protocol.codec import encode_body, encoder
+from kraftlake.protocol.codec import encoder
 from kraftlake.protocol.control import decode_control_body
 from kraftlake.protocol.messages import spec_of
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.raft.messages import SnapshotId
 from kraftlake.records import MetadataRecord, encode_metadata_record, iter_records
-from kraftlake.records.serde import decode_metadata_record, fast_decoder
+from kraftlake.records.reader import decode_values
+from kraftlake.records.serde import decode_metadata_record, metadata_header
 from kraftlake.service.errors import NotControllerError, NotLeaderError, ServiceError, ServiceStoppedError
 from kraftlake.service.listener import Batch, LeaderAndEpoch, SnapshotReader
 from kraftlake.service.service import LocalQuorum, RaftService
@@ -112,12 +113,8 @@ def encode_records(records: Sequence[RecordAndVersion]) -> list[bytes]:
     for rec, version in records:
         key = (type(rec), version)
         hit = cache.get(key)
-        if hit is None:
-            first = encode_metadata_record(rec, version)  # validates the class and version, raises the errors
-            spec = spec_of(rec)
-            hit = cache[key] = (first[: len(first) - len(encode_body(rec, version))], encoder(spec, version))
-            add(first)
-            continue
+        if hit is None:  # metadata_header validates the class and version, raising the typed errors
+            hit = cache[key] = (metadata_header(rec, version), encoder(spec_of(rec), version))
         w = bytearray(hit[0])
         try:
             hit[1](rec, w)
@@ -126,35 +123,6 @@ def encode_records(records: Sequence[RecordAndVersion]) -> list[bytes]:
             continue
         add(bytes(w))
     return out
-
-
-def decode_values(values: Sequence[bytes]) -> list[Any]:
-    """The typed records of metadata record values (as `decode_metadata_record`), each body decoded by the
-    compiled decoder of its (apiKey, version) looked up once per batch; any other shape, or any failure, goes
-    through `decode_metadata_record` (which raises the typed error)."""
-    out: list[Any] = []
-    add = out.append
-    decoders: dict[int, Any] = {}
-    for value in values:
-        n = len(value)
-        rec = None
-        if n >= 3 and value[0] == 1 and value[1] < 128 and value[2] < 128:
-            key = value[1] << 8 | value[2]
-            fn = decoders.get(key)
-            if fn is None:
-                fn = decoders[key] = fast_decoder(value[1], value[2]) or _no_decoder
-            try:
-                rec, stop = fn(value, 3, n)  # type: ignore[operator]
-                if stop != n:
-                    rec = None
-            except Exception:
-                rec = None
-        add(rec if rec is not None else decode_metadata_record(value)[0])
-    return out
-
-
-def _no_decoder(value: bytes, pos: int, end: int) -> tuple[None, int]:
-    return None, end
 
 
 def snapshot_image(reader: SnapshotReader) -> MetadataImage:
@@ -166,8 +134,8 @@ def snapshot_image(reader: SnapshotReader) -> MetadataImage:
         # KRaft-shaped data batches (all of ours) are decoded straight into the loader, in bulk
         values = None if batch.is_control else batch.kraft_values()
         if values is not None:
-            loader.feed_batch(decode_values(values), batch.base_offset, batch.partition_leader_epoch,
-                              batch.base_timestamp)
+            loader.feed_batch(decode_values(values, batch.base_offset, source, batch.position), batch.base_offset,
+                              batch.partition_leader_epoch, batch.base_timestamp)
             continue
         for mr in iter_records([batch], source=source):
             if not mr.is_control:
@@ -329,7 +297,7 @@ class ControllerHost:
             c.commit_upto(batch.last_offset)
         elif not any(e.is_control for e in entries):
             # a batch of metadata records (what a leader's command writes): decoded straight into the loader
-            typed = decode_values([e.value for e in entries])
+            typed = decode_values([e.value for e in entries], entries[0].offset, f"<node {self.node_id} log>")
             self.stats.records_replayed += len(typed)
             c.replay_committed(typed, entries[0].offset, batch.epoch, [e.timestamp for e in entries])
         else:

@@ -143,23 +143,7 @@ class FileRaftLog:
 
     def read(self, start: int, end: int, max_bytes: int | None = None) -> list[Entry]:
         """Entries in [start, end); a byte limit is applied at batch boundaries so followers copy whole batches."""
-        entries = self._mem.read(start, end, None)
-        if max_bytes is None or not entries:
-            return entries
-        size = 0
-        cut = len(entries)
-        for i, entry in enumerate(entries):
-            size += len(entry.value) + 21
-            if size > max_bytes and i > 0:
-                cut = i
-                break
-        if cut < len(entries):
-            bases = [e.batch_base for e in entries[: cut + 1]]
-            boundary = cut
-            while boundary > 0 and bases[cut] >= 0 and bases[boundary - 1] == bases[cut]:
-                boundary -= 1
-            cut = boundary if boundary > 0 else cut
-        return entries[:cut]
+        return self._mem.read(start, end, max_bytes, whole_batches=True)
 
     def read_all(self, start: int, end: int) -> list[Entry]:
         """Entries in [start, end) without a byte limit (empty if `end <= start`)."""

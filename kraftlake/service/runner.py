@@ -325,9 +325,7 @@ class NodeRunner:
 
     def _kick(self) -> None:
         self._kick_scheduled = False
-        if self._running and self.node is not None:
-            now = _mono_ms()
-            self._process(self.node.tick(now), now)
+        self._on_timer()
 
     def _flush(self) -> None:
         node, store = self.node, self.log_store

@@ -21,11 +21,9 @@ Delta tables of the database (``kraftlake.partitions``); dropping them never tou
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -154,14 +152,3 @@ def create_functions(spark: SparkSession, warehouse: str | Path, database: str =
 def conf_flags(conf: Mapping[str, str]) -> list[str]:
     """``--conf k=v`` arguments that give ``pyspark`` / ``spark-sql`` the same metastore."""
     return [f"--conf {k}={v}" for k, v in conf.items()]
-
-
-def submitted_catalog() -> str | None:
-    """The catalog implementation spark-submit asked for, or None outside spark-submit."""
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        return None
-    from pyspark import SparkConf, SparkContext
-
-    SparkContext._ensure_initialized()
-    conf: Any = SparkConf()
-    return str(conf.get("spark.sql.catalogImplementation", "in-memory"))

@@ -349,16 +349,15 @@ class HistoryBuilder:
             offsets.append((mr.offset, mr.epoch, mr.timestamp))
             kind = mr.type
             if image._txn is None and (mr.is_control or kind in _RUN):
-                run = _RUN.get(kind) if not mr.is_control else None
-                if run is not None:
+                run = None if mr.is_control else _RUN[kind]
+                if run is not None:  # None: the record changes nothing but the provenance
                     if delta is None:
                         delta = MetadataDelta(image)
                     run(delta, mr.record, mr.offset, add)
-                last = mr  # quiet records (controls, NoOps) change nothing but the provenance
+                last = mr
                 continue
             if last is not None:
-                prov = Provenance(last.offset, last.epoch, last.timestamp)
-                image = delta.apply(prov) if delta is not None else image.with_provenance(prov)
+                image = _end_run(image, delta, last)
                 delta, last = None, None
             new = replay(image, mr)
             if mr.is_control or new._txn is not None:
@@ -373,14 +372,19 @@ class HistoryBuilder:
                     events.extend((mr.offset, *c) for c in changes(image, new, recs))
             image = new
         if last is not None:
-            prov = Provenance(last.offset, last.epoch, last.timestamp)
-            image = delta.apply(prov) if delta is not None else image.with_provenance(prov)
+            image = _end_run(image, delta, last)
         if offsets:
             batch.first_offset = offsets[0][0]
             batch.last_offset = offsets[-1][0]
         self.image = image
         _versions(events, batch)
         return batch
+
+
+def _end_run(image: MetadataImage, delta: MetadataDelta | None, last: Any) -> MetadataImage:
+    """The image at the end of a run whose last record is ``last``."""
+    prov = Provenance(last.offset, last.epoch, last.timestamp)
+    return delta.apply(prov) if delta is not None else image.with_provenance(prov)
 
 
 def _run_partition(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
@@ -422,16 +426,13 @@ def _run_broker(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
         add((offset, "brokers", (bid,), None if b1 is None else broker_row(b1), b0 is not None))
 
 
-def _run_quiet(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
-    """Records that only advance the provenance."""
-
-
-#: The records a run of the delta takes (outside transactions), each turning one record into its events.
+#: The records a run of the delta takes (outside transactions), each with what turns it into its events (None:
+#: the record only advances the provenance).
 _RUN: dict[str, Any] = {
     "PartitionChangeRecord": _run_partition, "PartitionRecord": _run_partition, "ConfigRecord": _run_config,
     "BrokerRegistrationChangeRecord": _run_broker, "FenceBrokerRecord": _run_broker,
     "UnfenceBrokerRecord": _run_broker, "RegisterBrokerRecord": _run_broker, "UnregisterBrokerRecord": _run_broker,
-    "NoOpRecord": _run_quiet,
+    "NoOpRecord": None,
 }
 
 

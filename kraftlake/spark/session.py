@@ -69,7 +69,7 @@ def read_conf(path: Path = DEFAULT_CONF) -> dict[str, str]:
     return conf
 
 
-def _submitted_conf() -> dict[str, str]:
+def submitted_conf() -> dict[str, str]:
     """The settings spark-submit gave this driver (empty when Python started the JVM itself)."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return {}
@@ -105,7 +105,7 @@ def build_session(
     if conf_file.is_file():
         settings.update(read_conf(conf_file))
     settings.update(conf or {})
-    submitted = _submitted_conf()
+    submitted = submitted_conf()
     if submitted:
         # under spark-submit its --master, --jars and --conf win over our local defaults (spark.master local[2]
         # would otherwise turn a cluster job into a local one); Delta's jars must come with --jars there, as

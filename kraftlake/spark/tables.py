@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -147,25 +148,23 @@ def schema_of(spark: SparkSession, name: str) -> T.StructType:
     return schema
 
 
-def arrow_table(spark: SparkSession, name: str, rows: list[dict[str, Any]], columns: tuple[str, ...] = ()
-                ) -> tuple[Any, T.StructType]:
-    """Rows of a table (or of some of its ``columns``) as a ``pyarrow.Table`` built column by column."""
+def _arrow_frame(spark: SparkSession, schema: T.StructType, rows: list[dict[str, Any]],
+                 given: dict[str, list[Any]] | None = None) -> DataFrame:
+    """``rows`` (dicts by column name) as a DataFrame of ``schema``, through Arrow built column by column;
+    ``given``: columns whose values come as lists instead of from the rows."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    schema = schema_of(spark, name)
-    if columns:
-        schema = T.StructType([schema[c] for c in columns])
     arrow_schema = to_arrow_schema(schema)
-    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema]
-    return pa.Table.from_arrays(arrays, schema=arrow_schema), schema
+    given = given or {}
+    arrays = [pa.array(given[f.name] if f.name in given else [r.get(f.name) for r in rows], type=f.type)
+              for f in arrow_schema]
+    return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema=schema)
 
 
-def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]], columns: tuple[str, ...] = ()
-                ) -> DataFrame:
+def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
     """Rows of a table as a DataFrame, through Arrow (no per-row Python conversion in Spark)."""
-    table, schema = arrow_table(spark, name, rows, columns)
-    return spark.createDataFrame(table, schema=schema)
+    return _arrow_frame(spark, schema_of(spark, name), rows)
 
 
 def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) -> None:
@@ -175,13 +174,13 @@ def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) ->
 
 
 @contextmanager
-def delta_txn(spark: SparkSession, txn_version: int, app_id: str = APP_ID) -> Iterator[None]:
+def delta_txn(spark: SparkSession, txn_version: int) -> Iterator[None]:
     """Session-level Delta transaction id for MERGE/UPDATE/DELETE (the writer options do not reach them).
 
     Also lets the history MERGEs skip materializing their source (local Arrow data, deterministic). The conf is
     the session's: writes running in threads share one ``delta_txn`` opened around all of them.
     """
-    conf = {"spark.databricks.delta.write.txnAppId": app_id,
+    conf = {"spark.databricks.delta.write.txnAppId": APP_ID,
             "spark.databricks.delta.write.txnVersion": str(txn_version),
             "spark.databricks.delta.merge.materializeSource": "none"}
     for k, v in conf.items():
@@ -193,47 +192,36 @@ def delta_txn(spark: SparkSession, txn_version: int, app_id: str = APP_ID) -> It
             spark.conf.unset(k)
 
 
-def append_versions(spark: SparkSession, warehouse: str | Path, table: str, versions: list[dict[str, Any]],
-                    txn_version: int) -> None:
-    """Append new history versions (idempotent through the Delta transaction id)."""
-    if versions:
-        append(arrow_frame(spark, table, versions), warehouse, table, txn_version)
-
-
 #: The marker column of a MERGE source row that ends an open version (the other rows are new versions).
 _CLOSE = "_kraftlake_close"
+#: History tables of one slice written at once.
+WRITE_THREADS = 4
 
 
 def _merge_source(spark: SparkSession, table: str, versions: list[dict[str, Any]],
                   closes: list[dict[str, Any]]) -> DataFrame:
     """New versions and closes as one source: every table column nullable, plus the :data:`_CLOSE` marker."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in schema_of(spark, table).fields]
                           + [T.StructField(_CLOSE, T.BooleanType(), False)])
-    arrow_schema = to_arrow_schema(schema)
-    rows = [*versions, *closes]
-    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema if f.name != _CLOSE]
-    arrays.append(pa.array([False] * len(versions) + [True] * len(closes), type=pa.bool_()))
-    return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema=schema)
+    return _arrow_frame(spark, schema, [*versions, *closes],
+                        {_CLOSE: [False] * len(versions) + [True] * len(closes)})
 
 
-def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch,
-                  in_txn: bool = False) -> None:
-    """Apply one slice to a history table in one Delta commit: end the versions it closes, add its new ones.
+def _write_table(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch) -> None:
+    """One slice into one history table in one Delta commit: end the versions it closes, add its new ones.
 
     A slice with closes is one MERGE (a close matches only the version of its key that is still open and began
     before the close; new versions never match and are inserted); a slice without closes is a plain append.
-    Both carry ``txnVersion`` = the slice's last offset, so a replayed slice is skipped as a whole, and the
-    table never shows a slice's closes without its versions. The ``to_offset IS NULL`` and ``from_offset``
-    bounds in the condition let Delta skip files holding only closed or later versions. ``in_txn``: the caller
-    holds :func:`delta_txn` for the slice (writes of several tables in threads).
+    Both carry ``txnVersion`` = the slice's last offset (the MERGE through :func:`delta_txn`, held by the
+    caller), so a replayed slice is skipped as a whole, and the table never shows a slice's closes without its
+    versions. The ``to_offset IS NULL`` and ``from_offset`` bounds let Delta skip files holding only closed or
+    later versions.
     """
     closes = batch.closes.get(table, [])
     versions = batch.versions.get(table, [])
     if not closes:
-        append_versions(spark, warehouse, table, versions, batch.last_offset)
+        if versions:
+            append(arrow_frame(spark, table, versions), warehouse, table, batch.last_offset)
         return
     ent = ENTITIES[table]
     view = f"_kraftlake_merge_{table}"
@@ -241,20 +229,29 @@ def merge_history(spark: SparkSession, warehouse: str | Path, table: str, batch:
     bound = max(c["to_offset"] for c in closes)
     key = " AND ".join(f"t.`{k}` = s.`{k}`" for k in ent.key) or "TRUE"
     cols = [*ent.names, "from_offset", "to_offset"]
-    sql = f"""
+    spark.sql(f"""
         MERGE INTO {table_ref(warehouse, table)} t USING {view} s
         ON s.{_CLOSE} AND t.to_offset IS NULL AND t.from_offset < {int(bound)} AND {key}
            AND t.from_offset < s.to_offset
         WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset
         WHEN NOT MATCHED AND NOT s.{_CLOSE} THEN
           INSERT ({", ".join(f"`{c}`" for c in cols)}) VALUES ({", ".join(f"s.`{c}`" for c in cols)})
-    """
-    if in_txn:
-        spark.sql(sql)
-    else:
-        with delta_txn(spark, batch.last_offset):
-            spark.sql(sql)
+    """)
     spark.catalog.dropTempView(view)
+
+
+def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch) -> None:
+    """Every history table ``batch`` touches, side by side under one :func:`delta_txn` (a Delta commit mostly
+    waits on the driver, and the tables are independent), each write retried if it loses a commit conflict
+    (to a running compaction): each is idempotent on its own."""
+    tables = batch.tables()
+    if not tables:
+        return
+    with delta_txn(spark, batch.last_offset), \
+            ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="kraftlake-history") as pool:
+        futures = [pool.submit(retry_conflicts, partial(_write_table, spark, warehouse, t, batch)) for t in tables]
+        for f in futures:
+            f.result()
 
 
 def max_from_offsets(spark: SparkSession, warehouse: str | Path) -> dict[str, int]:
@@ -299,9 +296,11 @@ def conflict_errors() -> tuple[type[BaseException], ...]:
     return tuple(getattr(dx, n) for n in names if hasattr(dx, n))
 
 
-def retry_conflicts(fn: Callable[[], R], attempts: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 8.0) -> R:
+def retry_conflicts(fn: Callable[[], R], attempts: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
+                    on_retry: Callable[[int], object] | None = None) -> R:
     """``fn()``, tried again with backoff when it loses a Delta commit conflict (e.g. to a scheduled compaction's
-    DELETE or OPTIMIZE). Only for idempotent writes: a txn-id append or MERGE that did commit is skipped."""
+    DELETE or OPTIMIZE, or a compaction step to the stream's appends). Only for idempotent writes: a txn-id
+    append or MERGE that did commit is skipped. ``on_retry(attempt)`` is called before each new try."""
     errors = conflict_errors()
     for attempt in range(attempts):
         try:
@@ -309,6 +308,8 @@ def retry_conflicts(fn: Callable[[], R], attempts: int = 8, backoff_s: float = 0
         except errors:
             if attempt == attempts - 1:
                 raise
+            if on_retry is not None:
+                on_retry(attempt)
             time.sleep(min(max_backoff_s, backoff_s * (2 ** attempt)))
     raise AssertionError("unreachable")
 

@@ -109,7 +109,7 @@ def ensure_quarantine(spark: SparkSession, warehouse: str | Path) -> None:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {table_ref(warehouse, QUARANTINE)} ({QUARANTINE_DDL}) USING DELTA")
 
 
-def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame, txn_version: int) -> int:
+def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame) -> int:
     """Add ``bad`` rows (from :func:`validate_records`) to ``quarantine``; returns how many were new.
 
     Idempotent by content (a MERGE on ``offset``), so a micro-batch replayed after a crash, even cut
@@ -132,13 +132,6 @@ def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame, txn_v
     finally:
         rows.unpersist()
 
-
-def split_and_quarantine(spark: SparkSession, warehouse: str | Path, df: DataFrame,
-                         txn_version: int) -> DataFrame:
-    """The hook shape for a micro-batch: quarantine the bad rows, return the good ones (to write on)."""
-    good, bad = validate_records(df)
-    quarantine(spark, warehouse, bad, txn_version)
-    return good
 
 
 # --------------------------------------------------------------------------------------------- warehouse level
