@@ -384,7 +384,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     """Our service's figures, then Kafka's TestRaftServer's, and the throughput ratio.
 
     ctx (or env ``KRAFTLAKE_BENCH_RAFT_<KEY>``): failover_trials (20), warmup_s (10), window_s (20),
-    latency_windows (3), kafka_targets ("25000,50000,100000").
+    latency_windows (3), kafka_targets ("50000,100000,125000,150000").
     """
     def opt(key: str, default: str) -> str:
         return str(ctx.get(key, os.environ.get(f"KRAFTLAKE_BENCH_RAFT_{key.upper()}", default)))
@@ -398,7 +398,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     work.mkdir(parents=True)
     warmup_s, window_s = float(opt("warmup_s", "10")), float(opt("window_s", "20"))
     figures = _ours(work, int(opt("failover_trials", "20")), warmup_s, window_s, int(opt("latency_windows", "3")))
-    targets = [int(t) for t in opt("kafka_targets", "25000,50000,100000").split(",") if t]
+    targets = [int(t) for t in opt("kafka_targets", "50000,100000,125000,150000").split(",") if t]
     figures.update(_kafka(work, targets, warmup_s, window_s))
     if "kafka_committed_records_per_s" in figures:
         figures["throughput_ratio_vs_kafka"] = round(

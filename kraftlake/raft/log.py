@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Iterator, Sequence
+from typing import Protocol, overload
 
 from kraftlake.raft.messages import Entry, OffsetAndEpoch, SnapshotId
 
@@ -79,3 +79,46 @@ class RaftLog(Protocol):
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         """Replace the whole log by a snapshot fetched from the leader: start = end = its end offset."""
         ...
+
+
+class CommittedEntries(Sequence[Entry]):
+    """The committed entries [`start`, `end`) of a log, read from it when first used.
+
+    A driver without a state machine (a voter that only replicates) needs no more than the range, and building
+    an `Entry` per committed record was a tenth of a follower's CPU at 100k records/s. Committed entries are
+    never truncated, so reading later gives what reading at once would, as long as the driver uses them before
+    it next moves the log start (a snapshot's `delete_before_snapshot`).
+    """
+
+    __slots__ = ("_entries", "_log", "end", "start")
+
+    def __init__(self, log: RaftLog, start: int, end: int) -> None:
+        self.start = start
+        self.end = end
+        self._log: RaftLog | None = log
+        self._entries: tuple[Entry, ...] | None = None
+
+    def _load(self) -> tuple[Entry, ...]:
+        if self._entries is None:
+            assert self._log is not None
+            self._entries = tuple(self._log.read(self.start, self.end))
+            self._log = None
+        return self._entries
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | Sequence[Entry]:
+        return self._load()[index]
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._load())
+
+    def __repr__(self) -> str:
+        return f"CommittedEntries([{self.start}, {self.end}))"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE, encode_leader_change
 from kraftlake.raft.errors import LogTruncationError, NotLeaderError, RaftStorageError
-from kraftlake.raft.log import RaftLog
+from kraftlake.raft.log import CommittedEntries, RaftLog
 from kraftlake.raft.messages import (
     NO_CONTROL_TYPE,
     BeginQuorumEpochRequest,
@@ -64,7 +64,7 @@ class Ready:
     appended: tuple[Entry, ...] = ()
     flush_needed: bool = False
     load_snapshot: SnapshotId | None = None
-    committed: tuple[Entry, ...] = ()
+    committed: CommittedEntries | tuple[()] = ()
     high_watermark: int = 0
 
 
@@ -327,10 +327,10 @@ class RaftNode:
             if load is None or load.offset != self.log.log_start_offset:
                 raise RaftStorageError(f"log starts at {self.log.log_start_offset} without a snapshot there")
             self._applied_end = load.offset
-        committed: tuple[Entry, ...] = ()
+        committed: CommittedEntries | tuple[()] = ()
         end = min(self._hw, self.log.end_offset)
         if end > self._applied_end:
-            committed = tuple(self.log.read(self._applied_end, end))
+            committed = CommittedEntries(self.log, self._applied_end, end)
             self._applied_end = end
         ready = Ready(
             tuple(self._messages),

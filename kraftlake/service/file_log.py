@@ -145,6 +145,9 @@ class FileRaftLog:
         """Entries in [start, end); a byte limit is applied at batch boundaries so followers copy whole batches."""
         return self._mem.read(start, end, max_bytes, whole_batches=True)
 
+    def value_bytes(self, start: int, end: int) -> int:
+        return self._mem.value_bytes(start, end)
+
     def read_all(self, start: int, end: int) -> list[Entry]:
         """Entries in [start, end) without a byte limit (empty if `end <= start`)."""
         return self._mem.read(start, end, None) if end > start else []

@@ -16,7 +16,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import operator
 import random
 import time
 import uuid
@@ -35,7 +34,7 @@ from kraftlake.logformat import (
 )
 from kraftlake.raft.errors import NotLeaderError as RaftNotLeaderError
 from kraftlake.raft.errors import RaftStorageError
-from kraftlake.raft.memory_log import RECORD_OVERHEAD
+from kraftlake.raft.log import CommittedEntries
 from kraftlake.raft.messages import Entry, Message, SnapshotId
 from kraftlake.raft.node import AppendResult, RaftNode, Ready
 from kraftlake.raft.states import ElectionState
@@ -72,7 +71,6 @@ from kraftlake.service.transport import InboundConnection, PeerChannel, read_fra
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
-_VALUE = operator.itemgetter(3)
 
 
 def _mono_ms() -> int:
@@ -221,10 +219,10 @@ class NodeRunner:
             reader = SnapshotReader(ready.load_snapshot, self.log_store.read_snapshot(ready.load_snapshot))
             for listener in self.listeners:
                 self._call(listener.handle_load_snapshot, reader)
-        if ready.committed:
-            self._apply(ready.committed)
-            self.snapshot_policy.committed(
-                sum(map(len, map(_VALUE, ready.committed))) + RECORD_OVERHEAD * len(ready.committed), now)
+        committed = ready.committed
+        if isinstance(committed, CommittedEntries):
+            self._apply(committed)
+            self.snapshot_policy.committed(self.log_store.value_bytes(committed.start, committed.end), now)
             if self.snapshot_policy.due(now):
                 self._start_snapshot(now)
         leader = (node.leader_id, node.epoch)
@@ -363,14 +361,14 @@ class NodeRunner:
         except Exception:
             log.exception("node %d: listener %r failed", self.node_id, fn)
 
-    def _apply(self, committed: tuple[Entry, ...]) -> None:
+    def _apply(self, committed: CommittedEntries) -> None:
         if self.listeners:
             entries = [_committed(e) for e in committed]
             bases = [e.batch_base if e.batch_base >= 0 else e.offset for e in committed]
             for batch in group_batches(entries, bases):
                 for listener in self.listeners:
                     self._call(listener.handle_commit, batch)
-        end = committed[-1].offset
+        end = committed.end - 1
         remaining = []
         for pending in self._appends:
             if pending.last_offset > end:
