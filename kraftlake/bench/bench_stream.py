@@ -61,6 +61,32 @@ def throughput(spark: Any, log_dir: Path, warehouse: Path) -> dict[str, Any]:
             if result.progress else 0}
 
 
+def driver_ceiling(log_dir: Path, records: int) -> dict[str, Any]:
+    """The serial part of every micro-batch, without Spark: decoding ``records`` records and feeding them to the
+    :class:`~kraftlake.spark.history.HistoryBuilder` (the image replay and the entity versions), per CPU second
+    of this process. The driver does this once per record in order, so no micro-batch size or number of
+    executors takes the stream past it."""
+    from itertools import islice
+
+    from kraftlake.image.source import log_records
+    from kraftlake.spark.history import HistoryBuilder
+
+    builder = HistoryBuilder()
+    start = time.process_time()
+    decoded = 0
+    feed_cpu = 0.0
+    it = log_records(log_dir)
+    while decoded < records and (chunk := list(islice(it, min(BATCH, records - decoded)))):
+        t = time.process_time()
+        builder.feed(chunk)
+        feed_cpu += time.process_time() - t
+        decoded += len(chunk)
+    total = time.process_time() - start
+    return {"driver_ceiling_records": decoded,
+            "driver_ceiling_records_per_s": round(decoded / total) if total else 0,
+            "history_feed_records_per_s": round(decoded / feed_cpu) if feed_cpu else 0}
+
+
 def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     from kraftlake.image.source import log_records
     from kraftlake.service import LocalQuorum
@@ -135,6 +161,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     spark = build_session("kraftlake-bench-stream")
     figures: dict[str, Any] = {"records": RECORDS, "partitions": topics * PARTITIONS_PER_TOPIC,
                                "max_records_per_batch": BATCH}
+    figures.update(driver_ceiling(log_dir, min(RECORDS, 1_000_000)))
     figures.update(throughput(spark, log_dir, work / "warehouse"))
     figures.update(latency(spark, log_dir, work))
     figures["load_average_1m"] = round(os.getloadavg()[0], 1)
