@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records-per-partition", type=int, default=50_000)
     parser.add_argument("--max-batches", type=int, default=None, help="stop after this many committed batches")
     parser.add_argument("--idle-stop", type=float, default=None, help="stop after this many idle seconds")
+    parser.add_argument("--until-offset", type=int, default=None,
+                        help="stop once the warehouse is committed up to this offset (a backfill to a known point)")
     parser.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
 
 
@@ -47,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     spark = session("stream", args.warehouse)
     result = stream(spark, args.source, options, args.warehouse, trigger_interval_s=args.trigger_interval,
                     available_now=args.available_now, max_records_per_batch=args.max_records_per_batch,
-                    max_batches=args.max_batches, idle_stop_s=args.idle_stop, timeout_s=args.timeout,
+                    max_batches=args.max_batches, idle_stop_s=args.idle_stop, until_offset=args.until_offset,
+                    timeout_s=args.timeout,
                     progress=lambda p: print(json.dumps(asdict(p)), file=sys.stderr, flush=True))
     print(f"streamed {result.records} records in {result.batches} batches up to offset {result.last_offset}")
     return 0

@@ -252,12 +252,13 @@ def _lag_probe(source: str, options: dict[str, str]) -> Callable[[int], int]:
 def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse: str | Path, *,
            trigger_interval_s: float = 1.0, available_now: bool = False,
            max_records_per_batch: int | None = None, max_batches: int | None = None,
-           idle_stop_s: float | None = None, timeout_s: float | None = None,
+           idle_stop_s: float | None = None, until_offset: int | None = None, timeout_s: float | None = None,
            progress: Callable[[StreamProgress], None] | None = None) -> StreamResult:
     """Stream ``source`` (``service``: options ``bootstrap``, ``clusterId``; ``log-dir``: option ``path``).
 
-    Runs until the AvailableNow target is committed, ``max_batches`` batches committed, nothing arrived for
-    ``idle_stop_s``, or ``timeout_s`` passed (whichever is set and comes first; none: forever).
+    Runs until the AvailableNow target is committed, ``max_batches`` batches committed, the commit point
+    reached ``until_offset``, nothing arrived for ``idle_stop_s``, or ``timeout_s`` passed (whichever is set
+    and comes first; none: forever).
     """
     if source not in FORMATS:
         raise StreamSourceError(f"unknown source {source!r}: one of {', '.join(FORMATS)}")
@@ -289,6 +290,8 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
                 if committer.result.batches != seen or committer.busy or _has_data(query):
                     seen, last_change = committer.result.batches, now
                 if max_batches is not None and committer.result.batches >= max_batches:
+                    break
+                if until_offset is not None and committer.done >= until_offset:
                     break
                 if idle_stop_s is not None and now - last_change >= idle_stop_s:
                     break

@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "metadata.log.max.record.bytes.between.snapshots)")
     start.add_argument("--snapshot-interval-ms", type=int, default=3_600_000,
                        help="time between snapshots, default 1 hour (metadata.log.max.snapshot.interval.ms)")
+    start.add_argument("--retention-bytes", type=int, default=100 * 1024 * 1024,
+                       help="log kept behind the latest snapshot for slow readers, default 100 MiB (Kafka's "
+                            "metadata.max.retention.bytes; 0: delete it at each snapshot)")
     start.add_argument("--no-snapshots", action="store_true",
                        help="never snapshot (as Kafka's TestRaftServer, which has no state machine)")
     describe = sub.add_parser("describe", help="print the quorum status like kafka-metadata-quorum")
@@ -128,7 +131,8 @@ def _start(args: argparse.Namespace) -> int:
 def _snapshot_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.no_snapshots:
         return {"snapshot_max_bytes": 1 << 62, "snapshot_interval_ms": 0}
-    return {"snapshot_max_bytes": args.snapshot_max_bytes, "snapshot_interval_ms": args.snapshot_interval_ms}
+    return {"snapshot_max_bytes": args.snapshot_max_bytes, "snapshot_interval_ms": args.snapshot_interval_ms,
+            "retention_bytes": args.retention_bytes}
 
 
 def _quorum_config(args: argparse.Namespace, voters: frozenset[int]) -> QuorumConfig:

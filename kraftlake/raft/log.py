@@ -72,8 +72,9 @@ class RaftLog(Protocol):
         """The bytes of a stored snapshot."""
         ...
 
-    def delete_before_snapshot(self) -> None:
-        """Advance the log start offset to the latest snapshot's end offset and drop older snapshots."""
+    def delete_before_snapshot(self, retention_bytes: int = 0) -> None:
+        """Advance the log start offset to the oldest snapshot still kept, dropping older snapshots and entries:
+        snapshots go oldest first while the log holds more than `retention_bytes` (0: keep only the latest)."""
         ...
 
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:

@@ -182,20 +182,30 @@ class MemoryRaftLog:
         except KeyError:
             raise RaftStorageError(f"no snapshot {snapshot_id}") from None
 
-    def delete_before_snapshot(self) -> None:
-        snap = self.latest_snapshot()
-        if snap is None or snap.offset <= self._start:
+    def delete_before_snapshot(self, retention_bytes: int = 0) -> None:
+        """Advance the log start offset to the oldest snapshot still kept; older snapshots and entries go.
+
+        Snapshots are let go oldest first while the log from the current start holds more than
+        ``retention_bytes`` (Kafka's ``metadata.max.retention.bytes``); the latest is always kept, and 0 keeps
+        only the latest. What is retained stays readable by a consumer that is behind the latest snapshot.
+        """
+        offsets = sorted({s.offset for s in self._snapshots if s.offset > self._start})
+        target = self._start
+        for offset in offsets:
+            if retention_bytes > 0 and self.value_bytes(target, self.end_offset) <= retention_bytes:
+                break
+            target = offset
+        if target <= self._start:
             return
-        drop = snap.offset - self._start
-        del self._entries[:drop]
-        self._start = snap.offset
+        del self._entries[: target - self._start]
+        self._start = target
         self._flushed = max(self._flushed, self._start)
         kept = [e for e in self._epochs if e[1] >= self._start]
         older = [e for e in self._epochs if e[1] < self._start]
         if older and (not kept or kept[0][1] > self._start):
             kept.insert(0, (older[-1][0], self._start))
         self._epochs = kept
-        self._snapshots = {s: d for s, d in self._snapshots.items() if s >= snap}
+        self._snapshots = {s: d for s, d in self._snapshots.items() if s.offset >= target}
 
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         self._snapshots = {s: d for s, d in self._snapshots.items() if s > snapshot_id}

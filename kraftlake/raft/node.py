@@ -272,15 +272,18 @@ class RaftNode:
             self._resign(state, now_ms)
         return self._drain(now_ms)
 
-    def create_snapshot(self, end_offset: int, data: bytes) -> SnapshotId:
-        """Store a snapshot of the applied state up to `end_offset` and advance the log start offset."""
+    def create_snapshot(self, end_offset: int, data: bytes, retention_bytes: int = 0) -> SnapshotId:
+        """Store a snapshot of the applied state up to `end_offset` and advance the log start offset as far as
+        `retention_bytes` lets go of the log (see `RaftLog.delete_before_snapshot`; 0: to this snapshot)."""
         if end_offset > self._applied_end or end_offset > self._hw:
             raise RaftStorageError(f"snapshot at {end_offset} beyond the applied offset {self._applied_end}")
-        if end_offset <= self.log.log_start_offset:
-            raise RaftStorageError(f"snapshot at {end_offset} not past the log start {self.log.log_start_offset}")
+        latest = self.log.latest_snapshot()
+        floor = max(self.log.log_start_offset, latest.offset if latest is not None else 0)
+        if end_offset <= floor:
+            raise RaftStorageError(f"snapshot at {end_offset} not past the latest snapshot or log start {floor}")
         snapshot_id = SnapshotId(end_offset, self.log.epoch_at(end_offset - 1))
         self.log.create_snapshot(snapshot_id, data)
-        self.log.delete_before_snapshot()
+        self.log.delete_before_snapshot(retention_bytes)
         return snapshot_id
 
     def next_deadline_ms(self) -> int | None:
@@ -322,11 +325,15 @@ class RaftNode:
     def _drain(self, now_ms: int) -> Ready:
         self._sync_state(now_ms)
         load = None
-        if self._applied_end < self.log.log_start_offset:
-            load = self.log.latest_snapshot()
-            if load is None or load.offset != self.log.log_start_offset:
+        if self._applied_end < self.log.log_start_offset or self._applied_end == 0:
+            # behind the log start (a snapshot installed from the leader), or starting up: load the latest
+            # snapshot and replay the tail after it (the log may retain entries before it for slow readers)
+            latest = self.log.latest_snapshot()
+            if latest is not None and latest.offset > self._applied_end:
+                load = latest
+                self._applied_end = latest.offset
+            elif self._applied_end < self.log.log_start_offset:
                 raise RaftStorageError(f"log starts at {self.log.log_start_offset} without a snapshot there")
-            self._applied_end = load.offset
         committed: CommittedEntries | tuple[()] = ()
         end = min(self._hw, self.log.end_offset)
         if end > self._applied_end:

@@ -69,7 +69,11 @@ class NodeConfig:
         `metadata.log.max.snapshot.interval.ms`, 1 hour; 0 disables it).
     segment_bytes
         Size at which the log rolls to a new segment (Kafka's `metadata.log.segment.bytes`, 1 GiB); segments
-        wholly below a snapshot are deleted.
+        wholly below the log start offset are deleted.
+    retention_bytes
+        Kafka's `metadata.max.retention.bytes` (100 MiB): after a snapshot, older snapshots and the log before
+        them are deleted only while the log holds more than this, so an observer (the streaming source) that is
+        behind the latest snapshot can still read the records; 0 deletes the log before each snapshot at once.
     """
 
     node_id: int
@@ -84,6 +88,7 @@ class NodeConfig:
     snapshot_max_bytes: int = 20 * 1024 * 1024
     snapshot_interval_ms: int = 60 * 60 * 1000
     segment_bytes: int = 1024 * 1024 * 1024
+    retention_bytes: int = 100 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if self.node_id not in self.voters:
@@ -94,6 +99,8 @@ class NodeConfig:
             raise ServiceError("a cluster id is required")
         if self.snapshot_max_bytes <= 0 or self.snapshot_interval_ms < 0 or self.segment_bytes <= 0:
             raise ServiceError("snapshot_max_bytes and segment_bytes must be > 0, snapshot_interval_ms >= 0")
+        if self.retention_bytes < 0:
+            raise ServiceError(f"retention_bytes must be >= 0, got {self.retention_bytes}")
 
     @property
     def quorum_config(self) -> QuorumConfig:

@@ -87,10 +87,16 @@ class FileRaftLog:
         self._segments = (SegmentedLog(self.directory, fsync=fsync) if segment_bytes is None
                           else SegmentedLog(self.directory, fsync=fsync, segment_bytes=segment_bytes))
         self.recovery: RecoveryReport | None = self._segments.recovery
-        snapshots = list_snapshots(self.directory)
-        if snapshots:
-            fid, path = snapshots[-1]
-            self._mem.install_snapshot(SnapshotId(fid.end_offset, fid.epoch), path.read_bytes())
+        # the log starts at the oldest snapshot the segments continue from (older ones are retained for
+        # readers behind the latest); a latest snapshot past the segments was installed from the leader
+        snapshots = [(SnapshotId(fid.end_offset, fid.epoch), path) for fid, path in list_snapshots(self.directory)]
+        seg_start, seg_end = self._segments.log_start_offset, self._segments.end_offset
+        covered = [(sid, path) for sid, path in snapshots if seg_start <= sid.offset <= seg_end]
+        if snapshots and (not covered or covered[-1][0] != snapshots[-1][0]):
+            covered = snapshots[-1:]
+        later = covered[1:]
+        if covered:
+            self._mem.install_snapshot(covered[0][0], covered[0][1].read_bytes())
         start = self._mem.log_start_offset
         if self._segments.end_offset < start or self._segments.log_start_offset > start:
             # the snapshot is past the segments (installed from the leader) or the segments skip a gap
@@ -106,6 +112,8 @@ class FileRaftLog:
         # a batch straddling the snapshot end leaves a segment tail before `start`: nothing to fix, reads
         # start at the snapshot end
         self._mem.flush()
+        for sid, path in later:
+            self._mem.create_snapshot(sid, path.read_bytes())
         self._epochs_written: list[tuple[int, int]] = []
         # bumped whenever entries may be replaced (truncation, snapshot install): an fsync begun before that
         # does not make the new entries at those offsets durable
@@ -254,12 +262,12 @@ class FileRaftLog:
                            fsync=self.fsync)
         self._prewritten = None
 
-    def delete_before_snapshot(self) -> None:
-        self._mem.delete_before_snapshot()
+    def delete_before_snapshot(self, retention_bytes: int = 0) -> None:
+        self._mem.delete_before_snapshot(retention_bytes)
         self._segments.delete_segments_below(self.log_start_offset)
-        latest = self.latest_snapshot()
+        kept = set(self._mem.snapshot_ids())
         for fid, path in list_snapshots(self.directory):
-            if latest is not None and (fid.end_offset, fid.epoch) < (latest.offset, latest.epoch):
+            if SnapshotId(fid.end_offset, fid.epoch) not in kept:
                 mark_snapshot_deleted(path).unlink(missing_ok=True)
         self._write_epoch_checkpoint()
 

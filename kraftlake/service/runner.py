@@ -270,7 +270,9 @@ class NodeRunner:
         node, store = self.node, self.log_store
         assert node is not None and store is not None
         end = min(node.applied_end, node.high_watermark)
-        if end <= store.log_start_offset:
+        latest = store.latest_snapshot()
+        floor = max(store.log_start_offset, latest.offset if latest is not None else 0)
+        if end <= floor:
             return None
         snapshot_id = SnapshotId(end, store.epoch_at(end - 1))
         last_ts = store.read_all(end - 1, end)[0].timestamp
@@ -280,16 +282,15 @@ class NodeRunner:
                 return None
             return SnapshotJob(store, snapshot_id, values, last_ts)
         # without a provider: the latest snapshot's data batches (copied as they are) + the committed tail
-        latest = store.latest_snapshot()
         previous = store.read_snapshot(latest) if latest is not None else b""
-        tail = [e.value for e in store.read_all(store.log_start_offset, end) if not e.is_control]
+        tail = [e.value for e in store.read_all(floor, end) if not e.is_control]
         return SnapshotJob(store, snapshot_id, tail, last_ts, previous)
 
     def _install_snapshot(self, job: SnapshotJob, now: int) -> SnapshotId | None:
         node, store = self.node, self.log_store
         assert node is not None and store is not None and job.data is not None
         try:
-            node.create_snapshot(job.snapshot_id.offset, job.data)
+            node.create_snapshot(job.snapshot_id.offset, job.data, self.config.retention_bytes)
         except Exception:
             log.exception("node %d: installing snapshot %s failed", self.node_id, job.snapshot_id)
             return None

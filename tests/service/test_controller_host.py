@@ -177,7 +177,7 @@ def test_failover_serves_at_once_from_the_hot_image(cq: ControllerQuorum) -> Non
 def test_snapshots_are_metadata_checkpoints_and_a_restart_loads_snapshot_plus_tail(tmp_path: Path) -> None:
     q = ControllerQuorum(3, tmp_path / "q", CLUSTER, fsync=False, quorum=fast_config(),
                          config=ControllerConfig(min_insync_replicas=2), clock=lambda: NOW,
-                         node_options={"snapshot_max_bytes": 4096, "segment_bytes": 8192})
+                         node_options={"snapshot_max_bytes": 4096, "segment_bytes": 8192, "retention_bytes": 0})
     q.start()
     try:
         register_and_unfence(q, 3)

@@ -25,7 +25,8 @@ from kraftlake.service import (
     checkpoint_values,
 )
 
-SMALL = {"snapshot_max_bytes": 8 * 1024, "segment_bytes": 4 * 1024}
+#: a snapshot every 8 KiB, the log deleted before each at once (retention 0)
+SMALL = {"snapshot_max_bytes": 8 * 1024, "segment_bytes": 4 * 1024, "retention_bytes": 0}
 
 
 def wait_until(predicate: object, timeout: float = 15.0) -> None:
@@ -135,6 +136,67 @@ def test_size_policy_snapshots_advance_log_start_and_restart_replays_snapshot_pl
             wait_until(lambda r=recorder: r.values[-1:] == [b"after"])  # type: ignore[misc]
             assert recorder.snapshots, "restart loads the latest snapshot"
             assert recorder.values == [*values, b"after"]
+    finally:
+        q2.stop()
+
+
+def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path: Path) -> None:
+    """With Kafka's retention (here 24 KiB, snapshots every 8 KiB) an observer behind the latest snapshot reads
+    the records instead of being sent to the snapshot; older snapshots go once the log outgrows the retention;
+    a restart starts the log at the oldest kept snapshot and the state machine at the latest."""
+    retained = {**SMALL, "retention_bytes": 24 * 1024}
+    recorders = {i: Recorder() for i in (1, 2, 3)}
+    q = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=retained,
+                    listeners={i: [r] for i, r in recorders.items()})
+    q.start()
+    try:
+        values = _append_many(q, 400)  # about 90 KiB: several snapshots, more than the retention
+        leader = q.wait_for_leader()
+        store = leader.runner.log_store
+        assert store is not None
+        wait_until(lambda: store.latest_snapshot() is not None and store.log_start_offset > 0)
+        part = tmp_path / f"node-{leader.node_id}" / "__cluster_metadata-0"
+
+        def look() -> tuple:  # type: ignore[type-arg]
+            latest = store.latest_snapshot()
+            assert latest is not None
+            return (latest, store.log_start_offset, store.value_bytes(store.log_start_offset, store.end_offset),
+                    [f.end_offset for f, _ in list_snapshots(part)], store.end_offset)
+
+        seen = leader._loop.call(look)
+        while True:  # until the snapshot written off the loop for the last appends is in
+            time.sleep(0.3)
+            now = leader._loop.call(look)
+            if now == seen:
+                break
+            seen = now
+        latest, start, held, files, end = seen
+        assert 0 < start < latest.offset, (start, latest)  # the log reaches back past the latest snapshot
+        assert start in files and latest.offset in files and min(files) == start
+        assert held <= 24 * 1024 + 8 * 1024 + 4 * 1024  # at most a snapshot interval and a batch over
+        client = ObserverClient([("127.0.0.1", leader.port)], CLUSTER)
+        got: list[bytes] = []
+        offset = start
+        while offset < end:
+            entries = client.fetch(offset, max_wait_ms=0)  # no SnapshotRequiredError: the records are there
+            got.extend(e.value for e in entries if not e.is_control)
+            offset = entries[-1].offset + 1
+        client.close()
+        assert got == values[len(values) - len(got):] and len(got) > 0
+        ports = {i: p for i, (_, p) in q.endpoints.items()}
+    finally:
+        q.stop()
+    again = {i: Recorder() for i in (1, 2, 3)}
+    q2 = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=retained, ports=ports,
+                     listeners={i: [r] for i, r in again.items()})
+    q2.start()
+    try:
+        q2.wait_for_leader().append([b"after"]).result(10)
+        for node_id, recorder in again.items():
+            wait_until(lambda r=recorder: r.values[-1:] == [b"after"])  # type: ignore[misc]
+            assert recorder.snapshots and recorder.values == [*values, b"after"]
+            node_store = q2.services[node_id].runner.log_store
+            assert node_store is not None and node_store.log_start_offset < recorder.snapshots[0].snapshot_id.offset
     finally:
         q2.stop()
 

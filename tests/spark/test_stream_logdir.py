@@ -59,6 +59,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
         with open(live / name, "ab") as f:
             f.write(data)
     warehouse = tmp_path / "wh"
+    last = SegmentIndex(str(src)).refresh() - 1
     results: list[Any] = []
     errors: list[BaseException] = []
     committed: list[int] = []  # the stream's commit points, as it reports them (no Spark query per poll)
@@ -66,7 +67,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
     def run() -> None:
         try:
             results.append(stream(spark, "log-dir", {"path": str(live)}, warehouse, trigger_interval_s=0.3,
-                                  max_records_per_batch=40, idle_stop_s=60, timeout_s=600,
+                                  max_records_per_batch=40, until_offset=last, timeout_s=600,
                                   progress=lambda p: committed.append(p.last_offset)))
         except BaseException as exc:  # handed to the test thread
             errors.append(exc)
@@ -100,7 +101,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
         t.join(600)
     assert not errors, errors
     result = results[0]
-    last = SegmentIndex(str(live)).refresh() - 1
+    assert SegmentIndex(str(live)).refresh() - 1 == last
     assert result.last_offset == last
     assert all(0 < p.records <= 40 for p in result.progress)  # batches of the log hold 1-6 records
     register(spark, warehouse)
