@@ -34,7 +34,7 @@ run: setup ## the main job on embedded defaults: local quorum, simulated cluster
 	$(PY) -m kraftlake.cli demo --warehouse ./warehouse
 
 test: setup ## the whole test suite (pure layers, Spark, the real Kafka peer)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 test-fast: setup ## the tests that need neither Spark nor Kafka
 	$(PY) -m pytest -q -m "not spark and not kafka and not slow"

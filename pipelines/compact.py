@@ -265,10 +265,11 @@ def _save_state(warehouse: str | Path, state: dict[str, Any]) -> None:
 def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = None,
             retain_offsets: int | None = None, retain_hours: float | None = None,
             checkpoint_dir: str | Path | None = None, vacuum_hours: float = 168.0,
-            optimize: bool = True) -> CompactResult:
+            optimize: bool = True, retry_backoff_s: float = 0.5) -> CompactResult:
+    """``retry_backoff_s``: the first wait after a lost commit conflict (doubling, at most 8 s, 8 tries a step)."""
     t0 = time.monotonic()
     retried: list[int] = []  # one entry per retry after a lost Delta commit conflict
-    retry = partial(retry_conflicts, on_retry=retried.append)
+    retry = partial(retry_conflicts, on_retry=retried.append, backoff_s=retry_backoff_s)
     conflicts = conflict_errors()
     n = last_offset(spark, warehouse) if offset is None else offset
     image = image_at_offset(spark, warehouse, n)

@@ -156,7 +156,8 @@ def test_a_concurrent_append_does_not_fail_the_compaction(
     thread = threading.Thread(target=appender)
     thread.start()
     try:
-        result = compact(spark, w, offset=last // 2, retain_offsets=0)
+        # short waits between tries: the appender never pauses, so waiting longer would not win the DELETE
+        result = compact(spark, w, offset=last // 2, retain_offsets=0, retry_backoff_s=0.05)
     finally:
         done.set()
         thread.join()
