@@ -37,7 +37,8 @@ class MemoryRaftLog:
         self._flushed = 0
         # leader-epoch cache: (epoch, start offset), ascending in both
         self._epochs: list[tuple[int, int]] = []
-        self._snapshots: dict[SnapshotId, bytes] = {}
+        # None: the data lives only in the driver's storage (see `forget_snapshot_data`)
+        self._snapshots: dict[SnapshotId, bytes | None] = {}
 
     # -- offsets -----------------------------------------------------------------------------------------
     @property
@@ -178,9 +179,18 @@ class MemoryRaftLog:
 
     def read_snapshot(self, snapshot_id: SnapshotId) -> bytes:
         try:
-            return self._snapshots[snapshot_id]
+            data = self._snapshots[snapshot_id]
         except KeyError:
             raise RaftStorageError(f"no snapshot {snapshot_id}") from None
+        if data is None:
+            raise RaftStorageError(f"snapshot {snapshot_id} is kept on disk only")
+        return data
+
+    def forget_snapshot_data(self, snapshot_id: SnapshotId) -> None:
+        """Keep the snapshot's id but not its bytes (a file-backed log reads retained older snapshots from disk:
+        a full image of a large cluster is hundreds of MB)."""
+        if snapshot_id in self._snapshots:
+            self._snapshots[snapshot_id] = None
 
     def delete_before_snapshot(self, retention_bytes: int = 0) -> None:
         """Advance the log start offset to the oldest snapshot still kept; older snapshots and entries go.

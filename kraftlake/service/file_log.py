@@ -114,6 +114,7 @@ class FileRaftLog:
         self._mem.flush()
         for sid, path in later:
             self._mem.create_snapshot(sid, path.read_bytes())
+        self._forget_older_snapshot_data()
         self._epochs_written: list[tuple[int, int]] = []
         # bumped whenever entries may be replaced (truncation, snapshot install): an fsync begun before that
         # does not make the new entries at those offsets durable
@@ -147,7 +148,14 @@ class FileRaftLog:
         return self._mem.latest_snapshot()
 
     def read_snapshot(self, snapshot_id: SnapshotId) -> bytes:
+        if snapshot_id != self._mem.latest_snapshot() and snapshot_id in self._mem.snapshot_ids():
+            # older retained snapshots are not held in memory (see `_forget_older_snapshot_data`)
+            return (self.directory / FileSnapshotId(snapshot_id.offset, snapshot_id.epoch).filename).read_bytes()
         return self._mem.read_snapshot(snapshot_id)
+
+    def _forget_older_snapshot_data(self) -> None:
+        for sid in self._mem.snapshot_ids()[:-1]:
+            self._mem.forget_snapshot_data(sid)
 
     def read(self, start: int, end: int, max_bytes: int | None = None) -> list[Entry]:
         """Entries in [start, end); a byte limit is applied at batch boundaries so followers copy whole batches."""
@@ -264,6 +272,7 @@ class FileRaftLog:
 
     def delete_before_snapshot(self, retention_bytes: int = 0) -> None:
         self._mem.delete_before_snapshot(retention_bytes)
+        self._forget_older_snapshot_data()
         self._segments.delete_segments_below(self.log_start_offset)
         kept = set(self._mem.snapshot_ids())
         for fid, path in list_snapshots(self.directory):

@@ -160,6 +160,9 @@ def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path
         def look() -> tuple:  # type: ignore[type-arg]
             latest = store.latest_snapshot()
             assert latest is not None
+            oldest, path = list_snapshots(part)[0]
+            # an older retained snapshot is read from its file (only the latest is held in memory)
+            assert store.read_snapshot(SnapshotId(oldest.end_offset, oldest.epoch)) == path.read_bytes()
             return (latest, store.log_start_offset, store.value_bytes(store.log_start_offset, store.end_offset),
                     [f.end_offset for f, _ in list_snapshots(part)], store.end_offset)
 
