@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,23 @@ class Recorder:
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         pass
+
+
+@contextmanager
+def restarted(root: Path, options: dict[str, int], ports: dict[int, int]
+              ) -> Iterator[tuple[LocalQuorum, dict[int, Recorder]]]:
+    """The quorum started again on its directories; yields once every node applied a new value ``b"after"``."""
+    again = {i: Recorder() for i in (1, 2, 3)}
+    q = LocalQuorum(3, root, CLUSTER, fsync=False, quorum=fast_config(), node_options=options, ports=ports,
+                    listeners={i: [r] for i, r in again.items()})
+    q.start()
+    try:
+        q.wait_for_leader().append([b"after"]).result(10)
+        for recorder in again.values():
+            wait_until(lambda r=recorder: r.values[-1:] == [b"after"])  # type: ignore[misc]
+        yield q, again
+    finally:
+        q.stop()
 
 
 def _append_many(q: LocalQuorum, n: int, size: int = 200, tag: str = "v") -> list[bytes]:
@@ -126,18 +144,10 @@ def test_size_policy_snapshots_advance_log_start_and_restart_replays_snapshot_pl
         ports = {i: p for i, (_, p) in q.endpoints.items()}
     finally:
         q.stop()
-    again = {i: Recorder() for i in (1, 2, 3)}
-    q2 = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=SMALL, ports=ports,
-                     listeners={i: [r] for i, r in again.items()})
-    q2.start()
-    try:
-        q2.wait_for_leader().append([b"after"]).result(10)
+    with restarted(tmp_path, SMALL, ports) as (_, again):
         for recorder in again.values():
-            wait_until(lambda r=recorder: r.values[-1:] == [b"after"])  # type: ignore[misc]
             assert recorder.snapshots, "restart loads the latest snapshot"
             assert recorder.values == [*values, b"after"]
-    finally:
-        q2.stop()
 
 
 def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path: Path) -> None:
@@ -189,19 +199,11 @@ def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path
         ports = {i: p for i, (_, p) in q.endpoints.items()}
     finally:
         q.stop()
-    again = {i: Recorder() for i in (1, 2, 3)}
-    q2 = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=retained, ports=ports,
-                     listeners={i: [r] for i, r in again.items()})
-    q2.start()
-    try:
-        q2.wait_for_leader().append([b"after"]).result(10)
+    with restarted(tmp_path, retained, ports) as (q2, again):
         for node_id, recorder in again.items():
-            wait_until(lambda r=recorder: r.values[-1:] == [b"after"])  # type: ignore[misc]
             assert recorder.snapshots and recorder.values == [*values, b"after"]
             node_store = q2.services[node_id].runner.log_store
             assert node_store is not None and node_store.log_start_offset < recorder.snapshots[0].snapshot_id.offset
-    finally:
-        q2.stop()
 
 
 def test_observer_below_log_start_downloads_the_snapshot_then_fetches_on(tmp_path: Path) -> None:
