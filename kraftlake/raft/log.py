@@ -82,6 +82,13 @@ class RaftLog(Protocol):
         ...
 
 
+def snapshot_floor(log: RaftLog) -> int:
+    """The offset a new snapshot must pass: the latest snapshot's end offset, else the log start offset (the log
+    may retain entries before the latest snapshot)."""
+    latest = log.latest_snapshot()
+    return max(log.log_start_offset, latest.offset if latest is not None else 0)
+
+
 class CommittedEntries(Sequence[Entry]):
     """The committed entries [`start`, `end`) of a log, read from it when first used.
 

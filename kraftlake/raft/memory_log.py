@@ -178,13 +178,17 @@ class MemoryRaftLog:
         self._snapshots[snapshot_id] = bytes(data)
 
     def read_snapshot(self, snapshot_id: SnapshotId) -> bytes:
-        try:
-            data = self._snapshots[snapshot_id]
-        except KeyError:
-            raise RaftStorageError(f"no snapshot {snapshot_id}") from None
+        data = self.snapshot_data(snapshot_id)
         if data is None:
             raise RaftStorageError(f"snapshot {snapshot_id} is kept on disk only")
         return data
+
+    def snapshot_data(self, snapshot_id: SnapshotId) -> bytes | None:
+        """A stored snapshot's bytes, or None once `forget_snapshot_data` let them go."""
+        try:
+            return self._snapshots[snapshot_id]
+        except KeyError:
+            raise RaftStorageError(f"no snapshot {snapshot_id}") from None
 
     def forget_snapshot_data(self, snapshot_id: SnapshotId) -> None:
         """Keep the snapshot's id but not its bytes (a file-backed log reads retained older snapshots from disk:

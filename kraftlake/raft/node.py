@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE, encode_leader_change
 from kraftlake.raft.errors import LogTruncationError, NotLeaderError, RaftStorageError
-from kraftlake.raft.log import CommittedEntries, RaftLog
+from kraftlake.raft.log import CommittedEntries, RaftLog, snapshot_floor
 from kraftlake.raft.messages import (
     NO_CONTROL_TYPE,
     BeginQuorumEpochRequest,
@@ -277,8 +277,7 @@ class RaftNode:
         `retention_bytes` lets go of the log (see `RaftLog.delete_before_snapshot`; 0: to this snapshot)."""
         if end_offset > self._applied_end or end_offset > self._hw:
             raise RaftStorageError(f"snapshot at {end_offset} beyond the applied offset {self._applied_end}")
-        latest = self.log.latest_snapshot()
-        floor = max(self.log.log_start_offset, latest.offset if latest is not None else 0)
+        floor = snapshot_floor(self.log)
         if end_offset <= floor:
             raise RaftStorageError(f"snapshot at {end_offset} not past the latest snapshot or log start {floor}")
         snapshot_id = SnapshotId(end_offset, self.log.epoch_at(end_offset - 1))

@@ -148,10 +148,10 @@ class FileRaftLog:
         return self._mem.latest_snapshot()
 
     def read_snapshot(self, snapshot_id: SnapshotId) -> bytes:
-        if snapshot_id != self._mem.latest_snapshot() and snapshot_id in self._mem.snapshot_ids():
-            # older retained snapshots are not held in memory (see `_forget_older_snapshot_data`)
+        data = self._mem.snapshot_data(snapshot_id)
+        if data is None:  # an older retained snapshot: read from its file (see `_forget_older_snapshot_data`)
             return (self.directory / FileSnapshotId(snapshot_id.offset, snapshot_id.epoch).filename).read_bytes()
-        return self._mem.read_snapshot(snapshot_id)
+        return data
 
     def _forget_older_snapshot_data(self) -> None:
         for sid in self._mem.snapshot_ids()[:-1]:

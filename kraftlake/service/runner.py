@@ -34,7 +34,7 @@ from kraftlake.logformat import (
 )
 from kraftlake.raft.errors import NotLeaderError as RaftNotLeaderError
 from kraftlake.raft.errors import RaftStorageError
-from kraftlake.raft.log import CommittedEntries
+from kraftlake.raft.log import CommittedEntries, snapshot_floor
 from kraftlake.raft.messages import Entry, Message, SnapshotId
 from kraftlake.raft.node import AppendResult, RaftNode, Ready
 from kraftlake.raft.states import ElectionState
@@ -270,8 +270,7 @@ class NodeRunner:
         node, store = self.node, self.log_store
         assert node is not None and store is not None
         end = min(node.applied_end, node.high_watermark)
-        latest = store.latest_snapshot()
-        floor = max(store.log_start_offset, latest.offset if latest is not None else 0)
+        floor = snapshot_floor(store)
         if end <= floor:
             return None
         snapshot_id = SnapshotId(end, store.epoch_at(end - 1))
@@ -282,6 +281,7 @@ class NodeRunner:
                 return None
             return SnapshotJob(store, snapshot_id, values, last_ts)
         # without a provider: the latest snapshot's data batches (copied as they are) + the committed tail
+        latest = store.latest_snapshot()
         previous = store.read_snapshot(latest) if latest is not None else b""
         tail = [e.value for e in store.read_all(floor, end) if not e.is_control]
         return SnapshotJob(store, snapshot_id, tail, last_ts, previous)
