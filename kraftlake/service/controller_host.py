@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -239,6 +240,9 @@ class ControllerHost:
         self._service: RaftService | None = None
         self._appender = _Appender(self)
         self._applied = -1  # the last committed offset handed to the controller
+        # waiters on `_applied` (other threads) block on this instead of polling: a thread waking every
+        # millisecond takes the GIL from the loop thread that does the work it waits for
+        self._applied_changed = threading.Condition()
         self._last_data = -1  # the last committed metadata (non-control) offset
         self._claim_epoch: int | None = None  # the epoch this node leads, waiting for its LeaderChange commit
         self._activation_scheduled = False
@@ -263,6 +267,16 @@ class ControllerHost:
     def applied_offset(self) -> int:
         """The last committed offset the controller has been handed."""
         return self._applied
+
+    def wait_applied(self, offset: int, timeout: float) -> bool:
+        """Block (any thread but the host's) until `applied_offset` reaches `offset`; whether it did."""
+        with self._applied_changed:
+            return self._applied_changed.wait_for(lambda: self._applied >= offset, timeout)
+
+    def _set_applied(self, offset: int) -> None:
+        self._applied = offset
+        with self._applied_changed:
+            self._applied_changed.notify_all()
 
     @property
     def active(self) -> bool:
@@ -304,7 +318,7 @@ class ControllerHost:
             records = batch_records(batch)
             self.stats.records_replayed += len(records)
             c.handle_commit(records)
-        self._applied = batch.last_offset
+        self._set_applied(batch.last_offset)
         for e in reversed(entries):
             if not e.is_control:
                 self._last_data = max(self._last_data, e.offset)
@@ -507,7 +521,7 @@ class ControllerHost:
         self._deactivate()
         self.controller = QuorumController(self.config, node_id=self.node_id, seed=hash((self.seed, image.offset)),
                                            image=image)
-        self._applied = image.offset
+        self._set_applied(image.offset)
         self._last_data = image.offset
         self.stats.resets += 1
 
@@ -603,10 +617,17 @@ class ControllerQuorum:
 
     def wait_applied(self, offset: int, timeout: float = 15.0) -> None:
         """Block until every running host has been handed the committed records through `offset`."""
+        if not self.applied(offset, timeout):
+            raise ServiceError(f"hosts did not apply offset {offset} within {timeout} s: "
+                               f"{ {h.node_id: h.applied_offset for h in self.running()} }")
+
+    def applied(self, offset: int, timeout: float) -> bool:
+        """Whether every running host was handed the committed records through `offset` within `timeout`."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if all(h.applied_offset >= offset for h in self.running()):
-                return
-            time.sleep(0.005)
-        raise ServiceError(f"hosts did not apply offset {offset} within {timeout} s: "
-                           f"{ {h.node_id: h.applied_offset for h in self.running()} }")
+        while True:
+            behind = [h for h in self.running() if h.applied_offset < offset]
+            left = deadline - time.monotonic()
+            if not behind or left <= 0:
+                return not behind
+            # in slices: a host stopped meanwhile is no longer waited for
+            behind[0].wait_applied(offset, min(left, 0.1))

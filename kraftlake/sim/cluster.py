@@ -43,8 +43,9 @@ from kraftlake.image.model import NO_LEADER
 from kraftlake.sim.errors import InvariantViolation, SimError
 
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "isr_shrink": 30.0,
-    "isr_expand": 30.0,
+    # a lagging replica catches up faster than in-sync ones fall behind: a cluster's ISRs stay (mostly) full
+    "isr_shrink": 25.0,
+    "isr_expand": 35.0,
     "crash": 1.0,
     "restart": 3.0,
     "controlled_shutdown": 1.0,
@@ -65,7 +66,8 @@ class ClusterSimConfig:
     """Sizes, rates and seeds of a simulated cluster.
 
     ``weights`` are the relative rates of the event kinds (see ``DEFAULT_WEIGHTS``); ``tick_ms`` is the
-    simulated time between events; ``max_down_fraction`` caps how many brokers may be down at once.
+    simulated time between events; ``max_down_fraction`` caps how many brokers may be down at once;
+    ``catch_up_per_tick`` is how many of a restarted broker's replicas rejoin their ISRs per tick.
     """
 
     brokers: int = 5
@@ -77,6 +79,7 @@ class ClusterSimConfig:
     tick_ms: int = 100
     heartbeat_interval_ms: int = 2000
     max_down_fraction: float = 0.2
+    catch_up_per_tick: int = 2000
     min_insync_replicas: int = 2
     check_every: int = 1
     standby: bool = True
@@ -147,6 +150,13 @@ class ClusterSimulator:
         # the names of live topics, for O(1) random picks (sorting the image's names per event was O(n log n))
         self._names: list[str] = []
         self._name_pos: dict[str, int] = {}
+        # replicas out of their ISR that an ISR expansion may bring back: (topic id, partition, broker), with
+        # positions for O(1) random picks and removal
+        self._lagging: list[tuple[str, int, int]] = []
+        self._lagging_pos: dict[tuple[str, int, int], int] = {}
+        # brokers registered again whose replicas have not all rejoined their ISRs: broker -> the partitions
+        # left to catch up (None until the broker is unfenced)
+        self._catching_up: dict[int, list[tuple[str, int]] | None] = {}
         self.summary = SimSummary()
         self._rolling: list[int] = []
         self.after_event: Callable[[ClusterSimulator], None] | None = None
@@ -186,6 +196,7 @@ class ClusterSimulator:
             b.alive = True
             b.shutting_down = False
             b.next_heartbeat_ms = self.now_ms
+            self._catching_up[b.id] = None
         else:
             b.restart_at_ms = self.now_ms + self.config.heartbeat_interval_ms
 
@@ -217,6 +228,8 @@ class ClusterSimulator:
                 self._register(b)
         while (result := self.active.handle_fence_stale_broker(self.now_ms)) is not None:
             self._run(result, "fence")
+        if self._catching_up:
+            self._catch_up()
 
     def _settle(self, ms: int) -> None:
         end = self.now_ms + ms
@@ -257,6 +270,76 @@ class ClusterSimulator:
     def _usable_count(self) -> int:
         return sum(1 for r in self.image.brokers.values() if not r.fenced and not r.in_controlled_shutdown)
 
+    # -- replicas catching up -------------------------------------------------------------------------------
+
+    def _add_lagging(self, key: tuple[str, int, int]) -> None:
+        if key not in self._lagging_pos:
+            self._lagging_pos[key] = len(self._lagging)
+            self._lagging.append(key)
+
+    def _pop_lagging(self) -> tuple[str, int, int] | None:
+        """Remove and return a random lagging replica (None when there is none)."""
+        if not self._lagging:
+            return None
+        i = self.rng.randrange(len(self._lagging))
+        key = self._lagging[i]
+        last = self._lagging.pop()
+        del self._lagging_pos[key]
+        if last != key:
+            self._lagging[i] = last
+            self._lagging_pos[last] = i
+        return key
+
+    def _can_rejoin(self, broker_id: int) -> bool:
+        b = self.brokers.get(broker_id)
+        reg = self.image.brokers.get(broker_id)
+        return (b is not None and b.alive and not b.shutting_down and reg is not None and not reg.fenced
+                and not reg.in_controlled_shutdown)
+
+    def _catch_up(self) -> None:
+        """A broker back after a restart fetches until its replicas are in sync; their leaders add it to the ISRs,
+        ``catch_up_per_tick`` partitions a tick, one AlterPartition per leader (what brings a cluster back to
+        fully replicated after a broker's fencing took it out of every ISR)."""
+        img = self.image
+        budget = self.config.catch_up_per_tick
+        for broker_id in list(self._catching_up):
+            if budget <= 0:
+                return
+            todo = self._catching_up[broker_id]
+            if not self._can_rejoin(broker_id):
+                b = self.brokers.get(broker_id)
+                if b is None or not b.alive:
+                    del self._catching_up[broker_id]  # down again: it starts over when it registers
+                continue
+            if todo is None:
+                todo = self._catching_up[broker_id] = [
+                    (t.id, pid) for t, pid, p in self.active.broker_partitions.partitions(broker_id, img)
+                    if broker_id not in p.isr]
+                todo.reverse()  # popped from the end: index order
+            by_leader: dict[int, list[PartitionIsrUpdate]] = {}
+            while todo and budget > 0:
+                budget -= 1
+                topic_id, pid = todo.pop()
+                update = self._isr_addition(topic_id, pid, broker_id)
+                if update is not None:
+                    by_leader.setdefault(update[0], []).append(update[1])
+            if not todo:
+                del self._catching_up[broker_id]
+            for leader_id, updates in by_leader.items():
+                leader = self.brokers[leader_id]
+                self._alter_partition(AlterPartitionRequest(leader.id, leader.epoch, tuple(updates)), "catch_up")
+
+    def _isr_addition(self, topic_id: str, pid: int, broker_id: int) -> tuple[int, PartitionIsrUpdate] | None:
+        """The leader and its AlterPartition entry that adds `broker_id` to the partition's ISR, if it can."""
+        t = self.image.topics_by_id.get(topic_id)
+        p = t.partitions.get(pid) if t is not None else None
+        if p is None or broker_id not in p.replicas or broker_id in p.isr or p.leader == NO_LEADER:
+            return None
+        leader = self.brokers.get(p.leader)
+        if leader is None or not leader.alive or leader.shutting_down:
+            return None
+        return p.leader, PartitionIsrUpdate(topic_id, pid, p.leader_epoch, p.partition_epoch, (*p.isr, broker_id), 0)
+
     # -- events ---------------------------------------------------------------------------------------------
 
     def _random_partition(self) -> tuple[Any, int, Any] | None:
@@ -277,6 +360,11 @@ class ClusterSimulator:
         return self._names
 
     def _alter_isr(self, shrink: bool) -> None:
+        """ISR churn from replica lag: a leader drops a random follower of a random partition (shrink), or a
+        lagging replica catches up and its leader adds it back (expand)."""
+        if not shrink:
+            self._expand_isr()
+            return
         found = self._random_partition()
         if found is None:
             return
@@ -286,24 +374,37 @@ class ClusterSimulator:
         leader = self.brokers[p.leader]
         if not leader.alive or leader.shutting_down:
             return
-        if shrink:
-            followers = [r for r in p.isr if r != p.leader]
-            if not followers:
-                return
-            new_isr = tuple(r for r in p.isr if r != self.rng.choice(followers))
-        else:
-            img = self.image
-            candidates = [
-                r for r in p.replicas
-                if r not in p.isr and self.brokers[r].alive and not self.brokers[r].shutting_down
-                and (reg := img.brokers.get(r)) is not None and not reg.fenced and not reg.in_controlled_shutdown
-            ]
-            if not candidates:
-                return
-            new_isr = (*p.isr, self.rng.choice(candidates))
+        followers = [r for r in p.isr if r != p.leader]
+        if not followers:
+            return
+        dropped = self.rng.choice(followers)
+        new_isr = tuple(r for r in p.isr if r != dropped)
         req = AlterPartitionRequest(leader.id, leader.epoch, (
             PartitionIsrUpdate(t.id, pid, p.leader_epoch, p.partition_epoch, new_isr, 0),))
-        self._run(self.active.handle_alter_partition(req), "alter_partition")
+        if self._alter_partition(req, "alter_partition"):
+            self._add_lagging((t.id, pid, dropped))
+
+    def _expand_isr(self) -> None:
+        while (key := self._pop_lagging()) is not None:
+            topic_id, pid, broker_id = key
+            if not self._can_rejoin(broker_id):
+                continue  # a broker that is down catches up in bulk when it is back
+            found = self._isr_addition(topic_id, pid, broker_id)
+            if found is None:
+                continue
+            leader = self.brokers[found[0]]
+            self._alter_partition(AlterPartitionRequest(leader.id, leader.epoch, (found[1],)), "alter_partition")
+            return
+
+    def _alter_partition(self, req: AlterPartitionRequest, kind: str) -> bool:
+        """Send `req`; count its partitions' errors; whether all were accepted."""
+        resp = self._run(self.active.handle_alter_partition(req), kind)
+        ok = resp.error.ok
+        for err, _ in resp.data.get("partitions", {}).values():
+            if not err.ok:
+                self.summary.errors[f"{kind}:{err.error.name}"] += 1
+                ok = False
+        return bool(ok)
 
     def _down_allowed(self) -> bool:
         down = sum(1 for b in self.brokers.values() if not b.alive or b.shutting_down)
@@ -380,6 +481,9 @@ class ClusterSimulator:
             return
         target = self.rng.sample(sorted(usable), len(p.replicas))
         self._run(self.active.handle_alter_reassignments({(t.name, pid): target}), "reassign")
+        moved = self.image.topics_by_id[t.id].partitions.get(pid)
+        for r in moved.adding_replicas if moved is not None else ():
+            self._add_lagging((t.id, pid, r))  # the new replicas join the ISR once they have caught up
 
     def _config_change(self) -> None:
         names = self._topic_names()

@@ -28,7 +28,7 @@ from kraftlake.image import MetadataImage
 from kraftlake.logformat import METADATA_PARTITION_DIR
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.service.controller_host import ControllerHost, ControllerQuorum
-from kraftlake.service.errors import NotControllerError, NotLeaderError
+from kraftlake.service.errors import NotControllerError, NotLeaderError, ServiceError
 from kraftlake.service.snapshots import DEFAULT_SNAPSHOT_MAX_BYTES
 from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator, SimSummary
 
@@ -115,7 +115,7 @@ class QuorumClusterSimulator(ClusterSimulator):
     def _do_failover(self) -> None:
         self._failover_requested = False
         old = self._host
-        self.quorum.wait_applied(self._on_loop(lambda: self.active.next_offset - 1), self.timeout)
+        self._wait_committed()
         killed = time.monotonic()
         self.quorum.kill(old.node_id)
         new = self.quorum.wait_active(self.timeout, exclude=old.node_id)
@@ -125,11 +125,31 @@ class QuorumClusterSimulator(ClusterSimulator):
         self.summary.failovers += 1
 
     def _throttle(self) -> None:
+        """Wait until at most `max_uncommitted` of the active controller's records are not yet applied."""
+        self._wait_committed(self.max_uncommitted, every_host=False)
+
+    def _wait_committed(self, uncommitted: int = 0, every_host: bool = True) -> None:
+        """Wait until the active controller has at most `uncommitted` records not applied (by its own host, or
+        by every running host).
+
+        What a controller appended is only sure to commit while it stays active: when raft leadership moves
+        (a stalled loop lets the followers' fetch timeout expire), its uncommitted records are truncated and
+        the offsets it reached will be written by the next leader with other records, or never. So the target
+        is re-read from whichever controller is active.
+        """
         deadline = time.monotonic() + self.timeout
-        while self.active.next_offset - 1 - self._host.applied_offset > self.max_uncommitted:
+        while True:
+            host, controller = self._host, self.active
+            target = controller.next_offset - 1 - uncommitted
+            done = (self.quorum.applied(target, 0.1) if every_host else host.wait_applied(target, 0.1))
+            if done:
+                return
             if time.monotonic() > deadline:
-                break
-            time.sleep(0.001)
+                raise ServiceError(f"the active controller's records up to offset {target} were not applied "
+                                   f"within {self.timeout} s: "
+                                   f"{ {h.node_id: h.applied_offset for h in self.quorum.running()} }")
+            if not host.active or host.controller is not controller:
+                self._on_loop(lambda: None)  # binds the controller active now
 
     # -- running --------------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -175,7 +195,7 @@ class QuorumClusterSimulator(ClusterSimulator):
                 self._do_failover()
             self._throttle()
         self._on_loop(self.check_invariants)
-        self.quorum.wait_applied(self._on_loop(lambda: self.active.next_offset - 1), self.timeout)
+        self._wait_committed()
         self._bind(self._host)  # a standby may have loaded a snapshot into a new controller
         self._on_loop(self.check_standby)
         self.summary.seconds = time.perf_counter() - start

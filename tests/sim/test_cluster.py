@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,48 @@ def test_kafka_tools_read_the_simulated_log(tmp_path: Path) -> None:
     assert len(ours) == len(theirs) and strip(ours) == strip(theirs)
     topics = metadata_shell(last, "ls /image/topics/byName").split()
     assert sorted(topics) == sorted(sim.active.committed_image.topics_by_name)
+
+
+def _under_replicated(sim: ClusterSimulator, broker: int | None = None) -> int:
+    return sum(1 for t in sim.image.topics_by_id.values() for p in t.partitions.values()
+               if len(p.isr) < len(p.replicas) and (broker is None or broker not in p.isr))
+
+
+def test_isr_churn_keeps_the_isrs_nearly_full() -> None:
+    """Lagging replicas catch up (the ISR expansions bring back replicas that fell out), so churn without
+    broker failures does not drift towards an under-replicated cluster."""
+    weights = {"isr_shrink": 25.0, "isr_expand": 35.0, "config_change": 3.0, "idle": 5.0}
+    cfg = ClusterSimConfig(brokers=10, topics=20, partitions_per_topic=5, events=4000, seed=7, check_every=0,
+                           weights=weights)
+    sim = ClusterSimulator(cfg)
+    seen: list[int] = []
+    sim.after_event = lambda s: seen.append(_under_replicated(s)) if s.summary.events % 200 == 0 else None
+    summary = sim.run()
+    assert summary.event_counts["isr_shrink"] > 1000
+    shrinks = [r for r in sim.log.records if r.type == "PartitionChangeRecord" and r.record.isr is not None]
+    assert len(shrinks) > 2000  # shrinks and expansions both happened, many times
+    assert max(seen) <= 20 and seen[-1] <= 10, seen  # of 100 partitions
+
+
+def test_a_restarted_broker_rejoins_every_isr() -> None:
+    cfg = ClusterSimConfig(brokers=6, topics=30, partitions_per_topic=10, events=0, seed=3, check_every=0,
+                           catch_up_per_tick=50)
+    sim = ClusterSimulator(cfg)
+    sim.run()
+    assert _under_replicated(sim) == 0
+    b = sim.brokers[2]
+    b.alive = False  # crashed: no heartbeats until it restarts
+    b.last_clean_epoch = -1
+    b.restart_at_ms = sim.now_ms + cfg.controller.session_timeout_ms + 2_000
+    sim._settle(cfg.controller.session_timeout_ms + 1_000)
+    out = _under_replicated(sim, broker=2)
+    assert sim.image.brokers[2].fenced and out > 100  # fencing took it out of every ISR (~150 partitions)
+    counts = []
+    for _ in range(200):  # it restarts, registers, is unfenced, then catches up
+        sim._tick()
+        counts.append(_under_replicated(sim, broker=2))
+    catching_up = [c for c in counts if 0 < c < out]
+    assert len(catching_up) >= 2  # 50 partitions a tick, not all at once
+    assert all(a - b <= 50 for a, b in pairwise(counts))
+    assert _under_replicated(sim) == 0
+    check_image(sim.image, elr_enabled=sim.active.elr_enabled())
