@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator
+from kraftlake.raft.config import QuorumConfig
+from kraftlake.sim.cluster import DEFAULT_WEIGHTS, ClusterSimConfig, ClusterSimulator, scaled_weights
 from kraftlake.sim.cluster_log import DEFAULT_SNAPSHOT_BYTES, LocalMetadataLog
 
 
@@ -37,13 +37,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--through", choices=("quorum", "local"), default="quorum",
                         help="append through a 3-voter quorum (default) or a single local log writer")
     parser.add_argument("--no-fsync", action="store_true", help="quorum: do not fsync the voters' logs")
+    parser.add_argument("--weights", type=_weights, default=None, metavar="KIND=W,...",
+                        help="relative rates of event kinds, over the defaults for the cluster's size "
+                             f"(kinds: {', '.join(DEFAULT_WEIGHTS)})")
+    parser.add_argument("--fetch-timeout-ms", type=int, default=None,
+                        help="quorum: controller.quorum.fetch.timeout.ms (Kafka's default 2000). The voters "
+                             "share one Python thread: at millions of partitions a broker's fencing holds it "
+                             "for seconds and a follower may start an election")
+
+
+def _weights(text: str) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        kind, sep, value = part.partition("=")
+        if not sep or kind not in DEFAULT_WEIGHTS:
+            raise argparse.ArgumentTypeError(f"{part!r}: expected KIND=WEIGHT with KIND one of "
+                                             f"{', '.join(DEFAULT_WEIGHTS)}")
+        try:
+            weights[kind] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r}: weight {value!r} is not a number") from None
+        if weights[kind] < 0:
+            raise argparse.ArgumentTypeError(f"{part!r}: a weight must be >= 0")
+    return weights
 
 
 class _Progress:
     """A one-line progress bar on stderr, redrawn at most ten times a second."""
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    def __init__(self, total: int, enabled: bool, unit: str = "events") -> None:
         self.total = max(total, 1)
+        self.unit = unit
         self.enabled = enabled and total > 0
         self.start = time.perf_counter()
         self.last = 0.0
@@ -58,26 +82,28 @@ class _Progress:
         frac = done / self.total
         bar = "#" * int(30 * frac)
         rate = done / max(now - self.start, 1e-9)
-        sys.stderr.write(f"\r[{bar:<30}] {done}/{self.total} events {rate:,.0f}/s")
+        sys.stderr.write(f"\r[{bar:<30}] {done}/{self.total} {self.unit} {rate:,.0f}/s")
         if done == self.total:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
 
 def run(args: argparse.Namespace) -> int:
+    weights = scaled_weights(args.brokers, args.topics * args.partitions_per_topic, args.replication_factor)
+    weights.update(args.weights or {})
     config = ClusterSimConfig(
         brokers=args.brokers, topics=args.topics, partitions_per_topic=args.partitions_per_topic,
         replication_factor=args.replication_factor, events=args.events, seed=args.seed,
         min_insync_replicas=args.min_insync_replicas, check_every=args.check_every, standby=True,
+        weights=weights,
     )
-    config = replace(config)
     if args.through == "quorum":
         return _run_on_quorum(args, config)
     log = LocalMetadataLog(args.data_dir, cluster_id=args.cluster_id, snapshot_bytes=args.snapshot_bytes)
     sim = ClusterSimulator(config, log)
     sys.stderr.write(f"setting up {args.brokers} brokers, {args.topics} topics x {args.partitions_per_topic} "
                      f"partitions ...\n")
-    setup_progress = _Progress(args.topics, not args.no_progress)
+    setup_progress = _Progress(args.topics, not args.no_progress, "topics")
     started = time.perf_counter()
 
     def after_event(s: ClusterSimulator) -> None:
@@ -106,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     out.write(f"offsets: 0..{log.end_offset() - 1} in {log.batches} batches, epochs {[e.epoch for e in log.epochs]}\n")
     out.write(f"segments: {len(log.segments())}, snapshots: {len(log.snapshots)} "
               f"(last {final.name if final else (log.snapshots[-1].name if log.snapshots else '-')})\n")
-    _write_image_and_events(out, img, summary)
+    _write_image_and_events(out, img, summary, config.weights or {})
     out.write(f"failovers: {summary.failovers}, invariant checks: {summary.invariant_checks}\n")
     _write_records(out, log.records_by_type, elapsed)
     setup_records = summary.setup_end_offset
@@ -122,9 +148,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_image_and_events(out: TextIO, img: Any, summary: Any) -> None:
+def _write_image_and_events(out: TextIO, img: Any, summary: Any, weights: dict[str, float]) -> None:
     out.write(f"image: {len(img.brokers)} brokers, {len(img.topics_by_id)} topics, {img.partition_count()} partitions\n")
     out.write(f"events: {summary.events} ({', '.join(f'{k}={v}' for k, v in sorted(summary.event_counts.items()))})\n")
+    out.write(f"event weights: {', '.join(f'{k}={v:.3g}' for k, v in weights.items())}\n")
     if summary.errors:
         out.write(f"rejected commands: {', '.join(f'{k}={v}' for k, v in sorted(summary.errors.items()))}\n")
 
@@ -144,9 +171,13 @@ def _run_on_quorum(args: argparse.Namespace, config: ClusterSimConfig) -> int:
 
     sys.stderr.write(f"setting up {args.brokers} brokers, {args.topics} topics x {args.partitions_per_topic} "
                      "partitions through a 3-voter quorum ...\n")
+    quorum = None
+    if args.fetch_timeout_ms is not None:
+        quorum = QuorumConfig(voters=frozenset({1, 2, 3}), fetch_timeout_ms=args.fetch_timeout_ms)
     result = simulate_on_quorum(config, args.data_dir, _Progress(args.events, not args.no_progress),
                                 cluster_id=args.cluster_id, snapshot_bytes=args.snapshot_bytes,
-                                fsync=not args.no_fsync)
+                                fsync=not args.no_fsync, quorum=quorum,
+                                setup_progress=_Progress(args.topics, not args.no_progress, "topics"))
     summary, img, out = result.summary, result.image, sys.stdout
     out.write(f"wrote {len(result.node_dirs)} voters' logs under {args.data_dir} through a 3-voter quorum "
               f"(leader at the end: node {result.leader_id}, log {result.log_dir})\n")
@@ -154,7 +185,7 @@ def _run_on_quorum(args: argparse.Namespace, config: ClusterSimConfig) -> int:
     for node_id in sorted(result.node_dirs):
         out.write(f"node {node_id}: segments {len(result.segments[node_id])}, "
                   f"snapshots {len(result.snapshots[node_id])}\n")
-    _write_image_and_events(out, img, summary)
+    _write_image_and_events(out, img, summary, config.weights or {})
     failovers = ", ".join(f"{s:.2f}" for s in result.failover_seconds) or "-"
     out.write(f"controller failovers: {summary.failovers} (seconds to a serving standby: {failovers})\n")
     _write_records(out, result.records_by_type, result.seconds)

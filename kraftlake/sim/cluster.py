@@ -16,6 +16,7 @@ without ELR. The standby controller replays committed records and must hold the 
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import Counter
@@ -60,12 +61,38 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "idle": 5.0,
 }
 
+BROKER_EVENTS = ("crash", "controlled_shutdown", "rolling_restart", "failover")
+TOPIC_EVENTS = ("create_topic", "delete_topic", "create_partitions")
+REFERENCE_REPLICAS_PER_BROKER = 100
+REFERENCE_PARTITIONS = 10_000
+
+
+def scaled_weights(brokers: int, partitions: int, replication_factor: int) -> dict[str, float]:
+    """``DEFAULT_WEIGHTS`` for a cluster of this size: what it costs in records keeps the log's mix realistic.
+
+    A broker crash or controlled shutdown writes a record per replica the broker holds (out of every ISR,
+    then back as it catches up): about 120k records at 2M partitions on 100 brokers, where an ISR change is
+    one. Their weights fall by ``(100 / replicas per broker) ** 1.5`` beyond 100 replicas per broker, a
+    rolling restart's (every broker) by a further ``10 / brokers``, and topic creation and deletion by
+    ``10,000 / partitions`` (a 100-partition topic is 101 records). Small clusters keep ``DEFAULT_WEIGHTS``.
+    """
+    weights = dict(DEFAULT_WEIGHTS)
+    per_broker = partitions * replication_factor / max(brokers, 1)
+    broker_scale = min(1.0, REFERENCE_REPLICAS_PER_BROKER / max(per_broker, 1.0)) ** 1.5
+    for kind in BROKER_EVENTS:
+        weights[kind] *= broker_scale
+    weights["rolling_restart"] *= min(1.0, 10 / max(brokers, 1))
+    for kind in TOPIC_EVENTS:
+        weights[kind] *= min(1.0, REFERENCE_PARTITIONS / max(partitions, 1))
+    return weights
+
 
 @dataclass(frozen=True)
 class ClusterSimConfig:
     """Sizes, rates and seeds of a simulated cluster.
 
-    ``weights`` are the relative rates of the event kinds (see ``DEFAULT_WEIGHTS``); ``tick_ms`` is the
+    ``weights`` are the relative rates of the event kinds (None: ``scaled_weights`` for the cluster's size,
+    which are ``DEFAULT_WEIGHTS`` for small clusters); ``tick_ms`` is the
     simulated time between events; ``max_down_fraction`` caps how many brokers may be down at once;
     ``catch_up_per_tick`` is how many of a restarted broker's replicas rejoin their ISRs per tick.
     """
@@ -83,7 +110,7 @@ class ClusterSimConfig:
     min_insync_replicas: int = 2
     check_every: int = 1
     standby: bool = True
-    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    weights: dict[str, float] | None = None
     controller: ControllerConfig = field(default_factory=ControllerConfig)
 
 
@@ -157,6 +184,10 @@ class ClusterSimulator:
         # brokers registered again whose replicas have not all rejoined their ISRs: broker -> the partitions
         # left to catch up (None until the broker is unfenced)
         self._catching_up: dict[int, list[tuple[str, int]] | None] = {}
+        self.weights = config.weights if config.weights is not None else scaled_weights(
+            config.brokers, config.topics * config.partitions_per_topic, config.replication_factor)
+        self._kinds = list(self.weights)
+        self._cum_weights = list(itertools.accumulate(self.weights[k] for k in self._kinds))
         self.summary = SimSummary()
         self._rolling: list[int] = []
         self.after_event: Callable[[ClusterSimulator], None] | None = None
@@ -523,8 +554,7 @@ class ClusterSimulator:
         """One event: advance the clock, heartbeats and fencing, then one random action."""
         self._tick()
         self._advance_rolling()
-        kinds = list(self.config.weights)
-        kind = self.rng.choices(kinds, weights=[self.config.weights[k] for k in kinds])[0]
+        kind = self.rng.choices(self._kinds, cum_weights=self._cum_weights)[0]
         action: dict[str, Callable[[], None]] = {
             "isr_shrink": lambda: self._alter_isr(True),
             "isr_expand": lambda: self._alter_isr(False),

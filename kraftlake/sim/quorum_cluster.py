@@ -62,6 +62,7 @@ class QuorumClusterSimulator(ClusterSimulator):
         self.timeout = timeout
         self.failover_seconds: list[float] = []
         self._failover_requested = False
+        self.setup_progress: Callable[[int], None] | None = None  # called with the topics created so far
         for host in quorum.hosts.values():
             host.clock = lambda: self.now_ms
         self._host: ControllerHost = self._bind(quorum.wait_active(timeout))
@@ -163,9 +164,11 @@ class QuorumClusterSimulator(ClusterSimulator):
         end = self.now_ms + self.config.heartbeat_interval_ms + self.config.tick_ms
         while self.now_ms < end:
             self._on_loop(self._tick)
-        for _ in range(self.config.topics):
+        for i in range(self.config.topics):
             self._on_loop(lambda: self._create_topic(self.config.partitions_per_topic))
             self._throttle()
+            if self.setup_progress is not None:
+                self.setup_progress(i + 1)
 
     def _steps(self, count: int, done: int) -> int:
         every = self.config.check_every
@@ -233,12 +236,13 @@ def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
                        progress: Callable[[int], None] | None = None, *, voters: int = 3,
                        cluster_id: str = DEFAULT_CLUSTER_ID, snapshot_bytes: int = DEFAULT_SNAPSHOT_MAX_BYTES,
                        segment_bytes: int | None = None, fsync: bool = True, quorum: QuorumConfig | None = None,
-                       events_per_call: int = 20) -> QuorumSimResult:
+                       events_per_call: int = 20,
+                       setup_progress: Callable[[int], None] | None = None) -> QuorumSimResult:
     """Run `config` against `voters` controllers on a local raft quorum writing under `data_dir`.
 
     Each voter's log directory is ``<data_dir>/node-<id>`` (``meta.properties``, ``__cluster_metadata-0``
     with segments, snapshots, ``quorum-state``); every one holds the same committed log. `progress` is
-    called with the number of events done.
+    called with the number of events done, `setup_progress` with the number of initial topics created.
     """
     data = Path(data_dir)
     options: dict[str, Any] = {"snapshot_max_bytes": snapshot_bytes}
@@ -250,6 +254,7 @@ def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
     cq.start()
     try:
         sim = QuorumClusterSimulator(config, cq, events_per_call=events_per_call)
+        sim.setup_progress = setup_progress
         summary = sim.run(progress)
         host = sim._host
         image = sim.image
