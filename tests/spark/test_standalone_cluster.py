@@ -15,6 +15,7 @@ imported from, so the wheel ships under a ``.zip`` name (a wheel is a zip archiv
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import shutil
@@ -26,12 +27,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(3600),  # four spark-submits and a cluster: ~15 min on the loaded 2-core machine
+    pytest.mark.timeout(3600),  # three spark-submits and a cluster: ~3 min on a quiet 2-core machine
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -161,11 +163,14 @@ def _jsonl(out: str) -> list[str]:
                   if line.startswith("{"))
 
 
-def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path) -> None:
+def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path, spark: Any) -> None:
     from spark.fixtures_logs import write_synthetic_log
 
     from kraftlake.image.source import log_records
     from kraftlake.spark.session import delta_jars, jar_cache
+    from kraftlake.spark.sql import register
+    from pipelines.ingest import ingest
+    from pipelines.output import print_frame
 
     timings: dict[str, float] = {}
     t0 = time.monotonic()
@@ -182,13 +187,14 @@ def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path) -> Non
     query = f"SELECT * FROM partitions_at({last // 2}) ORDER BY topic, partition"
     submit_log = tmp_path / "submit.log"
 
-    # local mode: the jobs as a user runs them from a checkout
+    # local mode: what the two jobs run (`ingest`, then `sql --format jsonl`), in the tests' local[2] session
     t1 = time.monotonic()
     local_w = tmp_path / "local-warehouse"
-    _submit(["--master", "local[2]", "--jars", jars, str(REPO / "jobs" / "ingest.py"), "--log-dir", str(log_dir),
-             "--warehouse", str(local_w)], env, submit_log, REPO)
-    local = _submit(["--master", "local[2]", "--jars", jars, str(REPO / "jobs" / "sql.py"), "--warehouse",
-                     str(local_w), "--format", "jsonl", query], env, submit_log, REPO)
+    ingest(spark, log_dir, local_w)
+    register(spark, local_w)
+    answer = io.StringIO()
+    print_frame(spark.sql(query), "jsonl", answer)
+    local = answer.getvalue()
     timings["local"] = time.monotonic() - t1
 
     with standalone_cluster(tmp_path, env) as (url, work):
