@@ -170,30 +170,30 @@ class QuorumClusterSimulator(ClusterSimulator):
             if self.setup_progress is not None:
                 self.setup_progress(i + 1)
 
-    def _steps(self, count: int, done: int) -> int:
+    def _steps(self, count: int) -> None:
+        """Up to `count` events (fewer when one asks for a failover); `summary.events` counts those done (a call
+        that fails when leadership is lost is retried, and only its finished events count)."""
         every = self.config.check_every
-        for j in range(count):
+        for _ in range(count):
             self.step()
-            if every > 0 and (done + j + 1) % every == 0:
+            if every > 0 and self.summary.events % every == 0:
                 self.check_invariants()
             if self.after_event is not None:
                 self.after_event(self)
             if self._failover_requested:
-                return j + 1
-        return count
+                return
 
     def run(self, progress: Callable[[int], None] | None = None) -> SimSummary:
         """Setup, then ``events`` events, then wait for everything to commit and compare every host's image."""
         start = time.perf_counter()
         self.setup()
         self._on_loop(self.check_invariants)
-        done = 0
         total = self.config.events
-        while done < total:
+        while (done := self.summary.events) < total:
             n = min(self.events_per_call, total - done)
-            done += self._on_loop(lambda: self._steps(n, done))  # noqa: B023 - called at once
+            self._on_loop(lambda: self._steps(n))  # noqa: B023 - called at once
             if progress is not None:
-                progress(done)
+                progress(self.summary.events)
             if self._failover_requested:
                 self._do_failover()
             self._throttle()

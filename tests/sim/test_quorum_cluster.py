@@ -54,3 +54,36 @@ def test_kafka_dump_log_reads_the_quorum_log(tmp_path: Path) -> None:
     assert "isvalid: false" not in text
     assert text.count("payload:") > 100
     assert "LeaderChange" in text and "SnapshotHeader" in text
+
+
+def test_a_wait_for_commits_follows_leadership_when_the_records_are_lost(tmp_path: Path) -> None:
+    """Records a controller appended but the quorum never committed are gone once another voter leads; a wait
+    for them must follow the new active controller instead of waiting out its timeout."""
+    import time
+
+    from kraftlake.service.controller_host import ControllerQuorum
+    from kraftlake.sim.quorum_cluster import QuorumClusterSimulator
+
+    config = ClusterSimConfig(brokers=3, topics=2, partitions_per_topic=2, events=0, seed=5, check_every=0)
+    with ControllerQuorum(3, tmp_path / "q", "c", config=config.controller, seed=5, fsync=False,
+                          quorum=FAST) as cq:
+        sim = QuorumClusterSimulator(config, cq, timeout=20.0)
+        sim.run()
+        old = sim._host
+        followers = [h.node_id for h in cq.running() if h is not old]
+        for node_id in followers:
+            cq.kill(node_id)
+        sim._on_loop(lambda: sim._create_topic(4))  # appended by the old leader, which no voter will fetch
+        lost_end = old.controller.next_offset - 1
+        assert old.applied_offset < lost_end
+        cq.kill(old.node_id)
+        for node_id in followers:
+            cq.restart(node_id)
+        new = cq.wait_active(20, exclude=old.node_id)
+        cq.restart(old.node_id)  # it truncates what it appended alone
+        started = time.monotonic()
+        sim._wait_committed()
+        assert time.monotonic() - started < 10
+        assert sim._host is new and sim.active is new.controller
+        cq.wait_applied(new.controller.next_offset - 1, 20)
+        assert image_at(cq.node_dir(old.node_id)).state_equals(new.controller.image)
