@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kraftlake.image.delta import METADATA_VERSION
 from kraftlake.image.errors import SnapshotWriteError
@@ -49,8 +49,76 @@ def _partition_record(topic_id: str, pid: int, p: PartitionRegistration) -> tupl
     return rec, version
 
 
+class _TopicPartitions(NamedTuple):
+    """A topic's partitions, in the record order of a snapshot, not yet turned into PartitionRecords."""
+
+    topic_id: str
+    partitions: list[tuple[int, PartitionRegistration]]
+
+
+def _first(item: tuple[int, Any]) -> int:
+    return item[0]
+
+
 def snapshot_records(image: MetadataImage) -> Iterator[tuple[Any, int]]:
     """The ``(record, version)`` pairs that rebuild ``image`` from nothing."""
+    for item in _snapshot_items(image):
+        if isinstance(item, _TopicPartitions):
+            for pid, p in item.partitions:
+                yield _partition_record(item.topic_id, pid, p)
+        else:
+            yield item
+
+
+class SnapshotValues:
+    """Encodes the snapshots of one evolving image, reusing the PartitionRecord bytes of the previous one.
+
+    Images are persistent: a partition no record touched since the last snapshot is the same immutable
+    `PartitionRegistration` object in the next image, so its encoded record is the same. At 2M partitions a
+    snapshot taken 20 MiB of records after the previous one re-encodes about a tenth of them; building and
+    encoding 2M PartitionRecords took most of a quorum's CPU (24 us each). The cost is memory: the encoded
+    records of the last snapshot (about 250 bytes a partition, 500 MB at 2M partitions).
+    """
+
+    def __init__(self) -> None:
+        # id(partition) -> (partition, topic id, partition id, value): the entry keeps its object alive, so
+        # the id cannot name another object meanwhile. Entries of partitions that changed stay until the
+        # cache holds a quarter more than the last image's partitions, then it starts over.
+        self._cache: dict[int, tuple[PartitionRegistration, str, int, bytes]] = {}
+        self.reused = 0
+        self.encoded = 0
+
+    def values(self, image: MetadataImage) -> Iterator[bytes]:
+        """The values of `snapshot_records(image)`, encoded."""
+        cache = self._cache
+        encode = encode_metadata_record
+        reused = encoded = 0
+        get = cache.get
+        for item in _snapshot_items(image):
+            if not isinstance(item, _TopicPartitions):
+                yield encode(*item)
+                continue
+            topic_id = item.topic_id
+            for pid, p in item.partitions:
+                key = id(p)
+                hit = get(key)
+                # the object itself is kept in the entry, so its id cannot be reused by another one meanwhile
+                if hit is not None and hit[0] is p and hit[2] == pid and hit[1] == topic_id:
+                    value = hit[3]
+                    reused += 1
+                else:
+                    value = encode(*_partition_record(topic_id, pid, p))
+                    encoded += 1
+                    cache[key] = (p, topic_id, pid, value)
+                yield value
+        live = reused + encoded
+        if len(cache) > live + live // 4:
+            self._cache = {}
+        self.reused, self.encoded = reused, encoded
+
+
+def _snapshot_items(image: MetadataImage) -> Iterator[tuple[Any, int] | _TopicPartitions]:
+    """`snapshot_records` with each topic's partitions as one `_TopicPartitions`."""
     if image.transaction is not None:
         raise SnapshotWriteError(
             f"the image at offset {image.provenance.offset} is inside an open metadata transaction"
@@ -101,8 +169,7 @@ def snapshot_records(image: MetadataImage) -> Iterator[tuple[Any, int]]:
     for topic_id in sorted(image.topics_by_id, key=uuid_sort_key):
         t = image.topics_by_id[topic_id]
         yield m.TopicRecord(name=t.name, topic_id=t.id), 0
-        for pid in sorted(t.partitions):
-            yield _partition_record(t.id, pid, t.partitions[pid])
+        yield _TopicPartitions(t.id, sorted(t.partitions.items(), key=_first))
     for rtype, rname in sorted(image.configs):
         data = image.configs[(rtype, rname)]
         for key in sorted(data):

@@ -15,7 +15,8 @@ thread makes the order of commits, appends and snapshots trivially right. The co
 controlled shutdown of a broker with 20k partitions) delays the node's raft work for as long as it runs.
 
 Snapshots: the host is its service's `SnapshotProvider`: the committed image as the minimal records that
-rebuild it (`kraftlake.image.snapshot_records`), encoded lazily by the service's snapshot worker, so the
+rebuild it (`kraftlake.image.snapshot_records`), encoded lazily by the service's snapshot worker (the
+partitions unchanged since the last snapshot reuse their bytes: `SnapshotValues`), so the
 ``.checkpoint`` files are Kafka metadata snapshots; `handle_load_snapshot` loads one into a fresh controller.
 """
 
@@ -36,7 +37,8 @@ from typing import Any, TypeVar
 from kraftlake.controller import ControllerConfig, ControllerResult, QuorumController
 from kraftlake.controller.errors import NotActiveError
 from kraftlake.controller.result import RecordAndVersion
-from kraftlake.image import EMPTY, ImageLoader, MetadataImage, Provenance, snapshot_records
+from kraftlake.image import EMPTY, ImageLoader, MetadataImage, Provenance
+from kraftlake.image.snapshot import SnapshotValues
 from kraftlake.protocol.codec import encoder
 from kraftlake.protocol.control import decode_control_body
 from kraftlake.protocol.messages import spec_of
@@ -240,6 +242,7 @@ class ControllerHost:
         self._service: RaftService | None = None
         self._appender = _Appender(self)
         self._applied = -1  # the last committed offset handed to the controller
+        self._snapshot_values = SnapshotValues()  # re-encodes only the partitions changed since the last one
         # waiters on `_applied` (other threads) block on this instead of polling: a thread waking every
         # millisecond takes the GIL from the loop thread that does the work it waits for
         self._applied_changed = threading.Condition()
@@ -352,7 +355,7 @@ class ControllerHost:
         end = snapshot_id.offset - 1
         if self._applied != end or image.transaction is not None or image.offset < self._last_data:
             return None
-        return _encode(snapshot_records(image))
+        return self._snapshot_values.values(image)
 
     # -- commands -------------------------------------------------------------------------------------------
     def submit(self, fn: Callable[[QuorumController], ControllerResult[T]]) -> Future[T]:
@@ -524,11 +527,6 @@ class ControllerHost:
         self._set_applied(image.offset)
         self._last_data = image.offset
         self.stats.resets += 1
-
-
-def _encode(records: Iterator[tuple[Any, int]]) -> Iterator[bytes]:
-    for rec, version in records:
-        yield encode_metadata_record(rec, version)
 
 
 class ControllerQuorum:

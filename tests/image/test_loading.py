@@ -260,3 +260,33 @@ def test_fixture_shell_tree() -> None:
     text = shell_tree(image_at(d))
     assert "      PartitionRegistration(replicas=[1], directories=[AiSXPLrdRM-HREWplhnaNA], isr=[1]" in text
     assert "  metadataVersion:\n    Optional[3.8-IV0]\n" in text
+
+
+def test_snapshot_values_reuse_the_bytes_of_unchanged_partitions() -> None:
+    from kraftlake.image.snapshot import SnapshotValues, snapshot_records
+    from kraftlake.records.serde import encode_metadata_record
+
+    def encoded(image: Any) -> list[bytes]:
+        return [encode_metadata_record(r, v) for r, v in snapshot_records(image)]
+
+    records: list[Any] = [m.FeatureLevelRecord(name="metadata.version", feature_level=21)]
+    for t, topic_id in enumerate(T):
+        records.append(m.TopicRecord(name=f"t{t}", topic_id=topic_id))
+        records += [m.PartitionRecord(partition_id=p, topic_id=topic_id, replicas=(1, 2, 3), isr=(1, 2, 3),
+                                      leader=1 + p % 3) for p in range(10)]
+    first = replay_all(EMPTY, envelopes(records))
+    cache = SnapshotValues()
+    assert list(cache.values(first)) == encoded(first)
+    assert (cache.reused, cache.encoded) == (0, 30)
+    changes = [m.PartitionChangeRecord(partition_id=4, topic_id=T[1], isr=(1, 2)),
+               m.PartitionChangeRecord(partition_id=0, topic_id=T[2], leader=3, isr=(3,)),
+               m.RemoveTopicRecord(topic_id=T[0]),
+               m.TopicRecord(name="t0", topic_id="AAAAAAAAAAAAAAAAAAAAAA"),
+               m.PartitionRecord(partition_id=0, topic_id="AAAAAAAAAAAAAAAAAAAAAA", replicas=(2,), isr=(2,),
+                                 leader=2)]
+    second = replay_all(first, envelopes(changes, start=len(records)))
+    assert list(cache.values(second)) == encoded(second)
+    assert (cache.reused, cache.encoded) == (18, 3)  # 20 partitions left in t1, t2 of which 2 changed; 1 new
+    # 12 of the 33 cached records are of partitions gone or changed: more than a quarter, so it starts over
+    assert list(cache.values(second)) == encoded(second) and (cache.reused, cache.encoded) == (0, 21)
+    assert list(cache.values(second)) == encoded(second) and (cache.reused, cache.encoded) == (21, 0)
