@@ -207,8 +207,9 @@ def _snapshot_items(image: MetadataImage) -> Iterator[tuple[Any, int] | _TopicPa
         ), 0
 
 
-def snapshot_bytes(image: MetadataImage, records_per_batch: int = RECORDS_PER_BATCH) -> bytes:
-    """The bytes of a ``.checkpoint`` file holding ``image``."""
+def snapshot_bytes(image: MetadataImage, records_per_batch: int = RECORDS_PER_BATCH,
+                   encoder: SnapshotValues | None = None) -> bytes:
+    """The bytes of a ``.checkpoint`` file holding ``image`` (`encoder`: the writer of the previous ones)."""
     epoch = max(image.provenance.epoch, 0)
     ts = max(image.provenance.timestamp, 0)
     out = bytearray()
@@ -216,8 +217,10 @@ def snapshot_bytes(image: MetadataImage, records_per_batch: int = RECORDS_PER_BA
     out += build_control_batch(0, epoch, ts, [(ControlRecordType.SNAPSHOT_HEADER, encode_control_body(header))])
     offset = 1
     values: list[bytes] = []
-    for rec, version in snapshot_records(image):
-        values.append(encode_metadata_record(rec, version))
+    encoded = (encoder.values(image) if encoder is not None
+               else (encode_metadata_record(rec, version) for rec, version in snapshot_records(image)))
+    for value in encoded:
+        values.append(value)
         if len(values) == records_per_batch:
             out += build_data_batch(offset, epoch, ts, values)
             offset += len(values)
@@ -237,12 +240,13 @@ def snapshot_name(image: MetadataImage) -> str:
     return f"{image.provenance.offset + 1:020d}-{max(image.provenance.epoch, 0):010d}.checkpoint"
 
 
-def write_snapshot(image: MetadataImage, directory: str | os.PathLike[str]) -> Path:
+def write_snapshot(image: MetadataImage, directory: str | os.PathLike[str],
+                   encoder: SnapshotValues | None = None) -> Path:
     """Write ``image`` as a snapshot into ``directory`` (atomically, via a ``.part`` file); return its path."""
     d = Path(directory)
     path = d / snapshot_name(image)
     part = d / (path.name + ".part")
-    data = snapshot_bytes(image)
+    data = snapshot_bytes(image, encoder=encoder)
     with open(part, "wb") as f:
         f.write(data)
         f.flush()

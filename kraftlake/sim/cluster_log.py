@@ -20,6 +20,7 @@ from pathlib import Path
 from kraftlake.controller.memory_log import CommitListener
 from kraftlake.controller.result import RecordAndVersion
 from kraftlake.image import MetadataImage, write_snapshot
+from kraftlake.image.snapshot import SnapshotValues
 from kraftlake.logformat import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     METADATA_PARTITION_DIR,
@@ -86,6 +87,7 @@ class LocalMetadataLog:
         self.batches = 0
         self.bytes_since_snapshot = 0
         self.snapshots: list[Path] = []
+        self._encoder = SnapshotValues()  # later snapshots re-encode only the partitions that changed
         self.epoch = -1
 
     def end_offset(self) -> int:
@@ -136,7 +138,7 @@ class LocalMetadataLog:
         if image.transaction is not None or image.offset < 0:
             return None
         self.log.flush()
-        path = write_snapshot(image, self.partition_dir)
+        path = write_snapshot(image, self.partition_dir, self._encoder)
         self.snapshots.append(path)
         self.bytes_since_snapshot = 0
         return path
