@@ -158,7 +158,7 @@ def _write_image_and_events(out: TextIO, img: Any, summary: Any, weights: dict[s
 
 def _write_records(out: TextIO, records_by_type: dict[str, int], seconds: float) -> None:
     """The records written, by type, and the rate."""
-    out.write("records by type:\n")
+    out.write("records appended, by type:\n")
     for name, count in sorted(records_by_type.items(), key=lambda kv: -kv[1]):
         out.write(f"  {name:<34} {count:>12,}\n")
     total = sum(records_by_type.values())
@@ -181,7 +181,7 @@ def _run_on_quorum(args: argparse.Namespace, config: ClusterSimConfig) -> int:
     summary, img, out = result.summary, result.image, sys.stdout
     out.write(f"wrote {len(result.node_dirs)} voters' logs under {args.data_dir} through a 3-voter quorum "
               f"(leader at the end: node {result.leader_id}, log {result.log_dir})\n")
-    out.write(f"offsets: 0..{result.log_end_offset - 1} in {result.batches} batches\n")
+    out.write(f"offsets: 0..{result.log_end_offset - 1} ({result.batches} batches appended)\n")
     for node_id in sorted(result.node_dirs):
         out.write(f"node {node_id}: segments {len(result.segments[node_id])}, "
                   f"snapshots {len(result.snapshots[node_id])}\n")
@@ -189,4 +189,12 @@ def _run_on_quorum(args: argparse.Namespace, config: ClusterSimConfig) -> int:
     failovers = ", ".join(f"{s:.2f}" for s in result.failover_seconds) or "-"
     out.write(f"controller failovers: {summary.failovers} (seconds to a serving standby: {failovers})\n")
     _write_records(out, result.records_by_type, result.seconds)
+    events_s = max(result.seconds - summary.setup_seconds, 1e-9)
+    out.write(f"setup: {summary.setup_seconds:.1f} s, {summary.setup_end_offset:,} records; events: {events_s:.1f} s "
+              f"({summary.events / events_s:,.0f} events/s, "
+              f"{(result.log_end_offset - summary.setup_end_offset) / events_s:,.0f} records/s)\n")
+    if result.records_lost > 10:  # an estimate: the log's control records are counted as one an epoch
+        out.write(f"not committed: about {result.records_lost:,} of the records above were appended by a controller "
+                  "whose raft leadership moved first (the voters share one thread; at this scale a long command "
+                  "can outlast the fetch timeout: --fetch-timeout-ms)\n")
     return 0

@@ -188,6 +188,8 @@ class QuorumClusterSimulator(ClusterSimulator):
         start = time.perf_counter()
         self.setup()
         self._on_loop(self.check_invariants)
+        self.summary.setup_seconds = time.perf_counter() - start
+        self.summary.setup_end_offset = self._on_loop(lambda: self.active.next_offset)
         total = self.config.events
         while (done := self.summary.events) < total:
             n = min(self.events_per_call, total - done)
@@ -225,6 +227,17 @@ class QuorumSimResult:
     segments: dict[int, list[Path]]
     failover_seconds: list[float] = field(default_factory=list)
     seconds: float = 0.0
+    leader_epoch: int = 0
+
+    @property
+    def records_appended(self) -> int:
+        return sum(self.records_by_type.values())
+
+    @property
+    def records_lost(self) -> int:
+        """Records appended by a controller whose raft leadership moved before they committed (truncated):
+        what was appended beyond the log, less the log's LeaderChange records (at most one an epoch)."""
+        return max(0, self.records_appended - (self.log_end_offset - self.leader_epoch))
 
     @property
     def log_dir(self) -> Path:
@@ -265,6 +278,7 @@ def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
             records.update(h.stats.records_appended)
             batches += h.stats.batches_appended
         leader = host.node_id
+        leader_epoch = host.service.runner.node.epoch if host.service.runner.node is not None else 0
     finally:
         cq.stop()
     node_dirs = {i: cq.node_dir(i) for i in cq.hosts}
@@ -273,4 +287,4 @@ def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
         summary, image, data, node_dirs, leader, end, records, batches,
         {i: sorted(p.glob("*.checkpoint")) for i, p in parts.items()},
         {i: sorted(p.glob("*.log")) for i, p in parts.items()},
-        sim.failover_seconds, time.perf_counter() - started)
+        sim.failover_seconds, time.perf_counter() - started, leader_epoch)
