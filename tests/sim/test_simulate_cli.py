@@ -38,3 +38,24 @@ def test_simulate_writes_a_log_that_replays(tmp_path: Path, through: str) -> Non
     common = min(i.provenance.offset for i in images)
     first = image_at(log_dirs[0], common)
     assert all(image_at(d, common) == first for d in log_dirs[1:])
+
+
+def test_weights_override_the_scaled_defaults(tmp_path: Path) -> None:
+    text = _run([*ARGS, "--data-dir", str(tmp_path), "--through", "local", "--events", "400",
+                 "--weights", "crash=0,controlled_shutdown=0,rolling_restart=0,config_change=40"])
+    counts = dict(kv.split("=") for kv in text.split("events: 400 (")[1].split(")")[0].split(", "))
+    assert "crash" not in counts and "controlled_shutdown" not in counts
+    assert int(counts["config_change"]) > 100  # 40 of about 150 weight
+    assert "event weights: isr_shrink=25, isr_expand=35, crash=0," in text
+    with pytest.raises(SystemExit), redirect_stderr(io.StringIO()):
+        main([*ARGS, "--data-dir", str(tmp_path / "x"), "--weights", "crash=-1"])
+
+
+def test_large_clusters_get_rare_broker_events() -> None:
+    from kraftlake.sim.cluster import DEFAULT_WEIGHTS, scaled_weights
+
+    assert scaled_weights(5, 30, 3) == DEFAULT_WEIGHTS
+    big = scaled_weights(100, 2_000_000, 3)  # 60,000 replicas a broker
+    assert big["crash"] == pytest.approx(DEFAULT_WEIGHTS["crash"] * (100 / 60_000) ** 1.5)
+    assert big["create_topic"] == pytest.approx(DEFAULT_WEIGHTS["create_topic"] / 200)
+    assert big["isr_shrink"] == DEFAULT_WEIGHTS["isr_shrink"] and big["config_change"] == DEFAULT_WEIGHTS["config_change"]
