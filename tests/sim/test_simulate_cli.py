@@ -59,3 +59,10 @@ def test_large_clusters_get_rare_broker_events() -> None:
     assert big["crash"] == pytest.approx(DEFAULT_WEIGHTS["crash"] * (100 / 60_000) ** 1.5)
     assert big["create_topic"] == pytest.approx(DEFAULT_WEIGHTS["create_topic"] / 200)
     assert big["isr_shrink"] == DEFAULT_WEIGHTS["isr_shrink"] and big["config_change"] == DEFAULT_WEIGHTS["config_change"]
+
+
+def test_the_in_process_quorum_gets_a_fetch_timeout_for_the_cluster_size() -> None:
+    from kraftlake.commands.simulate import default_fetch_timeout_ms
+
+    assert default_fetch_timeout_ms(5, 30, 3) == 2000  # Kafka's default for small clusters
+    assert default_fetch_timeout_ms(100, 2_000_000, 3) == 10_000  # 60k replicas a broker
