@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from kraftlake.raft.config import QuorumConfig
 from kraftlake.sim.cluster import DEFAULT_WEIGHTS, ClusterSimConfig, ClusterSimulator, scaled_weights
 from kraftlake.sim.cluster_log import DEFAULT_SNAPSHOT_BYTES, LocalMetadataLog
 
@@ -45,16 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "per 6 replicas a broker holds beyond that, e.g. 10000 at 2M partitions on 100 "
                              "brokers). The voters share one Python thread: a broker's fencing at that size "
                              "holds it for seconds, and with Kafka's timeout every try ends in an election")
-
-
-def default_fetch_timeout_ms(brokers: int, partitions: int, replication_factor: int) -> int:
-    """The in-process quorum's fetch timeout: Kafka's 2 s, or more when a broker failure's records (one per
-    replica it holds, replayed by the leader and both followers on the one loop thread) take longer than that
-    to commit. At 60k replicas a broker with 2 s, the quorum went through 58 epochs in the first 1.7M events
-    (storms of elections in a row): a broker's fencing stalls the loop past the timeout, the followers elect
-    a new leader, the fencing's records are lost, and the next tick tries again."""
-    per_broker = partitions * replication_factor / max(brokers, 1)
-    return max(2000, round(per_broker / 6))
 
 
 def _weights(text: str) -> dict[str, float]:
@@ -178,13 +167,11 @@ def _write_records(out: TextIO, records_by_type: dict[str, int], seconds: float)
 
 
 def _run_on_quorum(args: argparse.Namespace, config: ClusterSimConfig) -> int:
-    from kraftlake.sim.quorum_cluster import simulate_on_quorum
+    from kraftlake.sim.quorum_cluster import sim_quorum_config, simulate_on_quorum
 
-    fetch_timeout_ms = args.fetch_timeout_ms or default_fetch_timeout_ms(
-        args.brokers, args.topics * args.partitions_per_topic, args.replication_factor)
+    quorum = sim_quorum_config(config, fetch_timeout_ms=args.fetch_timeout_ms)
     sys.stderr.write(f"setting up {args.brokers} brokers, {args.topics} topics x {args.partitions_per_topic} "
-                     f"partitions through a 3-voter quorum (fetch timeout {fetch_timeout_ms} ms) ...\n")
-    quorum = QuorumConfig(voters=frozenset({1, 2, 3}), fetch_timeout_ms=fetch_timeout_ms)
+                     f"partitions through a 3-voter quorum (fetch timeout {quorum.fetch_timeout_ms} ms) ...\n")
     result = simulate_on_quorum(config, args.data_dir, _Progress(args.events, not args.no_progress),
                                 cluster_id=args.cluster_id, snapshot_bytes=args.snapshot_bytes,
                                 fsync=not args.no_fsync, quorum=quorum,

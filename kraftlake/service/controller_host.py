@@ -616,8 +616,11 @@ class ControllerQuorum:
     def wait_applied(self, offset: int, timeout: float = 15.0) -> None:
         """Block until every running host has been handed the committed records through `offset`."""
         if not self.applied(offset, timeout):
-            raise ServiceError(f"hosts did not apply offset {offset} within {timeout} s: "
-                               f"{ {h.node_id: h.applied_offset for h in self.running()} }")
+            raise ServiceError(f"hosts did not apply offset {offset} within {timeout} s: {self.applied_offsets()}")
+
+    def applied_offsets(self) -> dict[int, int]:
+        """Each running host's applied offset."""
+        return {h.node_id: h.applied_offset for h in self.running()}
 
     def applied(self, offset: int, timeout: float) -> bool:
         """Whether every running host was handed the committed records through `offset` within `timeout`."""

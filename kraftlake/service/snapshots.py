@@ -11,7 +11,6 @@ and replaying the tail still gives the whole committed history.
 from __future__ import annotations
 
 import struct
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -36,12 +35,6 @@ DEFAULT_SNAPSHOT_INTERVAL_MS = 60 * 60 * 1000
 """Kafka's `metadata.log.max.snapshot.interval.ms`."""
 _BATCH_BYTES = 1024 * 1024
 _BATCH_RECORDS = 2000
-
-_BUILDING = threading.Lock()
-"""Snapshot builds in one process run one at a time. A build is CPU-bound Python that holds the GIL; the voters
-of a `LocalQuorum` reach the snapshot policy at the same offsets, and three builds at once starved the loop
-thread they share until the followers' fetch timeouts expired (an election every few snapshots at 2M
-partitions, a storm of them later). One voter per process, as in production, never waits here."""
 
 
 def build_checkpoint(snapshot_id: SnapshotId, values: Iterable[bytes], last_timestamp_ms: int,
@@ -135,9 +128,8 @@ class SnapshotJob:
     def build_and_write(self) -> None:
         """Encode the checkpoint and write its file (the log installs it later, on the loop)."""
         try:
-            with _BUILDING:
-                self.data = build_checkpoint(self.snapshot_id, self.values, self.last_timestamp_ms,
-                                             int(time.time() * 1000), self.previous)
+            self.data = build_checkpoint(self.snapshot_id, self.values, self.last_timestamp_ms,
+                                         int(time.time() * 1000), self.previous)
             self.log.write_snapshot_file(self.snapshot_id, self.data)
         except Exception as exc:  # reported by the runner on the loop
             self.error = exc

@@ -20,9 +20,9 @@ import itertools
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kraftlake.controller import (
     AlterPartitionRequest,
@@ -61,10 +61,53 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "idle": 5.0,
 }
 
+T = TypeVar("T", bound=Hashable)
+
+
+class RandomAccessSet(Generic[T]):
+    """A set with O(1) add, remove and random pick (a list, and each element's position in it): removal moves
+    the last element into the gap, so a seeded pick is deterministic."""
+
+    def __init__(self) -> None:
+        self._items: list[T] = []
+        self._pos: dict[T, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i: int) -> T:
+        return self._items[i]
+
+    def add(self, item: T) -> None:
+        if item not in self._pos:
+            self._pos[item] = len(self._items)
+            self._items.append(item)
+
+    def remove(self, item: T) -> None:
+        i = self._pos.pop(item)
+        last = self._items.pop()
+        if last != item:
+            self._items[i] = last
+            self._pos[last] = i
+
+    def pop_random(self, rng: random.Random) -> T | None:
+        """Remove and return a random element (None when empty)."""
+        if not self._items:
+            return None
+        item = self._items[rng.randrange(len(self._items))]
+        self.remove(item)
+        return item
+
+
 BROKER_EVENTS = ("crash", "controlled_shutdown", "rolling_restart", "failover")
 TOPIC_EVENTS = ("create_topic", "delete_topic", "create_partitions")
 REFERENCE_REPLICAS_PER_BROKER = 100
 REFERENCE_PARTITIONS = 10_000
+
+
+def replicas_per_broker(brokers: int, partitions: int, replication_factor: int) -> float:
+    """What a broker's failure costs in records: one per replica it holds."""
+    return partitions * replication_factor / max(brokers, 1)
 
 
 def scaled_weights(brokers: int, partitions: int, replication_factor: int) -> dict[str, float]:
@@ -77,7 +120,7 @@ def scaled_weights(brokers: int, partitions: int, replication_factor: int) -> di
     ``10,000 / partitions`` (a 100-partition topic is 101 records). Small clusters keep ``DEFAULT_WEIGHTS``.
     """
     weights = dict(DEFAULT_WEIGHTS)
-    per_broker = partitions * replication_factor / max(brokers, 1)
+    per_broker = replicas_per_broker(brokers, partitions, replication_factor)
     broker_scale = min(1.0, REFERENCE_REPLICAS_PER_BROKER / max(per_broker, 1.0)) ** 1.5
     for kind in BROKER_EVENTS:
         weights[kind] *= broker_scale
@@ -175,12 +218,9 @@ class ClusterSimulator:
         }
         self.topic_seq = 0
         # the names of live topics, for O(1) random picks (sorting the image's names per event was O(n log n))
-        self._names: list[str] = []
-        self._name_pos: dict[str, int] = {}
-        # replicas out of their ISR that an ISR expansion may bring back: (topic id, partition, broker), with
-        # positions for O(1) random picks and removal
-        self._lagging: list[tuple[str, int, int]] = []
-        self._lagging_pos: dict[tuple[str, int, int], int] = {}
+        self._names: RandomAccessSet[str] = RandomAccessSet()
+        # replicas out of their ISR that an ISR expansion may bring back: (topic id, partition, broker)
+        self._lagging: RandomAccessSet[tuple[str, int, int]] = RandomAccessSet()
         # brokers registered again whose replicas have not all rejoined their ISRs: broker -> the partitions
         # left to catch up (None until the broker is unfenced)
         self._catching_up: dict[int, list[tuple[str, int]] | None] = {}
@@ -288,38 +328,12 @@ class ClusterSimulator:
         rf = min(self.config.replication_factor, max(1, self._usable_count()))
         resp = self._run(self.active.handle_create_topics([CreatableTopic(name, partitions, rf)]), "create_topic")
         if resp.by_name()[name].error.ok:
-            self._name_pos[name] = len(self._names)
-            self._names.append(name)
-
-    def _forget_topic(self, name: str) -> None:
-        i = self._name_pos.pop(name)
-        last = self._names.pop()
-        if last != name:
-            self._names[i] = last
-            self._name_pos[last] = i
+            self._names.add(name)
 
     def _usable_count(self) -> int:
         return sum(1 for r in self.image.brokers.values() if not r.fenced and not r.in_controlled_shutdown)
 
     # -- replicas catching up -------------------------------------------------------------------------------
-
-    def _add_lagging(self, key: tuple[str, int, int]) -> None:
-        if key not in self._lagging_pos:
-            self._lagging_pos[key] = len(self._lagging)
-            self._lagging.append(key)
-
-    def _pop_lagging(self) -> tuple[str, int, int] | None:
-        """Remove and return a random lagging replica (None when there is none)."""
-        if not self._lagging:
-            return None
-        i = self.rng.randrange(len(self._lagging))
-        key = self._lagging[i]
-        last = self._lagging.pop()
-        del self._lagging_pos[key]
-        if last != key:
-            self._lagging[i] = last
-            self._lagging_pos[last] = i
-        return key
 
     def _can_rejoin(self, broker_id: int) -> bool:
         b = self.brokers.get(broker_id)
@@ -386,16 +400,12 @@ class ClusterSimulator:
         pid = self.rng.randrange(len(t.partitions))
         return t, pid, t.partitions.get(pid)
 
-    def _topic_names(self) -> list[str]:
+    def _topic_names(self) -> RandomAccessSet[str]:
         """The live topics' names, in creation order with deletions filled from the end (do not mutate)."""
         return self._names
 
-    def _alter_isr(self, shrink: bool) -> None:
-        """ISR churn from replica lag: a leader drops a random follower of a random partition (shrink), or a
-        lagging replica catches up and its leader adds it back (expand)."""
-        if not shrink:
-            self._expand_isr()
-            return
+    def _shrink_isr(self) -> None:
+        """ISR churn from replica lag: a leader drops a random follower of a random partition (it is lagging)."""
         found = self._random_partition()
         if found is None:
             return
@@ -413,10 +423,11 @@ class ClusterSimulator:
         req = AlterPartitionRequest(leader.id, leader.epoch, (
             PartitionIsrUpdate(t.id, pid, p.leader_epoch, p.partition_epoch, new_isr, 0),))
         if self._alter_partition(req, "alter_partition"):
-            self._add_lagging((t.id, pid, dropped))
+            self._lagging.add((t.id, pid, dropped))
 
     def _expand_isr(self) -> None:
-        while (key := self._pop_lagging()) is not None:
+        """A random lagging replica has caught up: its leader adds it back to the ISR."""
+        while (key := self._lagging.pop_random(self.rng)) is not None:
             topic_id, pid, broker_id = key
             if not self._can_rejoin(broker_id):
                 continue  # a broker that is down catches up in bulk when it is back
@@ -489,7 +500,7 @@ class ClusterSimulator:
             name = self.rng.choice(names)
             resp = self._run(self.active.handle_delete_topics([name]), "delete_topic")
             if resp.by_name()[name].error.ok:
-                self._forget_topic(name)
+                self._names.remove(name)
 
     def _create_partitions(self) -> None:
         found = self._random_partition()
@@ -514,7 +525,7 @@ class ClusterSimulator:
         self._run(self.active.handle_alter_reassignments({(t.name, pid): target}), "reassign")
         moved = self.image.topics_by_id[t.id].partitions.get(pid)
         for r in moved.adding_replicas if moved is not None else ():
-            self._add_lagging((t.id, pid, r))  # the new replicas join the ISR once they have caught up
+            self._lagging.add((t.id, pid, r))  # the new replicas join the ISR once they have caught up
 
     def _config_change(self) -> None:
         names = self._topic_names()
@@ -556,8 +567,8 @@ class ClusterSimulator:
         self._advance_rolling()
         kind = self.rng.choices(self._kinds, cum_weights=self._cum_weights)[0]
         action: dict[str, Callable[[], None]] = {
-            "isr_shrink": lambda: self._alter_isr(True),
-            "isr_expand": lambda: self._alter_isr(False),
+            "isr_shrink": self._shrink_isr,
+            "isr_expand": self._expand_isr,
             "crash": self._crash,
             "restart": self._restart,
             "controlled_shutdown": self._controlled_shutdown,

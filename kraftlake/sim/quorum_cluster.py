@@ -30,7 +30,7 @@ from kraftlake.raft.config import QuorumConfig
 from kraftlake.service.controller_host import ControllerHost, ControllerQuorum
 from kraftlake.service.errors import NotControllerError, NotLeaderError, ServiceError
 from kraftlake.service.snapshots import DEFAULT_SNAPSHOT_MAX_BYTES
-from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator, SimSummary
+from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator, SimSummary, replicas_per_broker
 
 R = TypeVar("R")
 
@@ -147,8 +147,7 @@ class QuorumClusterSimulator(ClusterSimulator):
                 return
             if time.monotonic() > deadline:
                 raise ServiceError(f"the active controller's records up to offset {target} were not applied "
-                                   f"within {self.timeout} s: "
-                                   f"{ {h.node_id: h.applied_offset for h in self.quorum.running()} }")
+                                   f"within {self.timeout} s: {self.quorum.applied_offsets()}")
             if not host.active or host.controller is not controller:
                 self._on_loop(lambda: None)  # binds the controller active now
 
@@ -211,6 +210,22 @@ class QuorumClusterSimulator(ClusterSimulator):
         return self.active.image
 
 
+def default_fetch_timeout_ms(brokers: int, partitions: int, replication_factor: int) -> int:
+    """The in-process quorum's fetch timeout: Kafka's 2 s, or more when a broker failure's records (one per
+    replica it holds, replayed by the leader and both followers on the one loop thread) take longer than that
+    to commit. At 60k replicas a broker with 2 s, the quorum went through 58 epochs in the first 1.7M events
+    (storms of elections in a row): a broker's fencing stalls the loop past the timeout, the followers elect
+    a new leader, the fencing's records are lost, and the next tick tries again. With 10 s: epoch 4 at 1.9M."""
+    return max(2000, round(replicas_per_broker(brokers, partitions, replication_factor) / 6))
+
+
+def sim_quorum_config(config: ClusterSimConfig, voters: int = 3, fetch_timeout_ms: int | None = None) -> QuorumConfig:
+    """Kafka's quorum defaults, with the fetch timeout for the simulated cluster's size (or `fetch_timeout_ms`)."""
+    timeout = fetch_timeout_ms or default_fetch_timeout_ms(
+        config.brokers, config.topics * config.partitions_per_topic, config.replication_factor)
+    return QuorumConfig(voters=frozenset(range(1, voters + 1)), fetch_timeout_ms=timeout)
+
+
 @dataclass
 class QuorumSimResult:
     """What `simulate_on_quorum` did and where the logs are."""
@@ -256,6 +271,7 @@ def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
     Each voter's log directory is ``<data_dir>/node-<id>`` (``meta.properties``, ``__cluster_metadata-0``
     with segments, snapshots, ``quorum-state``); every one holds the same committed log. `progress` is
     called with the number of events done, `setup_progress` with the number of initial topics created.
+    Without `quorum`, Kafka's defaults with the fetch timeout for the cluster's size (`sim_quorum_config`).
     """
     data = Path(data_dir)
     options: dict[str, Any] = {"snapshot_max_bytes": snapshot_bytes}
@@ -263,7 +279,7 @@ def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
         options["segment_bytes"] = segment_bytes
     started = time.perf_counter()
     cq = ControllerQuorum(voters, data, cluster_id, config=config.controller, seed=config.seed, fsync=fsync,
-                          quorum=quorum, node_options=options)
+                          quorum=quorum or sim_quorum_config(config, voters), node_options=options)
     cq.start()
     try:
         sim = QuorumClusterSimulator(config, cq, events_per_call=events_per_call)

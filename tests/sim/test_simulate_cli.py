@@ -62,7 +62,7 @@ def test_large_clusters_get_rare_broker_events() -> None:
 
 
 def test_the_in_process_quorum_gets_a_fetch_timeout_for_the_cluster_size() -> None:
-    from kraftlake.commands.simulate import default_fetch_timeout_ms
+    from kraftlake.sim.quorum_cluster import default_fetch_timeout_ms
 
     assert default_fetch_timeout_ms(5, 30, 3) == 2000  # Kafka's default for small clusters
     assert default_fetch_timeout_ms(100, 2_000_000, 3) == 10_000  # 60k replicas a broker
