@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables import OFFSETS, table_ref
+from kraftlake.spark.tables import OFFSETS, history_query, table_ref
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def leader_history(spark: SparkSession, topic: str, partition: int) -> Answer:
 
 def most_fenced_offset(spark: SparkSession, warehouse: str | Path, points: list[int]) -> int:
     """Of `points`, the offset at which the most brokers were fenced (the last one on a tie)."""
-    brokers = table_ref(warehouse, "brokers")
+    brokers = f"({history_query(warehouse, 'brokers')})"
     values = ", ".join(f"({p})" for p in points)
     row = spark.sql(
         f"SELECT at.offset, count(b.id) AS n FROM (VALUES {values}) AS at(offset) LEFT JOIN {brokers} b "

@@ -7,6 +7,9 @@ query at an offset >= S needs: ``metadata_log`` rows at or below S, history vers
 and older snapshots are deleted. Queries at offsets before S are outside the retained history (``reconstruct``
 says so).
 
+Before the deletes it folds the pending ``closes`` (the ends of versions the stream appended rather than
+wrote in place) into the history tables.
+
 Lean when scheduled often: every step that would change nothing is skipped and reported in
 ``CompactResult.skipped``:
 
@@ -46,11 +49,13 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from kraftlake.spark.tables import (
+    CLOSES,
     HISTORY_TABLES,
     LOG,
     OFFSETS,
     SNAPSHOTS,
     conflict_errors,
+    fold_closes,
     last_offset,
     retry_conflicts,
     table_path,
@@ -59,7 +64,7 @@ from kraftlake.spark.tables import (
 )
 from pipelines.reconstruct import image_at_offset
 
-COMPACTED = (LOG, *HISTORY_TABLES, SNAPSHOTS, OFFSETS)
+COMPACTED = (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS)
 #: Commits read back from a table's history; with no OPTIMIZE among them the table counts as unoptimized.
 HISTORY_LIMIT = 200
 STATE_FILE = Path("_compact") / "state.json"
@@ -84,6 +89,8 @@ class CompactResult:
     retries: int = 0
     #: step -> tables where it kept losing to concurrent commits: left for the next run
     deferred: dict[str, list[str]] = field(default_factory=dict)
+    #: pending ``closes`` written into the history tables (:func:`kraftlake.spark.tables.fold_closes`)
+    folded: int = 0
 
 
 @dataclass(frozen=True)
@@ -284,6 +291,11 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
 
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
         result.checkpoint = str(write_checkpoint(image, checkpoint_dir))
+    try:
+        # before the deletes, so that versions ended by a pending close are seen as ended
+        result.folded = fold_closes(spark, warehouse, retry)
+    except conflicts:
+        result.deferred.setdefault("fold", []).append(CLOSES)
     keep = _retention_offset(spark, warehouse, n, retain_offsets, retain_hours)
     if keep is not None:
         row = spark.sql(f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "

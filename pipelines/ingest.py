@@ -37,6 +37,7 @@ from kraftlake.spark.tables import (
     LOG,
     append,
     ensure_tables,
+    fold_closes,
     last_offset,
     max_from_offsets,
     retry_conflicts,
@@ -56,6 +57,8 @@ class IngestResult:
     first_offset: int = -1
     last_offset: int = -1
     seconds: float = 0.0
+    folded: int = 0
+    """Pending closes folded into the history tables at the end (see :func:`kraftlake.spark.tables.write_history`)."""
 
 
 def starting_point(log_dir: str | Path) -> tuple[MetadataImage, int]:
@@ -164,8 +167,11 @@ def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int,
 
 
 def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batch_records: int = 500_000,
-           progress: Callable[[str], None] | None = None) -> IngestResult:
-    """Import (or resume importing) a metadata log directory into ``warehouse``."""
+           progress: Callable[[str], None] | None = None, fold: bool = True) -> IngestResult:
+    """Import (or resume importing) a metadata log directory into ``warehouse``.
+
+    ``fold``: fold the slices' closes into the history tables at the end (else they stay pending in ``closes``).
+    """
     t0 = time.monotonic()
     d = partition_dir(log_dir)
     logsource.register(spark)
@@ -212,6 +218,9 @@ def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batc
             pending.result()
     if state.written is not None and result.slices:
         state.written = None  # every slice past the killed run's writes is now committed whole
+    # the slices appended their closes; one fold writes them all into the tables (one MERGE per table)
+    if fold:
+        result.folded = fold_closes(spark, warehouse)
     _RESUME[key] = state
     result.seconds = time.monotonic() - t0
     return result

@@ -45,7 +45,9 @@ from kraftlake.spark.tables import (
     LOG,
     append,
     ensure_tables,
+    fold_closes,
     last_offset,
+    pending_closes,
     to_stored_log,
     write_history,
     write_snapshot,
@@ -55,6 +57,10 @@ from pipelines.ingest import commit_slice, log_max, starting_point
 from pipelines.reconstruct import image_at_offset
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
+#: Pending closes past which the stream folds them into the history tables after a commit (see
+#: :func:`kraftlake.spark.tables.write_history`): a fold is one MERGE per table, as costly for one close as for
+#: a million, and queries pay a join with the pending ones until then.
+FOLD_AT = 1_000_000
 _ENVELOPE = ("offset", "epoch", "timestamp", "batch_offset", "is_control", "api_key", "raw")
 #: The message of the error a micro-batch raises when it starts after the driver asked the query to stop.
 STOPPING = "kraftlake: the stream is stopping, this micro-batch is left for the next run"
@@ -74,6 +80,8 @@ class StreamProgress:
     """Records available at the source past this batch when it committed (-1 unknown)."""
     commit_latency_s: float
     """Wall time from the batch's last record's timestamp (its append time) to its commit point (-1 unknown)."""
+    folded: int = 0
+    """Pending closes folded into the history tables after this batch's commit point (its time not counted)."""
 
 
 @dataclass
@@ -85,6 +93,9 @@ class StreamResult:
     progress: list[StreamProgress] = field(default_factory=list)
     quarantined: int = 0
     """Rows the record-level suite set aside in ``quarantine`` (they are committed to ``metadata_log`` too)."""
+    folded: int = 0
+    """Pending closes folded into the history tables, during the run and at its end."""
+    fold_seconds: float = 0.0
 
 
 def checkpoint_dir(warehouse: str | Path, source: str) -> str:
@@ -109,7 +120,8 @@ class BatchCommitter:
 
     def __init__(self, spark: SparkSession, warehouse: str | Path, builder: HistoryBuilder, done: int,
                  lag_probe: Callable[[int], int] | None = None,
-                 progress: Callable[[StreamProgress], None] | None = None) -> None:
+                 progress: Callable[[StreamProgress], None] | None = None,
+                 fold_at: int | None = FOLD_AT) -> None:
         self.spark = spark
         self.warehouse = warehouse
         self.builder = builder
@@ -123,6 +135,17 @@ class BatchCommitter:
         self.busy = False
         self.stopping = False
         self.refused = 0
+        self.fold_at = fold_at
+        self.pending = pending_closes(spark, warehouse) if fold_at is not None else 0
+
+    def fold(self) -> int:
+        """Fold the pending closes into the history tables (between batches: never inside a commit)."""
+        t = time.monotonic()
+        n = fold_closes(self.spark, self.warehouse)
+        self.pending = 0
+        self.result.folded += n
+        self.result.fold_seconds += time.monotonic() - t
+        return n
 
     def refuse_more(self) -> None:
         """Wait for the running micro-batch's commit (if any), then make every later one fail fast.
@@ -182,6 +205,7 @@ class BatchCommitter:
         batch = self.builder.feed(records)
         commit_slice(self.spark, self.warehouse, batch, write_log)
         self.done = batch.last_offset
+        self.pending += sum(len(c) for c in batch.closes.values())
         dt = time.monotonic() - t0
         r = self.result
         r.records += len(records)
@@ -192,6 +216,8 @@ class BatchCommitter:
                            round(len(records) / dt if dt else 0.0, 1),
                            self.lag_probe(batch.last_offset + 1) if self.lag_probe is not None else -1,
                            round(time.time() - ts / 1000, 3) if ts > 0 else -1.0)
+        if self.fold_at is not None and self.pending >= self.fold_at:
+            p.folded = self.fold()
         r.progress.append(p)
         if self.progress is not None:
             self.progress(p)
@@ -253,12 +279,16 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
            trigger_interval_s: float = 1.0, available_now: bool = False,
            max_records_per_batch: int | None = None, max_batches: int | None = None,
            idle_stop_s: float | None = None, until_offset: int | None = None, timeout_s: float | None = None,
-           progress: Callable[[StreamProgress], None] | None = None) -> StreamResult:
+           progress: Callable[[StreamProgress], None] | None = None, fold_at: int | None = FOLD_AT,
+           fold_at_end: bool = True) -> StreamResult:
     """Stream ``source`` (``service``: options ``bootstrap``, ``clusterId``; ``log-dir``: option ``path``).
 
     Runs until the AvailableNow target is committed, ``max_batches`` batches committed, the commit point
     reached ``until_offset``, nothing arrived for ``idle_stop_s``, or ``timeout_s`` passed (whichever is set
     and comes first; none: forever).
+
+    ``fold_at``: fold the pending closes once this many wait (None: never during the run); ``fold_at_end``:
+    fold them when the run ends cleanly, so the history tables read directly hold every ``to_offset``.
     """
     if source not in FORMATS:
         raise StreamSourceError(f"unknown source {source!r}: one of {', '.join(FORMATS)}")
@@ -267,7 +297,7 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
     logtail_source.register(spark)
     ensure_tables(spark, warehouse)
     builder, done, start = _builder_at_commit_point(spark, warehouse, source, options)
-    committer = BatchCommitter(spark, warehouse, builder, done, _lag_probe(source, options), progress)
+    committer = BatchCommitter(spark, warehouse, builder, done, _lag_probe(source, options), progress, fold_at)
     reader = spark.readStream.format(FORMATS[source]).options(**options).option("startingOffset", str(start))
     if max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
@@ -310,6 +340,8 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
     exc = query.exception()
     if exc is not None and not (stopped_by_us and committer.refused and STOPPING in str(exc)):
         raise StreamSourceError(f"the streaming query failed: {exc}")
+    if fold_at_end:
+        committer.fold()
     committer.result.seconds = time.monotonic() - t0
     return committer.result
 

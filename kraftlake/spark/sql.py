@@ -7,7 +7,8 @@ permanently in a catalog database (``kraftlake.partitions_at(N)`` in every sessi
 - ``<entity>_at(offset)`` for every history table (``partitions_at``, ``brokers_at``, ``topics_at``,
   ``configs_at``, ``features_at``, ``controllers_at``, ``client_quotas_at``, ``producer_ids_at``, ``acls_at``,
   ``scram_at``, ``delegation_tokens_at``): the entity's attributes and ``from_offset``, a range filter with no
-  replay. State at N includes the record at N.
+  replay (pending ``closes`` applied: :func:`kraftlake.spark.tables.state_query`). State at N includes the
+  record at N.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
   (a TIMESTAMP), through the ``offsets`` table.
 - History views: ``partition_history(topic, partition)`` (every version with its ``[from_offset, to_offset)``),
@@ -22,7 +23,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.spark.history import ENTITIES
-from kraftlake.spark.tables import OFFSETS, table_ref
+from kraftlake.spark.tables import OFFSETS, history_query, state_query, table_ref
 
 AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
 
@@ -49,18 +50,14 @@ def function_statements(warehouse: str | Path, temporary: bool = True, database:
     offsets = table_ref(warehouse, OFFSETS)
     out = []
     for table in ENTITIES:
-        ref = table_ref(warehouse, table)
-        cols = _cols(table)
         out.append(
             f"CREATE OR REPLACE {kind}{table}_at(at_offset BIGINT) RETURNS TABLE ({_returns(table)}) RETURN "
-            f"SELECT {cols}, h.from_offset FROM {ref} h "
-            f"WHERE h.from_offset <= at_offset AND (h.to_offset IS NULL OR h.to_offset > at_offset)")
+            + state_query(warehouse, table, "at_offset"))
+        at = f"(SELECT max(offset) AS o FROM {offsets} WHERE timestamp_millis(timestamp) <= at_time) a"
         out.append(
             f"CREATE OR REPLACE {kind}{table}_at_time(at_time TIMESTAMP) RETURNS TABLE ({_returns(table)}) "
-            f"RETURN SELECT {cols}, h.from_offset FROM {ref} h, "
-            f"(SELECT max(offset) AS o FROM {offsets} WHERE timestamp_millis(timestamp) <= at_time) x "
-            f"WHERE h.from_offset <= x.o AND (h.to_offset IS NULL OR h.to_offset > x.o)")
-    parts = table_ref(warehouse, "partitions")
+            f"RETURN " + state_query(warehouse, table, "a.o", joined=at))
+    parts = f"({history_query(warehouse, 'partitions')})"
     full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
     out.append(
         f"CREATE OR REPLACE {kind}partition_history(for_topic STRING, for_partition INT) RETURNS TABLE ({full}) "
@@ -80,7 +77,7 @@ def function_statements(warehouse: str | Path, temporary: bool = True, database:
             f"    lag(h.to_offset) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev_to "
             f"    FROM {parts} h WHERE h.topic = for_topic AND h.`partition` = for_partition)) "
             f"GROUP BY topic, topic_id, `partition`, {col}, island")
-    brokers = table_ref(warehouse, "brokers")
+    brokers = f"({history_query(warehouse, 'brokers')})"
     out.append(
         f"CREATE OR REPLACE {kind}broker_history(for_id INT) RETURNS TABLE "
         f"({_returns('brokers', 'from_offset BIGINT, to_offset BIGINT')}) "

@@ -9,9 +9,8 @@ in every slice: its highest offset is the pipeline's commit point.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,9 +26,12 @@ APP_ID = "kraftlake"
 LOG = "metadata_log"
 SNAPSHOTS = "snapshots"
 OFFSETS = "offsets"
+#: Ends of history versions not yet written into their tables (see :func:`write_history`).
+CLOSES = "closes"
 SNAPSHOTS_DDL = ("snapshot_offset BIGINT NOT NULL, epoch INT, timestamp BIGINT, seq INT NOT NULL, type STRING, "
                  "version INT, raw BINARY")
 OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT NULL"
+CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
 HISTORY_TABLES = tuple(ENTITIES)
 R = TypeVar("R")
 LOG_STATS_COLUMNS = "offset,epoch,timestamp,batch_offset,type,api_key"
@@ -55,11 +57,13 @@ def table_ddl(name: str) -> str:
         return SNAPSHOTS_DDL
     if name == OFFSETS:
         return OFFSETS_DDL
+    if name == CLOSES:
+        return CLOSES_DDL
     raise KeyError(name)
 
 
-#: Tables whose rows a slice updates in place (closes): deletion vectors let MERGE mark the old row instead of
-#: rewriting every file it touches.
+#: History tables' rows get their ``to_offset`` in place (:func:`fold_closes`): deletion vectors let MERGE mark
+#: the old row instead of rewriting every file it touches.
 _DV = "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
 _ENSURED: set[str] = set()
 
@@ -87,14 +91,14 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
         if not DeltaTable.isDeltaTable(spark, path):
             # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
             cluster = ("snapshot_offset" if name == SNAPSHOTS else "offset" if name == OFFSETS
-                       else "from_offset, to_offset")
+                       else "entity, to_offset" if name == CLOSES else "from_offset, to_offset")
             props = f" {_DV}" if name in ENTITIES else ""
             spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({table_ddl(name)}) USING DELTA "
                       f"CLUSTER BY ({cluster}){props}")
 
     # each creation is a Delta commit that mostly waits on the driver: four at a time take a third of the time
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kraftlake-create") as pool:
-        futures = [pool.submit(create_log), *(pool.submit(create, n) for n in (*HISTORY_TABLES, SNAPSHOTS, OFFSETS))]
+        futures = [pool.submit(create_log), *(pool.submit(create, n) for n in (*HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS))]
         for f in futures:
             f.result()
     _ENSURED.add(root)
@@ -173,85 +177,130 @@ def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) ->
      .save(table_path(warehouse, name)))
 
 
-@contextmanager
-def delta_txn(spark: SparkSession, txn_version: int) -> Iterator[None]:
-    """Session-level Delta transaction id for MERGE/UPDATE/DELETE (the writer options do not reach them).
-
-    Also lets the history MERGEs skip materializing their source (local Arrow data, deterministic). The conf is
-    the session's: writes running in threads share one ``delta_txn`` opened around all of them.
-    """
-    conf = {"spark.databricks.delta.write.txnAppId": APP_ID,
-            "spark.databricks.delta.write.txnVersion": str(txn_version),
-            "spark.databricks.delta.merge.materializeSource": "none"}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k in conf:
-            spark.conf.unset(k)
-
-
-#: The marker column of a MERGE source row that ends an open version (the other rows are new versions).
-_CLOSE = "_kraftlake_close"
 #: History tables of one slice written at once.
 WRITE_THREADS = 4
+#: Separates the values of an entity key in ``closes.key`` (a byte no key value holds).
+KEY_SEP = "\x01"
 
 
-def _merge_source(spark: SparkSession, table: str, versions: list[dict[str, Any]],
-                  closes: list[dict[str, Any]]) -> DataFrame:
-    """New versions and closes as one source: every table column nullable, plus the :data:`_CLOSE` marker."""
-    schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in schema_of(spark, table).fields]
-                          + [T.StructField(_CLOSE, T.BooleanType(), False)])
-    return _arrow_frame(spark, schema, [*versions, *closes],
-                        {_CLOSE: [False] * len(versions) + [True] * len(closes)})
+def close_key(values: Iterable[Any]) -> str:
+    """An entity key as ``closes.key`` stores it: the values as Spark casts them to strings, joined."""
+    return KEY_SEP.join(str(v) for v in values)
 
 
-def _write_table(spark: SparkSession, warehouse: str | Path, table: str, batch: HistoryBatch) -> None:
-    """One slice into one history table in one Delta commit: end the versions it closes, add its new ones.
+def key_sql(table: str, alias: str) -> str:
+    """The SQL of :func:`close_key` over a history table's key columns."""
+    cols = [f"CAST({alias}.`{k}` AS STRING)" for k in ENTITIES[table].key]
+    return f"concat_ws('{KEY_SEP}', {', '.join(cols)})" if cols else "''"
 
-    A slice with closes is one MERGE (a close matches only the version of its key that is still open and began
-    before the close; new versions never match and are inserted); a slice without closes is a plain append.
-    Both carry ``txnVersion`` = the slice's last offset (the MERGE through :func:`delta_txn`, held by the
-    caller), so a replayed slice is skipped as a whole, and the table never shows a slice's closes without its
-    versions. The ``to_offset IS NULL`` and ``from_offset`` bounds let Delta skip files holding only closed or
-    later versions.
-    """
-    closes = batch.closes.get(table, [])
-    versions = batch.versions.get(table, [])
-    if not closes:
-        if versions:
-            append(arrow_frame(spark, table, versions), warehouse, table, batch.last_offset)
-        return
-    ent = ENTITIES[table]
-    view = f"_kraftlake_merge_{table}"
-    _merge_source(spark, table, versions, closes).createOrReplaceTempView(view)
-    bound = max(c["to_offset"] for c in closes)
-    key = " AND ".join(f"t.`{k}` = s.`{k}`" for k in ent.key) or "TRUE"
-    cols = [*ent.names, "from_offset", "to_offset"]
-    spark.sql(f"""
-        MERGE INTO {table_ref(warehouse, table)} t USING {view} s
-        ON s.{_CLOSE} AND t.to_offset IS NULL AND t.from_offset < {int(bound)} AND {key}
-           AND t.from_offset < s.to_offset
-        WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset
-        WHEN NOT MATCHED AND NOT s.{_CLOSE} THEN
-          INSERT ({", ".join(f"`{c}`" for c in cols)}) VALUES ({", ".join(f"s.`{c}`" for c in cols)})
-    """)
-    spark.catalog.dropTempView(view)
+
+def closes_rows(batch: HistoryBatch) -> list[dict[str, Any]]:
+    """A slice's closes as ``closes`` rows (every history table's in one list)."""
+    return [{"entity": table, "key": close_key(c[k] for k in ENTITIES[table].key), "to_offset": c["to_offset"]}
+            for table, cs in sorted(batch.closes.items()) for c in cs]
 
 
 def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch) -> None:
-    """Every history table ``batch`` touches, side by side under one :func:`delta_txn` (a Delta commit mostly
-    waits on the driver, and the tables are independent), each write retried if it loses a commit conflict
-    (to a running compaction): each is idempotent on its own."""
-    tables = batch.tables()
-    if not tables:
+    """A slice's new versions (one append per history table it touches) and its closes (one ``closes`` append),
+    side by side: a Delta commit mostly waits on the driver, and the tables are independent until the commit
+    point. Every append carries ``txnVersion`` = the slice's last offset, so a replayed slice is skipped per
+    table; each is retried if it loses a commit conflict (to a running compaction).
+
+    Why closes are appended rather than applied: ending an open version in place is a MERGE that scans every
+    open version of the table (all partitions), 14-20 s at 200k partitions however few it closes; an append is
+    proportional to the slice. The ``closes`` rows are folded into the tables by :func:`fold_closes`, and until
+    then every reader sees them through :func:`history_query` / :func:`state_query`.
+    """
+    jobs: list[Callable[[], None]] = []
+    for table in sorted(batch.versions):
+        if batch.versions[table]:
+            jobs.append(partial(append_rows, spark, warehouse, table, batch.versions[table], batch.last_offset))
+    closes = closes_rows(batch)
+    if closes:
+        jobs.append(partial(append_rows, spark, warehouse, CLOSES, closes, batch.last_offset))
+    if not jobs:
         return
-    with delta_txn(spark, batch.last_offset), \
-            ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="kraftlake-history") as pool:
-        futures = [pool.submit(retry_conflicts, partial(_write_table, spark, warehouse, t, batch)) for t in tables]
-        for f in futures:
+    with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="kraftlake-history") as pool:
+        for f in [pool.submit(retry_conflicts, job) for job in jobs]:
             f.result()
+
+
+def append_rows(spark: SparkSession, warehouse: str | Path, table: str, rows: list[dict[str, Any]],
+                txn_version: int) -> None:
+    append(arrow_frame(spark, table, rows), warehouse, table, txn_version)
+
+
+def _pending(warehouse: str | Path, table: str, at_most: str | None = None) -> str:
+    """The pending closes of ``table`` as ``(key, tos)``: every close's ``to_offset`` per entity key."""
+    bound = f" AND to_offset <= {at_most}" if at_most is not None else ""
+    return (f"SELECT key, collect_list(to_offset) AS tos FROM {table_ref(warehouse, CLOSES)} "
+            f"WHERE entity = '{table}'{bound} GROUP BY key")
+
+
+def history_query(warehouse: str | Path, table: str) -> str:
+    """A history table as readers see it: every version with its ``to_offset``, the pending ``closes`` applied.
+
+    A version still open in the table ends at the first pending close of its key after its ``from_offset``.
+    """
+    cols = ", ".join(f"t.`{n}`" for n in ENTITIES[table].names)
+    return (f"SELECT {cols}, t.from_offset, coalesce(t.to_offset, "
+            f"array_min(filter(c.tos, x -> x > t.from_offset))) AS to_offset "
+            f"FROM {table_ref(warehouse, table)} t LEFT JOIN ({_pending(warehouse, table)}) c "
+            f"ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key")
+
+
+def state_query(warehouse: str | Path, table: str, at: str, joined: str = "") -> str:
+    """The versions of ``table`` valid at offset ``at`` (an SQL expression): ``from_offset <= at < to_offset``.
+
+    The range filter is on the stored columns (Delta skips files by it); a version still open there is left out
+    when a pending close of its key lies in ``(from_offset, at]``. ``joined``: a relation cross-joined to the
+    table (alias ``t``) that ``at`` may refer to.
+    """
+    cols = ", ".join([*(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
+    cross = f" CROSS JOIN {joined}" if joined else ""
+    return (f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
+            f"LEFT JOIN ({_pending(warehouse, table)}) c ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key "
+            f"WHERE t.from_offset <= {at} AND (t.to_offset IS NULL OR t.to_offset > {at}) "
+            f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))")
+
+
+def pending_closes(spark: SparkSession, warehouse: str | Path) -> int:
+    """How many closes wait in ``closes`` to be folded."""
+    row = spark.sql(f"SELECT count(*) AS n FROM {table_ref(warehouse, CLOSES)}").first()
+    return 0 if row is None else int(row["n"])
+
+
+def fold_closes(spark: SparkSession, warehouse: str | Path,
+                retry: Callable[[Callable[[], Any]], Any] | None = None) -> int:
+    """Write the pending closes into the history tables' ``to_offset`` and empty ``closes`` of them.
+
+    Per table with pending closes, one MERGE sets the ``to_offset`` of each still-open version a close ends
+    (the first close of its key after its ``from_offset``); then one DELETE removes the closes folded. Readers
+    see the same answers before, during and after (a version ended in the table and by a pending close ends at
+    the same offset), and each step is idempotent: a fold cut short is completed by the next one. Returns the
+    closes folded. ``retry`` runs each step (default :func:`retry_conflicts`).
+    """
+    retry = retry or retry_conflicts
+    row = spark.sql(f"SELECT count(*) AS n, max(to_offset) AS m FROM {table_ref(warehouse, CLOSES)}").first()
+    if row is None or not row["n"]:
+        return 0
+    upto = int(row["m"])
+    tables = [r["entity"] for r in spark.sql(
+        f"SELECT DISTINCT entity FROM {table_ref(warehouse, CLOSES)} WHERE to_offset <= {upto}").collect()]
+    for table in tables:
+        key = ENTITIES[table].key
+        keys = ", ".join(f"m.`{k}`" for k in key)
+        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key) or "TRUE"
+        source = (f"SELECT {keys + ', ' if keys else ''}m.from_offset, "
+                  f"array_min(filter(c.tos, x -> x > m.from_offset)) AS to_offset "
+                  f"FROM {table_ref(warehouse, table)} m JOIN ({_pending(warehouse, table, str(upto))}) c "
+                  f"ON m.to_offset IS NULL AND {key_sql(table, 'm')} = c.key")
+        retry(lambda table=table, source=source, on=on: spark.sql(f"""
+            MERGE INTO {table_ref(warehouse, table)} t USING ({source}) s
+            ON s.to_offset IS NOT NULL AND t.to_offset IS NULL AND t.from_offset = s.from_offset AND {on}
+            WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset"""))
+    retry(lambda: spark.sql(f"DELETE FROM {table_ref(warehouse, CLOSES)} WHERE to_offset <= {upto}"))
+    return int(row["n"])
 
 
 def max_from_offsets(spark: SparkSession, warehouse: str | Path) -> dict[str, int]:

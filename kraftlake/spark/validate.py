@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.spark.history import ENTITIES
-from kraftlake.spark.tables import LOG, OFFSETS, table_path, table_ref
+from kraftlake.spark.tables import LOG, OFFSETS, history_query, table_path, table_ref
 
 QUARANTINE = "quarantine"
 GX_PROJECT = "_gx"
@@ -179,7 +179,7 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
 
     E = gx.expectations
     log = table_ref(warehouse, LOG)
-    topics = table_ref(warehouse, "topics")
+    topics = f"({history_query(warehouse, 'topics')})"
     suites: dict[str, list[Any]] = {
         OFFSETS: [
             _named("offsets_offset_not_null", E.ExpectColumnValuesToNotBeNull(column="offset")),
@@ -357,7 +357,9 @@ def validate_warehouse(spark: SparkSession, warehouse: str | Path, tables: Itera
         with suppress(Exception):  # absent on a first run
             context.validation_definitions.delete(vd_name)
         vd = context.validation_definitions.add(gx.ValidationDefinition(name=vd_name, data=batch_def, suite=suite))
-        df = spark.read.format("delta").load(table_path(warehouse, name))
+        # a history table as its readers see it: the closes not yet folded into it applied
+        df = (spark.sql(history_query(warehouse, name)) if name in ENTITIES
+              else spark.read.format("delta").load(table_path(warehouse, name)))
         result = vd.run(batch_parameters={"dataframe": df}, result_format="SUMMARY")
         for r in result.results:
             report.evaluated += 1
