@@ -27,7 +27,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from kraftlake.image import EMPTY, MetadataImage, load_snapshot
 from kraftlake.image.source import log_records, partition_dir, segments, snapshots
@@ -35,6 +35,7 @@ from kraftlake.spark import logsource
 from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder
 from kraftlake.spark.tables import (
     LOG,
+    OFFSETS,
     append,
     ensure_tables,
     fold_closes,
@@ -115,21 +116,39 @@ def without_written(batch: HistoryBatch, written: dict[str, int]) -> HistoryBatc
 
 
 def commit_slice(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch,
-                 write_log: Callable[[int, int], None], written: dict[str, int] | None = None) -> None:
+                 write_log: Callable[[int, int], None], written: dict[str, int] | None = None,
+                 phases: dict[str, float] | None = None, offsets: DataFrame | None = None) -> None:
     """Write one slice to every table it touches (``metadata_log`` and the history tables side by side),
     ``offsets`` last (the commit point).
 
     ``written``: each history table's highest ``from_offset`` when a killed run may have written part of this
-    slice (see :func:`without_written`).
+    slice (see :func:`without_written`). ``phases``: gets the seconds of ``log``, ``history`` (side by side)
+    and ``offsets``. ``offsets``: the slice's ``offsets`` rows as a DataFrame (the stream's cached batch), else
+    built from ``batch.offsets`` in the driver.
     """
     if written is not None:
         batch = without_written(batch, written)
+    t0 = time.monotonic()
+    timed: dict[str, float] = {}
+
+    def log() -> None:
+        write_log(batch.first_offset, batch.last_offset)
+        timed["log"] = time.monotonic() - t0
+
     # the log and the history tables are independent until the commit point: written side by side
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-log") as log_writer:
-        logged = log_writer.submit(retry_conflicts, lambda: write_log(batch.first_offset, batch.last_offset))
+        logged = log_writer.submit(retry_conflicts, log)
         write_history(spark, warehouse, batch)
+        timed["history"] = time.monotonic() - t0
         logged.result()
-    retry_conflicts(lambda: write_offsets(spark, warehouse, batch))
+    t1 = time.monotonic()
+    if offsets is not None:
+        retry_conflicts(lambda: append(offsets, warehouse, OFFSETS, batch.last_offset))
+    else:
+        retry_conflicts(lambda: write_offsets(spark, warehouse, batch))
+    timed["offsets"] = time.monotonic() - t1
+    if phases is not None:
+        phases.update(timed)
 
 
 @dataclass

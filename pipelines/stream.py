@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -44,15 +45,17 @@ from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables import (
     LOG,
     append,
+    conflict_errors,
     ensure_tables,
     fold_closes,
     last_offset,
     pending_closes,
+    retry_conflicts,
     to_stored_log,
     write_history,
     write_snapshot,
 )
-from kraftlake.spark.validate import quarantine, validate_records
+from kraftlake.spark.validate import failing, quarantine, validate_records
 from pipelines.ingest import commit_slice, log_max, starting_point
 from pipelines.reconstruct import image_at_offset
 
@@ -82,6 +85,9 @@ class StreamProgress:
     """Wall time from the batch's last record's timestamp (its append time) to its commit point (-1 unknown)."""
     folded: int = 0
     """Pending closes folded into the history tables after this batch's commit point (its time not counted)."""
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds by phase: ``read`` (the batch to the driver, decoded), ``feed`` (the history replay), ``log``
+    (record-level suite and ``metadata_log`` append) beside ``history`` (versions and closes), ``offsets``."""
 
 
 @dataclass
@@ -139,9 +145,17 @@ class BatchCommitter:
         self.pending = pending_closes(spark, warehouse) if fold_at is not None else 0
 
     def fold(self) -> int:
-        """Fold the pending closes into the history tables (between batches: never inside a commit)."""
+        """Fold the pending closes into the history tables (between batches: never inside a commit).
+
+        A fold that keeps losing commit conflicts (to a compaction) is left for later: the closes stay pending,
+        and answers are the same either way.
+        """
         t = time.monotonic()
-        n = fold_closes(self.spark, self.warehouse)
+        try:
+            # few tries: the stream waits meanwhile, and the closes answer as well pending
+            n = fold_closes(self.spark, self.warehouse, partial(retry_conflicts, attempts=2))
+        except conflict_errors():
+            n = 0  # tried again once as many closes more are pending
         self.pending = 0
         self.result.folded += n
         self.result.fold_seconds += time.monotonic() - t
@@ -179,7 +193,12 @@ class BatchCommitter:
 
     def _commit_fresh(self, fresh: DataFrame, batch_id: int, t0: float) -> None:
         done = self.done
-        records = rows_to_records(fresh.select(*_ENVELOPE).toArrow())
+        # the record-level suite's verdict comes with the rows: quarantine needs a pass of its own only when a
+        # row fails
+        table = fresh.select(*_ENVELOPE, failing(fresh).alias("_failing")).toArrow()
+        any_failing = any(table.column("_failing").to_pylist())
+        records = rows_to_records(table)
+        phases = {"read": time.monotonic() - t0}
         self.max_batch_records = max(self.max_batch_records, len(records))
         if not records:
             return
@@ -194,7 +213,8 @@ class BatchCommitter:
             # the record-level suite: failing rows are also set aside with their reasons and the batch commits
             # whole (metadata_log is the log as Kafka applied it, so the history keeps agreeing with the image);
             # before the commit point, so a replayed batch redoes it (quarantine is idempotent by offset)
-            self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
+            if any_failing:
+                self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
             first = max(first, self.logged + 1)
             if first > last:
                 return
@@ -202,8 +222,11 @@ class BatchCommitter:
             append(to_stored_log(rows), self.warehouse, LOG, last)
             self.logged = last
 
+        t1 = time.monotonic()
         batch = self.builder.feed(records)
-        commit_slice(self.spark, self.warehouse, batch, write_log)
+        phases["feed"] = time.monotonic() - t1
+        commit_slice(self.spark, self.warehouse, batch, write_log, phases=phases,
+                     offsets=fresh.select("offset", "epoch", "timestamp"))
         self.done = batch.last_offset
         self.pending += sum(len(c) for c in batch.closes.values())
         dt = time.monotonic() - t0
@@ -216,6 +239,7 @@ class BatchCommitter:
                            round(len(records) / dt if dt else 0.0, 1),
                            self.lag_probe(batch.last_offset + 1) if self.lag_probe is not None else -1,
                            round(time.time() - ts / 1000, 3) if ts > 0 else -1.0)
+        p.phases = {k: round(v, 3) for k, v in phases.items()}
         if self.fold_at is not None and self.pending >= self.fold_at:
             p.folded = self.fold()
         r.progress.append(p)

@@ -67,7 +67,42 @@ def throughput(spark: Any, log_dir: Path, warehouse: Path) -> dict[str, Any]:
             "stream_records_per_s": round(result.records / wall) if wall else 0,
             "stream_batch_records_per_s_p50": round(statistics.median(rates)) if rates else 0,
             "stream_batch_seconds_p50": round(statistics.median(p.seconds for p in result.progress), 2)
-            if result.progress else 0}
+            if result.progress else 0,
+            "stream_fold_seconds": round(result.fold_seconds, 2), "stream_folded_closes": result.folded,
+            **{f"stream_{k}_seconds_p50": round(statistics.median(p.phases.get(k, 0.0) for p in result.progress), 2)
+               for k in ("read", "feed", "log", "history", "offsets") if result.progress}}
+
+
+def bare_ceiling(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
+    """The baseline: the same source and micro-batches with nothing but the ``metadata_log`` append (no history,
+    no suite, no ``offsets``): what Structured Streaming and one Delta append per batch cost on this machine,
+    an upper bound for any pipeline that keeps the log as a table."""
+    from kraftlake.spark import logtail_source
+    from kraftlake.spark.tables import LOG, ensure_tables, table_path, to_stored_log
+
+    warehouse = work / "warehouse-bare"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    ensure_tables(spark, warehouse)
+    logtail_source.register(spark)
+    seconds: list[float] = []
+    rows: list[int] = []
+
+    def append(df: Any, _: int) -> None:
+        t = time.monotonic()
+        n = df.count()
+        to_stored_log(df).write.format("delta").mode("append").save(table_path(warehouse, LOG))
+        seconds.append(time.monotonic() - t)
+        rows.append(n)
+
+    t = time.monotonic()
+    query = (spark.readStream.format("kraftlake-logdir").option("path", str(log_dir)).option("startingOffset", "0")
+             .option("maxRecordsPerBatch", str(BATCH)).load().writeStream.foreachBatch(append)
+             .option("checkpointLocation", str(warehouse / "_checkpoint")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    wall = time.monotonic() - t
+    rates = [n / s for n, s in zip(rows, seconds, strict=True) if s > 0 and n]
+    return {"bare_log_append_records_per_s": round(sum(rows) / wall) if wall else 0,
+            "bare_log_append_batch_records_per_s_p50": round(statistics.median(rates)) if rates else 0}
 
 
 def driver_ceiling(log_dir: Path, records: int) -> dict[str, Any]:
@@ -171,7 +206,11 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     figures: dict[str, Any] = {"records": RECORDS, "partitions": topics * PARTITIONS_PER_TOPIC,
                                "max_records_per_batch": BATCH}
     figures.update(driver_ceiling(log_dir, min(RECORDS, 1_000_000)))
+    figures.update(bare_ceiling(spark, log_dir, work))
     figures.update(throughput(spark, log_dir, work / "warehouse"))
+    if figures["bare_log_append_records_per_s"]:
+        figures["stream_vs_bare_ratio"] = round(
+            figures["stream_records_per_s"] / figures["bare_log_append_records_per_s"], 3)
     figures.update(latency(spark, log_dir, work))
     figures["load_average_1m"] = round(os.getloadavg()[0], 1)
     return figures

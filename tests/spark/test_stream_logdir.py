@@ -68,7 +68,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
         try:
             results.append(stream(spark, "log-dir", {"path": str(live)}, warehouse, trigger_interval_s=0.3,
                                   max_records_per_batch=40, until_offset=last, timeout_s=600,
-                                  progress=lambda p: committed.append(p.last_offset)))
+                                  progress=lambda p: committed.append(p.last_offset), fold_at=400))
         except BaseException as exc:  # handed to the test thread
             errors.append(exc)
 
@@ -104,5 +104,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
     assert SegmentIndex(str(live)).refresh() - 1 == last
     assert result.last_offset == last
     assert all(0 < p.records <= 40 for p in result.progress)  # batches of the log hold 1-6 records
+    # closes folded during the run (after some batches) and at its end
+    assert any(p.folded for p in result.progress) and result.folded >= sum(p.folded for p in result.progress)
     register(spark, warehouse)
     assert_state_matches(spark, src, [0, last // 3, (2 * last) // 3, last])
