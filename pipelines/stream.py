@@ -55,7 +55,7 @@ from kraftlake.spark.tables import (
     write_history,
     write_snapshot,
 )
-from kraftlake.spark.validate import failing, quarantine, validate_records
+from kraftlake.spark.validate import quarantine, validate_records
 from pipelines.ingest import commit_slice, log_max, starting_point
 from pipelines.reconstruct import image_at_offset
 
@@ -193,11 +193,7 @@ class BatchCommitter:
 
     def _commit_fresh(self, fresh: DataFrame, batch_id: int, t0: float) -> None:
         done = self.done
-        # the record-level suite's verdict comes with the rows: quarantine needs a pass of its own only when a
-        # row fails
-        table = fresh.select(*_ENVELOPE, failing(fresh).alias("_failing")).toArrow()
-        any_failing = any(table.column("_failing").to_pylist())
-        records = rows_to_records(table)
+        records = rows_to_records(fresh.select(*_ENVELOPE).toArrow())
         phases = {"read": time.monotonic() - t0}
         self.max_batch_records = max(self.max_batch_records, len(records))
         if not records:
@@ -213,8 +209,7 @@ class BatchCommitter:
             # the record-level suite: failing rows are also set aside with their reasons and the batch commits
             # whole (metadata_log is the log as Kafka applied it, so the history keeps agreeing with the image);
             # before the commit point, so a replayed batch redoes it (quarantine is idempotent by offset)
-            if any_failing:
-                self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
+            self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
             first = max(first, self.logged + 1)
             if first > last:
                 return

@@ -93,12 +93,6 @@ def _reasons(df: DataFrame) -> Column:
     return F.filter(F.array(*failed), lambda x: x.isNotNull())
 
 
-def failing(df: DataFrame) -> Column:
-    """A BOOLEAN column: whether a ``metadata_log`` row fails a record-level rule (collected beside the rows
-    lets a caller skip :func:`quarantine`'s own pass when none does)."""
-    return F.size(_reasons(df)) > 0
-
-
 def validate_records(df: DataFrame) -> tuple[DataFrame, DataFrame]:
     """Split ``metadata_log`` rows into ``(good, bad)``: ``bad`` has ``reasons`` and ``reason`` columns.
 
