@@ -308,8 +308,10 @@ def fold_closes(spark: SparkSession, warehouse: str | Path,
             ON s.to_offset IS NOT NULL AND t.to_offset IS NULL AND t.from_offset = s.from_offset AND {on}
             WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset""")
 
-    for table in tables:
-        retry(partial(merge, table))
+    # the tables are independent: their MERGEs run side by side, as a slice's appends do
+    with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="kraftlake-fold") as pool:
+        for f in [pool.submit(retry, partial(merge, t)) for t in tables]:
+            f.result()
     retry(lambda: spark.sql(f"DELETE FROM {table_ref(warehouse, CLOSES)} WHERE to_offset <= {upto}"))
     return int(row["n"])
 

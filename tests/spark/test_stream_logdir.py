@@ -68,7 +68,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
         try:
             results.append(stream(spark, "log-dir", {"path": str(live)}, warehouse, trigger_interval_s=0.3,
                                   max_records_per_batch=40, until_offset=last, timeout_s=600,
-                                  progress=lambda p: committed.append(p.last_offset), fold_at=400))
+                                  progress=lambda p: committed.append(p.last_offset), fold_at=8))
         except BaseException as exc:  # handed to the test thread
             errors.append(exc)
 
