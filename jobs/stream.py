@@ -32,9 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until-offset", type=int, default=None,
                         help="stop once the warehouse is committed up to this offset (a backfill to a known point)")
     parser.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
-    parser.add_argument("--fold-at", type=int, default=1_000_000,
-                        help="fold the pending closes into the history tables once this many wait (0: only at "
-                             "the end of the run and in compact)")
+    parser.add_argument("--fold-at", type=int, default=None,
+                        help="fold the pending closes into the history tables once this many wait (default "
+                             "1,000,000; 0: only at the end of the run and in compact)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,13 +47,14 @@ def run(args: argparse.Namespace) -> int:
         if not args.log_dir:
             raise KraftlakeError("stream --source log-dir needs --log-dir")
         options["path"] = args.log_dir
-    from pipelines.stream import stream
+    from pipelines.stream import FOLD_AT, stream
 
     spark = session("stream", args.warehouse)
     result = stream(spark, args.source, options, args.warehouse, trigger_interval_s=args.trigger_interval,
                     available_now=args.available_now, max_records_per_batch=args.max_records_per_batch,
                     max_batches=args.max_batches, idle_stop_s=args.idle_stop, until_offset=args.until_offset,
-                    timeout_s=args.timeout, fold_at=args.fold_at or None,
+                    timeout_s=args.timeout,
+                    fold_at=FOLD_AT if args.fold_at is None else args.fold_at or None,
                     progress=lambda p: print(json.dumps(asdict(p)), file=sys.stderr, flush=True))
     print(f"streamed {result.records} records in {result.batches} batches up to offset {result.last_offset}; "
           f"folded {result.folded} closes in {result.fold_seconds:.1f}s")

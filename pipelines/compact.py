@@ -28,7 +28,7 @@ Safe while the stream runs, and never failed by it. Delta OSS commits data chang
 ``delta.isolationLevel``, Serializable unless set (the appends' commits record it), and checks concurrent
 appends against a reader's *partition* predicates only: on these unpartitioned (clustered) tables any append
 committed while a DELETE runs conflicts with it (``ConcurrentAppendException``), whatever the offsets. OPTIMIZE
-and VACUUM change no data (snapshot isolation: appends never conflict with them; a history MERGE rewriting a
+and VACUUM change no data (snapshot isolation: appends never conflict with them; a fold's MERGE rewriting a
 file OPTIMIZE compacted does). A step that loses such a race is retried with backoff (counted in ``retries``);
 one still losing after that is *deferred* (``CompactResult.deferred``) for the next run instead of failing this
 one: each step is idempotent, and the deletes go log first, snapshots last, so a deferred step never leaves a

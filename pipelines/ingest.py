@@ -1,16 +1,16 @@
 """``ingest``: a Kafka ``__cluster_metadata-0`` directory into the warehouse, slice by slice, exactly once.
 
 Each slice of about ``batch_records`` records is written as: its ``metadata_log`` rows (decoded by the
-``kraftlake-log`` source in executors, from the files) and, side by side, the history versions it ends and
-creates (one Delta commit per touched table, computed in the driver by
+``kraftlake-log`` source in executors, from the files) and, side by side, the history versions it creates and
+the closes of those it ends (one append per touched table, computed in the driver by
 :class:`kraftlake.spark.history.HistoryBuilder`, which replays the records with the image), and finally its
-``offsets`` rows, the commit point. Tables the slice does not touch are not written.
+``offsets`` rows, the commit point. The closes are folded into the tables once, at the end. Tables the slice does not touch are not written.
 
 Every write carries the slice's last offset as Delta ``txnVersion``, so a run killed anywhere and started again
 resumes after the last committed slice and replays the unfinished one without duplicates. A resumed run may cut
 its slices differently from the killed one; when the killed run left writes past the commit point
 (``metadata_log`` rows beyond it), the resumed run appends only versions above each table's highest
-``from_offset`` and turns the versions it leaves out into closes (a close is idempotent by content).
+``from_offset`` and turns the versions it leaves out into closes (a repeated close changes no answer).
 
 Speed: the history of slice k is written by one writer thread while the driver replays slice k+1 (the JVM
 and the Python replay overlap; commits stay in order), and the replayed image is kept in the process between

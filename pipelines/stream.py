@@ -1,8 +1,8 @@
 """``stream --source service|log-dir``: Structured Streaming of the metadata log into the warehouse.
 
 ``readStream.format("kraftlake-service" | "kraftlake-logdir")`` -> ``foreachBatch``: each micro-batch is
-committed exactly as :func:`pipelines.ingest.ingest` commits a slice (``metadata_log`` append, history MERGEs,
-``offsets`` append last, every write carrying Delta ``txnVersion`` = the batch's last offset).
+committed exactly as :func:`pipelines.ingest.ingest` commits a slice (``metadata_log`` append, history versions and
+``closes`` appends, ``offsets`` append last, every write carrying Delta ``txnVersion`` = the batch's last offset).
 
 Why this is exactly once under ``kill -9`` at any point:
 
@@ -12,8 +12,8 @@ Why this is exactly once under ``kill -9`` at any point:
 - The warehouse is the authority, not the checkpoint: the driver keeps the history builder at the commit point
   (``max(offset)`` of ``offsets``, rebuilt from the tables at start), drops records at or below it (a batch
   already committed whose checkpoint commit was lost), appends to ``metadata_log`` only rows past what an
-  interrupted attempt already appended, and the MERGEs and appends are skipped per table when their
-  ``txnVersion`` already went through. A gap between the commit point and a batch is an error, never skipped.
+  interrupted attempt already appended, and the appends are skipped per table when their ``txnVersion``
+  already went through. A fold of the pending closes runs between batches and is idempotent. A gap between the commit point and a batch is an error, never skipped.
 
 Why a stop waits for the running commit (:meth:`BatchCommitter.refuse_more`) instead of calling
 ``query.stop()`` at once: ``stop()`` cancels the Spark jobs our ``foreachBatch`` runs, the Python callback
@@ -102,6 +102,7 @@ class StreamResult:
     folded: int = 0
     """Pending closes folded into the history tables, during the run and at its end."""
     fold_seconds: float = 0.0
+    """Wall time of those folds (not in any batch's ``seconds``)."""
 
 
 def checkpoint_dir(warehouse: str | Path, source: str) -> str:

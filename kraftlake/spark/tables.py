@@ -62,8 +62,6 @@ def table_ddl(name: str) -> str:
     raise KeyError(name)
 
 
-#: History tables' rows get their ``to_offset`` in place (:func:`fold_closes`): deletion vectors let MERGE mark
-#: the old row instead of rewriting every file it touches.
 #: Columns besides the key that the SQL functions filter a history table by.
 _FILTERED = {"partitions": ("topic",), "topics": ("name",)}
 _ENSURED: set[str] = set()
@@ -95,8 +93,9 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
                        else "entity, to_offset" if name == CLOSES else "from_offset, to_offset")
             props = ""
             if name in ENTITIES:
-                # statistics only on what queries filter by: on every column (arrays included) they cost a third
-                # of a small append
+                # deletion vectors: a fold's MERGE (fold_closes) marks the old row instead of rewriting every file
+                # it touches; statistics only on what queries filter by: on every column (arrays included) they
+                # cost a third of a small append
                 stats = ",".join(dict.fromkeys([*ENTITIES[name].key, *_FILTERED.get(name, ()),
                                                 "from_offset", "to_offset"]))
                 props = (" TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', "
@@ -160,23 +159,16 @@ def schema_of(spark: SparkSession, name: str) -> T.StructType:
     return schema
 
 
-def _arrow_frame(spark: SparkSession, schema: T.StructType, rows: list[dict[str, Any]],
-                 given: dict[str, list[Any]] | None = None) -> DataFrame:
-    """``rows`` (dicts by column name) as a DataFrame of ``schema``, through Arrow built column by column;
-    ``given``: columns whose values come as lists instead of from the rows."""
+def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
+    """Rows (dicts by column name) of a table as a DataFrame, through Arrow built column by column (no per-row
+    Python conversion in Spark)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    schema = schema_of(spark, name)
     arrow_schema = to_arrow_schema(schema)
-    given = given or {}
-    arrays = [pa.array(given[f.name] if f.name in given else [r.get(f.name) for r in rows], type=f.type)
-              for f in arrow_schema]
+    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema]
     return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema=schema)
-
-
-def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
-    """Rows of a table as a DataFrame, through Arrow (no per-row Python conversion in Spark)."""
-    return _arrow_frame(spark, schema_of(spark, name), rows)
 
 
 def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) -> None:
@@ -245,6 +237,11 @@ def _pending(warehouse: str | Path, table: str, at_most: str | None = None) -> s
             f"WHERE entity = '{table}'{bound} GROUP BY key")
 
 
+def _join_pending(warehouse: str | Path, table: str) -> str:
+    """The pending closes of each still-open version of ``table`` (alias ``t``) as ``c.tos`` (NULL: none)."""
+    return f"LEFT JOIN ({_pending(warehouse, table)}) c ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key"
+
+
 def history_query(warehouse: str | Path, table: str) -> str:
     """A history table as readers see it: every version with its ``to_offset``, the pending ``closes`` applied.
 
@@ -253,8 +250,7 @@ def history_query(warehouse: str | Path, table: str) -> str:
     cols = ", ".join(f"t.`{n}`" for n in ENTITIES[table].names)
     return (f"SELECT {cols}, t.from_offset, coalesce(t.to_offset, "
             f"array_min(filter(c.tos, x -> x > t.from_offset))) AS to_offset "
-            f"FROM {table_ref(warehouse, table)} t LEFT JOIN ({_pending(warehouse, table)}) c "
-            f"ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key")
+            f"FROM {table_ref(warehouse, table)} t {_join_pending(warehouse, table)}")
 
 
 def state_query(warehouse: str | Path, table: str, at: str, joined: str = "") -> str:
@@ -267,8 +263,7 @@ def state_query(warehouse: str | Path, table: str, at: str, joined: str = "") ->
     cols = ", ".join([*(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
     cross = f" CROSS JOIN {joined}" if joined else ""
     return (f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
-            f"LEFT JOIN ({_pending(warehouse, table)}) c ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key "
-            f"WHERE t.from_offset <= {at} AND (t.to_offset IS NULL OR t.to_offset > {at}) "
+            f"{_join_pending(warehouse, table)} WHERE t.from_offset <= {at} AND (t.to_offset IS NULL OR t.to_offset > {at}) "
             f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))")
 
 
@@ -289,12 +284,14 @@ def fold_closes(spark: SparkSession, warehouse: str | Path,
     closes folded. ``retry`` runs each step (default :func:`retry_conflicts`).
     """
     retry = retry or retry_conflicts
-    row = spark.sql(f"SELECT count(*) AS n, max(to_offset) AS m FROM {table_ref(warehouse, CLOSES)}").first()
-    if row is None or not row["n"]:
+    by_table = spark.sql(f"SELECT entity, count(*) AS n, max(to_offset) AS m FROM {table_ref(warehouse, CLOSES)} "
+                         "GROUP BY entity").collect()
+    if not by_table:
         return 0
-    upto = int(row["m"])
-    tables = [r["entity"] for r in spark.sql(
-        f"SELECT DISTINCT entity FROM {table_ref(warehouse, CLOSES)} WHERE to_offset <= {upto}").collect()]
+    # a bound, so that closes a concurrent slice appends meanwhile stay pending (not deleted unfolded)
+    upto = max(int(r["m"]) for r in by_table)
+    tables = [r["entity"] for r in by_table]
+
     def merge(table: str) -> None:
         key = ENTITIES[table].key
         keys = ", ".join(f"m.`{k}`" for k in key)
@@ -313,7 +310,7 @@ def fold_closes(spark: SparkSession, warehouse: str | Path,
         for f in [pool.submit(retry, partial(merge, t)) for t in tables]:
             f.result()
     retry(lambda: spark.sql(f"DELETE FROM {table_ref(warehouse, CLOSES)} WHERE to_offset <= {upto}"))
-    return int(row["n"])
+    return sum(int(r["n"]) for r in by_table)
 
 
 def max_from_offsets(spark: SparkSession, warehouse: str | Path) -> dict[str, int]:
