@@ -12,7 +12,7 @@ MVN         := mvn -q -B -Dmaven.repo.local=$(abspath $(M2))
 export PYSPARK_PYTHON := $(abspath $(PY))
 export KRAFTLAKE_JARS := $(abspath $(JARS))
 
-.PHONY: help setup run test test-fast lint fmt bench dist clean
+.PHONY: help setup run test test-fast lint fmt bench dist clean schemas
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -56,6 +56,9 @@ dist: setup ## dist/kraftlake.zip for spark-submit --py-files (the wheel, schema
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist . ; status=$$?; rm -rf kraftlake/_schemas build; exit $$status
 	# executors put only .zip/.egg/.jar --py-files on sys.path: the same archive under a .zip name
 	cp dist/kraftlake-*.whl dist/kraftlake.zip
+
+schemas: setup ## regenerate schemas/rpc/*.avsc from Kafka's JSON message specs in the kafka-clients jar
+	$(PY) -m kraftlake.protocol.kafka_specs $(JARS)/kafka schemas/rpc
 
 clean: ## remove build outputs (keeps the venv and the jar cache)
 	rm -rf build dist bench/results.json warehouse

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "image": ("kraftlake.commands.image", "print the metadata image of a log at an offset"),
     "sim": ("kraftlake.commands.sim", "run seeded Raft simulations with faults and check the invariants"),
     "quorum": ("kraftlake.commands.quorum", "run or describe a local KRaft quorum"),
+    "follow": ("kraftlake.commands.follow", "mirror a live Kafka cluster's metadata log over the network, as an observer"),
     "simulate": ("kraftlake.commands.simulate", "write a simulated cluster's metadata log through a quorum"),
     "demo": ("kraftlake.commands.demo", "the main job: quorum, simulated cluster, Delta warehouse, queries"),
     "ingest": ("kraftlake.commands.ingest", "import a Kafka metadata log directory into a Delta warehouse"),

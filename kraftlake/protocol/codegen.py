@@ -16,11 +16,14 @@ from typing import Any
 from kraftlake.protocol import runtime
 from kraftlake.protocol.errors import InvalidFieldError
 from kraftlake.protocol.spec import FieldSpec, StructSpec
+from kraftlake.protocol.versions import Versions
 
 CLASS_MODULE = "kraftlake.protocol.messages"
 
 _FIXED = {"int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i", 4), "int64": ("q", 8),
           "float64": ("d", 8), "bool": ("?", 1), "uuid": ("16s", 16)}
+
+_VARLEN = ("string", "bytes", "records")
 
 Decoder = Callable[[bytes, int, int], tuple[Any, int]]
 Encoder = Callable[[Any, bytearray], None]
@@ -218,30 +221,45 @@ def _fast_length_path(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: 
 
 
 def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str, version: int, bound: str,
-                  struct_decoders: dict[tuple[str, int], str]) -> None:
-    """Emit code reading one (non-tagged-framing) value of field ``f`` into ``var``."""
+                  struct_decoders: dict[tuple[str, int], str], flexible: bool = True) -> None:
+    """Emit code reading one (non-tagged-framing) value of field ``f`` into ``var``.
+
+    ``flexible`` is whether the message version is flexible: lengths are then compact unsigned varints (length
+    + 1, 0 for null); otherwise classic signed int16 (strings) or int32 (bytes, arrays) lengths, -1 for null.
+    """
     label = e.const(f.name)
     nullable = f.nullable_in(version)
     base = f.base_type
-    if f.is_array or base in ("string", "bytes"):
+    fx = f.flexible_in(version, flexible)
+    if f.is_array or base in _VARLEN:
         n = e.temp()
-        if _fast_length_path(e, out, ind, f, var, bound, label, n):
+        if fx and _fast_length_path(e, out, ind, f, var, bound, label, n):
             # The general code below becomes the else branch of the one-byte-length fast path.
             out.append(f"{ind}else:")
             ind += "    "
-        _uvarint_read(e, out, ind, n)
-        out.append(f"{ind}if {n} == 0:")
-        out.append(f"{ind}    {var} = None" if nullable else f"{ind}    raise _nullerr({label}, pos)")
-        out.append(f"{ind}else:")
         ind2 = ind + "    "
-        out.append(f"{ind2}{n} -= 1")
+        if fx:
+            _uvarint_read(e, out, ind, n)
+            out.append(f"{ind}if {n} == 0:")
+            out.append(f"{ind}    {var} = None" if nullable else f"{ind}    raise _nullerr({label}, pos)")
+            out.append(f"{ind}else:")
+            out.append(f"{ind2}{n} -= 1")
+        else:
+            size = 2 if base == "string" and not f.is_array else 4
+            st = e.const(struct.Struct(">h" if size == 2 else ">i"))
+            out.append(f"{ind}if pos + {size} > {bound}: raise _past({label}, pos, {size}, {bound})")
+            out.append(f"{ind}{n}, = {st}.unpack_from(buf, pos)")
+            out.append(f"{ind}pos += {size}")
+            out.append(f"{ind}if {n} < 0:")
+            out.append(f"{ind}    {var} = None" if nullable else f"{ind}    raise _nullerr({label}, pos)")
+            out.append(f"{ind}else:")
         if not f.is_array:
             end = e.temp()
             out.append(f"{ind2}{end} = pos + {n}")
             if base == "string":
                 out.append(f"{ind2}if {end} > {bound} or {n} > 32767: raise _strerr({label}, pos, {n}, {bound})")
                 out.append(f"{ind2}{var} = buf[pos:{end}].decode()")
-            else:
+            else:  # bytes, records
                 out.append(f"{ind2}if {end} > {bound}: raise _past({label}, pos, {n}, {bound})")
                 out.append(f"{ind2}{var} = buf[pos:{end}]")
             out.append(f"{ind2}pos = {end}")
@@ -283,7 +301,7 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
         else:  # string elements
             sub = FieldSpec(**{**f.__dict__, "is_array": False, "kafka_type": base,
                                "nullable_versions": f.nullable_versions.__class__(1, 0)})
-            _decode_value(e, out, ind3, sub, elem, version, bound, struct_decoders)
+            _decode_value(e, out, ind3, sub, elem, version, bound, struct_decoders, flexible)
         out.append(f"{ind3}{items}.append({elem})")
         out.append(f"{ind2}{var} = _tuple({items})")
         return
@@ -301,7 +319,7 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
 
 
 def gen_decoder(e: _Emitter, s: StructSpec, version: int, fn: str, cls_const: str,
-                struct_decoders: dict[tuple[str, int], str]) -> None:
+                struct_decoders: dict[tuple[str, int], str], flexible: bool = True) -> None:
     out = [f"def {fn}(buf, pos, end):"]
     ind = "    "
     body = [(i, f) for i, f in enumerate(s.fields) if version in f.versions and not f.tagged_in(version)]
@@ -328,9 +346,15 @@ def gen_decoder(e: _Emitter, s: StructSpec, version: int, fn: str, cls_const: st
             continue
         i, f = body[k]
         k += 1
-        _decode_value(e, out, ind, f, f"f{i}", version, "end", struct_decoders)
+        _decode_value(e, out, ind, f, f"f{i}", version, "end", struct_decoders, flexible)
     for i, _ in tagged:
         out.append(f"{ind}f{i} = _D{i}")
+    if not flexible:
+        # classic versions have no tagged fields section
+        values = [f"f{i}" if version in f.versions else f"_D{i}" for i, f in enumerate(s.fields)]
+        out.append(f"{ind}return _tnew({cls_const}, ({''.join(v + ', ' for v in values)})), pos")
+        e.lines.extend(out)
+        return
     # Tagged fields: almost always none, so the count byte is read and tested once, its varint slow path and
     # the loop live under that test.
     out.append(f"{ind}nt = buf[pos]")
@@ -365,26 +389,38 @@ def gen_decoder(e: _Emitter, s: StructSpec, version: int, fn: str, cls_const: st
 
 
 def _encode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str, version: int, w: str,
-                  struct_encoders: dict[tuple[str, int], str], struct_classes: dict[str, str]) -> None:
+                  struct_encoders: dict[tuple[str, int], str], struct_classes: dict[str, str],
+                  flexible: bool = True) -> None:
     label = e.const(f.name)
     nullable = f.nullable_in(version)
     base = f.base_type
-    if f.is_array or base in ("string", "bytes"):
+    if f.is_array or base in _VARLEN:
+        if f.flexible_in(version, flexible):
+            null = "b'\\x00'"
+
+            def length(x: str) -> str:
+                return f"_uvb({x} + 1)"
+        else:
+            st = e.const(struct.Struct(">h" if base == "string" and not f.is_array else ">i"))
+            null = f"{st}.pack(-1)"
+
+            def length(x: str) -> str:
+                return f"{st}.pack({x})"
         out.append(f"{ind}if {var} is None:")
-        out.append(f"{ind}    {w} += b'\\x00'" if nullable else f"{ind}    raise _wnull({label})")
+        out.append(f"{ind}    {w} += {null}" if nullable else f"{ind}    raise _wnull({label})")
         out.append(f"{ind}else:")
         ind2 = ind + "    "
         if base == "string" and not f.is_array:
             b = e.temp()
             out.append(f"{ind2}{b} = _encstr({var}, {label})")
-            out.append(f"{ind2}{w} += _uvb(_len({b}) + 1)")
+            out.append(f"{ind2}{w} += {length(f'_len({b})')}")
             out.append(f"{ind2}{w} += {b}")
             return
-        if base == "bytes":
-            out.append(f"{ind2}{w} += _uvb(_len({var}) + 1)")
+        if base in ("bytes", "records"):
+            out.append(f"{ind2}{w} += {length(f'_len({var})')}")
             out.append(f"{ind2}{w} += {var}")
             return
-        out.append(f"{ind2}{w} += _uvb(_len({var}) + 1)")
+        out.append(f"{ind2}{w} += {length(f'_len({var})')}")
         if base == "int32":
             out.append(f"{ind2}{w} += _i32a(_len({var})).pack(*{var})")
             return
@@ -392,7 +428,7 @@ def _encode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
         out.append(f"{ind2}for {elem} in {var}:")
         sub = FieldSpec(**{**f.__dict__, "is_array": False, "kafka_type": base,
                            "nullable_versions": f.nullable_versions.__class__(1, 0)})
-        _encode_value(e, out, ind2 + "    ", sub, elem, version, w, struct_encoders, struct_classes)
+        _encode_value(e, out, ind2 + "    ", sub, elem, version, w, struct_encoders, struct_classes, flexible)
         return
     if f.struct is not None:
         cls = struct_classes[f.struct.qualname]
@@ -409,7 +445,8 @@ def _encode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
 
 
 def gen_encoder(e: _Emitter, s: StructSpec, version: int, fn: str, message: str,
-                struct_encoders: dict[tuple[str, int], str], struct_classes: dict[str, str]) -> None:
+                struct_encoders: dict[tuple[str, int], str], struct_classes: dict[str, str],
+                flexible: bool = True) -> None:
     out = [f"def {fn}(o, w):"]
     ind = "    "
     n = len(s.fields)
@@ -421,7 +458,10 @@ def gen_encoder(e: _Emitter, s: StructSpec, version: int, fn: str, message: str,
             out.append(f"{ind}if f{i} != _D{i}: raise _unsup({msg}, {e.const(f.name)}, {version})")
     for i, f in enumerate(s.fields):
         if version in f.versions and not f.tagged_in(version):
-            _encode_value(e, out, ind, f, f"f{i}", version, "w", struct_encoders, struct_classes)
+            _encode_value(e, out, ind, f, f"f{i}", version, "w", struct_encoders, struct_classes, flexible)
+    if not flexible:
+        e.lines.extend(out)
+        return
     tagged = sorted(((i, f) for i, f in enumerate(s.fields) if version in f.versions and f.tagged_in(version)),
                     key=lambda x: x[1].tag or 0)
     if not tagged:
@@ -442,8 +482,11 @@ def gen_encoder(e: _Emitter, s: StructSpec, version: int, fn: str, message: str,
 
 
 def generate_codecs(structs: list[StructSpec], versions: range, classes: dict[str, type], message: str,
+                    flexible_versions: Versions | None = None,
                     ) -> tuple[dict[int, Decoder], dict[int, Encoder], str]:
     """Compile the decoders and encoders of every struct of one message, for each version in ``versions``.
+
+    ``flexible_versions`` are the message's flexible versions (None: every version is flexible, as for records).
 
     Returns the top-level struct's decoder and encoder per version, and the generated source (for debugging).
     """
@@ -465,8 +508,9 @@ def generate_codecs(structs: list[StructSpec], versions: range, classes: dict[st
             e.lines.append(f"# {s.qualname} v{v}")
             # Defaults are per struct: bind them under struct-specific names.
             pre = len(e.lines)
-            gen_decoder(e, s, v, decs[(s.qualname, v)], cls_names[s.qualname], decs)
-            gen_encoder(e, s, v, encs[(s.qualname, v)], message, encs, cls_names)
+            flexible = flexible_versions is None or v in flexible_versions
+            gen_decoder(e, s, v, decs[(s.qualname, v)], cls_names[s.qualname], decs, flexible)
+            gen_encoder(e, s, v, encs[(s.qualname, v)], message, encs, cls_names, flexible)
             for i, f in enumerate(s.fields):
                 default = f.default
                 if f.struct is not None and not f.is_array:

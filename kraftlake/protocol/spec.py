@@ -32,6 +32,7 @@ PRIMITIVES: dict[str, str] = {
     "string": "string",
     "bytes": "bytes",
     "uuid": "string",
+    "records": "bytes",
 }
 INT_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-(2**7), 2**7 - 1),
@@ -40,6 +41,8 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "int32": (-(2**31), 2**31 - 1),
     "int64": (-(2**63), 2**63 - 1),
 }
+#: What a schema's ``kafka.kind`` may be: a metadata or control record, or an RPC message or header.
+KINDS = ("metadata", "control", "request", "response", "header")
 #: Kafka's Uuid.ZERO_UUID as it prints (base64url of 16 zero bytes, unpadded).
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -84,6 +87,8 @@ class FieldSpec:
     map_key: bool
     about: str
     avro: dict[str, Any] = field(repr=False)
+    flexible_versions: Versions | None = None
+    """Set where the field overrides its message (RequestHeader's ClientId keeps the classic encoding)."""
 
     @property
     def json_name(self) -> str:
@@ -94,6 +99,12 @@ class FieldSpec:
 
     def nullable_in(self, version: int) -> bool:
         return version in self.nullable_versions
+
+    def flexible_in(self, version: int, message_flexible: bool) -> bool:
+        """Whether the field's value uses the flexible (compact) encoding in a message version."""
+        if self.flexible_versions is None:
+            return message_flexible
+        return message_flexible and version in self.flexible_versions
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,7 +189,7 @@ def _python_default(ktype: str, is_array: bool, text: str | None, where: str) ->
         return float(text) if text else 0.0
     if ktype == "string":
         return text or ""
-    if ktype == "bytes":
+    if ktype in ("bytes", "records"):
         return b""
     if ktype == "uuid":
         return text or ZERO_UUID
@@ -242,6 +253,7 @@ def _load_struct(avro: dict[str, Any], qualname: str, namespace: str, versions: 
             default=_python_default(base, is_array, default_text, f"{where}.{ann['name']}"),
             default_text=default_text, map_key=bool(ann.get("mapKey", False)), about=ann.get("about", ""),
             avro=af,
+            flexible_versions=Versions.parse(ann["flexibleVersions"]) if "flexibleVersions" in ann else None,
         ))
         if af["name"] != snake_case(ann["name"]):
             raise SchemaError(f"{where}: Avro name {af['name']} is not the snake_case of {ann['name']}")
@@ -259,17 +271,31 @@ def load_message(path: Path | Traversable) -> MessageSpec:
     if not isinstance(ann, dict) or ann.get("name") != avro.get("name"):
         raise SchemaError(f"{path}: missing or inconsistent kafka annotation")
     kind = ann["kind"]
-    if kind not in ("metadata", "control"):
+    if kind not in KINDS:
         raise SchemaError(f"{path}: unknown kind {kind!r}")
     valid = Versions.parse(ann["validVersions"])
     flexible = Versions.parse(ann["flexibleVersions"])
-    if flexible.empty or flexible.lowest > valid.lowest:
-        # Every KRaft record is flexible in all versions; the codec only implements that encoding.
-        raise SchemaError(f"{path}: non-flexible versions are not supported")
+    if kind in ("metadata", "control") and (flexible.empty or flexible.lowest > valid.lowest):
+        # Every KRaft record is flexible in all its versions; a record schema that says otherwise is wrong.
+        raise SchemaError(f"{path}: a record must be flexible in every version")
     struct = _load_struct(avro, avro["name"], avro.get("namespace", ""), valid, {}, avro["name"])
     return MessageSpec(name=avro["name"], kind=kind, api_key=ann.get("apiKey"),
                        control_type=ann.get("controlType"), valid_versions=valid, flexible_versions=flexible,
                        struct=struct, avro=avro, path=path)
+
+
+@cache
+def load_rpcs() -> dict[str, MessageSpec]:
+    """Every RPC and header spec under ``schemas/rpc`` by message name (``FetchRequest``, ``RequestHeader``)."""
+    rpc_dir = schemas_dir() / "rpc"
+    if not rpc_dir.is_dir():
+        raise SchemaError(f"no RPC schemas in {rpc_dir}")
+    specs = [load_message(p) for p in sorted(rpc_dir.iterdir(), key=lambda p: p.name) if p.name.endswith(".avsc")]
+    out = {s.name: s for s in specs}
+    for s in specs:
+        if s.kind == "metadata" or s.kind == "control":
+            raise SchemaError(f"{s.path}: a record schema among the RPCs")
+    return out
 
 
 @cache

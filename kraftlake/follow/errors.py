@@ -1,0 +1,33 @@
+"""Errors of following a controller quorum: each one stops the follower with a one-line cause."""
+
+from __future__ import annotations
+
+from kraftlake.errors import KraftlakeError
+
+
+class FollowError(KraftlakeError):
+    """Raised when following a quorum cannot go on (the mirrored log stays as it was committed)."""
+
+
+class NotAControllerError(FollowError):
+    """Raised when the address is a broker listener: it answers Fetch of the metadata topic UNKNOWN_TOPIC_ID."""
+
+
+class AuthorizationError(FollowError):
+    """Raised on CLUSTER_AUTHORIZATION_FAILED: the principal lacks CLUSTER_ACTION on the cluster."""
+
+
+class ClusterIdMismatchError(FollowError):
+    """Raised when the quorum's cluster id is not the mirror's (INCONSISTENT_CLUSTER_ID, or meta.properties)."""
+
+
+class MirrorDivergedError(FollowError):
+    """Raised when the leader's log diverges below what the mirror holds as committed."""
+
+
+class ObserverProtocolError(FollowError):
+    """Raised on an answer no Kafka controller sends: a bad batch, a gap, an unexpected error code."""
+
+
+class MirrorError(FollowError):
+    """Raised when the mirror directory cannot be opened or written (names the file)."""

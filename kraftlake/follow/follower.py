@@ -1,0 +1,222 @@
+"""`Follower`: the loop that runs a `MetadataObserver` over Kafka connections and writes a `MetadataMirror`.
+
+One thread, blocking sockets: each turn asks the observer what to send, sends it on the connection to that
+controller (opened, secured and authenticated on first use), hands the answer back and writes what came out
+committed. A connection that fails is dropped and the observer backs off and asks another controller; errors a
+retry cannot fix (authorization, another cluster, TLS or SASL refused, not a controller listener, a peer that
+sends what no Kafka sends) stop the loop with a one-line error, with everything committed so far on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from kraftlake.follow.errors import FollowError
+from kraftlake.follow.mirror import MetadataMirror
+from kraftlake.follow.observer import (
+    AppendBatches,
+    Endpoint,
+    FetchedBatch,
+    InstallSnapshot,
+    MetadataObserver,
+    Send,
+    Wait,
+    for_version,
+)
+from kraftlake.protocol.errors import ProtocolError
+from kraftlake.protocol.rpc import ApiKey
+from kraftlake.wire.client_config import ClientSecurity
+from kraftlake.wire.connection import KafkaConnection
+from kraftlake.wire.errors import AuthenticationError, ConnectError, TlsError, WireError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FollowProgress:
+    """What a follower has done, as it reports it."""
+
+    log_end: int = 0
+    high_watermark: int = -1
+    leader_id: int = -1
+    epoch: int = 0
+    fetches: int = 0
+    records: int = 0
+    bytes: int = 0
+    batches: int = 0
+    snapshots: int = 0
+    started: float = field(default_factory=time.monotonic)
+    last_error: str = ""
+
+    @property
+    def lag(self) -> int:
+        """Committed records the leader has and the mirror lacks."""
+        return max(0, self.high_watermark - self.log_end)
+
+    def line(self) -> str:
+        """One progress line."""
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return (f"offset {self.log_end}  high watermark {self.high_watermark}  lag {self.lag}  "
+                f"leader {self.leader_id} epoch {self.epoch}  {self.records} records "
+                f"({self.records / elapsed:,.0f}/s, {self.bytes / elapsed / 1e6:,.1f} MB/s)  "
+                f"snapshots {self.snapshots}")
+
+
+class Follower:
+    """Follows the quorum reachable through `bootstrap` into `mirror`.
+
+    Parameters
+    ----------
+    bootstrap
+        Controller listeners (``--bootstrap-controller``).
+    mirror
+        The directory to write.
+    security
+        Client security (``--command-config``); None is PLAINTEXT.
+    timeout_s
+        Connect and request timeout (a long poll adds its wait).
+    give_up_s
+        Stop with an error if no controller answered for this long (None: retry forever).
+    on_commit
+        Called with each list of committed batches after it is durable (on the follower's thread).
+    """
+
+    def __init__(self, bootstrap: Sequence[Endpoint], mirror: MetadataMirror, *,
+                 security: ClientSecurity | None = None, timeout_s: float = 10.0, max_wait_ms: int = 500,
+                 give_up_s: float | None = 60.0,
+                 on_commit: Callable[[Sequence[FetchedBatch]], None] | None = None) -> None:
+        self.mirror = mirror
+        self.security = security
+        self.timeout_s = timeout_s
+        self.give_up_s = give_up_s
+        self.on_commit = on_commit
+        position = mirror.position
+        self.observer = MetadataObserver(list(bootstrap), mirror.observer_id, directory_id=mirror.directory_id,
+                                         cluster_id=mirror.cluster_id, log_end=position.log_end,
+                                         last_epoch=max(position.last_epoch, 0), max_wait_ms=max_wait_ms)
+        self.progress = FollowProgress(log_end=position.log_end)
+        self._connections: dict[Endpoint, KafkaConnection] = {}
+        self._errors: dict[Endpoint, str] = {}
+        self._last_answer = time.monotonic()
+        self._lock = threading.Lock()
+
+    def _connection(self, endpoint: Endpoint) -> KafkaConnection:
+        conn = self._connections.get(endpoint)
+        if conn is None or not conn.is_open:
+            conn = KafkaConnection(endpoint.host, endpoint.port, self.security, client_id="kraftlake-follow",
+                                   timeout_s=self.timeout_s)
+            conn.open()
+            conn.require(ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
+            self._connections[endpoint] = conn
+        return conn
+
+    def step(self) -> bool:
+        """One turn: send one request (or wait out a backoff) and apply its answer; True if anything committed."""
+        now_ms = int(time.monotonic() * 1000)
+        action = self.observer.poll(now_ms)
+        if isinstance(action, Wait):
+            time.sleep(max(0.0, min(action.until_ms - now_ms, 500)) / 1000)
+            self._check_give_up()
+            return False
+        return self._send(action)
+
+    def _send(self, send: Send) -> bool:
+        try:
+            conn = self._connection(send.endpoint)
+            message = for_version(send, conn.version(send.api_key))
+            response = conn.request(send.api_key, message, extra_wait_s=send.wait_ms / 1000)
+        except (TlsError, AuthenticationError):
+            raise
+        except (WireError, ProtocolError, OSError) as exc:
+            self._drop(send.endpoint, exc)
+            self.observer.on_failure(send, int(time.monotonic() * 1000))
+            self._check_give_up()
+            return False
+        self._last_answer = time.monotonic()
+        self._errors.pop(send.endpoint, None)
+        effects = self.observer.on_response(send, response, int(time.monotonic() * 1000))
+        for effect in effects:
+            if isinstance(effect, AppendBatches):
+                self.mirror.append(effect.batches)
+                p = self.progress
+                p.batches += len(effect.batches)
+                p.records += sum(b.last_offset - b.base_offset + 1 for b in effect.batches)
+                p.bytes += sum(len(b.data) for b in effect.batches)
+                if self.on_commit is not None:
+                    self.on_commit(effect.batches)
+            elif isinstance(effect, InstallSnapshot):
+                path = self.mirror.install_snapshot(effect.end_offset, effect.epoch, effect.data)
+                self.progress.snapshots += 1
+                log.info("installed snapshot %s (%d bytes)", path.name, len(effect.data))
+        self._update_progress()
+        return bool(effects)
+
+    def _update_progress(self) -> None:
+        o = self.observer
+        p = self.progress
+        p.log_end = o.log_end
+        p.high_watermark = o.high_watermark
+        p.fetches = o.fetches
+        if o.leader is not None:
+            p.leader_id = o.leader.leader_id
+        p.epoch = o.epoch
+
+    def _drop(self, endpoint: Endpoint, exc: BaseException) -> None:
+        conn = self._connections.pop(endpoint, None)
+        if conn is not None:
+            conn.close()
+        self._errors[endpoint] = str(exc)
+        self.progress.last_error = f"{endpoint}: {exc}"
+        log.info("controller %s: %s", endpoint, exc)
+
+    def _check_give_up(self) -> None:
+        if self.give_up_s is None or time.monotonic() - self._last_answer < self.give_up_s:
+            return
+        causes = "; ".join(self._errors.values()) or "no answer"
+        kind = ConnectError if all("connect" in e for e in self._errors.values()) and self._errors else FollowError
+        raise kind(f"no controller answered for {self.give_up_s:.0f}s: {causes}")
+
+    def run(self, stop: threading.Event | None = None, *, until_offset: int | None = None,
+            idle_stop_s: float | None = None, on_progress: Callable[[FollowProgress], None] | None = None,
+            progress_every_s: float = 5.0) -> FollowProgress:
+        """Follow until `stop` is set, the mirror reaches `until_offset`, or it has been caught up with the
+        high watermark for `idle_stop_s` (a controller appends a NoOp every 500 ms, so a live quorum is never
+        silent: caught up is as idle as it gets).
+
+        Raises
+        ------
+        FollowError, WireError
+            When following cannot go on (what was committed stays in the mirror).
+        """
+        caught_up_since: float | None = None
+        last_report = 0.0
+        try:
+            while stop is None or not stop.is_set():
+                self.step()
+                now = time.monotonic()
+                if self.observer.high_watermark < 0 or self.observer.lag > 0 or self.observer.download:
+                    caught_up_since = None
+                elif caught_up_since is None:
+                    caught_up_since = now
+                if on_progress is not None and now - last_report >= progress_every_s:
+                    last_report = now
+                    on_progress(self.progress)
+                if until_offset is not None and self.observer.log_end >= until_offset:
+                    break
+                if idle_stop_s is not None and caught_up_since is not None and now - caught_up_since >= idle_stop_s:
+                    break
+        finally:
+            self.close()
+        if on_progress is not None:
+            on_progress(self.progress)
+        return self.progress
+
+    def close(self) -> None:
+        """Close every connection."""
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()

@@ -1,0 +1,223 @@
+"""`MetadataMirror`: the directory a follower writes, in Kafka's layout, committed batches only.
+
+    D/meta.properties                  cluster.id, node.id (the observer id), directory.id
+    D/__cluster_metadata-0/
+        00000000000000000000.log ...   the leader's batches, byte for byte (Kafka's segment naming and roll)
+        <end>-<epoch>.checkpoint       snapshots downloaded with FetchSnapshot, byte for byte
+        leader-epoch-checkpoint        epoch -> start offset, as Kafka's LeaderEpochFileCache
+        partition.metadata             the metadata topic id
+
+so ``kafka-dump-log``, ``kafka-metadata-shell`` and ``kraftlake decode/image/ingest`` read it as they read a
+controller's. Every batch here was committed when it was written, so the mirror is append-only: opening it
+after a crash drops a torn tail (Kafka's log recovery) and the follower fetches from there. By default nothing
+is ever deleted: the mirror keeps the history Kafka's retention removes. A snapshot installed because the
+follower fell behind the leader's log start leaves the older segments in place and starts a new segment at the
+snapshot's end offset; readers start from the newest snapshot that covers what they need.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+from base64 import urlsafe_b64encode
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraftlake.follow.errors import ClusterIdMismatchError, MirrorError
+from kraftlake.follow.observer import FetchedBatch
+from kraftlake.logformat import (
+    METADATA_PARTITION_DIR,
+    EpochEntry,
+    MetaProperties,
+    read_meta_properties,
+    write_meta_properties,
+)
+from kraftlake.logformat.checkpoint_file import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    read_leader_epoch_checkpoint,
+    write_leader_epoch_checkpoint,
+)
+from kraftlake.logformat.errors import LogFormatError
+from kraftlake.logformat.properties import write_partition_metadata
+from kraftlake.logformat.reader import read_batches
+from kraftlake.logformat.segment import SegmentedLog
+from kraftlake.logformat.snapshot import SnapshotId, list_snapshots, write_snapshot_file
+
+DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+"""Kafka's ``metadata.log.segment.bytes`` default (1 GiB)."""
+OBSERVER_ID_RANGE = (2_000_000_000, 2_100_000_000)
+"""Where a new mirror draws its observer id: far above any broker or controller id a cluster assigns."""
+
+
+def new_directory_id() -> str:
+    """A random Uuid in Kafka's base64url form."""
+    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass(frozen=True)
+class MirrorPosition:
+    """Where the mirror ends: the next offset to fetch and the epoch of the last batch (or snapshot)."""
+
+    log_end: int
+    last_epoch: int
+
+
+class MetadataMirror:
+    """Opens (creating if needed) a mirror directory `data_dir`.
+
+    Parameters
+    ----------
+    cluster_id
+        The quorum's cluster id; refused if the directory belongs to another cluster. None adopts the
+        directory's.
+    observer_id
+        The replica id to fetch as; None keeps the directory's, or draws one for a new directory.
+    segment_bytes
+        Roll to a new segment past this size.
+    fsync
+        Fsync every append and file write before reporting it done.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, cluster_id: str | None = None,
+                 observer_id: int | None = None, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 fsync: bool = True) -> None:
+        self.data_dir = Path(data_dir)
+        self.partition_dir = self.data_dir / METADATA_PARTITION_DIR
+        self.fsync = fsync
+        try:
+            self.partition_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MirrorError(f"cannot create {self.partition_dir}: {exc}") from exc
+        meta_path = self.data_dir / "meta.properties"
+        if meta_path.exists():
+            meta = read_meta_properties(meta_path)
+            if cluster_id is not None and meta.cluster_id not in (None, cluster_id):
+                raise ClusterIdMismatchError(
+                    f"{meta_path} mirrors cluster {meta.cluster_id}, not {cluster_id}: use another --data-dir")
+            self.cluster_id = cluster_id or meta.cluster_id
+            self.observer_id = observer_id if observer_id is not None else (
+                meta.node_id if meta.node_id is not None else random.randint(*OBSERVER_ID_RANGE))
+            self.directory_id = meta.directory_id or new_directory_id()
+        else:
+            self.cluster_id = cluster_id
+            self.observer_id = observer_id if observer_id is not None else random.randint(*OBSERVER_ID_RANGE)
+            self.directory_id = new_directory_id()
+        self._meta_path = meta_path
+        self._write_meta()
+        partition_metadata = self.partition_dir / "partition.metadata"
+        if not partition_metadata.exists():
+            write_partition_metadata(partition_metadata, fsync=fsync)
+        snapshots = list_snapshots(self.partition_dir)
+        latest = snapshots[-1][0] if snapshots else None
+        initial = latest.end_offset if latest is not None else 0
+        try:
+            self.log = SegmentedLog(self.partition_dir, segment_bytes=segment_bytes, fsync=fsync,
+                                    initial_offset=initial)
+        except LogFormatError as exc:
+            raise MirrorError(f"cannot open the mirrored log in {self.partition_dir}: {exc}") from exc
+        self.recovered_bytes = self.log.recovery.truncated_bytes if self.log.recovery is not None else 0
+        self._epochs_path = self.partition_dir / LEADER_EPOCH_CHECKPOINT_FILE
+        self.epochs = self._load_epochs()
+        self._latest_snapshot = latest
+        if latest is not None and latest.end_offset > self.log.end_offset:
+            # a snapshot installed past the log: the next batch starts at its end
+            self.log.roll(latest.end_offset)
+
+    def _write_meta(self) -> None:
+        write_meta_properties(self._meta_path, MetaProperties(self.cluster_id, self.observer_id,
+                                                              directory_id=self.directory_id), fsync=self.fsync)
+
+    def _load_epochs(self) -> list[EpochEntry]:
+        # rebuilt from the batches: a crash may have left the file behind the segments
+        entries: list[EpochEntry] = []
+        if self._epochs_path.exists():
+            try:
+                entries = [e for e in read_leader_epoch_checkpoint(self._epochs_path)]
+            except LogFormatError:
+                entries = []
+        entries = [e for e in entries if e.start_offset < self.log.end_offset]
+        last = entries[-1].epoch if entries else -1
+        for seg in self.log.segments:
+            for b in seg.batches:
+                if b.epoch > last:
+                    entries.append(EpochEntry(b.epoch, b.base_offset))
+                    last = b.epoch
+        return entries
+
+    @property
+    def position(self) -> MirrorPosition:
+        """The committed end of the mirror."""
+        last = self.log.last_batch()
+        snapshot = self._latest_snapshot
+        if last is not None and (snapshot is None or last.last_offset + 1 >= snapshot.end_offset):
+            return MirrorPosition(last.last_offset + 1, last.epoch)
+        if snapshot is not None:
+            return MirrorPosition(snapshot.end_offset, snapshot.epoch)
+        return MirrorPosition(self.log.end_offset, 0)
+
+    def set_cluster_id(self, cluster_id: str) -> None:
+        """Record the cluster id learned from the quorum (a directory started without one)."""
+        if self.cluster_id is None:
+            self.cluster_id = cluster_id
+            self._write_meta()
+
+    def append(self, batches: Sequence[FetchedBatch]) -> None:
+        """Append committed batches (each starting at the mirror's end) and make them durable."""
+        changed = False
+        for batch in batches:
+            try:
+                self.log.append(batch.data)
+            except LogFormatError as exc:
+                raise MirrorError(f"cannot append the batch at offset {batch.base_offset} to "
+                                  f"{self.partition_dir}: {exc}") from exc
+            if not self.epochs or batch.epoch > self.epochs[-1].epoch:
+                self.epochs.append(EpochEntry(batch.epoch, batch.base_offset))
+                changed = True
+        self.log.flush()
+        if changed:
+            write_leader_epoch_checkpoint(self._epochs_path, self.epochs, fsync=self.fsync)
+
+    def install_snapshot(self, end_offset: int, epoch: int, data: bytes) -> Path:
+        """Write a downloaded snapshot as ``<end>-<epoch>.checkpoint``; the log goes on from `end_offset`.
+
+        Raises
+        ------
+        MirrorError
+            If the bytes are not whole record batches beginning with a SnapshotHeader (nothing is written).
+        """
+        sid = SnapshotId(end_offset, epoch)
+        try:
+            batches = read_batches(data, source=f"snapshot {sid.filename}")
+        except LogFormatError as exc:
+            raise MirrorError(f"downloaded snapshot {sid.filename} is not a snapshot: {exc}") from exc
+        if not batches or not batches[0].is_control:
+            raise MirrorError(f"downloaded snapshot {sid.filename} does not start with a SnapshotHeader")
+        path = write_snapshot_file(self.partition_dir / sid.filename, [data], fsync=self.fsync)
+        self._latest_snapshot = sid
+        if end_offset > self.log.end_offset:
+            if self.log.last_batch() is None:
+                self.log.reset(end_offset)  # an empty log starts at the snapshot, as Kafka's would
+            else:
+                self.log.flush()
+                self.log.roll(end_offset)
+            if not self.epochs or epoch > self.epochs[-1].epoch:
+                self.epochs.append(EpochEntry(epoch, end_offset))
+            write_leader_epoch_checkpoint(self._epochs_path, self.epochs, fsync=self.fsync)
+        return path
+
+    def snapshots(self) -> list[SnapshotId]:
+        """The snapshots held, oldest first."""
+        return [sid for sid, _ in list_snapshots(self.partition_dir)]
+
+    def close(self) -> None:
+        """Flush and close the active segment."""
+        self.log.close()
+
+    def __enter__(self) -> MetadataMirror:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

@@ -1,0 +1,195 @@
+"""Kafka's JSON message specs converted into kraftlake's annotated Avro schemas (``schemas/rpc/*.avsc``).
+
+Kafka ships its message specs (``common/message/*.json``, JSON with ``//`` comments) inside the
+``kafka-clients`` jar. ``python -m kraftlake.protocol.kafka_specs`` (``make schemas``) reads them from the jar
+cache and writes one ``.avsc`` per RPC kraftlake speaks, in the same annotated form as the metadata record
+schemas, so the codec generator builds the RPC codecs exactly as it builds the record codecs. A test
+regenerates them and fails when the files are stale.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from kraftlake.protocol.errors import SchemaError
+from kraftlake.protocol.spec import PRIMITIVES, snake_case
+
+NAMESPACE = "kraftlake.kafka.rpc"
+
+RPC_SPEC_NAMES: tuple[str, ...] = (
+    "RequestHeader", "ResponseHeader",
+    "ApiVersionsRequest", "ApiVersionsResponse",
+    "SaslHandshakeRequest", "SaslHandshakeResponse",
+    "SaslAuthenticateRequest", "SaslAuthenticateResponse",
+    "FetchRequest", "FetchResponse",
+    "FetchSnapshotRequest", "FetchSnapshotResponse",
+    "VoteRequest", "VoteResponse",
+    "BeginQuorumEpochRequest", "BeginQuorumEpochResponse",
+    "EndQuorumEpochRequest", "EndQuorumEpochResponse",
+    "DescribeQuorumRequest", "DescribeQuorumResponse",
+    "DescribeClusterRequest", "DescribeClusterResponse",
+)
+"""The Kafka messages kraftlake encodes and decodes: the headers, the KRaft RPCs, what an observer and
+``kafka-metadata-quorum`` need, and SASL."""
+
+_KEYS = ("name", "type", "versions", "nullableVersions", "taggedVersions", "tag", "default", "mapKey",
+         "flexibleVersions", "entityType", "ignorable", "about")
+
+
+def strip_comments(text: str) -> str:
+    """The JSON of a Kafka spec file without its ``//`` comment lines."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+
+
+def _avro_primitive(ktype: str) -> str:
+    return "bytes" if ktype == "records" else PRIMITIVES[ktype]
+
+
+def _avro_default(kfield: dict[str, Any], base: str, is_array: bool) -> Any:
+    text = kfield.get("default")
+    if text == "null":
+        return None
+    if is_array:
+        return []
+    if base in ("int8", "int16", "uint16", "int32", "int64"):
+        return int(text, 0) if text else 0
+    if base == "bool":
+        return text == "true"
+    if base == "float64":
+        return float(text) if text else 0.0
+    if base == "uuid":
+        return text or "AAAAAAAAAAAAAAAAAAAAAA"
+    if base in ("bytes", "records"):
+        return ""
+    if base == "string":
+        return text or ""
+    return None
+
+
+class _Converter:
+    def __init__(self, common: dict[str, dict[str, Any]]) -> None:
+        self.common = common
+        self.emitted: set[str] = set()
+
+    def struct(self, name: str, fields: list[dict[str, Any]], namespace: str, versions: str) -> dict[str, Any]:
+        # Kafka flattens nested structs into classes of the message: one namespace per message.
+        return {
+            "type": "record",
+            "name": name,
+            "namespace": namespace,
+            "kafka": {"name": name, "versions": versions},
+            "fields": [self.field(f, namespace) for f in fields],
+        }
+
+    def field(self, kf: dict[str, Any], namespace: str) -> dict[str, Any]:
+        default = kf.get("default")
+        if default is not None and not isinstance(default, str):
+            # a few specs write numeric defaults unquoted; Kafka's generator reads them as text
+            kf = {**kf, "default": str(default).lower() if isinstance(default, bool) else str(default)}
+        ktype: str = kf["type"]
+        is_array = ktype.startswith("[]")
+        base = ktype[2:] if is_array else ktype
+        item: Any
+        if base in PRIMITIVES or base == "records":
+            item = _avro_primitive(base)
+        else:
+            sub_fields = kf.get("fields")
+            if sub_fields is None:
+                common = self.common.get(base)
+                if common is None:
+                    raise SchemaError(f"field {kf['name']}: unknown struct type {base}")
+                if base in self.emitted:
+                    item = f"{namespace}.{base}"
+                else:
+                    self.emitted.add(base)
+                    item = self.struct(base, common["fields"], namespace, common["versions"])
+            else:
+                item = self.struct(base, sub_fields, namespace, kf["versions"])
+        avro_type: Any = {"type": "array", "items": item} if is_array else item
+        if "nullableVersions" in kf:
+            avro_type = ["null", avro_type] if kf.get("default") == "null" else [avro_type, "null"]
+        out: dict[str, Any] = {"name": snake_case(kf["name"]), "type": avro_type}
+        if kf.get("about"):
+            out["doc"] = kf["about"]
+        out["default"] = _avro_default(kf, base, is_array)
+        out["kafka"] = {k: kf[k] for k in _KEYS if k in kf}
+        return out
+
+
+def convert(text: str, spec_file: str) -> dict[str, Any]:
+    """One Kafka JSON spec as kraftlake's annotated Avro schema (kind request, response or header)."""
+    try:
+        spec = json.loads(strip_comments(text))
+    except ValueError as exc:
+        raise SchemaError(f"{spec_file}: {exc}") from exc
+    kind = spec["type"]
+    if kind not in ("request", "response", "header"):
+        raise SchemaError(f"{spec_file}: not an RPC or header spec (type {kind!r})")
+    common = {c["name"]: c for c in spec.get("commonStructs", [])}
+    conv = _Converter(common)
+    name = spec["name"]
+    ann: dict[str, Any] = {"name": name, "kind": kind, "specFile": spec_file}
+    if "apiKey" in spec:
+        ann["apiKey"] = spec["apiKey"]
+    ann["validVersions"] = spec["validVersions"]
+    ann["flexibleVersions"] = spec["flexibleVersions"]
+    what = f"API key {spec['apiKey']}, " if "apiKey" in spec else ""
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": NAMESPACE,
+        "doc": f"Kafka {kind} {name} ({what}versions {spec['validVersions']}).",
+        "kafka": ann,
+        "fields": [conv.field(f, f"{NAMESPACE}.{name}") for f in spec["fields"]],
+    }
+
+
+def render(schema: dict[str, Any]) -> str:
+    """The file text of a schema (stable formatting, so a regeneration diff is empty)."""
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def read_specs_from_jar(jar: Path, names: tuple[str, ...] = RPC_SPEC_NAMES) -> dict[str, str]:
+    """The spec texts of ``names`` from a ``kafka-clients`` jar."""
+    out: dict[str, str] = {}
+    with zipfile.ZipFile(jar) as zf:
+        for name in names:
+            out[name] = zf.read(f"common/message/{name}.json").decode("utf-8")
+    return out
+
+
+def clients_jar(jars_dir: Path) -> Path:
+    """The ``kafka-clients-*.jar`` of a jar cache directory."""
+    found = sorted(p for p in jars_dir.glob("kafka-clients-*.jar") if re.fullmatch(r"kafka-clients-[\d.]+\.jar",
+                                                                                   p.name))
+    if not found:
+        raise SchemaError(f"no kafka-clients jar in {jars_dir} (run make setup)")
+    return found[-1]
+
+
+def generate(jars_dir: Path) -> dict[str, str]:
+    """File name -> text of every ``schemas/rpc`` schema, converted from the jar cache's specs."""
+    texts = read_specs_from_jar(clients_jar(jars_dir))
+    return {f"{name}.avsc": render(convert(texts[name], f"{name}.json")) for name in RPC_SPEC_NAMES}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m kraftlake.protocol.kafka_specs JARS_DIR OUT_DIR", file=sys.stderr)
+        return 2
+    out_dir = Path(args[1])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in generate(Path(args[0])).items():
+        (out_dir / name).write_text(text)
+    print(f"wrote {len(RPC_SPEC_NAMES)} schemas to {out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
