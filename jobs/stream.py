@@ -1,4 +1,4 @@
-"""``stream --source service|log-dir ... --warehouse W``: the streaming pipeline with progress reporting.
+"""``stream --source service|log-dir|kafka ... --warehouse W``: the streaming pipeline with progress reporting.
 
 Progress goes to stderr as one JSON line per committed micro-batch (records, offsets, records/s, lag,
 commit latency); the total to stdout at the end.
@@ -17,10 +17,18 @@ from kraftlake.errors import KraftlakeError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", choices=("log-dir", "service"), default="log-dir")
+    parser.add_argument("--source", choices=("log-dir", "service", "kafka"), default="log-dir")
     parser.add_argument("--log-dir", help="the metadata log directory to tail (--source log-dir)")
     parser.add_argument("--bootstrap", help="voters' host:port, comma-separated (--source service)")
-    parser.add_argument("--cluster-id", help="the service's cluster id (--source service)")
+    parser.add_argument("--cluster-id", help="the service's cluster id (--source service); with --source kafka, "
+                                             "refuse a quorum of another cluster")
+    parser.add_argument("--bootstrap-controller",
+                        help="a Kafka cluster's controller listener(s) HOST:PORT,... (--source kafka)")
+    parser.add_argument("--command-config", help="Kafka client properties: security.protocol, ssl.*, sasl.* "
+                                                 "(--source kafka)")
+    parser.add_argument("--data-dir", help="where --source kafka mirrors the metadata log (default "
+                                           "<warehouse>/_kafka_mirror)")
+    parser.add_argument("--observer-id", type=int, help="the replica id --source kafka fetches as")
     add_warehouse(parser)
     parser.add_argument("--trigger-interval", type=float, default=1.0, help="seconds between micro-batches")
     parser.add_argument("--available-now", action="store_true",
@@ -39,7 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = {"recordsPerPartition": str(args.records_per_partition)}
-    if args.source == "service":
+    if args.source == "kafka":
+        if not args.bootstrap_controller:
+            raise KraftlakeError("stream --source kafka needs --bootstrap-controller")
+        options.update(bootstrapController=args.bootstrap_controller, commandConfig=args.command_config or "",
+                       dataDir=args.data_dir or "", clusterId=args.cluster_id or "",
+                       observerId="" if args.observer_id is None else str(args.observer_id))
+    elif args.source == "service":
         if not args.bootstrap or not args.cluster_id:
             raise KraftlakeError("stream --source service needs --bootstrap and --cluster-id")
         options.update(bootstrap=args.bootstrap, clusterId=args.cluster_id)

@@ -1,4 +1,8 @@
-"""``stream --source service|log-dir``: Structured Streaming of the metadata log into the warehouse.
+"""``stream --source service|log-dir|kafka``: Structured Streaming of the metadata log into the warehouse.
+
+``kafka`` follows a live Kafka controller quorum: a `kraftlake.follow.BackgroundFollower` in the driver
+mirrors its committed batches into a directory (default ``<warehouse>/_kafka_mirror``) and the stream tails
+that directory exactly as ``log-dir`` does, so everything below holds for it too.
 
 ``readStream.format("kraftlake-service" | "kraftlake-logdir")`` -> ``foreachBatch``: each micro-batch is
 committed exactly as :func:`pipelines.ingest.ingest` commits a slice (``metadata_log`` append, history versions and
@@ -60,6 +64,9 @@ from pipelines.ingest import commit_slice, log_max, starting_point
 from pipelines.reconstruct import image_at_offset
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
+SOURCES = (*FORMATS, "kafka")
+#: How long a ``kafka`` stream waits for its mirror to first catch up with the quorum before reading it.
+CATCH_UP_TIMEOUT_S = 600.0
 #: Pending closes past which the stream folds them into the history tables after a commit (see
 #: :func:`kraftlake.spark.tables.write_history`): a fold is one MERGE per table, as costly for one close as for
 #: a million, and queries pay a join with the pending ones until then.
@@ -301,7 +308,8 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
            idle_stop_s: float | None = None, until_offset: int | None = None, timeout_s: float | None = None,
            progress: Callable[[StreamProgress], None] | None = None, fold_at: int | None = FOLD_AT,
            fold_at_end: bool = True) -> StreamResult:
-    """Stream ``source`` (``service``: options ``bootstrap``, ``clusterId``; ``log-dir``: option ``path``).
+    """Stream ``source`` (``service``: options ``bootstrap``, ``clusterId``; ``log-dir``: option ``path``;
+    ``kafka``: options of :func:`follow_kafka`).
 
     Runs until the AvailableNow target is committed, ``max_batches`` batches committed, the commit point
     reached ``until_offset``, nothing arrived for ``idle_stop_s``, or ``timeout_s`` passed (whichever is set
@@ -310,15 +318,61 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
     ``fold_at``: fold the pending closes once this many wait (None: never during the run); ``fold_at_end``:
     fold them when the run ends cleanly, so the history tables read directly hold every ``to_offset``.
     """
-    if source not in FORMATS:
-        raise StreamSourceError(f"unknown source {source!r}: one of {', '.join(FORMATS)}")
+    if source not in SOURCES:
+        raise StreamSourceError(f"unknown source {source!r}: one of {', '.join(SOURCES)}")
     t0 = time.monotonic()
+    follower = None
+    read_source = source
+    if source == "kafka":
+        follower = follow_kafka(options, warehouse)
+        options = {**{k: v for k, v in options.items() if k == "recordsPerPartition"}, "path": str(follower.path)}
+        read_source = "log-dir"
+    try:
+        return _stream(spark, source, read_source, options, warehouse, follower, t0,
+                       trigger_interval_s=trigger_interval_s, available_now=available_now,
+                       max_records_per_batch=max_records_per_batch, max_batches=max_batches,
+                       idle_stop_s=idle_stop_s, until_offset=until_offset, timeout_s=timeout_s,
+                       progress=progress, fold_at=fold_at, fold_at_end=fold_at_end)
+    finally:
+        if follower is not None:
+            follower.stop()
+
+
+def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
+    """Start following the Kafka quorum of ``options`` (``bootstrapController``; optional ``commandConfig``,
+    ``dataDir``, ``clusterId``, ``observerId``) and wait until the mirror first caught up."""
+    from kraftlake.follow.background import BackgroundFollower
+    from kraftlake.follow.observer import parse_endpoints
+    from kraftlake.wire.client_config import load_client_properties
+
+    security = load_client_properties(options["commandConfig"]) if options.get("commandConfig") else None
+    data_dir = options.get("dataDir") or str(Path(warehouse).resolve() / "_kafka_mirror")
+    observer_id = int(options["observerId"]) if options.get("observerId") else None
+    follower = BackgroundFollower(parse_endpoints(options["bootstrapController"]), data_dir, security=security,
+                                  cluster_id=options.get("clusterId") or None, observer_id=observer_id)
+    try:
+        follower.wait_caught_up(float(options.get("catchUpTimeout", CATCH_UP_TIMEOUT_S)))
+    except BaseException:
+        follower.stop()
+        raise
+    return follower
+
+
+def _stream(spark: SparkSession, source: str, read_source: str, options: dict[str, str], warehouse: str | Path,
+            follower: Any, t0: float, *, trigger_interval_s: float, available_now: bool,
+            max_records_per_batch: int | None, max_batches: int | None, idle_stop_s: float | None,
+            until_offset: int | None, timeout_s: float | None,
+            progress: Callable[[StreamProgress], None] | None, fold_at: int | None,
+            fold_at_end: bool) -> StreamResult:
     service_source.register(spark)
     logtail_source.register(spark)
     ensure_tables(spark, warehouse)
-    builder, done, start = _builder_at_commit_point(spark, warehouse, source, options)
-    committer = BatchCommitter(spark, warehouse, builder, done, _lag_probe(source, options), progress, fold_at)
-    reader = spark.readStream.format(FORMATS[source]).options(**options).option("startingOffset", str(start))
+    builder, done, start = _builder_at_commit_point(spark, warehouse, read_source, options)
+    lag = (_lag_probe(read_source, options) if follower is None
+           else (lambda nxt: max(0, follower.follower.observer.high_watermark - nxt)))
+    committer = BatchCommitter(spark, warehouse, builder, done, lag, progress, fold_at)
+    reader = (spark.readStream.format(FORMATS[read_source]).options(**options)
+              .option("startingOffset", str(start)))
     if max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
     writer = (reader.load().writeStream.foreachBatch(committer)
@@ -334,6 +388,8 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
             last_change, seen = time.monotonic(), -1
             while query.isActive:
                 query.awaitTermination(0.2)  # type: ignore[arg-type]
+                if follower is not None:
+                    follower.check()
                 now = time.monotonic()
                 # idle means the source had nothing new: a batch being read or committed is activity, however
                 # long it takes (a first batch on a loaded machine takes tens of seconds)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from kraftlake.follow.errors import FollowError
+from kraftlake.follow.errors import FollowError, NotAControllerError
 from kraftlake.follow.mirror import MetadataMirror
 from kraftlake.follow.observer import (
     AppendBatches,
@@ -110,6 +110,11 @@ class Follower:
             conn = KafkaConnection(endpoint.host, endpoint.port, self.security, client_id="kraftlake-follow",
                                    timeout_s=self.timeout_s)
             conn.open()
+            if ApiKey.FETCH_SNAPSHOT not in conn.versions and ApiKey.VOTE not in conn.versions:
+                conn.close()
+                raise NotAControllerError(
+                    f"{endpoint} is not a controller listener: it offers none of KRaft's RPCs (Vote, "
+                    f"FetchSnapshot), as a broker listener does (use a controller.quorum.bootstrap.servers address)")
             conn.require(ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
             self._connections[endpoint] = conn
         return conn

@@ -296,8 +296,10 @@ class MetadataObserver:
 
     def _fetch_request(self, wait_ms: int) -> Any:
         f = rpc.message_class("FetchRequest")
+        # Kafka refuses (INVALID_REQUEST) a LastFetchedEpoch above CurrentLeaderEpoch: before the leader's epoch
+        # is known (a resumed mirror asks at epoch 0 to be told the leader) the fetch is only a question
         partition = f.FetchPartition(partition=0, current_leader_epoch=self.epoch, fetch_offset=self.fetch_offset,
-                                     last_fetched_epoch=self.fetch_epoch, log_start_offset=-1,
+                                     last_fetched_epoch=min(self.fetch_epoch, self.epoch), log_start_offset=-1,
                                      partition_max_bytes=self.max_bytes, replica_directory_id=self.directory_id)
         return f(cluster_id=self.cluster_id,
                  replica_state=f.ReplicaState(replica_id=self.observer_id, replica_epoch=-1),
