@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from peers.kafka import WORKLOAD, KafkaPeer
 
 from kraftlake import kafka_tools
 from kraftlake.cli import main
@@ -25,7 +26,6 @@ from kraftlake.follow.observer import Endpoint
 from kraftlake.image import image_at
 from kraftlake.wire.client_config import parse_client_properties
 from kraftlake.wire.errors import ConnectError, TlsError, WireError
-from peers.kafka import WORKLOAD, KafkaPeer
 
 pytestmark = pytest.mark.kafka
 
