@@ -166,7 +166,13 @@ class SegmentedLog:
 
     @property
     def end_offset(self) -> int:
-        """The log end offset: the offset the next appended batch must start at."""
+        """The log end offset: the offset the next appended batch must start at.
+
+        An empty active segment says it (its base offset): a log rolled past its end, to go on after a snapshot
+        beyond it, has a gap there.
+        """
+        if not self.active.batches:
+            return self.active.base_offset
         for seg in reversed(self.segments):
             if seg.batches:
                 return seg.next_offset

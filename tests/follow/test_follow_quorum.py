@@ -1,0 +1,198 @@
+"""Following a 3-controller Kafka 4.3.1 quorum with a broker, all separate processes on 127.0.0.1.
+
+The module's cluster snapshots every few KiB and keeps almost no log behind its snapshots, so by the last test
+(Kafka's log cleaner first runs 60 s after a controller starts) a mirror stopped early has fallen behind the
+leader's log start and must install a snapshot to go on.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraftlake import kafka_tools
+from kraftlake.follow.errors import AuthorizationError
+from kraftlake.follow.follower import Follower, FollowProgress
+from kraftlake.follow.mirror import MetadataMirror
+from kraftlake.follow.observer import parse_endpoints
+from kraftlake.image import image_at
+from kraftlake.wire.client_config import load_client_properties
+from kraftlake.wire.errors import AuthenticationError
+from peers.kafka_cluster import CONFIG_COMMAND, FIRST_BROKER_ID, KafkaCluster
+
+pytestmark = pytest.mark.kafka
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    with KafkaCluster(tmp_path_factory.mktemp("follow-quorum"), snapshot_bytes=4096, snapshot_interval_ms=2000,
+                      segment_bytes=16 * 1024, retention_bytes=1, retention_ms=1) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def early_mirror(cluster: KafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A mirror followed only up to the cluster's start; the last test resumes it after retention ran."""
+    path = tmp_path_factory.mktemp("early-mirror")
+    follow(cluster, path, idle_stop_s=0.2)
+    return path
+
+
+def follow(cluster: KafkaCluster, path: Path, stop: threading.Event | None = None, **run: Any) -> FollowProgress:
+    with MetadataMirror(path, cluster_id=cluster.cluster_id, fsync=False) as mirror:
+        follower = Follower(parse_endpoints(cluster.bootstrap_controllers), mirror, give_up_s=60)
+        return follower.run(stop, **run)
+
+
+class Background:
+    """A follower on a thread, for tests that change the cluster meanwhile."""
+
+    def __init__(self, cluster: KafkaCluster, path: Path) -> None:
+        self.stop = threading.Event()
+        self.result: list[Any] = []
+        self.thread = threading.Thread(target=lambda: self.result.append(self._run(cluster, path)), daemon=True)
+        self.thread.start()
+
+    def _run(self, cluster: KafkaCluster, path: Path) -> Any:
+        try:
+            return follow(cluster, path, self.stop)
+        except BaseException as exc:
+            return exc
+
+    def finish(self) -> FollowProgress:
+        self.stop.set()
+        self.thread.join(60)
+        (result,) = self.result
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
+def records(files: list[str]) -> dict[int, dict[str, Any]]:
+    """Offset -> record as ``kafka-dump-log --cluster-metadata-decoder`` prints it."""
+    return {r.offset: r.as_dict() for f in kafka_tools.dump_log_parsed(sorted(files)) for r in f.records}
+
+
+def log_files(metadata_dir: Path) -> list[str]:
+    return glob.glob(str(metadata_dir / "*.log"))
+
+
+def assert_mirror_is_the_log(cluster: KafkaCluster, mirror: Path, node: int) -> list[int]:
+    """The mirror is contiguous from its first snapshot and equals node's own records where both have them."""
+    ours = records(log_files(mirror / "__cluster_metadata-0"))
+    theirs = records(log_files(cluster.metadata_dir(node)))
+    offsets = sorted(ours)
+    assert offsets == list(range(offsets[0], offsets[-1] + 1))
+    shared = [o for o in offsets if o in theirs]
+    assert len(shared) > 10
+    assert all(ours[o] == theirs[o] for o in shared)
+    return offsets
+
+
+def test_follow_while_kafka_tools_change_the_cluster(cluster: KafkaCluster, early_mirror: Path,
+                                                      tmp_path: Path) -> None:
+    bg = Background(cluster, tmp_path)
+    cluster.topics_create("orders", partitions=3)
+    cluster.topics_create("scratch", partitions=2)
+    cluster.admin("org.apache.kafka.tools.TopicCommand",
+                  ["--bootstrap-server", "{bootstrap}", "--alter", "--topic", "orders", "--partitions", "5"])
+    cluster.admin(CONFIG_COMMAND, ["--bootstrap-server", "{bootstrap}", "--alter", "--entity-type", "topics",
+                                   "--entity-name", "orders", "--add-config", "retention.ms=3600000"])
+    cluster.admin("org.apache.kafka.tools.TopicCommand",
+                  ["--bootstrap-server", "{bootstrap}", "--delete", "--topic", "scratch"])
+    cluster.stop_node(FIRST_BROKER_ID)  # a controlled shutdown: fencing and leader changes
+    cluster.start_node(FIRST_BROKER_ID)
+    time.sleep(2)
+    progress = bg.finish()
+    assert progress.lag == 0 or progress.high_watermark - progress.log_end < 10
+    leader = cluster.leader_id()
+    offsets = assert_mirror_is_the_log(cluster, tmp_path, leader)
+    # the oracle over the mirror agrees with the cluster
+    image = image_at(tmp_path, offsets[-1])
+    assert "orders" in image.topics_by_name and "scratch" not in image.topics_by_name
+    assert len(image.topics_by_name["orders"].partitions) == 5
+
+
+def test_kill_the_leader_while_following(cluster: KafkaCluster, tmp_path: Path) -> None:
+    bg = Background(cluster, tmp_path)
+    time.sleep(2)
+    leader = cluster.leader_id()
+    cluster.kill(leader)
+    new_leader = cluster.wait_for_leader(not_in=[leader], timeout=60)
+    cluster.topics_create("after-failover", partitions=1)
+    time.sleep(2)
+    progress = bg.finish()
+    cluster.start_node(leader)
+    assert progress.leader_id == new_leader and progress.epoch > 1
+    offsets = assert_mirror_is_the_log(cluster, tmp_path, new_leader)
+    assert "after-failover" in image_at(tmp_path, offsets[-1]).topics_by_name
+
+
+def test_kill_9_the_follower_and_restart(cluster: KafkaCluster, tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controller", cluster.bootstrap_controllers,
+            "--data-dir", str(tmp_path), "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(2):
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(6)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    follow(cluster, tmp_path, idle_stop_s=0.5)
+    assert_mirror_is_the_log(cluster, tmp_path, cluster.leader_id())
+
+
+@pytest.fixture(scope="module")
+def sasl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    with KafkaCluster(tmp_path_factory.mktemp("follow-sasl"), security="SASL_SSL", brokers=1) as c:
+        yield c
+
+
+def test_sasl_ssl_needs_cluster_action(sasl_cluster: KafkaCluster, tmp_path: Path) -> None:
+    cluster = sasl_cluster
+    cluster.add_user("mirror", "mirror-secret", mechanisms=("SCRAM-SHA-512",))
+    props = cluster.client_properties("mirror", "mirror-secret", mechanism="SCRAM-SHA-512")
+    security = load_client_properties(props)
+    bootstrap = parse_endpoints(cluster.bootstrap_controllers)
+    with MetadataMirror(tmp_path / "refused", fsync=False) as mirror, \
+            pytest.raises(AuthorizationError, match="CLUSTER_ACTION"):
+        Follower(bootstrap, mirror, security=security, give_up_s=30).run()
+    wrong = load_client_properties(cluster.client_properties("mirror", "wrong", mechanism="SCRAM-SHA-512"))
+    with MetadataMirror(tmp_path / "wrong", fsync=False) as mirror, pytest.raises(AuthenticationError):
+        Follower(bootstrap, mirror, security=wrong, give_up_s=30).run()
+    cluster.grant_cluster_action("mirror")
+    with MetadataMirror(tmp_path / "granted", cluster_id=cluster.cluster_id, fsync=False) as mirror:
+        progress = Follower(bootstrap, mirror, security=security, give_up_s=30).run(idle_stop_s=0.5)
+    assert progress.log_end > 0
+    assert_mirror_is_the_log(cluster, tmp_path / "granted", cluster.leader_id())
+
+
+def test_fall_behind_the_log_start(cluster: KafkaCluster, early_mirror: Path) -> None:
+    """Retention removed what the early mirror needs next: it installs the newer snapshot and goes on."""
+    before = MetadataMirror(early_mirror, fsync=False)
+    end = before.position.log_end
+    before.close()
+    leader = cluster.leader_id()
+    cluster.wait_for_log_start(leader, above=end, timeout=150)
+    progress = follow(cluster, early_mirror, idle_stop_s=0.5)
+    assert progress.snapshots == 1
+    snapshots = sorted((early_mirror / "__cluster_metadata-0").glob("*.checkpoint"))
+    assert int(snapshots[-1].name.split("-")[0]) > end
+    # the history before the gap stays: the mirror still starts where it started
+    assert min(int(Path(f).name[:20]) for f in log_files(early_mirror / "__cluster_metadata-0")) == 0
+    # the image at the end: newest snapshot + tail, equal to the leader's own
+    last = progress.log_end - 1
+    ours = image_at(early_mirror, last)
+    theirs = image_at(cluster.metadata_dir(leader), last)
+    assert ours.state_equals(theirs)
