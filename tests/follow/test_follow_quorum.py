@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from peers.kafka_cluster import CONFIG_COMMAND, FIRST_BROKER_ID, KafkaCluster
 
 from kraftlake import kafka_tools
 from kraftlake.follow.errors import AuthorizationError
@@ -28,7 +29,6 @@ from kraftlake.follow.observer import parse_endpoints
 from kraftlake.image import image_at
 from kraftlake.wire.client_config import load_client_properties
 from kraftlake.wire.errors import AuthenticationError
-from peers.kafka_cluster import CONFIG_COMMAND, FIRST_BROKER_ID, KafkaCluster
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
