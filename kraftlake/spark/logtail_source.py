@@ -65,6 +65,9 @@ class SegmentIndex:
         self.scanned: dict[str, int] = {}
         self.ends: list[int] = []  # the next offset after each whole batch, ascending
         self.first = -1
+        #: (first missing offset, next offset present) of each hole between batches: a follower that fell
+        #: behind the quorum's log start installs a snapshot and goes on past it (kraftlake.follow.mirror)
+        self.gaps: list[tuple[int, int]] = []
 
     def refresh(self) -> int:
         """Scan what was appended; returns the offset after the last whole batch (``first`` if none)."""
@@ -75,7 +78,9 @@ class SegmentIndex:
             if self.first < 0:
                 self.first = base
             pos = self.scanned.get(name, 0)
-            for end, _first, last in scan_from(name, pos):
+            for end, first, last in scan_from(name, pos):
+                if self.ends and first > self.ends[-1]:
+                    self.gaps.append((self.ends[-1], first))
                 if not self.ends or last + 1 > self.ends[-1]:
                     self.ends.append(last + 1)
                 pos = end
@@ -140,6 +145,13 @@ class LogTailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.index.first > first:
             raise StreamSourceError(f"{self.path}: offsets from {first} are gone (the log now starts at "
                                     f"{self.index.first})")
+        for missing, present in self.index.gaps:
+            if first <= missing < stop:
+                raise StreamSourceError(
+                    f"{self.path}: offsets {missing}..{present - 1} are missing (a snapshot at {present} was "
+                    f"installed past the log's end, as a follower behind the quorum's log start does): the "
+                    f"warehouse cannot go on across the gap; ingest the directory into a new warehouse, which "
+                    f"starts from that snapshot")
         groups = plan_ranges(self.path, self.per_partition, first, stop - 1)
         parts = [LogPartition(g, first, stop - 1) for g in groups]
         for i, p in enumerate(parts):

@@ -109,3 +109,32 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
     assert any(p.folded for p in result.progress) and pending_closes(spark, warehouse) == 0
     register(spark, warehouse)
     assert_state_matches(spark, src, [0, last // 3, (2 * last) // 3, last])
+
+
+def test_segment_index_reports_a_gap(tmp_path: Path) -> None:
+    """A mirror that installed a snapshot past its end has a hole: the index names it, reads refuse to cross it."""
+    import pytest
+
+    from kraftlake.spark.logtail_source import LogTailStreamReader
+    from kraftlake.spark.service_source import StreamSourceError
+
+    src = write_synthetic_log(tmp_path / "src", seed=5, steps=30)
+    batches = _batches(src)
+    live = tmp_path / "live" / "__cluster_metadata-0"
+    live.mkdir(parents=True)
+    for name, data in batches[:3]:
+        with open(live / name, "ab") as f:
+            f.write(data)
+    index = SegmentIndex(str(live))
+    end = index.refresh()
+    later = [(n, d) for n, d in batches if int.from_bytes(d[:8], "big") >= end + 5]
+    base = int.from_bytes(later[0][1][:8], "big")
+    with open(live / f"{base:020d}.log", "wb") as f:
+        f.write(later[0][1])
+    index.refresh()
+    assert index.gaps == [(end, base)]
+    reader = LogTailStreamReader({"path": str(live)})
+    reader.index.refresh()
+    with pytest.raises(StreamSourceError, match=f"offsets {end}..{base - 1} are missing"):
+        reader.partitions({"offset": 0}, {"offset": base + 1})
+    assert reader.partitions({"offset": base}, {"offset": base + 1})
