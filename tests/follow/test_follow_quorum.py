@@ -22,13 +22,13 @@ import pytest
 from peers.kafka_cluster import CONFIG_COMMAND, FIRST_BROKER_ID, KafkaCluster
 
 from kraftlake import kafka_tools
-from kraftlake.follow.errors import AuthorizationError
+from kraftlake.follow.errors import AuthorizationError, ClusterIdMismatchError
 from kraftlake.follow.follower import Follower, FollowProgress
 from kraftlake.follow.mirror import MetadataMirror
 from kraftlake.follow.observer import parse_endpoints
 from kraftlake.image import image_at
 from kraftlake.wire.client_config import load_client_properties
-from kraftlake.wire.errors import AuthenticationError
+from kraftlake.wire.errors import AuthenticationError, TlsError
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,7 +171,14 @@ def test_sasl_ssl_needs_cluster_action(sasl_cluster: KafkaCluster, tmp_path: Pat
     wrong = load_client_properties(cluster.client_properties("mirror", "wrong", mechanism="SCRAM-SHA-512"))
     with MetadataMirror(tmp_path / "wrong", fsync=False) as mirror, pytest.raises(AuthenticationError):
         Follower(bootstrap, mirror, security=wrong, give_up_s=30).run()
+    # a plaintext client on the TLS listener is told so, at once
+    with MetadataMirror(tmp_path / "plain", fsync=False) as mirror, pytest.raises(TlsError, match="TLS"):
+        Follower(bootstrap, mirror, give_up_s=30).run()
     cluster.grant_cluster_action("mirror")
+    # another cluster's id is refused by the quorum (INCONSISTENT_CLUSTER_ID)
+    with MetadataMirror(tmp_path / "other", cluster_id="AAAAAAAAAAAAAAAAAAAAAA", fsync=False) as mirror, \
+            pytest.raises(ClusterIdMismatchError, match="104"):
+        Follower(bootstrap, mirror, security=security, give_up_s=30).run()
     with MetadataMirror(tmp_path / "granted", cluster_id=cluster.cluster_id, fsync=False) as mirror:
         progress = Follower(bootstrap, mirror, security=security, give_up_s=30).run(idle_stop_s=0.5)
     assert progress.log_end > 0
