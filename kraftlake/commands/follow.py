@@ -5,7 +5,8 @@
                      [--until-offset N | --idle-stop S]
 
 Only committed records are written, in Kafka's layout, so ``kraftlake decode/image/ingest`` and
-``kafka-dump-log`` read ``D``. A restart resumes from ``D``. Nothing is ever deleted from ``D``.
+``kafka-dump-log`` read ``D``. A restart resumes from ``D``. Nothing is deleted from ``D`` unless a retention
+is given.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 from kraftlake.follow.follower import Follower, FollowProgress
-from kraftlake.follow.mirror import MetadataMirror
+from kraftlake.follow.mirror import MetadataMirror, MirrorRetention
 from kraftlake.follow.observer import parse_endpoints
 from kraftlake.wire.client_config import load_client_properties
 
@@ -38,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle-stop", type=float, help="stop after this many seconds caught up with the leader's high watermark")
     parser.add_argument("--give-up", type=float, default=60.0,
                         help="stop with an error when no controller answered for this many seconds (default 60)")
+    parser.add_argument("--retention-bytes", type=int,
+                        help="delete the oldest segments below a held snapshot past this many bytes (default: keep all)")
+    parser.add_argument("--retention-ms", type=int,
+                        help="delete segments below a held snapshot older than this (default: keep all)")
     parser.add_argument("--no-fsync", action="store_true", help="do not fsync appends")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -63,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(progress.line(), file=sys.stderr, flush=True)
 
+    retention = MirrorRetention(args.retention_bytes, args.retention_ms)
     with MetadataMirror(args.data_dir, cluster_id=args.cluster_id, observer_id=args.observer_id,
-                        fsync=not args.no_fsync) as mirror:
+                        fsync=not args.no_fsync, retention=retention) as mirror:
         if mirror.recovered_bytes:
             print(f"kraftlake follow: dropped a torn tail of {mirror.recovered_bytes} bytes", file=sys.stderr)
         follower = Follower(bootstrap, mirror, security=security, give_up_s=args.give_up)

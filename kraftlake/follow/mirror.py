@@ -10,7 +10,9 @@
 so ``kafka-dump-log``, ``kafka-metadata-shell`` and ``kraftlake decode/image/ingest`` read it as they read a
 controller's. Every batch here was committed when it was written, so the mirror is append-only: opening it
 after a crash drops a torn tail (Kafka's log recovery) and the follower fetches from there. By default nothing
-is ever deleted: the mirror keeps the history Kafka's retention removes. A snapshot installed because the
+is ever deleted: the mirror keeps the history Kafka's retention removes. A `MirrorRetention` bounds it as
+Kafka bounds its own log: whole segments go only below a snapshot the mirror holds (the state at every offset
+kept stays computable), with the snapshots older than the one that then starts the log. A snapshot installed because the
 follower fell behind the leader's log start leaves the older segments in place and starts a new segment at the
 snapshot's end offset; readers start from the newest snapshot that covers what they need.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 import uuid
 from base64 import urlsafe_b64encode
 from collections.abc import Sequence
@@ -43,12 +46,32 @@ from kraftlake.logformat.errors import LogFormatError
 from kraftlake.logformat.properties import write_partition_metadata
 from kraftlake.logformat.reader import read_batches
 from kraftlake.logformat.segment import SegmentedLog
-from kraftlake.logformat.snapshot import SnapshotId, list_snapshots, write_snapshot_file
+from kraftlake.logformat.snapshot import SnapshotId, list_snapshots, mark_snapshot_deleted, write_snapshot_file
 
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 """Kafka's ``metadata.log.segment.bytes`` default (1 GiB)."""
 OBSERVER_ID_RANGE = (2_000_000_000, 2_100_000_000)
 """Where a new mirror draws its observer id: far above any broker or controller id a cluster assigns."""
+
+
+@dataclass(frozen=True)
+class MirrorRetention:
+    """How much of the mirrored log to keep (None: all of it, the default).
+
+    Parameters
+    ----------
+    max_bytes
+        Delete the oldest segments while the log is larger than this.
+    max_age_ms
+        Delete segments last written longer ago than this.
+    """
+
+    max_bytes: int | None = None
+    max_age_ms: int | None = None
+
+    @property
+    def keeps_everything(self) -> bool:
+        return self.max_bytes is None and self.max_age_ms is None
 
 
 def new_directory_id() -> str:
@@ -78,12 +101,15 @@ class MetadataMirror:
         Roll to a new segment past this size.
     fsync
         Fsync every append and file write before reporting it done.
+    retention
+        What may be deleted (default: nothing).
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], *, cluster_id: str | None = None,
                  observer_id: int | None = None, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 fsync: bool = True) -> None:
+                 fsync: bool = True, retention: MirrorRetention = MirrorRetention()) -> None:
         self.data_dir = Path(data_dir)
+        self.retention = retention
         self.partition_dir = self.data_dir / METADATA_PARTITION_DIR
         self.fsync = fsync
         try:
@@ -178,6 +204,8 @@ class MetadataMirror:
         self.log.flush()
         if changed:
             write_leader_epoch_checkpoint(self._epochs_path, self.epochs, fsync=self.fsync)
+        if not self.retention.keeps_everything and len(self.log.segments) > 1:
+            self.enforce_retention()
 
     def install_snapshot(self, end_offset: int, epoch: int, data: bytes) -> Path:
         """Write a downloaded snapshot as ``<end>-<epoch>.checkpoint``; the log goes on from `end_offset`.
@@ -205,7 +233,38 @@ class MetadataMirror:
             if not self.epochs or epoch > self.epochs[-1].epoch:
                 self.epochs.append(EpochEntry(epoch, end_offset))
             write_leader_epoch_checkpoint(self._epochs_path, self.epochs, fsync=self.fsync)
+        self.enforce_retention()
         return path
+
+    def enforce_retention(self, now_ms: int | None = None) -> list[Path]:
+        """Delete what the retention allows (segments below the newest snapshot, then older snapshots); returns
+        the deleted files."""
+        r = self.retention
+        if r.keeps_everything:
+            return []
+        snapshots = self.snapshots()
+        if not snapshots:
+            return []
+        now = time.time() * 1000 if now_ms is None else now_ms
+        newest = snapshots[-1].end_offset
+        deleted: list[Path] = []
+        while len(self.log.segments) > 1:
+            seg = self.log.segments[0]
+            nxt = self.log.segments[1]
+            if nxt.base_offset > newest:
+                break  # the state past this segment needs it: no snapshot covers what follows
+            too_big = r.max_bytes is not None and self.log.size_bytes > r.max_bytes
+            too_old = r.max_age_ms is not None and seg.path.stat().st_mtime * 1000 < now - r.max_age_ms
+            if not (too_big or too_old):
+                break
+            deleted += self.log.delete_segments_below(nxt.base_offset)
+        start = self.log.log_start_offset
+        keep = max((sid for sid in snapshots if sid.end_offset <= start), default=None)
+        for sid in snapshots:
+            if keep is not None and sid < keep:
+                deleted.append(mark_snapshot_deleted(self.partition_dir / sid.filename))
+                deleted[-1].unlink()
+        return deleted
 
     def snapshots(self) -> list[SnapshotId]:
         """The snapshots held, oldest first."""
