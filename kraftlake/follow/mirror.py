@@ -46,7 +46,12 @@ from kraftlake.logformat.errors import LogFormatError
 from kraftlake.logformat.properties import write_partition_metadata
 from kraftlake.logformat.reader import read_batches
 from kraftlake.logformat.segment import SegmentedLog
-from kraftlake.logformat.snapshot import SnapshotId, list_snapshots, mark_snapshot_deleted, write_snapshot_file
+from kraftlake.logformat.snapshot import (
+    SnapshotId,
+    list_snapshots,
+    mark_snapshot_deleted,
+    write_snapshot_file,
+)
 
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 """Kafka's ``metadata.log.segment.bytes`` default (1 GiB)."""

@@ -6,10 +6,14 @@ from pathlib import Path
 
 from kraftlake.follow.mirror import MetadataMirror, MirrorRetention
 from kraftlake.follow.observer import FetchedBatch, split_batches
-from kraftlake.logformat import build_control_batch, build_data_batch, read_leader_epoch_checkpoint
+from kraftlake.logformat import (
+    ControlRecordType,
+    build_control_batch,
+    build_data_batch,
+    read_leader_epoch_checkpoint,
+)
 from kraftlake.logformat.checkpoint_file import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftlake.logformat.properties import read_meta_properties
-from kraftlake.logformat import ControlRecordType
 from kraftlake.protocol.control import encode_control_body
 
 
