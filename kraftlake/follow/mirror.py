@@ -79,6 +79,9 @@ class MirrorRetention:
         return self.max_bytes is None and self.max_age_ms is None
 
 
+KEEP_EVERYTHING = MirrorRetention()
+
+
 def new_directory_id() -> str:
     """A random Uuid in Kafka's base64url form."""
     return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -112,7 +115,7 @@ class MetadataMirror:
 
     def __init__(self, data_dir: str | os.PathLike[str], *, cluster_id: str | None = None,
                  observer_id: int | None = None, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 fsync: bool = True, retention: MirrorRetention = MirrorRetention()) -> None:
+                 fsync: bool = True, retention: MirrorRetention = KEEP_EVERYTHING) -> None:
         self.data_dir = Path(data_dir)
         self.retention = retention
         self.partition_dir = self.data_dir / METADATA_PARTITION_DIR
