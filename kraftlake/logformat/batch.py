@@ -189,8 +189,22 @@ class RecordBatch:
 
     @property
     def compression(self) -> Compression:
-        """The codec of the records area."""
-        return Compression(self.attributes & COMPRESSION_MASK)
+        """The codec of the records area.
+
+        Raises
+        ------
+        CompressionError
+            If the attributes name a codec id Kafka does not know (5-7), as Kafka's ``CompressionType.forId``
+            refuses it.
+        """
+        codec = self.attributes & COMPRESSION_MASK
+        try:
+            return Compression(codec)
+        except ValueError:
+            raise CompressionError(
+                f"unknown compression codec id {codec}", source=self.source, position=self.position,
+                offset=self.base_offset,
+            ) from None
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -281,8 +295,13 @@ class RecordBatch:
         return (
             f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
             f"count={self.record_count}, epoch={self.partition_leader_epoch}, position={self.position}, "
-            f"size={self.size}, compression={self.compression.name}, control={self.is_control})"
+            f"size={self.size}, compression={_codec_name(self.attributes)}, control={self.is_control})"
         )
+
+
+def _codec_name(attributes: int) -> str:
+    codec = attributes & COMPRESSION_MASK
+    return Compression(codec).name if codec <= max(Compression) else f"UNKNOWN({codec})"
 
 
 def decode_batch(

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from kraftlake.logformat.atomic import atomic_write
 from kraftlake.logformat.errors import MalformedFileError
+from kraftlake.logformat.text import INT64, java_int, read_text_lines, split_fields
 
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
@@ -29,37 +29,32 @@ class EpochEntry:
 
 
 def read_checkpoint_lines(path: str | os.PathLike[str], version: int, fields: int) -> list[list[str]]:
-    """The entries of a checkpoint file, each split on whitespace into `fields` parts.
+    """The entries of a checkpoint file, each split on whitespace into `fields` parts (Kafka's
+    ``CheckpointFile.CheckpointReadBuffer``: entry ``i`` is on line ``i + 3``).
 
     Raises
     ------
+    FileAccessError
+        The file cannot be read.
     MalformedFileError
-        Wrong version, a malformed line, or a count that differs from the entries found.
+        Not UTF-8, a wrong version, a malformed line (naming it), or a count that differs from the entries found.
     """
     source = str(path)
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = read_text_lines(path)
     if not lines:
         return []
-
-    def to_int(line: str, lineno: int) -> int:
-        try:
-            return int(line)
-        except ValueError:
-            raise MalformedFileError(
-                f"malformed line {lineno}: {line!r}", source=source, position=lineno
-            ) from None
-
-    found = to_int(lines[0], 1)
+    found = java_int(lines[0], source, 1, "version")
     if found != version:
-        raise MalformedFileError(f"unrecognised version {found}, expected {version}", source=source)
+        raise MalformedFileError(f"unrecognised version {found}, expected {version}", source=source, line=1)
     if len(lines) < 2:
         return []
-    expected = to_int(lines[1], 2)
+    expected = java_int(lines[1], source, 2, "entry count")
     entries = []
     for lineno, line in enumerate(lines[2:], start=3):
-        parts = line.split()
+        parts = split_fields(line)
         if len(parts) != fields:
-            raise MalformedFileError(f"malformed line {lineno}: {line!r}", source=source, position=lineno)
+            raise MalformedFileError(f"malformed line {line!r} (expected {fields} fields)", source=source,
+                                     line=lineno)
         entries.append(parts)
     if len(entries) != expected:
         raise MalformedFileError(f"expected {expected} entries but found {len(entries)}", source=source)
@@ -75,16 +70,15 @@ def write_checkpoint_lines(
 
 
 def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> list[EpochEntry]:
-    """The entries of a ``leader-epoch-checkpoint`` (version 0)."""
-    out = []
-    for lineno, (epoch, offset) in enumerate(read_checkpoint_lines(path, 0, 2), start=3):
-        try:
-            out.append(EpochEntry(int(epoch), int(offset)))
-        except ValueError:
-            raise MalformedFileError(
-                f"malformed line {lineno}: {epoch} {offset}", source=str(path), position=lineno
-            ) from None
-    return out
+    """The entries of a ``leader-epoch-checkpoint`` (version 0): an int32 epoch and an int64 start offset a line.
+
+    Raises
+    ------
+    FileAccessError, MalformedFileError
+    """
+    source = str(path)
+    return [EpochEntry(java_int(epoch, source, lineno, "epoch"), java_int(offset, source, lineno, "start offset", INT64))
+            for lineno, (epoch, offset) in enumerate(read_checkpoint_lines(path, 0, 2), start=3)]
 
 
 def write_leader_epoch_checkpoint(
@@ -95,13 +89,17 @@ def write_leader_epoch_checkpoint(
 
 
 def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
-    """A ``recovery-point-offset-checkpoint`` or ``log-start-offset-checkpoint``: (topic, partition) -> offset."""
+    """A ``recovery-point-offset-checkpoint`` or ``log-start-offset-checkpoint``: (topic, partition) -> offset.
+
+    Raises
+    ------
+    FileAccessError, MalformedFileError
+    """
+    source = str(path)
     out = {}
     for lineno, (topic, partition, offset) in enumerate(read_checkpoint_lines(path, 0, 3), start=3):
-        try:
-            out[(topic, int(partition))] = int(offset)
-        except ValueError:
-            raise MalformedFileError(f"malformed line {lineno}", source=str(path), position=lineno) from None
+        out[(topic, java_int(partition, source, lineno, "partition"))] = java_int(offset, source, lineno, "offset",
+                                                                                  INT64)
     return out
 
 

@@ -6,7 +6,8 @@
   input each. Like ``SnappyInputStream``, a reader treats data without the magic as one raw snappy block.
 - lz4: the LZ4 frame format as ``Lz4BlockOutputStream`` writes it: independent 64 KiB blocks, no block or
   content checksum, no content size, a correct header checksum (magic v2 never uses the broken v0 one).
-- zstd: a plain zstd frame.
+- zstd: a plain zstd frame. Like zstd-jni's ``ZstdInputStream`` (Kafka's reader), a reader refuses a frame cut
+  short ("Truncated source"); python-zstandard's streaming reader would return what it had decoded so far.
 """
 
 from __future__ import annotations
@@ -155,17 +156,19 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
         pos += 4
         if n < 0 or pos + n > end:
             raise DecompressError("xerial snappy block length runs past the end of the data")
-        out += _snappy_block(data[pos : pos + n], limit - len(out))
+        out += _snappy_block(data[pos : pos + n], limit, len(out))
         pos += n
     return bytes(out)
 
 
-def _snappy_block(block: bytes, limit: int) -> bytes:
+def _snappy_block(block: bytes, limit: int, done: int = 0) -> bytes:
+    """One raw snappy block, refused when its declared size would take the output (``done`` bytes so far) past
+    ``limit``."""
     try:
         size, _ = read_uvarint(block, 0, 5)
     except VarintError as exc:
         raise DecompressError(f"bad snappy block length: {exc}") from exc
-    if size > limit:
+    if done + size > limit:
         raise _over(limit)
     return bytes(cramjam.snappy.decompress_raw(block))
 
@@ -182,7 +185,56 @@ def _unlz4(data: bytes, limit: int) -> bytes:
     return bytes(out)
 
 
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = 0x184D2A50  # to 0x184D2A5F
+
+
+def _check_zstd_frames(data: bytes) -> None:
+    """Refuse data that is not whole zstd frames: a frame cut anywhere (its header, a block, its checksum).
+
+    Walks the frames' block headers (RFC 8878 section 3.1) without decompressing anything.
+    """
+    pos = 0
+    end = len(data)
+    while pos < end:
+        if end - pos < 4:
+            raise DecompressError(f"truncated zstd frame: {end - pos} bytes at {pos} are not a frame magic")
+        magic = int.from_bytes(data[pos : pos + 4], "little")
+        if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+            if end - pos < 8:
+                raise DecompressError(f"truncated zstd skippable frame at {pos}")
+            pos += 8 + int.from_bytes(data[pos + 4 : pos + 8], "little")
+            if pos > end:
+                raise DecompressError("truncated zstd skippable frame: its size runs past the end of the data")
+            continue
+        if magic != _ZSTD_MAGIC:
+            raise DecompressError(f"unknown zstd frame descriptor {magic:#010x} at {pos}")
+        try:
+            header = zstandard.frame_header_size(data[pos : pos + 18])
+        except zstandard.ZstdError as exc:
+            raise DecompressError(f"truncated zstd frame header at {pos}: {exc}") from exc
+        has_checksum = bool(data[pos + 4] & 0x04)
+        pos += header
+        while True:
+            if end - pos < 3:
+                raise DecompressError("truncated zstd frame: it ends before its last block")
+            block = int.from_bytes(data[pos : pos + 3], "little")
+            kind = (block >> 1) & 3
+            if kind == 3:
+                raise DecompressError(f"reserved zstd block type at {pos}")
+            pos += 3 + (1 if kind == 1 else block >> 3)
+            if pos > end:
+                raise DecompressError("truncated zstd frame: a block runs past the end of the data")
+            if block & 1:
+                break
+        if has_checksum:
+            pos += 4
+            if pos > end:
+                raise DecompressError("truncated zstd frame: it ends inside its checksum")
+
+
 def _unzstd(data: bytes, limit: int) -> bytes:
+    _check_zstd_frames(data)
     dctx = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
     reader = dctx.stream_reader(data, read_across_frames=True)
     out = bytearray()

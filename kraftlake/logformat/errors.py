@@ -16,18 +16,24 @@ class LogFormatError(KraftlakeError):
         The byte position in `source` of the batch (or line) at fault.
     offset : int or None
         The base offset of the batch at fault, when its header could be read.
+    line : int or None
+        In a text file, the line at fault (1-based).
     reason : str
         The failure without the location.
     """
 
     def __init__(
-        self, reason: str, *, source: str = "<bytes>", position: int | None = None, offset: int | None = None
+        self, reason: str, *, source: str = "<bytes>", position: int | None = None, offset: int | None = None,
+        line: int | None = None,
     ) -> None:
         self.reason = reason
         self.source = source
         self.position = position
         self.offset = offset
+        self.line = line
         where = source
+        if line is not None:
+            where += f" line {line}"
         if position is not None:
             where += f" at byte position {position}"
         if offset is not None:
@@ -68,7 +74,20 @@ class DecompressionLimitError(CompressionError):
 
 
 class MalformedFileError(LogFormatError):
-    """Raised when a text or JSON file (quorum-state, checkpoint, properties) or a file name is malformed."""
+    """Raised when a text or JSON file (quorum-state, checkpoint, properties) or a file name is malformed: not
+    UTF-8 where Kafka reads UTF-8, a missing or extra field, a number Java's parsers refuse; ``line`` names the
+    line when there is one."""
+
+
+class FileAccessError(LogFormatError):
+    """Raised when a file cannot be read at all: missing, a directory, no permission (wraps the ``OSError``)."""
+
+
+class SnapshotFormatError(LogFormatError):
+    """Raised when a ``.checkpoint`` file's batches are not a snapshot: its first batch is not a control batch
+    whose first record is a SnapshotHeader (Kafka's ``RecordsSnapshotReader`` refuses it), or its last batch
+    does not end with a SnapshotFooter (a file cut short; empty files included). ``position`` is the byte
+    position of the batch at fault."""
 
 
 class SegmentError(LogFormatError):

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from kraftlake.logformat.atomic import atomic_write
 from kraftlake.logformat.errors import MalformedFileError
+from kraftlake.logformat.text import (
+    java_int,
+    parse_java_int,
+    read_file_bytes,
+    read_text_lines,
+    split_fields,
+    split_lines,
+)
 
 META_PROPERTIES_FILE = "meta.properties"
 PARTITION_METADATA_FILE = "partition.metadata"
@@ -18,14 +26,16 @@ METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 """Kafka's ``Uuid.METADATA_TOPIC_ID``, the topic id of ``__cluster_metadata``."""
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}", re.ASCII)
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]{22}(==)?", re.ASCII)
 
 
 def parse_java_properties(text: str) -> dict[str, str]:
     """Parse Java ``.properties`` text: comments, ``=``/``:``/space separators, escapes, continuations."""
     logical: list[str] = []
     pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
+    for raw in split_lines(text):  # Java's LineReader: \n, \r, \r\n; leading blanks are ' ', \t, \f
+        line = raw.lstrip(" \t\f")
         if not pending and (not line or line[0] in "#!"):
             continue
         # an odd number of trailing backslashes continues the line
@@ -67,10 +77,12 @@ def _unescape(s: str) -> str:
     def repl(m: re.Match[str]) -> str:
         body = m.group(1)
         if body.startswith("u"):
+            if _HEX4.fullmatch(body, 1) is None:  # Properties.load: "Malformed \\uxxxx encoding."
+                raise ValueError(f"malformed \\uxxxx escape {m.group(0)!r}")
             return chr(int(body[1:], 16))
         return _ESCAPES.get(body, body)
 
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", repl, s)
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|u.{0,4}|.)", repl, s)
 
 
 def _escape(s: str, is_key: bool) -> str:
@@ -126,25 +138,39 @@ class MetaProperties:
 
 
 def read_meta_properties(path: str | os.PathLike[str]) -> MetaProperties:
-    """Read a ``meta.properties`` file.
+    """Read a ``meta.properties`` file (ISO-8859-1, as ``Properties.load`` reads it).
 
     Raises
     ------
+    FileAccessError
+        The file cannot be read.
     MalformedFileError
-        No or a bad ``version``, or a non-integer ``node.id``.
+        A malformed ``\\uxxxx`` escape, no or a bad ``version``, a ``node.id`` that is not a 32-bit integer
+        (``Integer.parseInt``), or a ``directory.id`` that is not a uuid.
     """
-    props = parse_java_properties(Path(path).read_text(encoding="latin-1"))
+    source = str(path)
     try:
-        version = int(props.pop("version"))
-        node = props.pop("node.id", None)
-        node_id = int(node) if node is not None else None
-    except (KeyError, ValueError) as exc:
-        raise MalformedFileError(f"bad or missing version/node.id: {exc}", source=str(path)) from None
+        props = parse_java_properties(read_file_bytes(path).decode("latin-1"))
+    except ValueError as exc:
+        raise MalformedFileError(str(exc), source=source) from None
+    if "version" not in props:
+        raise MalformedFileError("no version", source=source)
+    raw_version = props.pop("version")
+    version = parse_java_int(raw_version)
+    if version is None:
+        raise MalformedFileError(f"version {raw_version!r} is not a 32-bit integer", source=source)
+    node = props.pop("node.id", None)
+    node_id = None if node is None else parse_java_int(node)
+    if node is not None and node_id is None:
+        raise MalformedFileError(f"node.id {node!r} is not a 32-bit integer", source=source)
+    directory_id = props.pop("directory.id", None)
+    if directory_id is not None and not is_uuid(directory_id):
+        raise MalformedFileError(f"directory.id {directory_id!r} is not a uuid", source=source)
     return MetaProperties(
         cluster_id=props.pop("cluster.id", None),
         node_id=node_id,
         version=version,
-        directory_id=props.pop("directory.id", None),
+        directory_id=directory_id,
         extra=tuple(sorted(props.items())),
     )
 
@@ -155,23 +181,42 @@ def write_meta_properties(path: str | os.PathLike[str], meta: MetaProperties, *,
 
 
 def read_partition_metadata(path: str | os.PathLike[str]) -> tuple[int, str]:
-    """``(version, topic_id)`` of a ``partition.metadata`` file.
+    """``(version, topic_id)`` of a ``partition.metadata`` file (Kafka's ``PartitionMetadataReadBuffer``).
 
     Raises
     ------
+    FileAccessError
+        The file cannot be read.
     MalformedFileError
-        If the file is not ``version: 0`` then ``topic_id: <id>``.
+        Not UTF-8, not ``version: 0`` then ``topic_id: <uuid>`` (naming the line), or the zero uuid.
     """
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    if len(lines) < 2 or not lines[0].startswith("version: ") or not lines[1].startswith("topic_id: "):
-        raise MalformedFileError("expected 'version: N' and 'topic_id: ID' lines", source=str(path))
-    try:
-        version = int(lines[0][len("version: ") :])
-    except ValueError:
-        raise MalformedFileError(f"bad version line {lines[0]!r}", source=str(path), position=1) from None
+    source = str(path)
+    lines = read_text_lines(path)
+    if not lines or not lines[0].startswith("version: ") or len(split_fields(lines[0])) != 2:
+        raise MalformedFileError(f"expected 'version: N', got {lines[0] if lines else ''!r}", source=source,
+                                 line=1)
+    version = java_int(split_fields(lines[0])[1], source, 1, "version")
     if version != 0:
-        raise MalformedFileError(f"unsupported partition.metadata version {version}", source=str(path))
-    return version, lines[1][len("topic_id: ") :].strip()
+        raise MalformedFileError(f"unsupported partition.metadata version {version}", source=source, line=1)
+    if len(lines) < 2 or not lines[1].startswith("topic_id: ") or len(split_fields(lines[1])) != 2:
+        raise MalformedFileError(f"expected 'topic_id: ID', got {lines[1] if len(lines) > 1 else ''!r}",
+                                 source=source, line=2)
+    topic_id = split_fields(lines[1])[1]
+    if not is_uuid(topic_id):
+        raise MalformedFileError(f"topic id {topic_id!r} is not a uuid", source=source, line=2)
+    if topic_id == "AAAAAAAAAAAAAAAAAAAAAA":
+        raise MalformedFileError("invalid topic id (the zero uuid)", source=source, line=2)
+    return version, topic_id
+
+
+def is_uuid(text: str) -> bool:
+    """Whether ``text`` is a uuid as Kafka's ``Uuid.fromString`` reads it: base64url of 16 bytes."""
+    if len(text) not in (22, 24) or not _BASE64URL.fullmatch(text):
+        return False
+    try:
+        return len(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))) == 16
+    except ValueError:
+        return False
 
 
 def write_partition_metadata(

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.logformat.atomic import atomic_write
-from kraftlake.logformat.errors import MalformedFileError
+from kraftlake.logformat.errors import FileAccessError, MalformedFileError
+from kraftlake.logformat.properties import is_uuid
+from kraftlake.logformat.text import INT32, INT64, decode_utf8, read_file_bytes, split_lines
 
 QUORUM_STATE_FILE = "quorum-state"
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -83,34 +85,43 @@ class QuorumStateFile:
 
     @classmethod
     def from_json(cls, text: str, source: str = "<quorum-state>") -> QuorumStateFile:
-        """Parse the file's text (only its first line counts, as in Kafka).
+        """Parse the file's text (only its first line counts, as in Kafka's ``FileQuorumStateStore``).
+
+        Numbers are range-checked as Kafka's JSON converter reads them: ids and epochs are int32 (an epoch of
+        2^31 is refused), ``appliedOffset`` int64.
 
         Raises
         ------
         MalformedFileError
-            Not JSON, no ``data_version``, an unsupported version, or a missing or mistyped field.
+            Not JSON, no ``data_version``, an unsupported version, or a missing, mistyped or out-of-range field.
         """
-        line = text.split("\n", 1)[0]
+        lines = split_lines(text)
+        line = lines[0] if lines else ""
         if not line:
-            raise MalformedFileError("file ended prematurely", source=source)
+            raise MalformedFileError("file ended prematurely", source=source, line=1)
         try:
             doc = json.loads(line)
-        except ValueError as exc:
-            raise MalformedFileError(f"not JSON: {exc}", source=source) from exc
+        except (ValueError, RecursionError) as exc:
+            raise MalformedFileError(f"not JSON: {exc}", source=source, line=1) from None
         if not isinstance(doc, dict):
-            raise MalformedFileError("not a JSON object", source=source)
+            raise MalformedFileError("not a JSON object", source=source, line=1)
         if "data_version" not in doc:
-            raise MalformedFileError("no data_version field", source=source)
+            raise MalformedFileError("no data_version field", source=source, line=1)
         version = doc["data_version"]
         if version not in (0, 1) or isinstance(version, bool):
-            raise MalformedFileError(f"data_version ({version}) is not within 0 and 1", source=source)
+            raise MalformedFileError(f"data_version ({version}) is not within 0 and 1", source=source, line=1)
 
-        def field(name: str, kind: type) -> Any:
+        def field(name: str, kind: type, bounds: tuple[int, int] = INT32) -> Any:
             if name not in doc:
-                raise MalformedFileError(f"version {version} requires field {name!r}", source=source)
-            value = doc[name]
+                raise MalformedFileError(f"version {version} requires field {name!r}", source=source, line=1)
+            value: Any = doc[name]
             if not isinstance(value, kind) or isinstance(value, bool):
-                raise MalformedFileError(f"field {name!r} is not a {kind.__name__}: {value!r}", source=source)
+                raise MalformedFileError(f"field {name!r} is not a {kind.__name__}: {value!r}", source=source,
+                                         line=1)
+            if kind is int and not _in_range(value, bounds):
+                bits = 32 if bounds == INT32 else 64
+                raise MalformedFileError(f"field {name!r} is out of the range of an int{bits}: {value}",
+                                         source=source, line=1)
             return value
 
         common = {
@@ -119,33 +130,55 @@ class QuorumStateFile:
             "voted_id": field("votedId", int),
         }
         if version == 1:
-            return cls(data_version=1, voted_directory_id=field("votedDirectoryId", str), **common)
+            directory = field("votedDirectoryId", str)
+            if not is_uuid(directory):
+                raise MalformedFileError(f"field 'votedDirectoryId' is not a uuid: {directory!r}", source=source,
+                                         line=1)
+            return cls(data_version=1, voted_directory_id=directory, **common)
         voters = doc.get("currentVoters", "missing")
         if voters == "missing":
-            raise MalformedFileError("version 0 requires field 'currentVoters'", source=source)
+            raise MalformedFileError("version 0 requires field 'currentVoters'", source=source, line=1)
         if voters is not None:
-            if not isinstance(voters, list) or not all(
-                isinstance(v, dict) and isinstance(v.get("voterId"), int) for v in voters
-            ):
-                raise MalformedFileError(f"bad currentVoters: {voters!r}", source=source)
-            voters = tuple(v["voterId"] for v in voters)
+            ids = [v.get("voterId") if isinstance(v, dict) else None for v in voters] if isinstance(voters, list) \
+                else [None]
+            if not all(_is_int32(i) for i in ids):
+                raise MalformedFileError(f"bad currentVoters: {voters!r}", source=source, line=1)
+            voters = tuple(ids)
         return cls(
             data_version=0,
             cluster_id=field("clusterId", str),
-            applied_offset=field("appliedOffset", int),
+            applied_offset=field("appliedOffset", int, INT64),
             current_voters=voters,
             **common,
         )
 
 
+def _in_range(value: Any, bounds: tuple[int, int]) -> bool:
+    return bool(bounds[0] <= value <= bounds[1])
+
+
+def _is_int32(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and INT32[0] <= value <= INT32[1]
+
+
 def read_quorum_state(path: str | os.PathLike[str]) -> QuorumStateFile | None:
-    """Read a ``quorum-state`` file; None if it does not exist."""
+    """Read a ``quorum-state`` file; None if it does not exist.
+
+    Raises
+    ------
+    FileAccessError
+        The file exists but cannot be read (a directory, no permission).
+    MalformedFileError
+        Not UTF-8 (Kafka reads it as UTF-8), or as `QuorumStateFile.from_json`.
+    """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    return QuorumStateFile.from_json(text, str(p))
+        data = read_file_bytes(p)
+    except FileAccessError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return None
+        raise
+    return QuorumStateFile.from_json(decode_utf8(data, str(p)), str(p))
 
 
 def write_quorum_state(path: str | os.PathLike[str], state: QuorumStateFile, *, fsync: bool = True) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kraftlake.logformat.batch import RecordBatch, decode_batch
 from kraftlake.logformat.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
-from kraftlake.logformat.errors import LogFormatError
+from kraftlake.logformat.errors import FileAccessError, LogFormatError
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,10 @@ def recover_batches(
 def iter_file_batches(
     path: str | os.PathLike[str], *, recover: bool = False, **options: Any
 ) -> Iterator[RecordBatch]:
-    """Iterate the batches of a segment or ``.checkpoint`` file (memory-mapped; each batch is copied out)."""
+    """Iterate the batches of a segment or ``.checkpoint`` file (memory-mapped; each batch is copied out).
+
+    Raises `FileAccessError` when the file cannot be opened (missing, a directory), else as `BatchReader`.
+    """
     with _open_buffer(path) as buf:
         yield from BatchReader(buf, str(path), recover=recover, **options)
 
@@ -191,7 +194,10 @@ class _open_buffer:
         self._map: mmap.mmap | None = None
 
     def __enter__(self) -> Any:
-        self._file = open(self.path, "rb")
+        try:
+            self._file = open(self.path, "rb")
+        except OSError as exc:  # missing, a directory, no permission: a typed error naming the file
+            raise FileAccessError(f"cannot read: {exc.strerror or exc}", source=str(self.path)) from exc
         size = os.fstat(self._file.fileno()).st_size
         if size == 0:
             return b""

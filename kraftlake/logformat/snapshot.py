@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.logformat.atomic import fsync_dir
-from kraftlake.logformat.batch import RecordBatch
-from kraftlake.logformat.errors import MalformedFileError
+from kraftlake.logformat.batch import ControlRecordType, RecordBatch, control_record_type
+from kraftlake.logformat.errors import MalformedFileError, SnapshotFormatError
 from kraftlake.logformat.reader import iter_file_batches, read_file_batches
 
 SUFFIX = ".checkpoint"
@@ -89,8 +89,71 @@ def read_snapshot(path: str | os.PathLike[str], **options: Any) -> list[RecordBa
 
 
 def iter_snapshot(path: str | os.PathLike[str], **options: Any) -> Iterator[RecordBatch]:
-    """Iterate the batches of a ``.checkpoint`` file."""
+    """Iterate the batches of a ``.checkpoint`` file (any batches: `iter_valid_snapshot` checks the frame)."""
     return iter_file_batches(path, **options)
+
+
+def _control_type(batch: RecordBatch, index: int) -> str:
+    """The name of the control type of record ``index`` of a control batch (``UNKNOWN(n)`` if Kafka has none)."""
+    try:
+        ctype = control_record_type(batch.records[index].key)
+    except ValueError:
+        return "a record without a control key"
+    try:
+        return ControlRecordType(ctype).name
+    except ValueError:
+        return f"UNKNOWN({ctype})"
+
+
+def check_snapshot_batches(batches: Iterable[RecordBatch], source: str) -> Iterator[RecordBatch]:
+    """Pass the batches of a snapshot through, checking its frame as they go.
+
+    The first batch must be a control batch whose first record is a SnapshotHeader: Kafka's
+    ``RecordsSnapshotReader`` refuses anything else ("First batch is not a control batch with at least one
+    record", "First control record is not a snapshot header"). The last batch must end with a SnapshotFooter:
+    Kafka writes it before it renames ``.checkpoint.part`` into place, so a ``.checkpoint`` without one (empty,
+    only its header, cut short) was not written by Kafka's snapshot writer. The footer is known to be missing
+    only at the end: a streaming consumer gets every batch before the error.
+
+    Raises
+    ------
+    SnapshotFormatError
+        Naming ``source`` and the byte position of the batch at fault (0 for an empty file).
+    """
+    last: RecordBatch | None = None
+    for batch in batches:
+        if last is None:
+            if not batch.is_control or not batch.records:
+                raise SnapshotFormatError(
+                    "not a snapshot: the first batch is not a control batch with at least one record",
+                    source=source, position=batch.position, offset=batch.base_offset)
+            first = _control_type(batch, 0)
+            if first != ControlRecordType.SNAPSHOT_HEADER.name:
+                raise SnapshotFormatError(
+                    f"not a snapshot: the first control record is not a SnapshotHeader ({first})",
+                    source=source, position=batch.position, offset=batch.base_offset)
+        last = batch
+        yield batch
+    if last is None:
+        raise SnapshotFormatError("not a snapshot: the file holds no batch (no SnapshotHeader)", source=source,
+                                  position=0)
+    if not last.is_control or not last.records or _control_type(last, -1) != ControlRecordType.SNAPSHOT_FOOTER.name:
+        raise SnapshotFormatError(
+            "the snapshot is cut short: its last batch does not end with a SnapshotFooter", source=source,
+            position=last.position, offset=last.base_offset)
+
+
+def iter_valid_snapshot(path: str | os.PathLike[str], **options: Any) -> Iterator[RecordBatch]:
+    """The batches of a ``.checkpoint`` file, its frame checked (`check_snapshot_batches`) as they are read.
+
+    Raises
+    ------
+    SnapshotFormatError
+        No SnapshotHeader first or no SnapshotFooter last.
+    LogFormatError
+        Any other fault of the file's batches.
+    """
+    return check_snapshot_batches(iter_file_batches(path, **options), str(path))
 
 
 def write_snapshot_file(

@@ -157,6 +157,49 @@ def test_decompression_bomb_is_bounded(codec: Compression) -> None:
     assert len(decode_batch(raw).records[0].value or b"") == 5_000_000
 
 
+@pytest.mark.parametrize("codec_id", [5, 6, 7])
+def test_unknown_codec_is_typed_in_the_header_too(codec_id: int) -> None:
+    # the CRC is valid: only the codec id is wrong; `compression` (what decode counts) is as typed as `records`
+    raw = bytearray(build_data_batch(4, 1, 1, [b"abc"]))
+    struct.pack_into(">h", raw, 21, codec_id)
+    batch = decode_batch(_fix_crc(raw), source="c.log", base_position=7)
+    with pytest.raises(CompressionError) as info:
+        batch.compression  # noqa: B018
+    _check(info.value, "c.log", 7, 4)
+    assert f"UNKNOWN({codec_id})" in repr(batch)
+
+
+def test_snappy_bomb_names_the_real_limit() -> None:
+    # the limit is reached in the second 32 KiB xerial block: the message names the limit, not what was left
+    raw = encode_batch([Record(0, 0, None, bytes(200_000))], compression=Compression.SNAPPY)
+    with pytest.raises(DecompressionLimitError, match="limit of 50000 bytes"):
+        decode_batch(raw, max_decompressed_bytes=50_000).records  # noqa: B018
+
+
+def test_truncated_zstd_frames_are_refused() -> None:
+    # zstd-jni's ZstdInputStream (Kafka's reader) refuses a frame cut short ("Truncated source");
+    # python-zstandard's stream reader returns what it decoded so far, often nothing
+    import zstandard
+
+    values = [b"x" * 300, b"y" * 5]
+    raw = build_data_batch(0, 1, 1, values, compression=Compression.ZSTD)
+    assert [r.value for r in decode_batch(raw).records] == values
+    frame = raw[HEADER_SIZE:]
+    for cut in range(1, len(frame)):
+        cut_raw = bytearray(raw[: len(raw) - cut])
+        struct.pack_into(">i", cut_raw, 8, len(cut_raw) - 12)
+        with pytest.raises(CompressionError):
+            decode_batch(_fix_crc(cut_raw)).records  # noqa: B018
+    # whole frames, with a checksum or after a skippable frame, are read
+    body = zstandard.ZstdDecompressor().decompress(frame)
+    skip = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    for data in (zstandard.ZstdCompressor(write_checksum=True).compress(body),
+                 skip + zstandard.ZstdCompressor().compress(body)):
+        framed = bytearray(raw[:HEADER_SIZE]) + data
+        struct.pack_into(">i", framed, 8, len(framed) - 12)
+        assert [r.value for r in decode_batch(_fix_crc(framed)).records] == values
+
+
 def test_recovery_stops_at_last_valid_batch() -> None:
     a, b, c = _batches()
     batches, report = recover_batches(a + b + c[:-3], "r")
