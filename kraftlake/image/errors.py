@@ -6,7 +6,18 @@ from kraftlake.errors import KraftlakeError
 
 
 class ImageError(KraftlakeError):
-    """Raised when the metadata image cannot be built or rendered."""
+    """Raised when the metadata image cannot be built or rendered.
+
+    Attributes
+    ----------
+    source : str or None
+        The file (or log directory) whose records were being applied, when known.
+    offset : int or None
+        The offset of the record at fault, when known.
+    """
+
+    source: str | None = None
+    offset: int | None = None
 
 
 class ReplayError(ImageError):
@@ -19,3 +30,18 @@ class TransactionError(ReplayError):
 
 class SnapshotWriteError(ImageError):
     """Raised when an image cannot be written as a snapshot (e.g. inside an open metadata transaction)."""
+
+
+class SkippedSnapshotWarning(UserWarning):
+    """Warned when ``image_at`` skips a snapshot it cannot load (malformed, cut short, unreadable) and answers
+    from an older one, or from the log."""
+
+
+def located(exc: ImageError, source: str, offset: int | None) -> ImageError:
+    """``exc`` as the same class, its message prefixed with the file and offset of the record at fault."""
+    if exc.source is not None:
+        return exc
+    where = source if offset is None else f"{source} (offset {offset})"
+    out = type(exc)(f"{where}: {exc}")
+    out.source, out.offset = source, offset
+    return out
