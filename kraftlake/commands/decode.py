@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from kraftlake.commands._args import non_negative_int
 from kraftlake.errors import KraftlakeError
 from kraftlake.logformat.logdir import MetadataLogDir
 from kraftlake.logformat.reader import BatchReader, RecoveryReport
@@ -38,7 +39,8 @@ from kraftlake.records.reader import MetadataRecord, iter_records
 
 
 class DecodeInputError(KraftlakeError):
-    """Raised when the decode PATH is not a segment, a snapshot or a log directory, or --types names no type."""
+    """Raised when the decode PATH is not a segment, a snapshot or a log directory, --types names no type, or
+    --from-offset is above --to-offset."""
 
 
 # --- type names --------------------------------------------------------------------------------------------
@@ -303,8 +305,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "path", type=Path, metavar="PATH", help="segment, .checkpoint, bootstrap.checkpoint or log dir"
     )
-    parser.add_argument("--from-offset", type=int, metavar="N", help="only records at offset >= N")
-    parser.add_argument("--to-offset", type=int, metavar="M", help="only records at offset <= M")
+    parser.add_argument("--from-offset", type=non_negative_int, metavar="N", help="only records at offset >= N")
+    parser.add_argument("--to-offset", type=non_negative_int, metavar="M", help="only records at offset <= M")
     parser.add_argument(
         "--types", metavar="T,...", help="only these types (TopicRecord, TOPIC_RECORD, LeaderChange, ...)"
     )
@@ -322,6 +324,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """Run ``kraftlake decode``; returns the exit status (errors raise and the CLI prints them)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
+    if args.from_offset is not None and args.to_offset is not None and args.from_offset > args.to_offset:
+        raise DecodeInputError(f"--from-offset {args.from_offset} is above --to-offset {args.to_offset}: "
+                               "no offset is in that range")
     files = resolve_files(args.path)
     types = parse_types(args.types)
     stats = Stats()

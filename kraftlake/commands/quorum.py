@@ -12,10 +12,10 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from kraftlake.commands._args import directory, non_negative_int, port, positive_int
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.service.client import QuorumClient, parse_endpoint
 from kraftlake.service.config import NodeConfig, parse_voters
@@ -32,23 +32,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start = sub.add_parser("start", help="run a quorum (or one voter) in the foreground")
     start.add_argument("--voters", required=True,
                        help="a count (all voters in this process) or id@host:port,... (with --node-id)")
-    start.add_argument("--node-id", type=int, help="run only this voter of --voters id@host:port,...")
-    start.add_argument("--data-dir", required=True, type=Path,
+    start.add_argument("--node-id", type=non_negative_int, help="run only this voter of --voters id@host:port,...")
+    start.add_argument("--data-dir", required=True, type=directory,
                        help="parent of node-<id> log dirs (count form) or this voter's log dir (--node-id)")
     start.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
-    start.add_argument("--base-port", type=int, default=0,
+    start.add_argument("--base-port", type=port, default=0,
                        help="count form: voter i listens on base-port + i - 1 (default: free ports)")
     start.add_argument("--no-fsync", action="store_true", help="do not fsync log flushes")
     start.add_argument("--quiet", action="store_true", help="no status line")
-    start.add_argument("--election-timeout-ms", type=int, default=1000, help="default 1000 (Kafka's)")
-    start.add_argument("--fetch-timeout-ms", type=int, default=2000, help="default 2000 (Kafka's)")
-    start.add_argument("--linger-ms", type=int, default=25, help="append linger, default 25 (Kafka's)")
-    start.add_argument("--snapshot-max-bytes", type=int, default=20 * 1024 * 1024,
+    start.add_argument("--election-timeout-ms", type=positive_int, default=1000, help="default 1000 (Kafka's)")
+    start.add_argument("--fetch-timeout-ms", type=positive_int, default=2000, help="default 2000 (Kafka's)")
+    start.add_argument("--linger-ms", type=non_negative_int, default=25, help="append linger, default 25 (Kafka's)")
+    start.add_argument("--snapshot-max-bytes", type=positive_int, default=20 * 1024 * 1024,
                        help="committed record bytes between snapshots, default 20 MiB (Kafka's "
                             "metadata.log.max.record.bytes.between.snapshots)")
-    start.add_argument("--snapshot-interval-ms", type=int, default=3_600_000,
+    start.add_argument("--snapshot-interval-ms", type=non_negative_int, default=3_600_000,
                        help="time between snapshots, default 1 hour (metadata.log.max.snapshot.interval.ms)")
-    start.add_argument("--retention-bytes", type=int, default=100 * 1024 * 1024,
+    start.add_argument("--retention-bytes", type=non_negative_int, default=100 * 1024 * 1024,
                        help="log kept behind the latest snapshot for slow readers, default 100 MiB (Kafka's "
                             "metadata.max.retention.bytes; 0: delete it at each snapshot)")
     start.add_argument("--no-snapshots", action="store_true",
@@ -98,6 +98,9 @@ def _start(args: argparse.Namespace) -> int:
             count = int(args.voters)
         except ValueError:
             raise ServiceError("--voters id@host:port,... needs --node-id") from None
+        if args.base_port and args.base_port + count - 1 > 65535:
+            raise ServiceError(f"--base-port {args.base_port}: voter {count} would listen on port "
+                               f"{args.base_port + count - 1}, above 65535")
         ports = {i: args.base_port + i - 1 for i in range(1, count + 1)} if args.base_port else None
         quorum = LocalQuorum(count, args.data_dir, args.cluster_id, fsync=fsync, ports=ports,
                              quorum=_quorum_config(args, frozenset(range(1, count + 1))),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from kraftlake.commands._args import non_negative_int, positive_int
 from kraftlake.sim.errors import InvariantViolation
 from kraftlake.sim.runner import run_seed
 from kraftlake.sim.scenarios import SCENARIOS
@@ -12,15 +13,15 @@ from kraftlake.sim.scenarios import SCENARIOS
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The subcommand's options."""
-    parser.add_argument("--seeds", type=int, default=100, help="seeds per scenario (default 100)")
-    parser.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
+    parser.add_argument("--seeds", type=positive_int, default=100, help="seeds per scenario (default 100)")
+    parser.add_argument("--seed-start", type=non_negative_int, default=0, help="first seed (default 0)")
     parser.add_argument(
         "--scenario",
         choices=sorted(SCENARIOS),
         action="append",
         help="run only this scenario (repeatable; default all)",
     )
-    parser.add_argument("--trace", type=int, default=25, help="trace lines printed for a failing seed")
+    parser.add_argument("--trace", type=non_negative_int, default=25, help="trace lines printed for a failing seed")
 
 
 def run(args: argparse.Namespace) -> int:

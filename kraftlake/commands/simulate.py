@@ -11,25 +11,26 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any, TextIO
 
+from kraftlake.commands._args import directory, non_negative_int, positive_int
 from kraftlake.sim.cluster import DEFAULT_WEIGHTS, ClusterSimConfig, ClusterSimulator, scaled_weights
 from kraftlake.sim.cluster_log import DEFAULT_SNAPSHOT_BYTES, LocalMetadataLog
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--brokers", type=int, default=5)
-    parser.add_argument("--topics", type=int, default=10, help="topics created at startup")
-    parser.add_argument("--partitions-per-topic", type=int, default=3)
-    parser.add_argument("--replication-factor", type=int, default=3)
-    parser.add_argument("--events", type=int, default=1000, help="random cluster events after startup")
-    parser.add_argument("--data-dir", required=True, type=Path)
+    parser.add_argument("--brokers", type=positive_int, default=5)
+    parser.add_argument("--topics", type=non_negative_int, default=10, help="topics created at startup")
+    parser.add_argument("--partitions-per-topic", type=positive_int, default=3)
+    parser.add_argument("--replication-factor", type=positive_int, default=3,
+                        help="replicas per partition, at most --brokers")
+    parser.add_argument("--events", type=non_negative_int, default=1000, help="random cluster events after startup")
+    parser.add_argument("--data-dir", required=True, type=directory)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--min-insync-replicas", type=int, default=2)
-    parser.add_argument("--snapshot-bytes", type=int, default=DEFAULT_SNAPSHOT_BYTES,
+    parser.add_argument("--min-insync-replicas", type=positive_int, default=2)
+    parser.add_argument("--snapshot-bytes", type=positive_int, default=DEFAULT_SNAPSHOT_BYTES,
                         help="bytes appended between snapshots (Kafka's default 20 MiB)")
-    parser.add_argument("--check-every", type=int, default=0,
+    parser.add_argument("--check-every", type=non_negative_int, default=0,
                         help="check image invariants every N events (0: only at start and end)")
     parser.add_argument("--cluster-id", default="kraftlake-simulated0")
     parser.add_argument("--no-progress", action="store_true")
@@ -39,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", type=_weights, default=None, metavar="KIND=W,...",
                         help="relative rates of event kinds, over the defaults for the cluster's size "
                              f"(kinds: {', '.join(DEFAULT_WEIGHTS)})")
-    parser.add_argument("--fetch-timeout-ms", type=int, default=None,
+    parser.add_argument("--fetch-timeout-ms", type=positive_int, default=None,
                         help="quorum: controller.quorum.fetch.timeout.ms (default: Kafka's 2000, raised to 1 ms "
                              "per 6 replicas a broker holds beyond that, e.g. 10000 at 2M partitions on 100 "
                              "brokers). The voters share one Python thread: a broker's fencing at that size "

@@ -156,6 +156,23 @@ class ClusterSimConfig:
     weights: dict[str, float] | None = None
     controller: ControllerConfig = field(default_factory=ControllerConfig)
 
+    def __post_init__(self) -> None:
+        """Refuse sizes no cluster has (Kafka refuses a replication factor above the broker count with
+        INVALID_REPLICATION_FACTOR rather than lowering it).
+
+        Raises
+        ------
+        SimError
+        """
+        for name, low in (("brokers", 1), ("topics", 0), ("partitions_per_topic", 1), ("replication_factor", 1),
+                          ("events", 0), ("tick_ms", 1), ("min_insync_replicas", 1), ("check_every", 0)):
+            value = getattr(self, name)
+            if value < low:
+                raise SimError(f"{name} is {value}: at least {low}")
+        if self.replication_factor > self.brokers:
+            raise SimError(f"replication factor {self.replication_factor} is above the broker count "
+                           f"{self.brokers}")
+
 
 @dataclass
 class SimBroker:
