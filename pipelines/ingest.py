@@ -20,6 +20,7 @@ calls on the same warehouse (the streaming pipeline's micro-batches), checked ag
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,7 +30,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from kraftlake.errors import KraftlakeError
 from kraftlake.image import EMPTY, MetadataImage, load_snapshot
+from kraftlake.image.errors import SkippedSnapshotWarning
 from kraftlake.image.source import log_records, partition_dir, segments, snapshots
 from kraftlake.spark import logsource
 from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder
@@ -63,18 +66,27 @@ class IngestResult:
 
 
 def starting_point(log_dir: str | Path) -> tuple[MetadataImage, int]:
-    """The image to start from and the first offset to read: a snapshot when the log does not start at 0."""
+    """The image to start from and the first offset to read: a snapshot when the log does not start at 0.
+
+    The oldest snapshot that covers the log's start, skipping (with a `SkippedSnapshotWarning`) one Kafka would
+    not load (`kraftlake.image.load_snapshot` refuses it) for the next.
+    """
     d = partition_dir(log_dir)
     segs = segments(d)
     base = segs[0][0] if segs else 0
     if base == 0:
         return EMPTY, 0
-    usable = [s for s in snapshots(d) if s.end_offset >= base]
-    if not usable:
-        from kraftlake.spark.tables import WarehouseError
+    skipped = []
+    for snap in (s for s in snapshots(d) if s.end_offset >= base):
+        try:
+            return load_snapshot(snap.path), snap.end_offset
+        except KraftlakeError as exc:
+            skipped.append(snap.path.name)
+            warnings.warn(f"skipped snapshot {snap.path}: {exc}", SkippedSnapshotWarning, stacklevel=2)
+    from kraftlake.spark.tables import WarehouseError
 
-        raise WarehouseError(f"{d}: the log starts at offset {base} and no snapshot covers it")
-    return load_snapshot(usable[0].path), usable[0].end_offset
+    unusable = f" (unusable: {', '.join(skipped)})" if skipped else ""
+    raise WarehouseError(f"{d}: the log starts at offset {base} and no usable snapshot covers it{unusable}")
 
 
 def log_max(spark: SparkSession, warehouse: str | Path) -> int:

@@ -224,3 +224,25 @@ class _nothing:
 
 def test_errors_are_kraftlake_errors() -> None:
     assert issubclass(SnapshotFormatError, KraftlakeError) and issubclass(ImageError, KraftlakeError)
+
+
+def test_ingest_starts_from_the_oldest_usable_snapshot(tmp_path: Path) -> None:
+    from pipelines.ingest import starting_point  # pure: no session is started
+
+    d = _copy(MULTI_EPOCH, tmp_path / "data")
+    first, second = write_snapshot(image_at(d, 711), d), write_snapshot(image_at(d, 1499), d)
+    from kraftlake.logformat import read_file_batches
+
+    log = d / segment_filename(0)
+    tail = b"".join(b.raw for b in read_file_batches(log) if b.base_offset >= 712)
+    log.unlink()
+    (d / segment_filename(712)).write_bytes(tail)
+    image, start = starting_point(d)
+    assert (image.offset, start) == (711, 712)
+    first.write_bytes(_bad("header only", first.read_bytes()))
+    with pytest.warns(SkippedSnapshotWarning, match=first.name):
+        image, start = starting_point(d)
+    assert (image.offset, start) == (1499, 1500) and image.state_equals(image_at(MULTI_EPOCH, 1499))
+    second.write_bytes(b"")
+    with pytest.raises(KraftlakeError, match="no usable snapshot covers it"), pytest.warns(SkippedSnapshotWarning):
+        starting_point(d)
