@@ -59,14 +59,22 @@ SnapshotId = OffsetAndEpoch
 
 
 class Errors(Enum):
-    """The error codes the raft RPCs use (a subset of Kafka's `Errors`)."""
+    """The error codes the raft RPCs use (a subset of Kafka's `Errors`, with Kafka's numbers).
+
+    The node sends the first six; the others reach it from the wire (a refused request), and it treats every
+    error of a response as "back off and ask again".
+    """
 
     NONE = 0
     FENCED_LEADER_EPOCH = 74
     NOT_LEADER_OR_FOLLOWER = 6
-    UNKNOWN_LEADER_EPOCH = 76
+    UNKNOWN_LEADER_EPOCH = 75
     SNAPSHOT_NOT_FOUND = 98
     POSITION_OUT_OF_RANGE = 99
+    UNKNOWN_SERVER_ERROR = -1
+    INVALID_REQUEST = 42
+    INCONSISTENT_VOTER_SET = 94
+    INCONSISTENT_CLUSTER_ID = 104
 
 
 @dataclass(frozen=True, slots=True)
