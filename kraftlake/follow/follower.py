@@ -146,11 +146,12 @@ class Follower:
         effects = self.observer.on_response(send, response, int(time.monotonic() * 1000))
         for effect in effects:
             if isinstance(effect, AppendBatches):
-                self.mirror.append(effect.batches)
+                batches = effect.batches
+                written = self.mirror.append(batches)
                 p = self.progress
-                p.batches += len(effect.batches)
-                p.records += sum(b.last_offset - b.base_offset + 1 for b in effect.batches)
-                p.bytes += sum(len(b.data) for b in effect.batches)
+                p.batches += len(batches)
+                p.records += batches[-1].last_offset - batches[0].base_offset + 1  # contiguous
+                p.bytes += written
                 if self.on_commit is not None:
                     self.on_commit(effect.batches)
             elif isinstance(effect, InstallSnapshot):

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from kraftlake.logformat.atomic import fsync_dir
 from kraftlake.logformat.batch import LOG_OVERHEAD, RecordBatch, decode_batch
@@ -29,6 +29,22 @@ DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
+# base offset, batch length, partition leader epoch, magic, (crc, attributes), last offset delta
+_VERIFIED_HEAD = struct.Struct(">qiib6xi")
+_VERIFIED_MIN = 61  # a v2 batch header
+
+
+class VerifiedBatch(Protocol):
+    """A batch whose CRC its holder checked: its bytes and the offsets and epoch its header says."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def data(self) -> bytes: ...
 
 
 def segment_filename(base_offset: int) -> str:
@@ -226,6 +242,61 @@ class SegmentedLog:
         seg.batches.append(loc)
         seg.size += len(raw)
         return loc
+
+    def append_verified(self, batches: Sequence[VerifiedBatch]) -> int:
+        """Append batches the caller has already CRC-checked, in offset order from `end_offset`; return the
+        bytes written.
+
+        `append` decodes every batch again; a replica that checked each batch's CRC as it split a fetched
+        buffer (``kraftlake.follow.observer.split_batches``) writes the same bytes without that second pass,
+        with one write per segment. Only what is cheap is checked here: each batch starts where the previous
+        one ended, and its header agrees with its `base_offset`, `last_offset`, `epoch` and length. Rolls as
+        `append` does.
+
+        Raises
+        ------
+        SegmentError
+            If a batch does not start at the log end offset or its header disagrees with it (the batches
+            before it are appended).
+        """
+        written = 0
+        i = 0
+        n = len(batches)
+        check = _VERIFIED_HEAD.unpack_from
+        while i < n:
+            seg = self.segments[-1]
+            end = seg.batches[-1].last_offset + 1 if seg.batches else seg.base_offset  # = end_offset
+            pos = seg.size
+            add = seg.batches.append
+            first = i
+            try:
+                while i < n:
+                    b = batches[i]
+                    raw = b.data
+                    size = len(raw)
+                    if b.base_offset != end:
+                        raise SegmentError(f"batch base offset {b.base_offset} is not the log end offset {end}",
+                                           source=str(self.directory), offset=b.base_offset)
+                    if size < _VERIFIED_MIN or check(raw) != (end, size - LOG_OVERHEAD, b.epoch, 2,
+                                                              b.last_offset - end):
+                        raise SegmentError(f"a batch of {size} bytes whose header is not (base offset {end}, "
+                                           f"last offset {b.last_offset}, epoch {b.epoch}, magic 2)",
+                                           source=str(self.directory), offset=end)
+                    if pos > 0 and pos + size > self.segment_bytes:
+                        break  # roll
+                    add(BatchLocation(end, b.last_offset, pos, size, b.epoch))
+                    pos += size
+                    end = b.last_offset + 1
+                    i += 1
+            finally:
+                if i > first:
+                    assert self._active is not None
+                    self._active.write(b"".join([b.data for b in batches[first:i]]))
+                    written += pos - seg.size
+                    seg.size = pos
+            if i < n:
+                self.roll(end)
+        return written
 
     def flush(self) -> None:
         """Write buffered appends to the file (and fsync it if the log was opened with ``fsync=True``)."""
