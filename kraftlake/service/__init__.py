@@ -6,13 +6,14 @@ Service (`kraftlake.service.service`)
 Configuration (`kraftlake.service.config`)
     `NodeConfig`, `parse_voters`.
 Clients (`kraftlake.service.client`)
-    `ObserverClient` (committed entries, from any process), `QuorumClient` (append, describe).
+    `ObserverClient` (committed entries over Kafka's Fetch, from any process), `QuorumClient` (append, describe
+    over Kafka's DescribeCluster and DescribeQuorum).
 Snapshots (`kraftlake.service.snapshots`)
     `SnapshotProvider`, `SnapshotPolicy`, `build_checkpoint`, `checkpoint_values`.
 Listeners (`kraftlake.service.listener`)
     `Listener`, `Batch`, `SnapshotReader`, `LeaderAndEpoch`.
-Wire format (`kraftlake.service.codec`), storage (`kraftlake.service.file_log.FileRaftLog`), errors
-(`kraftlake.service.errors`).
+Wire (`kraftlake.service.kafka_rpc`: Kafka's KRaft RPCs translated to and from the raft messages), storage
+(`kraftlake.service.file_log.FileRaftLog`), errors (`kraftlake.service.errors`).
 """
 
 from __future__ import annotations

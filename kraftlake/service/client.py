@@ -1,8 +1,11 @@
 """Synchronous clients of a running service, usable from any process (Spark executors included).
 
-`ObserverClient` fetches committed entries (as an observer: it never counts towards the high watermark);
-`QuorumClient` appends and describes. Both speak the service's framed protocol over plain blocking sockets,
-need nothing but the bootstrap endpoints and the cluster id, connect lazily, and pickle without their socket.
+`ObserverClient` fetches committed entries with Kafka's Fetch and FetchSnapshot, as an observer (replica id -1:
+never counted towards the high watermark, never tracked); `QuorumClient` appends (the service's own append RPC)
+and describes the quorum (Kafka's DescribeCluster and DescribeQuorum, what ``kafka-metadata-quorum`` sends).
+Both speak Kafka's framing over plain blocking sockets (`kraftlake.wire.connection.KafkaConnection` for Kafka's
+RPCs), need nothing but the bootstrap endpoints and the cluster id, connect lazily, and pickle without their
+sockets.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kraftlake.raft.messages import Entry, Message, OffsetAndEpoch
-from kraftlake.service.codec import DEFAULT_MAX_FRAME_BYTES, decode_frame, encode_frame, frame_length
+from kraftlake.follow.observer import METADATA_TOPIC, METADATA_TOPIC_ID, ZERO_UUID, Send, for_version
+from kraftlake.protocol import rpc
+from kraftlake.protocol.errors import ProtocolError
+from kraftlake.protocol.rpc import ApiKey
+from kraftlake.raft.messages import Entry, OffsetAndEpoch
 from kraftlake.service.config import Endpoint
 from kraftlake.service.errors import (
     ClusterIdMismatchError,
@@ -27,23 +33,28 @@ from kraftlake.service.errors import (
     SnapshotRequiredError,
     TransportError,
 )
-from kraftlake.service.messages import (
+from kraftlake.service.kafka_rpc import (
+    CONTROLLER_ENDPOINT_TYPE,
+    DEFAULT_MAX_FRAME_BYTES,
     AppendRequest,
     AppendResponse,
-    CommittedEntry,
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-    ErrorCode,
-    ErrorResponse,
-    ObserverFetchRequest,
-    ObserverFetchResponse,
-    ObserverFetchSnapshotRequest,
-    ObserverFetchSnapshotResponse,
-    QuorumDescription,
+    KafkaErrors,
+    decode_append_response,
+    decode_records,
+    description_from_response,
+    encode_append_request,
+    frame_length,
 )
+from kraftlake.service.messages import CommittedEntry, QuorumDescription
+from kraftlake.wire.connection import KafkaConnection
+from kraftlake.wire.errors import RequestTimeoutError as WireTimeoutError
+from kraftlake.wire.errors import WireError
 
 OBSERVER_ID = -1
-"""The replica id clients send: not a voter, so never counted for the high watermark."""
+"""The replica id clients send: not a voter, so never counted for the high watermark (nor listed)."""
+ANY_EPOCH = -1
+"""The CurrentLeaderEpoch an `ObserverClient` sends: any voter answers with what it has committed (an epoch
+>= 0 asks Kafka's question: the leader of that epoch only)."""
 
 
 def parse_endpoint(text: str) -> Endpoint:
@@ -54,8 +65,232 @@ def parse_endpoint(text: str) -> Endpoint:
     return host, int(port)
 
 
-class _Connection:
-    """Blocking request/response over one socket, rotating through the bootstrap list on failure."""
+class _KafkaClient:
+    """One `KafkaConnection` at a time, rotating through the bootstrap list on failure."""
+
+    def __init__(self, bootstrap: Sequence[Endpoint], timeout_s: float, max_frame_bytes: int,
+                 client_id: str) -> None:
+        if not bootstrap:
+            raise ServiceError("a client needs at least one bootstrap endpoint")
+        self.bootstrap = [(h, int(p)) for h, p in bootstrap]
+        self.timeout_s = timeout_s
+        self.max_frame_bytes = max_frame_bytes
+        self.client_id = client_id
+        self._conn: KafkaConnection | None = None
+        self._next = random.randrange(len(self.bootstrap))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_conn"] = None
+        return state
+
+    @property
+    def peer(self) -> str:
+        return self._conn.peer if self._conn is not None else "?"
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = None
+
+    def open(self, endpoint: Endpoint) -> KafkaConnection:
+        """A connection to `endpoint` (ApiVersions negotiated); raises `TransportError`."""
+        conn = KafkaConnection(endpoint[0], endpoint[1], client_id=self.client_id,
+                               timeout_s=min(self.timeout_s, 5.0), max_frame_bytes=self.max_frame_bytes)
+        try:
+            conn.open()
+        except (WireError, ProtocolError) as exc:
+            raise TransportError(f"{endpoint[0]}:{endpoint[1]}: {exc}") from exc
+        conn.timeout_s = self.timeout_s
+        return conn
+
+    def connection(self) -> KafkaConnection:
+        """The open connection, or one to the next reachable bootstrap endpoint."""
+        if self._conn is not None and self._conn.is_open:
+            return self._conn
+        errors = []
+        for _ in range(len(self.bootstrap)):
+            target = self.bootstrap[self._next % len(self.bootstrap)]
+            try:
+                self._conn = self.open(target)
+                return self._conn
+            except TransportError as exc:
+                errors.append(str(exc))
+                self._next += 1
+        raise TransportError("no server reachable: " + "; ".join(errors))
+
+    def request(self, api_key: int, message: Any, extra_wait_s: float = 0.0) -> Any:
+        """Send `message` at the negotiated version and return the answer; on a failure the connection is
+        closed, the next bootstrap endpoint is used next time, and the failure is raised."""
+        conn = self.connection()
+        try:
+            version = conn.version(api_key)
+        except KeyError:
+            self.close()
+            raise RemoteError(KafkaErrors.UNSUPPORTED_VERSION,
+                              f"{conn.peer} does not serve {rpc.api(api_key).name}") from None
+        try:
+            return conn.request(api_key, for_version(Send(None, api_key, message), version),  # type: ignore[arg-type]
+                                extra_wait_s=extra_wait_s)
+        except WireTimeoutError as exc:
+            self._fail()
+            raise RequestTimeoutError(str(exc)) from exc
+        except (WireError, ProtocolError) as exc:
+            self._fail()
+            raise TransportError(str(exc)) from exc
+
+    def _fail(self) -> None:
+        self.close()
+        self._next += 1
+
+
+class ObserverClient:
+    """Fetches committed entries from a running service (Kafka's Fetch, as an observer).
+
+    Parameters
+    ----------
+    bootstrap
+        Voters' (host, port); any voter answers with what it has committed (`ANY_EPOCH`).
+    cluster_id
+        Sent in every request (a service of another cluster refuses it: `ClusterIdMismatchError`).
+    timeout_s
+        Per-request socket timeout (on top of the fetch's max wait).
+    """
+
+    def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, *, timeout_s: float = 10.0,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self._conn = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-observer")
+        self.cluster_id = cluster_id
+        self.high_watermark = 0
+        self.log_start_offset = 0
+        self.leader_id: int | None = None
+
+    def _fetch(self, from_offset: int, max_wait_ms: int, max_bytes: int) -> Any:
+        """One Fetch (retried once per bootstrap server on a connection failure); its metadata partition."""
+        f = rpc.message_class("FetchRequest")
+        partition = f.FetchPartition(partition=0, current_leader_epoch=ANY_EPOCH, fetch_offset=from_offset,
+                                     last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=max_bytes,
+                                     replica_directory_id=ZERO_UUID)
+        request = f(cluster_id=self.cluster_id, replica_state=f.ReplicaState(replica_id=OBSERVER_ID, replica_epoch=-1),
+                    max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes, isolation_level=0, session_id=0,
+                    session_epoch=-1, topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])])
+        last: Exception | None = None
+        for _ in range(len(self._conn.bootstrap) + 1):
+            try:
+                body = self._conn.request(ApiKey.FETCH, request, max_wait_ms / 1000)
+            except (TransportError, RequestTimeoutError) as exc:
+                last = exc
+                continue
+            peer = self._conn.peer
+            if body.error_code == KafkaErrors.INCONSISTENT_CLUSTER_ID:
+                self._conn.close()
+                raise ClusterIdMismatchError(f"{peer} refused cluster id {self.cluster_id!r}: "
+                                             f"INCONSISTENT_CLUSTER_ID (104)")
+            if body.error_code:
+                raise RemoteError(body.error_code, f"{peer} refused the fetch from {from_offset}")
+            p = next((p for t in body.responses for p in t.partitions if p.partition_index == 0), None)
+            if p is None:
+                raise RemoteError(KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION, f"{peer} answered without the metadata "
+                                  f"partition")
+            if p.high_watermark >= 0:
+                self.high_watermark = p.high_watermark
+            if p.log_start_offset >= 0:
+                self.log_start_offset = p.log_start_offset
+            leader = p.current_leader.leader_id
+            self.leader_id = None if leader < 0 else leader
+            return p
+        raise TransportError(f"fetch failed on every bootstrap server: {last}")
+
+    def fetch(self, from_offset: int, max_records: int = 1000, max_wait_ms: int = 500,
+              max_bytes: int = 8 * 1024 * 1024) -> list[CommittedEntry]:
+        """Committed entries from `from_offset` (at most `max_records`); waits up to `max_wait_ms` for new ones.
+
+        Returns an empty list when nothing new is committed in time. A failed server is replaced by the next
+        bootstrap endpoint (one retry round).
+
+        Raises
+        ------
+        ServiceError
+            `ClusterIdMismatchError`, `TransportError` (no server reachable), `SnapshotRequiredError` (the offset
+            is below the log start offset), `RemoteError`, `RequestTimeoutError`.
+        """
+        return [CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value, e.control_type)
+                for e in self.fetch_entries(from_offset, max_records, max_wait_ms, max_bytes)]
+
+    def fetch_entries(self, from_offset: int, max_records: int = 1000, max_wait_ms: int = 500,
+                      max_bytes: int = 8 * 1024 * 1024) -> list[Entry]:
+        """As `fetch`, but the raft `Entry` tuples themselves (they also carry ``batch_base``, the first offset
+        of the leader write holding each entry, which a reader needs to lay records out as in the log files).
+
+        Only entries below the answer's HighWatermark are returned (a service sends no others to an observer;
+        a Kafka controller would).
+        """
+        p = self._fetch(from_offset, max_wait_ms, max_bytes)
+        snapshot = p.snapshot_id
+        if snapshot.end_offset >= 0 and snapshot.epoch >= 0:
+            snapshot_id = OffsetAndEpoch(snapshot.end_offset, snapshot.epoch)
+            raise SnapshotRequiredError(
+                KafkaErrors.OFFSET_OUT_OF_RANGE, f"fetch from {from_offset}: log starts at {self.log_start_offset}; "
+                f"load snapshot {snapshot_id} (fetch_snapshot) and fetch on from its end", snapshot_id)
+        if p.error_code:
+            raise RemoteError(p.error_code, f"fetch from {from_offset}: log starts at {self.log_start_offset}")
+        end = min(p.high_watermark, from_offset + max(1, max_records))
+        try:
+            entries, _ = decode_records(p.records, from_offset, f"Fetch response from {self._conn.peer}", end)
+        except CodecError:
+            self._conn.close()
+            raise
+        return entries
+
+    def log_range(self) -> tuple[int, int]:
+        """``(log start offset, high watermark)`` of the answering voter, without waiting or raising on range.
+
+        A fetch at the last high watermark seen, of at most one small batch and no wait: the cheapest
+        question the protocol can ask. Voters may differ (a follower lags): callers that need a monotonic answer
+        keep the maximum.
+        """
+        self._fetch(self.high_watermark, 0, 1)
+        return self.log_start_offset, self.high_watermark
+
+    def fetch_snapshot(self, snapshot_id: OffsetAndEpoch, chunk_bytes: int = 1024 * 1024) -> bytes:
+        """Download a snapshot (the bytes of its ``.checkpoint`` file) in chunks (FetchSnapshot).
+
+        `kraftlake.service.snapshots.checkpoint_values` gives its record values; fetching goes on from
+        `snapshot_id.offset`.
+
+        Raises
+        ------
+        RemoteError
+            If the server does not hold the snapshot (SNAPSHOT_NOT_FOUND: fetch again for the latest id).
+        """
+        s = rpc.message_class("FetchSnapshotRequest")
+        data = bytearray()
+        while True:
+            partition = s.PartitionSnapshot(partition=0, current_leader_epoch=ANY_EPOCH,
+                                            snapshot_id=s.SnapshotId(end_offset=snapshot_id.offset,
+                                                                     epoch=snapshot_id.epoch),
+                                            position=len(data), replica_directory_id=ZERO_UUID)
+            request = s(cluster_id=self.cluster_id, replica_id=OBSERVER_ID, max_bytes=chunk_bytes,
+                        topics=[s.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])])
+            body = self._conn.request(ApiKey.FETCH_SNAPSHOT, request)
+            if body.error_code == KafkaErrors.INCONSISTENT_CLUSTER_ID:
+                raise ClusterIdMismatchError(f"{self._conn.peer} refused cluster id {self.cluster_id!r}")
+            p = next((p for t in body.topics for p in t.partitions if p.index == 0), None)
+            code = body.error_code or (p.error_code if p is not None else KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION)
+            if code or p is None:
+                raise RemoteError(code, f"snapshot {snapshot_id} at position {len(data)}")
+            chunk = p.unaligned_records or b""
+            data.extend(chunk)
+            if len(data) >= p.size or not chunk:
+                return bytes(data)
+
+    def close(self) -> None:
+        """Close the socket (the client reconnects on the next fetch)."""
+        self._conn.close()
+
+
+class _AppendConnection:
+    """Blocking append requests over one socket (Kafka framing, the service's API key 1000)."""
 
     def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, timeout_s: float,
                  max_frame_bytes: int) -> None:
@@ -75,10 +310,6 @@ class _Connection:
         state["_sock"] = None
         state["_target"] = None
         return state
-
-    def next_corr(self) -> int:
-        self._corr += 1
-        return self._corr
 
     def close(self) -> None:
         if self._sock is not None:
@@ -114,9 +345,14 @@ class _Connection:
             n -= len(chunk)
         return b"".join(chunks)
 
-    def request(self, message: Message, timeout_s: float | None = None) -> Message:
-        """Send one request and return its answer (an `ErrorResponse` is raised as a typed error)."""
-        frame = encode_frame(message, self.cluster_id, self.max_frame_bytes)
+    def append(self, values: tuple[bytes, ...], timeout_s: float | None = None) -> AppendResponse:
+        """Send one append and return its answer (a refusal of the whole frame is raised as a typed error)."""
+        self._corr = (self._corr + 1) & 0x7FFFFFFF
+        corr = self._corr
+        frame = encode_append_request(AppendRequest(self.cluster_id, values), corr, "kraftlake-client")
+        if len(frame) > self.max_frame_bytes:
+            raise FrameTooLargeError(f"append frame of {len(frame)} bytes exceeds {self.max_frame_bytes}",
+                                     len(frame))
         if self._sock is None:
             self.connect()
         assert self._sock is not None
@@ -125,17 +361,18 @@ class _Connection:
             self._sock.sendall(frame)
             while True:
                 size = frame_length(self._recv_exact(4))
-                if size > self.max_frame_bytes:
-                    raise FrameTooLargeError(f"response of {size} bytes exceeds {self.max_frame_bytes}")
-                _, reply = decode_frame(self._recv_exact(size))
-                if isinstance(reply, ErrorResponse):
+                if size < 4 or size > self.max_frame_bytes:
+                    raise FrameTooLargeError(f"response of {size} bytes exceeds {self.max_frame_bytes}", size)
+                got, reply = decode_append_response(self._recv_exact(size))
+                if reply.refused:
+                    # a refusal of the whole frame: the server closes the connection after it
                     self.close()
-                    if reply.error is ErrorCode.INCONSISTENT_CLUSTER_ID:
-                        raise ClusterIdMismatchError(reply.message)
-                    if reply.error is ErrorCode.MESSAGE_TOO_LARGE:
-                        raise FrameTooLargeError(reply.message)
-                    raise RemoteError(int(reply.error), reply.message)
-                if reply.correlation_id == message.correlation_id:
+                    if reply.error == KafkaErrors.INCONSISTENT_CLUSTER_ID:
+                        raise ClusterIdMismatchError(reply.message or "INCONSISTENT_CLUSTER_ID")
+                    if reply.error == KafkaErrors.MESSAGE_TOO_LARGE:
+                        raise FrameTooLargeError(reply.message or "MESSAGE_TOO_LARGE")
+                    raise RemoteError(reply.error, reply.message or "")
+                if got == corr:
                     return reply
         except TimeoutError as exc:
             self.close()
@@ -145,126 +382,14 @@ class _Connection:
             raise
 
 
-class ObserverClient:
-    """Fetches committed entries from a running service.
-
-    Parameters
-    ----------
-    bootstrap
-        Voters' (host, port); any voter answers with what it has committed.
-    cluster_id
-        Must match the service's.
-    timeout_s
-        Per-request socket timeout (on top of the fetch's max wait).
-    """
-
-    def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, *, timeout_s: float = 10.0,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
-        self._conn = _Connection(bootstrap, cluster_id, timeout_s, max_frame_bytes)
-        self.high_watermark = 0
-        self.log_start_offset = 0
-        self.leader_id: int | None = None
-
-    def fetch(self, from_offset: int, max_records: int = 1000, max_wait_ms: int = 500,
-              max_bytes: int = 8 * 1024 * 1024) -> list[CommittedEntry]:
-        """Committed entries from `from_offset` (at most `max_records`); waits up to `max_wait_ms` for new ones.
-
-        Returns an empty list when nothing new is committed in time. A failed server is replaced by the next
-        bootstrap endpoint (one retry round).
-
-        Raises
-        ------
-        ServiceError
-            `ClusterIdMismatchError`, `TransportError` (no server reachable), `RemoteError` (e.g. the offset
-            is below the log start offset), `RequestTimeoutError`.
-        """
-        return [CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value, e.control_type)
-                for e in self.fetch_entries(from_offset, max_records, max_wait_ms, max_bytes)]
-
-    def fetch_entries(self, from_offset: int, max_records: int = 1000, max_wait_ms: int = 500,
-                      max_bytes: int = 8 * 1024 * 1024) -> list[Entry]:
-        """As `fetch`, but the raft `Entry` tuples themselves (they also carry ``batch_base``, the first offset
-        of the leader write holding each entry, which a reader needs to lay records out as in the log files)."""
-        last: Exception | None = None
-        for _ in range(len(self._conn.bootstrap) + 1):
-            request = ObserverFetchRequest(OBSERVER_ID, -1, self._conn.next_corr(), from_offset, max_records,
-                                           max_wait_ms, max_bytes)
-            try:
-                reply = self._conn.request(request, self._conn.timeout_s + max_wait_ms / 1000)
-            except (OSError, ConnectionError, RequestTimeoutError, TransportError) as exc:
-                last = exc
-                continue
-            assert isinstance(reply, ObserverFetchResponse)
-            self.high_watermark = reply.high_watermark
-            self.log_start_offset = reply.log_start_offset
-            self.leader_id = reply.leader_id
-            if reply.error is ErrorCode.OFFSET_OUT_OF_RANGE and reply.snapshot_id is not None:
-                raise SnapshotRequiredError(
-                    int(reply.error), f"fetch from {from_offset}: log starts at {reply.log_start_offset}; "
-                    f"load snapshot {reply.snapshot_id} (fetch_snapshot) and fetch on from its end",
-                    reply.snapshot_id)
-            if reply.error is not ErrorCode.NONE:
-                raise RemoteError(int(reply.error),
-                                  f"fetch from {from_offset}: log starts at {reply.log_start_offset}")
-            return list(reply.entries)
-        raise TransportError(f"fetch failed on every bootstrap server: {last}")
-
-    def log_range(self) -> tuple[int, int]:
-        """``(log start offset, high watermark)`` of the answering voter, without waiting or raising on range.
-
-        A fetch at the last high watermark seen, of at most one small entry and no wait: the cheapest
-        question the observer protocol can ask. Voters may differ (a follower lags): callers that need a
-        monotonic answer keep the maximum.
-        """
-        last: Exception | None = None
-        for _ in range(len(self._conn.bootstrap) + 1):
-            request = ObserverFetchRequest(OBSERVER_ID, -1, self._conn.next_corr(), self.high_watermark, 1, 0, 1)
-            try:
-                reply = self._conn.request(request)
-            except (OSError, ConnectionError, RequestTimeoutError, TransportError) as exc:
-                last = exc
-                continue
-            assert isinstance(reply, ObserverFetchResponse)
-            self.high_watermark = reply.high_watermark
-            self.log_start_offset = reply.log_start_offset
-            self.leader_id = reply.leader_id
-            return reply.log_start_offset, reply.high_watermark
-        raise TransportError(f"log_range failed on every bootstrap server: {last}")
-
-    def fetch_snapshot(self, snapshot_id: OffsetAndEpoch, chunk_bytes: int = 1024 * 1024) -> bytes:
-        """Download a snapshot (the bytes of its ``.checkpoint`` file) in chunks (FetchSnapshot).
-
-        `kraftlake.service.snapshots.checkpoint_values` gives its record values; fetching goes on from
-        `snapshot_id.offset`.
-
-        Raises
-        ------
-        RemoteError
-            If the server does not hold the snapshot (SNAPSHOT_NOT_FOUND: fetch again for the latest id).
-        """
-        data = bytearray()
-        while True:
-            request = ObserverFetchSnapshotRequest(OBSERVER_ID, -1, self._conn.next_corr(), snapshot_id, len(data),
-                                                   chunk_bytes)
-            reply = self._conn.request(request)
-            assert isinstance(reply, ObserverFetchSnapshotResponse)
-            if reply.error is not ErrorCode.NONE:
-                raise RemoteError(int(reply.error), f"snapshot {snapshot_id} at position {len(data)}")
-            data.extend(reply.chunk)
-            if len(data) >= reply.size or not reply.chunk:
-                return bytes(data)
-
-    def close(self) -> None:
-        """Close the socket (the client reconnects on the next fetch)."""
-        self._conn.close()
-
-
 class QuorumClient:
     """Appends to and describes a running quorum, following the leader."""
 
     def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, *, timeout_s: float = 10.0,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
-        self._conn = _Connection(bootstrap, cluster_id, timeout_s, max_frame_bytes)
+        self._conn = _AppendConnection(bootstrap, cluster_id, timeout_s, max_frame_bytes)
+        self._admin = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-quorum-client")
+        self.cluster_id = cluster_id
 
     def append(self, records: Sequence[bytes], timeout_s: float = 10.0) -> tuple[int, int]:
         """Append and wait until committed: (base offset, last offset).
@@ -274,19 +399,19 @@ class QuorumClient:
         NotLeaderError
             If the leader changed under the append (it may or may not be committed: the caller decides).
         """
-        request = AppendRequest(OBSERVER_ID, -1, self._conn.next_corr(), tuple(bytes(r) for r in records))
-        reply = self._conn.request(request, timeout_s)
-        assert isinstance(reply, AppendResponse)
-        if reply.error is ErrorCode.NONE:
+        reply = self._conn.append(tuple(bytes(r) for r in records), timeout_s)
+        if reply.error == KafkaErrors.NONE:
             return reply.base_offset, reply.last_offset
-        if reply.error is ErrorCode.NOT_LEADER_OR_FOLLOWER:
-            if reply.leader_endpoint and reply.leader_id != reply.src:
+        if reply.error == KafkaErrors.NOT_LEADER_OR_FOLLOWER:
+            if reply.leader_endpoint and reply.leader_id != reply.node_id:
                 self._conn.connect(parse_endpoint(reply.leader_endpoint))
             elif not reply.leader_endpoint:
                 self._conn.close()
-            raise NotLeaderError(reply.src, reply.epoch, reply.leader_id, reply.leader_endpoint or None,
-                                 reply.message)
-        raise RemoteError(int(reply.error), reply.message)
+            raise NotLeaderError(reply.node_id, reply.epoch, reply.leader_id, reply.leader_endpoint or None,
+                                 reply.message or "")
+        if reply.error == KafkaErrors.INCONSISTENT_CLUSTER_ID:
+            raise ClusterIdMismatchError(reply.message or "INCONSISTENT_CLUSTER_ID")
+        raise RemoteError(reply.error, reply.message or "")
 
     def append_retrying(self, records: Sequence[bytes], deadline_s: float = 30.0) -> tuple[int, int]:
         """Append, retrying on NotLeader and connection failures until `deadline_s` passes.
@@ -304,29 +429,46 @@ class QuorumClient:
                 time.sleep(0.05)
 
     def describe(self) -> tuple[QuorumDescription, bool]:
-        """The status from the leader if it can be reached, else from whichever voter answers.
+        """The status from the leader if it can be reached, else from whichever voter answers, asked as
+        ``kafka-metadata-quorum --bootstrap-controller`` asks: DescribeCluster (the cluster id and the leader),
+        then DescribeQuorum of the leader.
 
         Returns ``(description, from_leader)``.
+
+        Raises
+        ------
+        ClusterIdMismatchError
+            If the quorum's cluster id is not this client's.
         """
-        request = DescribeQuorumRequest(OBSERVER_ID, -1, self._conn.next_corr())
-        reply = self._conn.request(request)
-        assert isinstance(reply, DescribeQuorumResponse)
-        if reply.error is ErrorCode.NONE:
-            return reply.description, True
-        if reply.leader_endpoint:
+        cluster = self._admin.request(ApiKey.DESCRIBE_CLUSTER, rpc.make(
+            "DescribeClusterRequest", include_cluster_authorized_operations=False,
+            endpoint_type=CONTROLLER_ENDPOINT_TYPE))
+        if cluster.error_code:
+            raise RemoteError(cluster.error_code, f"DescribeCluster: {cluster.error_message or ''}")
+        if cluster.cluster_id != self.cluster_id:
+            self._admin.close()
+            raise ClusterIdMismatchError(f"the quorum at {self._admin.peer} is not cluster {self.cluster_id!r}")
+        request = rpc.make("DescribeQuorumRequest", topics=[rpc.message_class("DescribeQuorumRequest").TopicData(
+            topic_name=METADATA_TOPIC, partitions=[rpc.message_class("DescribeQuorumRequest").PartitionData(
+                partition_index=0)])])
+        leader = next(((b.host, b.port) for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
+        if leader is not None:
             try:
-                self._conn.connect(parse_endpoint(reply.leader_endpoint))
-                again = self._conn.request(DescribeQuorumRequest(OBSERVER_ID, -1, self._conn.next_corr()))
-                assert isinstance(again, DescribeQuorumResponse)
-                if again.error is ErrorCode.NONE:
-                    return again.description, True
-            except (OSError, ConnectionError, ServiceError):
+                conn = self._admin.open(leader)
+                try:
+                    body = conn.request(ApiKey.DESCRIBE_QUORUM, request)
+                finally:
+                    conn.close()
+                description, error = description_from_response(cluster.cluster_id, body)
+                if not error:
+                    return description, True
+            except (ServiceError, WireError, ProtocolError):
                 pass
-        return reply.description, False
+        body = self._admin.request(ApiKey.DESCRIBE_QUORUM, request)
+        description, error = description_from_response(cluster.cluster_id, body)
+        return description, not error
 
     def close(self) -> None:
-        """Close the socket."""
+        """Close the sockets."""
         self._conn.close()
-
-
-
+        self._admin.close()

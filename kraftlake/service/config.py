@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlake.raft.config import QuorumConfig
-from kraftlake.service.codec import DEFAULT_MAX_FRAME_BYTES
 from kraftlake.service.errors import ServiceError
+from kraftlake.service.kafka_rpc import DEFAULT_MAX_FRAME_BYTES
 
 Endpoint = tuple[str, int]
 

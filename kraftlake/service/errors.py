@@ -30,7 +30,12 @@ class ClusterIdMismatchError(ServiceError):
 
 
 class FrameTooLargeError(ServiceError):
-    """Raised when a frame is larger than the configured maximum frame size (sent or refused by the peer)."""
+    """Raised when a frame is larger than the configured maximum frame size (sent or refused by the peer);
+    `size` is the size announced (-1 unknown)."""
+
+    def __init__(self, message: str, size: int = -1) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 class CodecError(ServiceError):

@@ -8,12 +8,17 @@ layer's control entries are LeaderChange control batches), ``%020d-%010d.checkpo
 The entries are also mirrored in memory (a `MemoryRaftLog`, which answers every query): a metadata log is
 small, and the step machine reads it on every fetch. Opening the directory recovers a torn or corrupt tail of
 the last segment (truncated to the last valid batch, reported in `recovery`).
+
+The bytes of the latest batches (`RAW_BATCH_CACHE_BYTES`) are kept as written (`raw_batch`), so a Fetch response
+carries them without encoding them again; a follower offers the batches it received (`offer_batches`) and
+writes those very bytes when it appends their entries: every replica holds the leader's batches byte for byte.
 """
 
 from __future__ import annotations
 
 import operator
 import os
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,13 +35,18 @@ from kraftlake.logformat import (
     write_snapshot,
 )
 from kraftlake.logformat import SnapshotId as FileSnapshotId
-from kraftlake.logformat.batch import control_record_type
+from kraftlake.logformat.batch import CONTROL_MASK, control_record_type
 from kraftlake.logformat.snapshot import mark_snapshot_deleted
 from kraftlake.raft.memory_log import MemoryRaftLog
 from kraftlake.raft.messages import NO_CONTROL_TYPE, Entry, OffsetAndEpoch, SnapshotId
 from kraftlake.service.batch_writer import kraft_data_batch
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+RAW_BATCH_CACHE_BYTES = 32 * 1024 * 1024
+"""The bytes of the latest batches kept as written, to be sent in Fetch responses as they are (4x a fetch)."""
+_RAW_HEAD = struct.Struct(">qiib")  # base offset, length, partition leader epoch, magic
+_RAW_DELTA = struct.Struct(">hi")  # attributes, last offset delta (at byte 21)
+_RAW_TS = struct.Struct(">q")  # base timestamp (at byte 27)
 _TIMESTAMP = operator.itemgetter(4)
 _BATCH_BASE = operator.itemgetter(5)
 
@@ -78,8 +88,13 @@ class FileRaftLog:
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = True,
-                 clock: Callable[[], int] = _wall_ms, segment_bytes: int | None = None) -> None:
+                 clock: Callable[[], int] = _wall_ms, segment_bytes: int | None = None,
+                 raw_cache_bytes: int = RAW_BATCH_CACHE_BYTES) -> None:
         self.directory = Path(directory)
+        self._raw: dict[int, bytes] = {}  # batch base offset -> the batch's bytes, in log order
+        self._raw_bytes = 0
+        self._raw_limit = raw_cache_bytes
+        self._offered: dict[int, bytes] = {}
         self.directory.mkdir(parents=True, exist_ok=True)
         self.fsync = fsync
         self.clock = clock
@@ -109,6 +124,8 @@ class FileRaftLog:
                       control_record_type(rec.key) if control else NO_CONTROL_TYPE)
                 for rec in batch.records if rec.offset >= start
             ])
+            if base >= start:
+                self._remember(base, batch.raw)
         # a batch straddling the snapshot end leaves a segment tail before `start`: nothing to fix, reads
         # start at the snapshot end
         self._mem.flush()
@@ -202,17 +219,53 @@ class FileRaftLog:
 
     def _write_batch(self, group: Sequence[Entry]) -> None:
         first = group[0]
-        if first.is_control:
-            raw = build_control_batch(first.offset, first.epoch, first.timestamp,
-                                      [(e.control_type, e.value) for e in group])
-        else:
-            raw = kraft_data_batch(first.offset, first.epoch, first.timestamp, [e.value for e in group])
+        raw = self._offered.pop(first.offset, None) if self._offered else None
+        if raw is None or not _holds(raw, first, len(group)):
+            if first.is_control:
+                raw = build_control_batch(first.offset, first.epoch, first.timestamp,
+                                          [(e.control_type, e.value) for e in group])
+            else:
+                raw = kraft_data_batch(first.offset, first.epoch, first.timestamp, [e.value for e in group])
         self._segments.append(raw)
+        self._remember(first.offset, raw)
+
+    # -- the batches' bytes --------------------------------------------------------------------------------
+    def raw_batch(self, base_offset: int) -> bytes | None:
+        """The bytes of the batch written at `base_offset`, if it is among the latest kept."""
+        return self._raw.get(base_offset)
+
+    def offer_batches(self, batches: Sequence[bytes]) -> None:
+        """Batches received from the leader, to be written as they are when the next `append` writes exactly
+        their entries (any other batch is encoded as usual). Replaces the previous offer."""
+        self._offered = {_RAW_HEAD.unpack_from(raw, 0)[0]: raw for raw in batches}
+
+    def _remember(self, base_offset: int, raw: bytes) -> None:
+        if self._raw_limit <= 0:
+            return
+        old = self._raw.pop(base_offset, None)
+        if old is not None:
+            self._raw_bytes -= len(old)
+        self._raw[base_offset] = raw
+        self._raw_bytes += len(raw)
+        while self._raw_bytes > self._raw_limit and self._raw:
+            self._raw_bytes -= len(self._raw.pop(next(iter(self._raw))))
+
+    def _forget_raw_from(self, offset: int) -> None:
+        """Drop the kept batches that hold `offset` or later (a truncation replaced them)."""
+        raw = self._raw
+        while raw:
+            base = next(reversed(raw))
+            data = raw[base]
+            if base + _RAW_DELTA.unpack_from(data, 21)[1] < offset:
+                break
+            del raw[base]
+            self._raw_bytes -= len(data)
 
     def truncate_to(self, offset: int) -> None:
         if offset >= self.end_offset:
             return
         self._generation += 1
+        self._forget_raw_from(offset)
         kept = self._mem.read(self._segments_batch_start(offset), offset) if offset > self.log_start_offset \
             else []
         self._mem.truncate_to(offset)
@@ -282,6 +335,8 @@ class FileRaftLog:
 
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         self._generation += 1
+        self._raw.clear()
+        self._raw_bytes = 0
         write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
                        fsync=self.fsync)
         self._mem.install_snapshot(snapshot_id, data)
@@ -314,3 +369,14 @@ class FileRaftLog:
                                       [EpochEntry(e, o) for e, o in entries], fsync=False)
         self._epochs_written = entries
 
+
+
+def _holds(raw: bytes, first: Entry, count: int) -> bool:
+    """Whether the batch `raw` is the batch of `count` entries from `first` (offset, epoch, kind, timestamp)."""
+    if len(raw) < 61:
+        return False
+    base, _, epoch, magic = _RAW_HEAD.unpack_from(raw, 0)
+    attributes, delta = _RAW_DELTA.unpack_from(raw, 21)
+    return (base == first.offset and epoch == first.epoch and magic == 2 and delta == count - 1
+            and bool(attributes & CONTROL_MASK) == first.is_control
+            and _RAW_TS.unpack_from(raw, 27)[0] == first.timestamp)

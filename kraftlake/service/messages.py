@@ -1,32 +1,14 @@
-"""The service's own messages beside the raft RPCs: client appends, observer fetches, DescribeQuorum, errors.
+"""What the service hands out besides the raft messages: committed entries and the quorum's description.
 
-A raft `Entry` travels with the leader's append timestamp, the base offset of the leader's batch and its
-control type, so that every replica writes the same batches with the same timestamps.
+The RPCs themselves are Kafka's (`kraftlake.service.kafka_rpc`). A raft `Entry` travels in Kafka's record batches,
+with the leader's append timestamp, the base offset of the leader's batch and its control type, so that every
+replica writes the same batches with the same timestamps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import NamedTuple
-
-from kraftlake.raft.messages import Entry, Message, OffsetAndEpoch
-
-
-class ErrorCode(IntEnum):
-    """Error codes of the service RPCs (Kafka's numbers where Kafka has one)."""
-
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    MESSAGE_TOO_LARGE = 10
-    UNSUPPORTED_VERSION = 35
-    INVALID_REQUEST = 42
-    INCONSISTENT_CLUSTER_ID = 104
-    SNAPSHOT_NOT_FOUND = 98
-    POSITION_OUT_OF_RANGE = 99
-    UNKNOWN_SERVER_ERROR = -1
 
 
 class CommittedEntry(NamedTuple):
@@ -39,75 +21,6 @@ class CommittedEntry(NamedTuple):
     value: bytes
     control_type: int = -1
     """Kafka's `ControlRecordType` of a control entry (LeaderChange 2, ...); -1 for data or unknown."""
-
-
-@dataclass(frozen=True, slots=True)
-class AppendRequest(Message):
-    """A client asks the leader to append values; answered once they are committed."""
-
-    values: tuple[bytes, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResponse(Message):
-    """Where the values landed (committed), or an error with the leader the node knows of."""
-
-    error: ErrorCode
-    leader_id: int | None
-    leader_endpoint: str
-    epoch: int
-    base_offset: int = -1
-    last_offset: int = -1
-    message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ObserverFetchRequest(Message):
-    """An observer fetches committed entries from `fetch_offset`; it never counts towards the high watermark."""
-
-    fetch_offset: int
-    max_records: int
-    max_wait_ms: int
-    max_bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class ObserverFetchResponse(Message):
-    """Committed entries from the requested offset (only below the answering node's high watermark)."""
-
-    error: ErrorCode
-    leader_id: int | None
-    epoch: int
-    high_watermark: int
-    log_start_offset: int
-    entries: tuple[Entry, ...] = ()
-    snapshot_id: OffsetAndEpoch | None = None
-    """With OFFSET_OUT_OF_RANGE: the latest snapshot, to download with `ObserverFetchSnapshotRequest`."""
-
-
-@dataclass(frozen=True, slots=True)
-class ObserverFetchSnapshotRequest(Message):
-    """An observer downloads a snapshot in chunks (FetchSnapshot), from any voter that holds it."""
-
-    snapshot_id: OffsetAndEpoch
-    position: int
-    max_bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class ObserverFetchSnapshotResponse(Message):
-    """One chunk of a snapshot (`size` is the whole snapshot's); SNAPSHOT_NOT_FOUND if the node lacks it."""
-
-    error: ErrorCode
-    snapshot_id: OffsetAndEpoch
-    size: int
-    position: int
-    chunk: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeQuorumRequest(Message):
-    """Asks for the quorum's status (kafka-metadata-quorum describe)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,10 +65,9 @@ class QuorumDescription:
 
     def status_lines(self) -> list[str]:
         """The `describe --status` text, as kafka-metadata-quorum prints it."""
-        voters = ", ".join(
-            f'{{"id": {v.node_id}, "directoryId": "{v.directory_id}", "endpoints": ["CONTROLLER://{v.endpoint}"]}}'
-            for v in self.voters)
-        observers = ", ".join(f'{{"id": {o}}}' for o in self.observers)
+        voters = ", ".join(_node_text(v.node_id, v.directory_id, v.endpoint) for v in self.voters)
+        directories = {r.node_id: r.directory_id for r in self.replicas}
+        observers = ", ".join(_node_text(o, directories.get(o, ""), "") for o in self.observers)
         rows = [
             ("ClusterId", self.cluster_id),
             ("LeaderId", str(self.leader_id)),
@@ -181,18 +93,28 @@ class QuorumDescription:
         return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-@dataclass(frozen=True, slots=True)
-class DescribeQuorumResponse(Message):
-    """The quorum's status as the answering node knows it."""
+def _node_text(node_id: int, directory_id: str, endpoint: str) -> str:
+    """A node as ``kafka-metadata-quorum describe --status`` prints it (no unknown directory id or endpoint)."""
+    text = f'{{"id": {node_id}'
+    if directory_id and directory_id != "AAAAAAAAAAAAAAAAAAAAAA":
+        text += f', "directoryId": "{directory_id}"'
+    if endpoint:
+        text += f', "endpoints": ["CONTROLLER://{endpoint}"]'
+    return text + "}"
 
-    error: ErrorCode
-    leader_endpoint: str
-    description: QuorumDescription
 
-
-@dataclass(frozen=True, slots=True)
-class ErrorResponse(Message):
-    """A refusal of a whole frame: another cluster id, an oversized frame, an undecodable request."""
-
-    error: ErrorCode
-    message: str
+def follower_lag(replicas: tuple[ReplicaInfo, ...] | list[ReplicaInfo]) -> tuple[int, int]:
+    """``(MaxFollowerLag, MaxFollowerLagTimeMs)`` as ``kafka-metadata-quorum describe --status`` derives them
+    from the voters' rows: the leader's log end minus the furthest-behind voter's, and the difference of their
+    last caught-up times (0 if the leader is that voter, -1 if a time is unknown); (0, 0) without a leader row."""
+    voters = [r for r in replicas if r.status in ("Leader", "Follower")]
+    leader = next((r for r in voters if r.status == "Leader"), None)
+    if leader is None:
+        return 0, 0
+    worst = min(voters, key=lambda r: r.log_end_offset)
+    if worst is leader:
+        return 0, 0
+    if leader.last_caught_up_timestamp >= 0 and worst.last_caught_up_timestamp >= 0:
+        return leader.log_end_offset - worst.log_end_offset, \
+            leader.last_caught_up_timestamp - worst.last_caught_up_timestamp
+    return leader.log_end_offset - worst.log_end_offset, -1

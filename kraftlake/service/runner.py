@@ -17,11 +17,13 @@ import concurrent.futures
 import contextlib
 import logging
 import random
+import struct
 import time
 import uuid
 from base64 import urlsafe_b64encode
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kraftlake.logformat import (
     METADATA_PARTITION_DIR,
@@ -32,13 +34,15 @@ from kraftlake.logformat import (
     write_meta_properties,
     write_quorum_state,
 )
+from kraftlake.protocol import rpc
+from kraftlake.protocol.errors import ProtocolError
+from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.errors import NotLeaderError as RaftNotLeaderError
 from kraftlake.raft.errors import RaftStorageError
 from kraftlake.raft.log import CommittedEntries, snapshot_floor
-from kraftlake.raft.messages import Entry, Message, SnapshotId
+from kraftlake.raft.messages import Entry, Errors, Message, OffsetAndEpoch, SnapshotId
 from kraftlake.raft.node import AppendResult, RaftNode, Ready
 from kraftlake.raft.states import ElectionState
-from kraftlake.service.codec import decode_frame, encode_frame, is_response, peek_header
 from kraftlake.service.config import NodeConfig, format_endpoint
 from kraftlake.service.errors import (
     CodecError,
@@ -48,23 +52,38 @@ from kraftlake.service.errors import (
     ServiceStoppedError,
 )
 from kraftlake.service.file_log import FileRaftLog, FlushTicket
-from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader, group_batches
-from kraftlake.service.messages import (
+from kraftlake.service.kafka_rpc import (
+    APPEND_API_KEY,
+    CONTROLLER_ENDPOINT_TYPE,
+    METADATA_TOPIC,
+    SERVED,
+    ZERO_UUID,
     AppendRequest,
     AppendResponse,
-    CommittedEntry,
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-    ErrorCode,
-    ErrorResponse,
-    ObserverFetchRequest,
-    ObserverFetchResponse,
-    ObserverFetchSnapshotRequest,
-    ObserverFetchSnapshotResponse,
-    QuorumDescription,
-    ReplicaInfo,
-    VoterInfo,
+    KafkaErrors,
+    RequestRefused,
+    WireContext,
+    check_cluster_id,
+    decode_append_request,
+    decode_raft_response,
+    describe_quorum_response,
+    encode_append_response,
+    encode_entries,
+    encode_raft_request,
+    encode_refusal,
+    encode_response,
+    error_response,
+    fetch_replica_id,
+    fetch_response,
+    fetch_snapshot_response,
+    is_response,
+    kafka_response,
+    metadata_partition,
+    raft_request,
+    warm_up,
 )
+from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader, group_batches
+from kraftlake.service.messages import CommittedEntry, QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
 from kraftlake.service.snapshots import SnapshotJob, SnapshotPolicy, SnapshotProvider
 from kraftlake.service.transport import InboundConnection, PeerChannel, read_frame, serve
 
@@ -80,6 +99,24 @@ def _mono_ms() -> int:
 def new_uuid() -> str:
     """A random uuid in Kafka's base64url form (22 characters)."""
     return urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+"""Kafka's OBSERVER_SESSION_TIMEOUT_MS: an observer leaves DescribeQuorum this long after its last fetch."""
+_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the start of every request header
+_RAFT_FLOW_ERRORS = frozenset({Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER,
+                               Errors.UNKNOWN_LEADER_EPOCH, Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE})
+"""Errors that are part of the raft protocol's course (leader changes, snapshots); others are logged."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Observer:
+    """An observer as the node that serves it knows it (a row of DescribeQuorum's Observers)."""
+
+    directory_id: str
+    log_end_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int | None
 
 
 @dataclass
@@ -107,7 +144,6 @@ class NodeRunner:
         self.server: asyncio.Server | None = None
         self.port = config.voters[config.node_id][1]
         self._peers: dict[int, PeerChannel] = {}
-        self._routes: dict[tuple[int, int], InboundConnection] = {}
         self._connections: set[InboundConnection] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._flush_scheduled = False  # a flush is queued or its fsync is running
@@ -119,10 +155,18 @@ class NodeRunner:
         self._running = False
         self._snapshot_job: SnapshotJob | None = None
         self.voters = dict(config.voters)
+        self._ready: asyncio.Event | None = None
+        self._routes: dict[tuple[int, int], tuple[InboundConnection, int, int]] = {}
+        self._observers: dict[int, _Observer] = {}
+        self._observers_swept = 0
+        self._peer_errors: dict[int, Errors] = {}
+        self._ctx = WireContext(config.cluster_id, self.node_id, "", self.voters)
 
     # -- life cycle ----------------------------------------------------------------------------------------
     async def bind(self) -> int:
-        """Start listening (before `start`, so a local quorum can learn the ports); return the port."""
+        """Start listening (before `start`, so a local quorum can learn the ports); return the port. Requests
+        that arrive before `start` has finished wait for it."""
+        self._ready = asyncio.Event()
         self.server = await serve(HOST, self.port, self._handle_connection)
         self.port = self.server.sockets[0].getsockname()[1]
         return self.port
@@ -134,6 +178,7 @@ class NodeRunner:
         if self.server is None:
             await self.bind()
         self._prepare_log_dir()
+        warm_up()
         self.log_store = FileRaftLog(self.partition_dir, fsync=self.config.fsync,
                                      segment_bytes=self.config.segment_bytes)
         self._flusher = concurrent.futures.ThreadPoolExecutor(1, f"kraftlake-fsync-{self.node_id}")
@@ -148,6 +193,7 @@ class NodeRunner:
         now = _mono_ms()
         self.node = RaftNode(self.node_id, self.config.quorum_config, self.log_store, election, rng, now,
                              timestamp_base_ms=int(time.time() * 1000) - now, directory_id=self.directory_id)
+        self._ctx = WireContext(self.config.cluster_id, self.node_id, self.directory_id, self.voters)
         for peer, endpoint in self.voters.items():
             if peer != self.node_id:
                 channel = PeerChannel(endpoint, self._on_peer_frame, self.config.max_frame_bytes,
@@ -161,6 +207,8 @@ class NodeRunner:
             for listener in self.listeners:
                 self._call(listener.handle_load_snapshot, reader)
         self._process(Ready(), _mono_ms())
+        if self._ready is not None:
+            self._ready.set()
 
     def _prepare_log_dir(self) -> None:
         self.partition_dir.mkdir(parents=True, exist_ok=True)
@@ -180,6 +228,8 @@ class NodeRunner:
     async def stop(self) -> None:
         """Stop serving, close the log; pending appends fail with `ServiceStoppedError`."""
         self._running = False
+        if self._ready is not None:
+            self._ready.set()
         if self._timer is not None:
             self._timer.cancel()
         if self.server is not None:
@@ -468,198 +518,361 @@ class NodeRunner:
         voters = tuple(VoterInfo(v, dir_ids.get(v, ""), format_endpoint(e)) for v, e in sorted(self.voters.items()))
         replicas: list[ReplicaInfo] = []
         observers: list[int] = []
-        max_lag = max_lag_ms = 0
         leo = store.end_offset
         for rep in statuses:
             is_self = rep.node_id == self.node_id
-            if not is_self and rep.is_voter:
-                max_lag = max(max_lag, leo - rep.log_end_offset)
-                caught = rep.last_caught_up_ms
-                max_lag_ms = max(max_lag_ms, 0 if caught is None or rep.log_end_offset >= leo
-                                 else now_mono - caught)
             status = "Leader" if is_self else ("Follower" if rep.is_voter else "Observer")
             if not rep.is_voter:
                 observers.append(rep.node_id)
             caught_up = rep.last_caught_up_ms if rep.log_end_offset < leo else rep.last_fetch_ms
             replicas.append(ReplicaInfo(rep.node_id, rep.directory_id, rep.log_end_offset,
                                         leo - rep.log_end_offset, wall(rep.last_fetch_ms), wall(caught_up), status))
+        if node.is_leader:
+            # the observers this node served (the service answers observers itself, not through the node)
+            self._sweep_observers(now_mono)
+            for rid, obs in sorted(self._observers.items()):
+                if rid in observers or rid in self.voters:
+                    continue
+                observers.append(rid)
+                replicas.append(ReplicaInfo(rid, "" if obs.directory_id == ZERO_UUID else obs.directory_id,
+                                            obs.log_end_offset, leo - obs.log_end_offset, wall(obs.last_fetch_ms),
+                                            wall(obs.last_caught_up_ms), "Observer"))
+        max_lag, max_lag_ms = follower_lag(replicas)
         return QuorumDescription(
             self.config.cluster_id, -1 if node.leader_id is None else node.leader_id, node.epoch,
             node.high_watermark, max_lag, max_lag_ms, voters, tuple(observers), tuple(replicas))
 
-    # -- network -------------------------------------------------------------------------------------------
+    # -- network: raft peers -------------------------------------------------------------------------------
     def _send(self, message: Message) -> None:
-        try:
-            frame = encode_frame(message, self.config.cluster_id, self.config.max_frame_bytes)
-        except FrameTooLargeError:
-            log.error("node %d: dropping oversized %s", self.node_id, type(message).__name__)
-            return
+        store = self.log_store
+        assert store is not None
         if is_response(message):
-            conn = self._routes.pop((message.dst, message.correlation_id), None)
-            if conn is not None:
-                conn.send(frame)
+            route = self._routes.pop((message.dst, message.correlation_id), None)
+            if route is None:
+                return
+            conn, api_key, version = route
+            body = kafka_response(message, version, self._ctx, store.raw_batch, store.log_start_offset)
+            frame = encode_response(body, api_key, version, message.correlation_id)
+            if len(frame) > self.config.max_frame_bytes:
+                log.error("node %d: dropping a %d-byte %s (limit %d)", self.node_id, len(frame),
+                          type(message).__name__, self.config.max_frame_bytes)
+                return
+            conn.send(frame)
             return
         channel = self._peers.get(message.dst)
-        if channel is not None:
-            channel.send(frame, message.correlation_id)
+        if channel is None:
+            return
+        corr = channel.next_correlation_id()
+        api_key, version, frame = encode_raft_request(message, corr, self._ctx)
+        channel.send(frame, corr, (api_key, version, message))
 
-    def _on_peer_frame(self, payload: bytes) -> None:
+    def _on_peer_frame(self, payload: bytes, context: tuple[int, int, Message] | None) -> None:
+        node, store = self.node, self.log_store
+        if context is None or node is None or store is None or not self._running:
+            return
+        api_key, version, request = context
         try:
-            cluster_id, message = decode_frame(payload)
+            message, raws = decode_raft_response(payload, api_key, version, request)
         except CodecError as exc:
-            log.warning("node %d: undecodable response: %s", self.node_id, exc)
+            log.warning("node %d: undecodable response of node %d: %s", self.node_id, request.dst, exc)
             return
-        if isinstance(message, ErrorResponse):
-            log.warning("node %d: peer %d refused a request: %s %s", self.node_id, message.src,
-                        message.error.name, message.message)
-            return
-        if cluster_id != self.config.cluster_id or self.node is None or not self._running:
-            return
+        error = message.error  # type: ignore[attr-defined]
+        if error is not Errors.NONE and error not in _RAFT_FLOW_ERRORS:
+            if self._peer_errors.get(request.dst) != error:
+                log.warning("node %d: node %d refused a %s: %s", self.node_id, request.dst,
+                            type(request).__name__, error.name)
+            self._peer_errors[request.dst] = error
+        elif request.dst in self._peer_errors:
+            del self._peer_errors[request.dst]
         now = _mono_ms()
-        self._process(self.node.step(message, now), now)
+        if raws:
+            store.offer_batches(raws)
+        try:
+            self._process(node.step(message, now), now)
+        finally:
+            if raws:
+                store.offer_batches(())
 
+    # -- network: inbound ----------------------------------------------------------------------------------
     async def _handle_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = InboundConnection(writer)
         self._connections.add(conn)
         try:
-            while self._running or self.node is None:
+            if self._ready is not None and not self._ready.is_set():
+                await self._ready.wait()  # bound early (a local quorum learns its ports), serving once started
+            while self._running:
                 try:
                     payload = await read_frame(reader, self.config.max_frame_bytes)
                 except FrameTooLargeError as exc:
-                    conn.send(self._error_frame(-1, -1, ErrorCode.MESSAGE_TOO_LARGE, str(exc)))
+                    head = b""
+                    if exc.size >= 8:
+                        with contextlib.suppress(Exception):
+                            head = await asyncio.wait_for(reader.readexactly(8), 1.0)
+                    api_key, _, corr = _HEAD.unpack(head) if len(head) == 8 else (-1, -1, -1)
+                    self._refuse(conn, api_key, corr, KafkaErrors.MESSAGE_TOO_LARGE,
+                                 f"request frame of {exc.size} bytes exceeds the maximum of "
+                                 f"{self.config.max_frame_bytes}")
                     await writer.drain()
                     return
-                self._on_request(payload, conn)
+                if not self._on_request(payload, conn):
+                    await writer.drain()
+                    return
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
         finally:
             self._connections.discard(conn)
             conn.close()
 
-    def _error_frame(self, dst: int, corr: int, code: ErrorCode, text: str) -> bytes:
-        return encode_frame(ErrorResponse(self.node_id, dst, corr, code, text), self.config.cluster_id)
+    def _refuse(self, conn: InboundConnection, api_key: int, corr: int, code: int, text: str) -> bool:
+        """Answer a request that cannot be read or served with a refusal frame; the connection is then closed."""
+        log.warning("node %d: refusing a request (API key %d, correlation id %d) and closing the connection: "
+                    "error %d: %s", self.node_id, api_key, corr, code, text)
+        conn.send(encode_refusal(corr, code, text, header_v1=api_key == APPEND_API_KEY))
+        return False
 
-    def _on_request(self, payload: bytes, conn: InboundConnection) -> None:
+    def _on_request(self, payload: bytes, conn: InboundConnection) -> bool:
+        """Serve one request frame; False if the connection must be closed (after the refusal sent)."""
         try:
-            _api, corr, src, cluster_id = peek_header(payload)
-        except CodecError as exc:
-            conn.send(self._error_frame(-1, -1, ErrorCode.INVALID_REQUEST, str(exc)))
-            return
-        if cluster_id != self.config.cluster_id:
-            conn.send(self._error_frame(src, corr, ErrorCode.INCONSISTENT_CLUSTER_ID,
-                                        f"cluster id {cluster_id!r} is not {self.config.cluster_id!r}"))
-            return
-        try:
-            _, message = decode_frame(payload)
-        except CodecError as exc:
-            conn.send(self._error_frame(src, corr, ErrorCode.INVALID_REQUEST, str(exc)))
-            return
+            api_key, version, corr, _client, body_start = rpc.peek_request(payload)
+        except ProtocolError as exc:
+            return self._refuse(conn, -1, -1, KafkaErrors.INVALID_REQUEST, f"not a Kafka request: {exc}")
         node = self.node
         if node is None or not self._running:
+            return False
+        if api_key == ApiKey.API_VERSIONS:
+            conn.send(self._api_versions(version, corr))
+            return True
+        if api_key == APPEND_API_KEY:
+            if version != 0:
+                return self._refuse(conn, api_key, corr, KafkaErrors.UNSUPPORTED_VERSION,
+                                    f"append v{version} is not supported (v0 is)")
+            try:
+                request = decode_append_request(payload, body_start)
+            except CodecError as exc:
+                return self._refuse(conn, api_key, corr, KafkaErrors.INVALID_REQUEST, f"malformed append: {exc}")
+            self._serve_append(request, corr, conn)
+            return True
+        versions = SERVED.get(api_key)
+        if versions is None:
+            return self._refuse(conn, api_key, corr, KafkaErrors.UNSUPPORTED_VERSION,
+                                f"API key {api_key} is not served by a kraftlake voter (see ApiVersions)")
+        name = rpc.api(api_key).name
+        if version not in versions:
+            return self._refuse(conn, api_key, corr, KafkaErrors.UNSUPPORTED_VERSION,
+                                f"{name} v{version} is not supported (kraftlake serves v{versions})")
+        try:
+            _, body = rpc.decode_request(payload)
+        except ProtocolError as exc:
+            return self._refuse(conn, api_key, corr, KafkaErrors.INVALID_REQUEST,
+                                f"malformed {name} v{version} request: {exc}")
+        try:
+            self._dispatch(api_key, version, corr, body, conn)
+        except RequestRefused as exc:
+            conn.send(encode_response(error_response(api_key, version, exc.code, str(exc)), api_key, version,
+                                      corr))
+        return True
+
+    def _dispatch(self, api_key: int, version: int, corr: int, body: Any, conn: InboundConnection) -> None:
+        node = self.node
+        assert node is not None
+        if api_key == ApiKey.DESCRIBE_QUORUM:
+            conn.send(encode_response(self._describe_quorum(version, body), api_key, version, corr))
             return
-        if isinstance(message, AppendRequest):
-            self._serve_append(message, conn)
-        elif isinstance(message, ObserverFetchRequest):
-            asyncio.get_running_loop().create_task(self._serve_observer_fetch(message, conn))
-        elif isinstance(message, ObserverFetchSnapshotRequest):
-            self._serve_observer_snapshot(message, conn)
-        elif isinstance(message, DescribeQuorumRequest):
-            self._serve_describe(message, conn)
-        elif message.dst != self.node_id:
-            conn.send(self._error_frame(src, corr, ErrorCode.INVALID_REQUEST,
-                                        f"message for node {message.dst} sent to node {self.node_id}"))
-        else:
-            if not is_response(message):
-                self._routes[(message.src, message.correlation_id)] = conn
-                if len(self._routes) > 10_000:  # answers that never came: forget the oldest
-                    for key in list(self._routes)[:1000]:
-                        del self._routes[key]
-            now = _mono_ms()
-            self._process(node.step(message, now), now)
-
-    def _serve_append(self, request: AppendRequest, conn: InboundConnection) -> None:
-        def reply(outcome: tuple[int, int] | BaseException) -> None:
-            node = self.node
-            assert node is not None
-            if isinstance(outcome, NotLeaderError):
-                response = AppendResponse(self.node_id, request.src, request.correlation_id,
-                                          ErrorCode.NOT_LEADER_OR_FOLLOWER, outcome.leader_id,
-                                          outcome.leader_endpoint or "", outcome.epoch, message=str(outcome))
-            elif isinstance(outcome, BaseException):
-                response = AppendResponse(self.node_id, request.src, request.correlation_id,
-                                          ErrorCode.UNKNOWN_SERVER_ERROR, node.leader_id, "", node.epoch,
-                                          message=str(outcome))
-            else:
-                response = AppendResponse(self.node_id, request.src, request.correlation_id, ErrorCode.NONE,
-                                          self.node_id, "", node.epoch, outcome[0], outcome[1])
-            conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
-
-        if not request.values:
-            reply(ServiceError("append of no values"))
+        if api_key == ApiKey.DESCRIBE_CLUSTER:
+            conn.send(encode_response(self._describe_cluster(version, body), api_key, version, corr))
             return
-        self.append(list(request.values), reply)
+        if api_key == ApiKey.FETCH:
+            replica = fetch_replica_id(body, version)
+            if replica == self.node_id:
+                raise RequestRefused(KafkaErrors.INVALID_REQUEST, f"Fetch from replica {replica}: this node's id")
+            if replica not in self.voters:
+                check_cluster_id(body.cluster_id, self.config.cluster_id)
+                self._serve_observer_fetch(version, corr, body, conn)
+                return
+        elif api_key == ApiKey.FETCH_SNAPSHOT and body.replica_id not in self.voters:
+            check_cluster_id(body.cluster_id, self.config.cluster_id)
+            self._serve_observer_snapshot(version, corr, body, conn)
+            return
+        message = raft_request(api_key, version, corr, body, self.node_id, self.config.cluster_id)
+        if message.src not in self.voters or message.src == self.node_id:
+            raise RequestRefused(KafkaErrors.INCONSISTENT_VOTER_SET,
+                                 f"{rpc.api(api_key).name} from node {message.src}, not a voter of this quorum")
+        self._routes[(message.src, corr)] = (conn, api_key, version)
+        if len(self._routes) > 10_000:  # answers that never came: forget the oldest
+            for key in list(self._routes)[:1000]:
+                del self._routes[key]
+        now = _mono_ms()
+        self._process(node.step(message, now), now)
 
-    async def _serve_observer_fetch(self, request: ObserverFetchRequest, conn: InboundConnection) -> None:
+    def _api_versions(self, version: int, corr: int) -> bytes:
+        keys = [rpc.message_class("ApiVersionsResponse").ApiVersion(api_key=k, min_version=v.lowest, max_version=v.highest)
+                for k, v in sorted(SERVED.items())]
+        if version not in SERVED[ApiKey.API_VERSIONS]:
+            # Kafka's answer to a version it lacks: UNSUPPORTED_VERSION in a v0 body listing its ranges
+            body = rpc.make("ApiVersionsResponse", error_code=KafkaErrors.UNSUPPORTED_VERSION, api_keys=keys)
+            return encode_response(body, ApiKey.API_VERSIONS, 0, corr)
+        body = rpc.make("ApiVersionsResponse", error_code=0, api_keys=keys, throttle_time_ms=0)
+        return encode_response(body, ApiKey.API_VERSIONS, version, corr)
+
+    def _describe_cluster(self, version: int, body: Any) -> Any:
+        node = self.node
+        assert node is not None
+        cls = rpc.message_class("DescribeClusterResponse")
+        if version >= 1 and body.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
+            return cls(error_code=KafkaErrors.MISMATCHED_ENDPOINT_TYPE,
+                       error_message="kraftlake voters are controllers: ask with EndpointType 2 "
+                                     "(--bootstrap-controller)", endpoint_type=body.endpoint_type, cluster_id="")
+        brokers = [cls.DescribeClusterBroker(broker_id=v, host=host, port=port, rack=None)
+                   for v, (host, port) in sorted(self.voters.items())]
+        extra = {"endpoint_type": CONTROLLER_ENDPOINT_TYPE} if version >= 1 else {}
+        return cls(throttle_time_ms=0, error_code=0, error_message=None, cluster_id=self.config.cluster_id,
+                   controller_id=-1 if node.leader_id is None else node.leader_id, brokers=brokers, **extra)
+
+    def _describe_quorum(self, version: int, body: Any) -> Any:
+        node = self.node
+        assert node is not None
+        cls = rpc.message_class("DescribeQuorumResponse")
+        check = [(t.topic_name, [p.partition_index for p in t.partitions]) for t in body.topics]
+        if check != [(METADATA_TOPIC, [0])]:
+            return cls(error_code=KafkaErrors.INVALID_REQUEST,
+                       error_message=f"DescribeQuorum of {check}: only {METADATA_TOPIC} partition 0 has a quorum"
+                       if version >= 2 else None)
+        return describe_quorum_response(self.describe(), version, node.is_leader, self.node_id)
+
+    # -- observers (Kafka's Fetch and FetchSnapshot from a replica id that is not a voter) -------------------
+    def _observer_check(self, epoch: int) -> int:
+        """Kafka's leader-only validation for an observer that names an epoch (-1: any voter answers)."""
+        node = self.node
+        assert node is not None
+        if epoch < 0:
+            return KafkaErrors.NONE
+        if epoch < node.epoch:
+            return KafkaErrors.FENCED_LEADER_EPOCH
+        if epoch > node.epoch:
+            return KafkaErrors.UNKNOWN_LEADER_EPOCH
+        return KafkaErrors.NONE if node.is_leader else KafkaErrors.NOT_LEADER_OR_FOLLOWER
+
+    def _voter_endpoints(self, cls: Any) -> list[Any]:
+        return [cls.NodeEndpoint(node_id=v, host=host, port=port) for v, (host, port) in sorted(self.voters.items())]
+
+    def _serve_observer_fetch(self, version: int, corr: int, body: Any, conn: InboundConnection) -> None:
         node, store = self.node, self.log_store
         assert node is not None and store is not None
-        deadline = time.monotonic() + request.max_wait_ms / 1000
-        while self._running and node.applied_end <= request.fetch_offset and time.monotonic() < deadline:
+        p = metadata_partition(body.topics, "topic_id", "Fetch")
+        replica = fetch_replica_id(body, version)
+        endpoints = self._voter_endpoints(rpc.message_class("FetchResponse")) if version >= 16 else []
+        error = self._observer_check(p.current_leader_epoch)
+        if error:
+            conn.send(encode_response(fetch_response(
+                error=error, leader_id=node.leader_id, epoch=node.epoch, high_watermark=node.applied_end,
+                log_start_offset=store.log_start_offset, records=None, node_endpoints=endpoints),
+                ApiKey.FETCH, version, corr))
+            return
+        now = _mono_ms()
+        if replica >= 0:
+            tracked = self._observers.get(replica)
+            caught_up = now if p.fetch_offset >= node.applied_end else (tracked.last_caught_up_ms if tracked else None)
+            directory = p.replica_directory_id if version >= 17 else ZERO_UUID
+            self._observers[replica] = _Observer(directory, p.fetch_offset, now, caught_up)
+            if len(self._observers) > 1000 or now - self._observers_swept > 10_000:
+                self._sweep_observers(now)
+        max_bytes = max(1, min(p.partition_max_bytes, body.max_bytes, self.config.quorum_config.max_fetch_bytes))
+        asyncio.get_running_loop().create_task(
+            self._answer_observer_fetch(version, corr, p, max_bytes, body.max_wait_ms, endpoints, conn))
+
+    def _sweep_observers(self, now: int) -> None:
+        self._observers_swept = now
+        for rid in [r for r, o in self._observers.items() if now - o.last_fetch_ms > OBSERVER_SESSION_TIMEOUT_MS]:
+            del self._observers[rid]
+
+    async def _answer_observer_fetch(self, version: int, corr: int, p: Any, max_bytes: int, max_wait_ms: int,
+                                     endpoints: list[Any], conn: InboundConnection) -> None:
+        node, store = self.node, self.log_store
+        assert node is not None and store is not None
+        offset = p.fetch_offset
+        deadline = time.monotonic() + max(0, max_wait_ms) / 1000
+        while self._running and node.applied_end <= offset and time.monotonic() < deadline \
+                and offset >= store.log_start_offset:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._hw_waiters.append(waiter)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(waiter, max(0.0, deadline - time.monotonic()))
-        if not self._running:
+        if not self._running or conn.closed:
             return
-        error = ErrorCode.NONE
-        entries: list[Entry] = []
-        snapshot_id = None
-        if request.fetch_offset < store.log_start_offset:
-            error = ErrorCode.OFFSET_OUT_OF_RANGE
-            snapshot_id = store.latest_snapshot()
+        hw, start = node.applied_end, store.log_start_offset
+        error, records, diverging, snapshot = KafkaErrors.NONE, None, None, None
+        last_epoch = p.last_fetched_epoch
+        if offset < start:
+            snapshot = store.latest_snapshot()
+            if snapshot is None:
+                error = KafkaErrors.OFFSET_OUT_OF_RANGE
+        elif last_epoch >= 0 and offset > 0 and offset <= store.end_offset and (
+                (found := store.end_offset_for_epoch(last_epoch)).epoch != last_epoch or found.offset < offset):
+            if found.epoch < 0 or found.offset < start:
+                snapshot = store.latest_snapshot()
+                diverging = None if snapshot is not None else OffsetAndEpoch(0, 0)
+            else:
+                diverging = found
         else:
-            end = min(node.applied_end, store.end_offset, request.fetch_offset + max(1, request.max_records))
-            size = 0
-            for entry in store.read_all(request.fetch_offset, end):
-                size += len(entry.value) + 40
-                if entries and size > request.max_bytes:
-                    break
-                entries.append(entry)
-        response = ObserverFetchResponse(self.node_id, request.src, request.correlation_id, error, node.leader_id,
-                                         node.epoch, node.applied_end, store.log_start_offset, tuple(entries),
-                                         snapshot_id)
-        conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
+            end = min(hw, store.end_offset)
+            if offset < end:
+                # whole batches, as Kafka sends them: from the start of the batch holding the fetch offset
+                base = store.read_all(offset, offset + 1)[0].batch_base
+                begin = base if start <= base <= offset else offset
+                records = encode_entries(store.read(begin, end, max_bytes), store.raw_batch)
+        body = fetch_response(error=error, leader_id=node.leader_id, epoch=node.epoch, high_watermark=hw,
+                              log_start_offset=start, records=records, diverging_epoch=diverging,
+                              snapshot_id=snapshot, node_endpoints=endpoints)
+        conn.send(encode_response(body, ApiKey.FETCH, version, corr))
 
-    def _serve_observer_snapshot(self, request: ObserverFetchSnapshotRequest, conn: InboundConnection) -> None:
-        store = self.log_store
-        assert store is not None
+    def _serve_observer_snapshot(self, version: int, corr: int, body: Any, conn: InboundConnection) -> None:
+        node, store = self.node, self.log_store
+        assert node is not None and store is not None
+        p = metadata_partition(body.topics, "name", "FetchSnapshot")
+        sid = SnapshotId(p.snapshot_id.end_offset, p.snapshot_id.epoch)
+        endpoints = self._voter_endpoints(rpc.message_class("FetchSnapshotResponse")) if version >= 1 else []
+        error = self._observer_check(p.current_leader_epoch)
+        size, chunk = 0, b""
+        if not error:
+            try:
+                data = store.read_snapshot(sid)
+            except (RaftStorageError, OSError):
+                data = None
+            if data is None:
+                error = KafkaErrors.SNAPSHOT_NOT_FOUND
+            elif p.position < 0 or p.position > len(data):
+                error, size = KafkaErrors.POSITION_OUT_OF_RANGE, len(data)
+            else:
+                limit = max(1, min(body.max_bytes, self.config.quorum_config.snapshot_chunk_bytes))
+                size, chunk = len(data), data[p.position:p.position + limit]
+        response = fetch_snapshot_response(error, node.leader_id, node.epoch, sid, size, p.position, chunk, endpoints)
+        conn.send(encode_response(response, ApiKey.FETCH_SNAPSHOT, version, corr))
+
+    # -- the append RPC ------------------------------------------------------------------------------------
+    def _serve_append(self, request: AppendRequest, corr: int, conn: InboundConnection) -> None:
+        def reply(outcome: tuple[int, int] | BaseException) -> None:
+            node = self.node
+            assert node is not None
+            me = self.node_id
+            if isinstance(outcome, NotLeaderError):
+                response = AppendResponse(KafkaErrors.NOT_LEADER_OR_FOLLOWER, str(outcome), me, outcome.leader_id,
+                                          outcome.leader_endpoint or "", outcome.epoch)
+            elif isinstance(outcome, BaseException):
+                response = AppendResponse(KafkaErrors.UNKNOWN_SERVER_ERROR, str(outcome), me, node.leader_id, "",
+                                          node.epoch)
+            else:
+                response = AppendResponse(KafkaErrors.NONE, None, me, me, "", node.epoch, outcome[0], outcome[1])
+            conn.send(encode_append_response(response, corr))
+
         try:
-            data = store.read_snapshot(request.snapshot_id)
-        except RaftStorageError:
-            data = None
-        if data is None:
-            error, size, chunk = ErrorCode.SNAPSHOT_NOT_FOUND, 0, b""
-        elif request.position < 0 or request.position > len(data):
-            error, size, chunk = ErrorCode.POSITION_OUT_OF_RANGE, len(data), b""
-        else:
-            limit = max(1, min(request.max_bytes, self.config.quorum_config.snapshot_chunk_bytes))
-            error, size, chunk = ErrorCode.NONE, len(data), data[request.position : request.position + limit]
-        response = ObserverFetchSnapshotResponse(self.node_id, request.src, request.correlation_id, error,
-                                                 request.snapshot_id, size, request.position, chunk)
-        conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
-
-    def _serve_describe(self, request: DescribeQuorumRequest, conn: InboundConnection) -> None:
-        node = self.node
-        assert node is not None
-        description = self.describe()
-        if node.is_leader:
-            error, endpoint = ErrorCode.NONE, format_endpoint(self.voters[self.node_id])
-        else:
-            leader = node.leader_id
-            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            endpoint = format_endpoint(self.voters[leader]) if leader in self.voters else ""
-        response = DescribeQuorumResponse(self.node_id, request.src, request.correlation_id, error, endpoint,
-                                          description)
-        conn.send(encode_frame(response, self.config.cluster_id, self.config.max_frame_bytes))
+            check_cluster_id(request.cluster_id, self.config.cluster_id)
+        except RequestRefused as exc:
+            conn.send(encode_append_response(AppendResponse(exc.code, str(exc), self.node_id), corr))
+            return
+        if not request.values:
+            reply(ServiceError("append of no values"))
+            return
+        self.append(list(request.values), reply)
 
 
 def _committed(entry: Entry) -> CommittedEntry:

@@ -1,9 +1,11 @@
-"""Asyncio TCP transport on 127.0.0.1: framed connections, outgoing peer channels with reconnect and backoff.
+"""Asyncio TCP transport on 127.0.0.1: Kafka-framed connections, outgoing peer channels with reconnect and backoff.
 
 A node sends its requests on its own outgoing connection to each peer (`PeerChannel`) and answers requests on
-the connection they came in on (`InboundConnection`). A channel that has had a request unanswered for longer
-than its request timeout is closed and reconnected (as Kafka's NetworkClient disconnects on request timeout);
-the raft node re-sends what it still needs.
+the connection they came in on (`InboundConnection`). Frames are Kafka's (an int32 size, then the header and
+body); a response carries only its correlation id, so the channel keeps what it needs to read each outstanding
+request's answer (its API key, version and the raft request) under the int32 correlation id it assigned. A
+channel that has had a request unanswered for longer than its request timeout is closed and reconnected (as
+Kafka's NetworkClient disconnects on request timeout); the raft node re-sends what it still needs.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-from kraftlake.service.codec import frame_length, peek_header
 from kraftlake.service.errors import FrameTooLargeError
+from kraftlake.service.kafka_rpc import frame_length
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +38,8 @@ async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int) -> byte
         If the connection closes mid-frame or before a frame.
     """
     size = frame_length(await reader.readexactly(4))
-    if size > max_frame_bytes:
-        raise FrameTooLargeError(f"frame of {size} bytes exceeds the maximum of {max_frame_bytes}")
+    if size > max_frame_bytes or size < 0:
+        raise FrameTooLargeError(f"frame of {size} bytes exceeds the maximum of {max_frame_bytes}", size)
     return await reader.readexactly(size)
 
 
@@ -66,7 +69,8 @@ class PeerChannel:
     endpoint
         The peer's (host, port).
     on_frame
-        Called with each response payload received.
+        Called with each response payload received and the context its request was sent with (None for an
+        answer to no outstanding request: one that came after a reconnect, or a stray).
     max_frame_bytes
         Larger responses close the connection.
     request_timeout_ms
@@ -75,15 +79,17 @@ class PeerChannel:
         (initial, maximum) reconnect backoff; it doubles after each failed attempt, with jitter.
     """
 
-    def __init__(self, endpoint: tuple[str, int], on_frame: Callable[[bytes], None], max_frame_bytes: int,
+    def __init__(self, endpoint: tuple[str, int], on_frame: Callable[[bytes, Any], None], max_frame_bytes: int,
                  request_timeout_ms: int, backoff_ms: tuple[int, int] = (20, 1000)) -> None:
         self.endpoint = endpoint
         self.on_frame = on_frame
         self.max_frame_bytes = max_frame_bytes
         self.request_timeout_ms = request_timeout_ms
         self.backoff_ms = backoff_ms
-        self._queue: deque[tuple[bytes, int]] = deque()
+        self._queue: deque[tuple[bytes, int, Any]] = deque()
         self._inflight: dict[int, float] = {}
+        self._pending: dict[int, Any] = {}
+        self._corr = random.randrange(1 << 30)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -94,20 +100,25 @@ class PeerChannel:
         """Start connecting (in the running loop)."""
         self._task = asyncio.get_running_loop().create_task(self._run())
 
-    def send(self, frame: bytes, correlation_id: int, expects_reply: bool = True) -> None:
+    def next_correlation_id(self) -> int:
+        """A correlation id for the next request (int32, unique on this channel until it wraps)."""
+        self._corr = (self._corr + 1) & 0x7FFFFFFF
+        return self._corr
+
+    def send(self, frame: bytes, correlation_id: int, context: Any = None) -> None:
         """Send a request frame now if connected, else queue it until connected (dropped if the connection
-        fails first)."""
+        fails first); its answer is handed to `on_frame` with `context`."""
         writer = self._writer
         if writer is not None and self.connected and not self._queue and not writer.is_closing():
             # straight into the transport: waking the writer task costs a loop iteration (and a wait_for
             # task) per request, on the follower's fetch path
             writer.write(frame)
-            if expects_reply and correlation_id >= 0:
-                self._inflight[correlation_id] = time.monotonic()
+            self._inflight[correlation_id] = time.monotonic()
+            self._pending[correlation_id] = context
             return
         if len(self._queue) >= MAX_QUEUED_FRAMES:
             self._queue.popleft()
-        self._queue.append((frame, correlation_id if expects_reply else -1))
+        self._queue.append((frame, correlation_id, context))
         self._wake.set()
 
     async def stop(self) -> None:
@@ -135,6 +146,7 @@ class PeerChannel:
             self._writer = writer
             self.connected = True
             self._inflight.clear()
+            self._pending.clear()
             reading = asyncio.get_running_loop().create_task(self._read(reader))
             try:
                 await self._write(writer, reading)
@@ -159,10 +171,10 @@ class PeerChannel:
                     await asyncio.wait_for(self._wake.wait(), timeout=self.request_timeout_ms / 4000)
             now = time.monotonic()
             while self._queue:
-                frame, corr = self._queue.popleft()
+                frame, corr, context = self._queue.popleft()
                 writer.write(frame)
-                if corr >= 0:
-                    self._inflight[corr] = now
+                self._inflight[corr] = now
+                self._pending[corr] = context
             await writer.drain()
             if self._inflight and now - min(self._inflight.values()) > self.request_timeout_ms / 1000:
                 log.debug("request to %s timed out; reconnecting", self.endpoint)
@@ -171,12 +183,11 @@ class PeerChannel:
     async def _read(self, reader: asyncio.StreamReader) -> None:
         while True:
             payload = await read_frame(reader, self.max_frame_bytes)
-            try:
-                _, corr, _, _ = peek_header(payload)
-            except Exception:
+            if len(payload) < 4:
                 return
+            corr = frame_length(payload[:4])  # a response starts with its int32 correlation id
             self._inflight.pop(corr, None)
-            self.on_frame(payload)
+            self.on_frame(payload, self._pending.pop(corr, None))
 
 
 async def serve(host: str, port: int,

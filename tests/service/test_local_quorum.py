@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import socket
-import struct
 import time
 from pathlib import Path
 
@@ -14,7 +12,6 @@ from service_helpers import CLUSTER, fast_config
 from kraftlake.logformat import MetadataLogDir
 from kraftlake.service import (
     Batch,
-    ClusterIdMismatchError,
     LeaderAndEpoch,
     LocalQuorum,
     NotLeaderError,
@@ -22,8 +19,6 @@ from kraftlake.service import (
     QuorumClient,
     SnapshotReader,
 )
-from kraftlake.service.codec import decode_frame, encode_frame
-from kraftlake.service.messages import ErrorCode, ErrorResponse, ObserverFetchRequest
 
 
 def wait_until(predicate: object, timeout: float = 10.0) -> None:
@@ -78,40 +73,6 @@ def test_leader_stop_elects_a_new_leader_and_not_leader_names_it(quorum: LocalQu
     end = new.append([b"again"]).result(10)[1] + 1
     wait_until(lambda: back.high_watermark >= end)
     assert values_of(back.read_committed(0)) == [b"before", b"after", b"again"]
-
-
-def test_cluster_id_mismatch_is_refused(quorum: LocalQuorum) -> None:
-    quorum.wait_for_leader()
-    port = quorum.endpoints[1][1]
-    with pytest.raises(ClusterIdMismatchError, match="other-cluster"):
-        ObserverClient([("127.0.0.1", port)], "other-cluster").fetch(0, 10, 0)
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(encode_frame(ObserverFetchRequest(-1, -1, 77, 0, 10, 0, 1000), "wrong"))
-        size = struct.unpack(">I", _recv(sock, 4))[0]
-        cluster_id, reply = decode_frame(_recv(sock, size))
-    assert isinstance(reply, ErrorResponse) and reply.correlation_id == 77
-    assert reply.error is ErrorCode.INCONSISTENT_CLUSTER_ID and cluster_id == CLUSTER
-
-
-def test_oversized_frame_is_refused_and_the_connection_closed(quorum: LocalQuorum) -> None:
-    port = quorum.endpoints[2][1]
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(struct.pack(">I", 64 * 1024 * 1024) + b"\x00" * 100)
-        size = struct.unpack(">I", _recv(sock, 4))[0]
-        _, reply = decode_frame(_recv(sock, size))
-        assert isinstance(reply, ErrorResponse) and reply.error is ErrorCode.MESSAGE_TOO_LARGE
-        assert sock.recv(1) == b""  # closed by the server
-    # the node still serves others
-    assert ObserverClient([("127.0.0.1", port)], CLUSTER).fetch(0, 10, 2000) != []
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        assert chunk, "connection closed early"
-        out += chunk
-    return out
 
 
 def test_observer_client_reads_everything_committed(quorum: LocalQuorum) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kraftlake.service import ObserverClient, QuorumClient
-from kraftlake.service.errors import ServiceError
+from kraftlake.service.errors import ServiceError, TransportError
 
 CLUSTER = "mp-test"
 HERE = Path(__file__).parent
@@ -94,7 +94,12 @@ def read_all(port: int, end: int) -> list[tuple[int, bytes]]:
     offset = 0
     deadline = time.monotonic() + 20
     while offset < end and time.monotonic() < deadline:
-        for entry in client.fetch(offset, 5000, 500):
+        try:
+            entries = client.fetch(offset, 5000, 500)
+        except TransportError:  # a voter restarted a moment ago may not listen yet (a loaded machine)
+            time.sleep(0.1)
+            continue
+        for entry in entries:
             if not entry.is_control:
                 out.append((entry.offset, entry.value))
             offset = entry.offset + 1
