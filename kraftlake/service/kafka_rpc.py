@@ -61,7 +61,7 @@ from kraftlake.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from kraftlake.service.batch_writer import kraft_data_batch
+from kraftlake.service.batch_writer import kraft_data_batch, uniform_values
 from kraftlake.service.errors import CodecError
 from kraftlake.service.messages import QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
 
@@ -312,7 +312,9 @@ def decode_records(records: bytes | None, from_offset: int, source: str,
                         add(new(Entry, (rec.offset, epoch, True, rec.value or b"", ts, base,
                                         control_record_type(rec.key))))
             else:
-                values = batch.kraft_values()
+                values = uniform_values(raw, batch.record_count) if not batch.attributes else None
+                if values is None:
+                    values = batch.kraft_values()
                 if values is None:
                     values = [rec.value or b"" for rec in batch.records]
                 skip = max(0, from_offset - base)

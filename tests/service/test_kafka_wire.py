@@ -18,7 +18,7 @@ import pytest
 from service_helpers import CLUSTER, fast_config
 
 from kraftlake.follow.observer import AppendBatches, Endpoint, MetadataObserver, Send, Wait, for_version
-from kraftlake.logformat import build_control_batch, build_data_batch, read_batches
+from kraftlake.logformat import RecordBatch, build_control_batch, build_data_batch, read_batches
 from kraftlake.protocol import rpc
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import (
@@ -39,6 +39,7 @@ from kraftlake.raft.messages import (
     VoteResponse,
 )
 from kraftlake.service import ClusterIdMismatchError, LocalQuorum, ObserverClient, QuorumClient
+from kraftlake.service.batch_writer import kraft_data_batch, uniform_values
 from kraftlake.service.kafka_rpc import (
     APPEND_API_KEY,
     SERVED,
@@ -167,6 +168,30 @@ def test_fetch_entries_travel_as_the_leaders_batches() -> None:
     # a batch cut by the read (no such bytes kept): encoded from its first entry
     cut, _ = decode_records(encode_entries(entries[1:3]), 0, "t")
     assert [(e.offset, e.batch_base, e.value) for e in cut] == [(11, 11, b"v0"), (12, 11, b"v1")]
+
+
+@pytest.mark.parametrize("values", [[b"r" * 256] * 500, [b"x" * 10] * 70, [b"q" * 100] * 8192, [b"z" * 5000] * 3,
+                                    [b""] * 5, [b"a"], [b"a", b"bb"], [b"v%d" % i for i in range(200)]],
+                         ids=lambda v: f"{len(v)}x{len(v[0])}")
+def test_uniform_values_reads_what_kraft_values_reads(values: list[bytes]) -> None:
+    raw = kraft_data_batch(100, 3, 1_700_000_000_000, values)
+    uniform = len({len(v) for v in values}) == 1
+    assert uniform_values(raw, len(values)) == (values if uniform else None)
+    assert RecordBatch(raw).kraft_values() == values
+
+
+def test_uniform_values_checks_every_framing_byte() -> None:
+    values = [b"r" * 20] * 100
+    raw = bytearray(kraft_data_batch(0, 1, 1, values))
+    changed = 0
+    for i in range(61, len(raw)):  # every byte after the batch header, one at a time
+        original = raw[i]
+        raw[i] = (original + 1) % 256
+        got = uniform_values(bytes(raw), 100)
+        raw[i] = original
+        assert got != values  # a framing byte: refused (None); a value byte: that value differs
+        changed += got is not None
+    assert changed == 100 * 20
 
 
 def test_refusals_name_the_senders_cluster_id_only() -> None:
