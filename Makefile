@@ -12,7 +12,7 @@ MVN         := mvn -q -B -Dmaven.repo.local=$(abspath $(M2))
 export PYSPARK_PYTHON := $(abspath $(PY))
 export KRAFTLAKE_JARS := $(abspath $(JARS))
 
-.PHONY: help setup run test test-fast lint fmt bench dist clean schemas
+.PHONY: help setup run test test-fast fuzz lint fmt bench dist clean schemas
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -38,6 +38,11 @@ test: setup ## the whole test suite (pure layers, Spark, the real Kafka peer)
 
 test-fast: setup ## the tests that need neither Spark nor Kafka
 	$(PY) -m pytest -q -m "not spark and not kafka and not slow"
+
+FUZZ_SECONDS ?= 300
+fuzz: setup ## the fuzz targets (tests/fuzz), each for FUZZ_SECONDS (default 300) from a new seed (FUZZ_SEED=N replays one)
+	KRAFTLAKE_FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),KRAFTLAKE_FUZZ_SEED=$(FUZZ_SEED)) \
+		$(PY) -m pytest -q -s -p no:cacheprovider -o timeout=0 tests/fuzz
 
 lint: setup ## ruff, mypy, import-linter contracts
 	$(VENV)/bin/ruff check kraftlake pipelines udfs jobs tests

@@ -9,13 +9,14 @@ import sys
 from collections.abc import Sequence
 
 from jobs._cli import add_warehouse, main_of, session
+from kraftlake.commands._args import non_negative_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
-    parser.add_argument("--offset", type=int, default=None, help="the snapshot's offset (default: the latest)")
+    parser.add_argument("--offset", type=non_negative_int, default=None, help="the snapshot's offset (default: the latest)")
     keep = parser.add_mutually_exclusive_group()
-    keep.add_argument("--retain-offsets", type=int, default=None, help="keep the history of the last K offsets")
+    keep.add_argument("--retain-offsets", type=non_negative_int, default=None, help="keep the history of the last K offsets")
     keep.add_argument("--retain-hours", type=float, default=None, help="keep the history of the last H hours")
     parser.add_argument("--checkpoint-dir", default=None,
                         help="also export the snapshot as a Kafka .checkpoint file into this directory")

@@ -55,6 +55,9 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], text: str, pri
     (["quorum", "start", "--voters", "3", "--base-port", "70000"], "--base-port: 70000 is not a TCP port"),
     (["quorum", "start", "--voters", "3", "--base-port", "65534"], "voter 3 would listen on port 65536"),
     (["quorum", "start", "--voters", "0"], "at least one voter"),
+    (["reconstruct", "--offset", "-1"], "--offset: -1 is negative"),
+    (["state", "--offset", "-1"], "--offset: -1 is negative"),
+    (["compact", "--retain-offsets", "-5"], "--retain-offsets: -5 is negative"),
 ])
 def test_refused(argv: list[str], text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if argv[0] in ("simulate", "quorum"):
