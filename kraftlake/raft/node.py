@@ -43,7 +43,7 @@ from kraftlake.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from kraftlake.raft.quorum_state import QuorumState
+from kraftlake.raft.quorum_state import MAX_USABLE_EPOCH, QuorumState
 from kraftlake.raft.states import (
     CandidateState,
     ElectionState,
@@ -181,7 +181,13 @@ class RaftNode:
         """Handle one received message."""
         if message.dst != self.node_id:
             raise RaftStorageError(f"message for node {message.dst} stepped into node {self.node_id}")
-        if isinstance(message, VoteRequest):
+        refusal = self._refusal(message)
+        if refusal is not None:
+            self._refuse(message, refusal)
+        elif isinstance(message, (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
+                                  FetchSnapshotResponse)) and message.epoch > MAX_USABLE_EPOCH:
+            pass  # an epoch nobody could act on: the answer of no voter of ours
+        elif isinstance(message, VoteRequest):
             self.handle_vote_request(message, now_ms)
         elif isinstance(message, VoteResponse):
             self.handle_vote_response(message, now_ms)
@@ -202,6 +208,38 @@ class RaftNode:
         elif isinstance(message, FetchSnapshotResponse):
             self.handle_fetch_snapshot_response(message, now_ms)
         return self._drain(now_ms)
+
+    def _refusal(self, message: Message) -> Errors | None:
+        """The error a request gets before any state changes: Kafka's checks of epoch and voter set."""
+        if isinstance(message, VoteRequest):
+            if message.candidate_epoch > MAX_USABLE_EPOCH:
+                return Errors.INVALID_REQUEST
+            if message.candidate_id not in self.quorum.voters:
+                return Errors.INCONSISTENT_VOTER_SET
+        elif isinstance(message, (BeginQuorumEpochRequest, EndQuorumEpochRequest)):
+            if message.epoch > MAX_USABLE_EPOCH:
+                return Errors.INVALID_REQUEST
+            if message.leader_id not in self.quorum.voters:
+                return Errors.INCONSISTENT_VOTER_SET
+        elif isinstance(message, (FetchRequest, FetchSnapshotRequest)) and message.epoch > MAX_USABLE_EPOCH:
+            return Errors.INVALID_REQUEST
+        return None
+
+    def _refuse(self, request: Message, error: Errors) -> None:
+        """Answer a refused request with `error` and what this node knows; nothing changes."""
+        src, corr, epoch, leader = request.src, request.correlation_id, self.epoch, self.leader_id
+        if isinstance(request, VoteRequest):
+            self._send(VoteResponse(self.node_id, src, corr, epoch, leader, False, request.pre_vote,
+                                    request.candidate_epoch, error))
+        elif isinstance(request, BeginQuorumEpochRequest):
+            self._send(BeginQuorumEpochResponse(self.node_id, src, corr, epoch, leader, error))
+        elif isinstance(request, EndQuorumEpochRequest):
+            self._send(EndQuorumEpochResponse(self.node_id, src, corr, epoch, leader, error))
+        elif isinstance(request, FetchRequest):
+            self._send(FetchResponse(self.node_id, src, corr, epoch, leader, self._hw, error=error))
+        elif isinstance(request, FetchSnapshotRequest):
+            self._send(FetchSnapshotResponse(self.node_id, src, corr, epoch, leader, request.snapshot_id, 0,
+                                             request.position, b"", error))
 
     def tick(self, now_ms: int) -> Ready:
         """Let time pass to `now_ms`: fire the timers that are due."""
@@ -385,7 +423,7 @@ class RaftNode:
                            self.log.last_epoch(), self.log.end_offset, pre_vote)
 
     def _maybe_become_candidate(self, state: ProspectiveState, now_ms: int) -> bool:
-        if len(state.granted) < self.config.majority:
+        if len(state.granted) < self.config.majority or state.epoch >= MAX_USABLE_EPOCH:
             return False
         self.quorum.transition_to_candidate(now_ms)
         candidate = self.quorum.state

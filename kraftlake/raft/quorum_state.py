@@ -27,7 +27,9 @@ Observers only move between Unattached and Follower: Unattached -> Unattached (h
 (leader of an equal or higher epoch); Follower -> Unattached (higher epoch, or the same epoch when the leader
 stops answering) or Follower (leader of a higher epoch).
 
-Any other transition raises `IllegalTransitionError`. A vote is never cast twice in an epoch: the states of an
+No transition enters an epoch of `MAX_USABLE_EPOCH` or more (the next election would need an epoch Kafka's int32
+field cannot hold): it raises `IllegalTransitionError`, so such a state is never persisted; the node refuses the
+requests that would ask for one. Any other transition raises `IllegalTransitionError`. A vote is never cast twice in an epoch: the states of an
 epoch carry the vote forward, and a transition that would replace it raises.
 """
 
@@ -50,6 +52,9 @@ from kraftlake.raft.states import (
 )
 
 _NO_DEADLINE = None
+
+MAX_USABLE_EPOCH = 2**31 - 2
+"""The highest epoch a node enters: from it, an election still needs 2^31 - 1, the int32 maximum."""
 
 
 class QuorumState:
@@ -125,6 +130,8 @@ class QuorumState:
                                now_ms + self.random_election_timeout_ms())
 
     def _set(self, state: EpochState) -> None:
+        if state.epoch > MAX_USABLE_EPOCH:
+            raise self._illegal(state.name, f"epoch {state.epoch} leaves no epoch for the next election")
         self.state = state
         self.transitions += 1
         self._mark_dirty()

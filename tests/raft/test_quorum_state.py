@@ -173,3 +173,52 @@ def test_a_partial_flush_commits_only_what_it_covers() -> None:
     assert node.log.flushed_end_offset == covered == node.high_watermark
     ready = node.flush(5005, node.log.end_offset + 10)  # never past the log end
     assert [e.value for e in ready.committed] == [b"b", b"c"] and not ready.flush_needed
+
+
+# issue 16: spoofed requests a voter cannot act on
+def test_epochs_past_the_last_usable_one_are_refused_and_never_persisted() -> None:
+    from kraftlake.raft.messages import (
+        BeginQuorumEpochRequest,
+        EndQuorumEpochRequest,
+        Errors,
+        FetchSnapshotRequest,
+        OffsetAndEpoch,
+    )
+    from kraftlake.raft.quorum_state import MAX_USABLE_EPOCH
+
+    top = 2**31 - 1
+    assert top - 1 == MAX_USABLE_EPOCH
+    node = RaftNode(2, CONFIG, MemoryRaftLog(), ElectionState(3, 1, None), random.Random(1), 0)
+    spoofed = [
+        BeginQuorumEpochRequest(1, 2, 7, top, 1),
+        EndQuorumEpochRequest(1, 2, 8, top, 1, (2,)),
+        VoteRequest(3, 2, 9, top, 3, 3, 0, False),
+        VoteRequest(3, 2, 10, top, 3, 3, 0, True),
+        FetchRequest(3, 2, 11, top, 3, 0, 0, 0),
+        FetchSnapshotRequest(3, 2, 12, top, 3, OffsetAndEpoch(0, 0), 0, 100),
+    ]
+    for request in spoofed:
+        ready = node.step(request, 10)
+        assert ready.quorum_state is None
+        (reply,) = [m for m in ready.messages if m.correlation_id == request.correlation_id]
+        assert reply.error is Errors.INVALID_REQUEST and reply.epoch == 3  # type: ignore[attr-defined]
+    assert node.epoch == 3 and node.leader_id == 1
+    # the last usable epoch is accepted; the node then never starts an election it could not number
+    ready = node.step(BeginQuorumEpochRequest(1, 2, 13, top - 1, 1), 20)
+    assert ready.quorum_state is not None and ready.quorum_state.epoch == top - 1
+    with pytest.raises(IllegalTransitionError):
+        _quorum(stored=ElectionState(top - 1, None, None)).transition_to_unattached(top, 0)
+
+
+def test_leaders_and_candidates_outside_the_voter_set_are_refused() -> None:
+    from kraftlake.raft.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, Errors
+
+    node = RaftNode(2, CONFIG, MemoryRaftLog(), ElectionState(3, 1, None), random.Random(1), 0)
+    for request in (BeginQuorumEpochRequest(9, 2, 1, 1_000_000, 9),
+                    EndQuorumEpochRequest(9, 2, 2, 1_000_000, 9, (2,)),
+                    VoteRequest(9, 2, 3, 1_000_000, 9, 3, 0, False)):
+        ready = node.step(request, 10)
+        assert ready.quorum_state is None
+        (reply,) = [m for m in ready.messages if m.correlation_id == request.correlation_id]
+        assert reply.error is Errors.INCONSISTENT_VOTER_SET  # type: ignore[attr-defined]
+    assert node.epoch == 3 and node.leader_id == 1
