@@ -89,6 +89,8 @@ class NodeConfig:
     snapshot_interval_ms: int = 60 * 60 * 1000
     segment_bytes: int = 1024 * 1024 * 1024
     retention_bytes: int = 100 * 1024 * 1024
+    max_connections: int = 200
+    max_unsent_bytes: int = 32 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if self.node_id not in self.voters:
@@ -101,6 +103,8 @@ class NodeConfig:
             raise ServiceError("snapshot_max_bytes and segment_bytes must be > 0, snapshot_interval_ms >= 0")
         if self.retention_bytes < 0:
             raise ServiceError(f"retention_bytes must be >= 0, got {self.retention_bytes}")
+        if self.max_connections <= 0 or self.max_unsent_bytes <= 0:
+            raise ServiceError("max_connections and max_unsent_bytes must be > 0")
 
     @property
     def quorum_config(self) -> QuorumConfig:

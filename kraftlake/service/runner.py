@@ -596,13 +596,24 @@ class NodeRunner:
     # -- network: inbound ----------------------------------------------------------------------------------
     async def _handle_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = InboundConnection(writer)
+        if len(self._connections) >= self.config.max_connections:
+            log.warning("node %d: %d connections open, closing a new one", self.node_id, len(self._connections))
+            conn.close()
+            return
         self._connections.add(conn)
+        # backpressure: no next request is read while the replies not yet taken exceed the bound
+        writer.transport.set_write_buffer_limits(high=self.config.max_unsent_bytes)
+        body_timeout_s = self.config.quorum_config.request_timeout_ms / 1000
         try:
             if self._ready is not None and not self._ready.is_set():
                 await self._ready.wait()  # bound early (a local quorum learns its ports), serving once started
             while self._running:
+                if conn.pending is not None:
+                    await conn.pending
+                    conn.pending = None
+                await writer.drain()
                 try:
-                    payload = await read_frame(reader, self.config.max_frame_bytes)
+                    payload = await read_frame(reader, self.config.max_frame_bytes, body_timeout_s)
                 except FrameTooLargeError as exc:
                     head = b""
                     if exc.size >= 8:
@@ -617,9 +628,11 @@ class NodeRunner:
                 if not self._on_request(payload, conn):
                     await writer.drain()
                     return
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+        except (asyncio.IncompleteReadError, ConnectionError, OSError, TimeoutError):
             pass
         finally:
+            if conn.pending is not None:
+                conn.pending.cancel()
             self._connections.discard(conn)
             conn.close()
 
@@ -777,7 +790,7 @@ class NodeRunner:
             if len(self._observers) > 1000 or now - self._observers_swept > 10_000:
                 self._sweep_observers(now)
         max_bytes = max(1, min(p.partition_max_bytes, body.max_bytes, self.config.quorum_config.max_fetch_bytes))
-        asyncio.get_running_loop().create_task(
+        conn.pending = asyncio.get_running_loop().create_task(
             self._answer_observer_fetch(version, corr, p, max_bytes, body.max_wait_ms, endpoints, conn))
 
     def _sweep_observers(self, now: int) -> None:

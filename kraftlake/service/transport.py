@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 MAX_QUEUED_FRAMES = 10_000
 
 
-async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int) -> bytes:
-    """The payload of the next frame.
+async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int, body_timeout_s: float | None = None) -> bytes:
+    """The payload of the next frame; once its length arrived, the rest must within `body_timeout_s`.
 
     Raises
     ------
@@ -36,11 +36,15 @@ async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int) -> byte
         If the length prefix announces more than `max_frame_bytes` (the payload is not read).
     asyncio.IncompleteReadError
         If the connection closes mid-frame or before a frame.
+    TimeoutError
+        If a frame started but did not complete within `body_timeout_s` (a peer holding memory half-sent).
     """
     size = frame_length(await reader.readexactly(4))
     if size > max_frame_bytes or size < 0:
         raise FrameTooLargeError(f"frame of {size} bytes exceeds the maximum of {max_frame_bytes}", size)
-    return await reader.readexactly(size)
+    if body_timeout_s is None:
+        return await reader.readexactly(size)
+    return await asyncio.wait_for(reader.readexactly(size), body_timeout_s)
 
 
 class InboundConnection:
@@ -49,6 +53,8 @@ class InboundConnection:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
         self.closed = False
+        self.pending: asyncio.Task[None] | None = None
+        """The observer fetch being answered (at most one per connection: the next request waits for it)."""
 
     def send(self, frame: bytes) -> None:
         """Queue a frame (dropped if the connection is gone: the requester will time out and retry)."""

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 from service_helpers import CLUSTER
 
+from kraftlake.follow.observer import METADATA_TOPIC_ID, ZERO_UUID
+from kraftlake.protocol import rpc
 from kraftlake.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
@@ -68,3 +74,95 @@ def test_spoofed_epochs_and_leaders_outside_the_voter_set_are_refused(quorum: Lo
     successor = quorum.wait_for_leader(exclude=leader.node_id)
     assert successor.append([b"again"]).result(10)[0] > after[1]
     assert successor.epoch > epoch
+
+
+_VOTER = r"""
+import resource, sys, time
+from pathlib import Path
+from kraftlake.service import LocalQuorum
+from kraftlake.raft.config import QuorumConfig
+quorum = LocalQuorum(1, Path(sys.argv[1]), "svc-test-cluster", fsync=False,
+                     quorum=QuorumConfig(voters=frozenset({1}), election_timeout_ms=300, fetch_timeout_ms=600,
+                                         election_backoff_max_ms=300, request_timeout_ms=1000,
+                                         max_fetch_wait_ms=200, append_linger_ms=5))
+quorum.start()
+leader = quorum.wait_for_leader()
+for _ in range(16):  # 8 MiB committed: every observer fetch answer is as large as Kafka's max_fetch_bytes
+    leader.append([b"v" * 1024] * 512).result(30)
+print(quorum.endpoints[1][1], flush=True)
+commits = 0
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    t = time.monotonic()
+    while time.monotonic() < t + float(line):
+        leader.append([b"c"]).result(10)
+        commits += 1
+    rss = int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize()
+    print(commits, rss, flush=True)
+quorum.stop()
+"""
+
+
+def _observer_fetch_frame(corr: int) -> bytes:
+    f = rpc.message_class("FetchRequest")
+    partition = f.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                                 log_start_offset=-1, partition_max_bytes=64 << 20, replica_directory_id=ZERO_UUID)
+    request = f(cluster_id=CLUSTER, replica_state=f.ReplicaState(replica_id=-1, replica_epoch=-1), max_wait_ms=0,
+                min_bytes=1, max_bytes=64 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+                topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])])
+    return rpc.encode_request(request, 17, corr, "greedy")
+
+
+def test_unread_fetches_half_sent_frames_and_connection_floods_keep_memory_bounded(tmp_path: Path) -> None:
+    voter = subprocess.Popen([sys.executable, "-c", _VOTER, str(tmp_path / "v")], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    assert voter.stdin is not None and voter.stdout is not None
+    socks: list[socket.socket] = []
+    try:
+        port = int(voter.stdout.readline())
+
+        def measure(seconds: float) -> tuple[int, int]:
+            assert voter.stdin is not None and voter.stdout is not None
+            voter.stdin.write(f"{seconds}\n")
+            voter.stdin.flush()
+            commits, rss = voter.stdout.readline().split()
+            return int(commits), int(rss)
+
+        commits0, rss0 = measure(0.5)
+        # one client sends 180 observer fetches (8 MiB answers each) and never reads
+        greedy = socket.create_connection(("127.0.0.1", port))
+        socks.append(greedy)
+        greedy.setblocking(False)
+        frames = b"".join(_observer_fetch_frame(i) for i in range(180))
+        with contextlib.suppress(BlockingIOError):
+            greedy.send(frames)
+        # twenty connections each holding 15 MiB of a 16 MiB frame (sent in part: the rest never comes)
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setblocking(False)
+            with contextlib.suppress(BlockingIOError, ConnectionError):
+                s.send(struct.pack(">i", 16 * 1024 * 1024 - 16) + b"\0" * (15 * 1024 * 1024))
+            socks.append(s)
+        # and a flood of idle connections, beyond the cap of 200
+        for _ in range(300):
+            with contextlib.suppress(OSError):
+                socks.append(socket.create_connection(("127.0.0.1", port), timeout=2))
+        commits1, rss1 = measure(4.0)
+        closed = 0
+        for s in socks[21:]:
+            s.settimeout(0.01)
+            with contextlib.suppress(TimeoutError, BlockingIOError):
+                closed += s.recv(1) == b""
+        growth = rss1 - rss0
+        print(f"RSS {rss0 >> 20} MiB -> {rss1 >> 20} MiB, commits {commits0} then {commits1 - commits0} in 4 s, "
+              f"{closed} of 300 extra connections closed")
+        assert commits1 - commits0 > 20
+        assert growth < 200 * 1024 * 1024
+        assert closed >= 100
+    finally:
+        for s in socks:
+            s.close()
+        voter.stdin.close()
+        voter.wait(30)
