@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -21,6 +22,7 @@ from kraftlake.service.client import QuorumClient, parse_endpoint
 from kraftlake.service.config import NodeConfig, parse_voters
 from kraftlake.service.errors import ServiceError
 from kraftlake.service.gctune import tune_for_service
+from kraftlake.service.runner import ensure_append_secret
 from kraftlake.service.service import LocalQuorum, RaftService
 
 DEFAULT_CLUSTER_ID = "kraftlake-local"
@@ -39,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start.add_argument("--base-port", type=port, default=0,
                        help="count form: voter i listens on base-port + i - 1 (default: free ports)")
     start.add_argument("--no-fsync", action="store_true", help="do not fsync log flushes")
+    start.add_argument("--append-secret", type=Path,
+                       help="--node-id form: the append credential file of the cluster (one voter's append.secret), "
+                            "copied into this voter's data dir at its first start; without it the voter writes a "
+                            "random one (clients that append need the file: QuorumClient(append_secret=...))")
     start.add_argument("--quiet", action="store_true", help="no status line")
     start.add_argument("--election-timeout-ms", type=positive_int, default=1000, help="default 1000 (Kafka's)")
     start.add_argument("--fetch-timeout-ms", type=positive_int, default=2000, help="default 2000 (Kafka's)")
@@ -107,7 +113,8 @@ def _start(args: argparse.Namespace) -> int:
                              node_options=_snapshot_options(args)).start()
         tune_for_service()
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in sorted(quorum.endpoints.items()))
-        print(f"quorum {args.cluster_id}: voters {voters}; data in {args.data_dir}", flush=True)
+        print(f"quorum {args.cluster_id}: voters {voters}; data in {args.data_dir}; append credential in "
+              f"{quorum.append_secret_path}", flush=True)
         try:
             while not done.wait(1.0):
                 if not args.quiet:
@@ -116,6 +123,12 @@ def _start(args: argparse.Namespace) -> int:
             quorum.stop()
         return 0
     endpoints = parse_voters(args.voters)
+    if args.append_secret is not None:
+        try:
+            shared = args.append_secret.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ServiceError(f"--append-secret {args.append_secret}: {exc}") from None
+        ensure_append_secret(args.data_dir, shared)
     config = NodeConfig(args.node_id, endpoints, args.data_dir, args.cluster_id, fsync=fsync,
                         quorum=_quorum_config(args, frozenset(endpoints)), **_snapshot_options(args))
     service = RaftService(config).start()

@@ -14,6 +14,7 @@ import random
 import socket
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from kraftlake.follow.observer import METADATA_TOPIC, METADATA_TOPIC_ID, ZERO_UUID, Send, for_version
@@ -23,6 +24,7 @@ from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import Entry, OffsetAndEpoch
 from kraftlake.service.config import Endpoint
 from kraftlake.service.errors import (
+    AppendNotAuthorizedError,
     ClusterIdMismatchError,
     CodecError,
     FrameTooLargeError,
@@ -293,11 +295,12 @@ class _AppendConnection:
     """Blocking append requests over one socket (Kafka framing, the service's API key 1000)."""
 
     def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, timeout_s: float,
-                 max_frame_bytes: int) -> None:
+                 max_frame_bytes: int, credential: str = "") -> None:
         if not bootstrap:
             raise ServiceError("a client needs at least one bootstrap endpoint")
         self.bootstrap = [(h, int(p)) for h, p in bootstrap]
         self.cluster_id = cluster_id
+        self.credential = credential
         self.timeout_s = timeout_s
         self.max_frame_bytes = max_frame_bytes
         self._sock: socket.socket | None = None
@@ -349,7 +352,7 @@ class _AppendConnection:
         """Send one append and return its answer (a refusal of the whole frame is raised as a typed error)."""
         self._corr = (self._corr + 1) & 0x7FFFFFFF
         corr = self._corr
-        frame = encode_append_request(AppendRequest(self.cluster_id, values), corr, "kraftlake-client")
+        frame = encode_append_request(AppendRequest(self.cluster_id, values, self.credential), corr, "kraftlake-client")
         if len(frame) > self.max_frame_bytes:
             raise FrameTooLargeError(f"append frame of {len(frame)} bytes exceeds {self.max_frame_bytes}",
                                      len(frame))
@@ -383,11 +386,17 @@ class _AppendConnection:
 
 
 class QuorumClient:
-    """Appends to and describes a running quorum, following the leader."""
+    """Appends to and describes a running quorum, following the leader.
+
+    Appends need the voters' credential: `append_secret` is the path of a voter's ``append.secret`` (written
+    0600 in its data dir at its first start; `LocalQuorum.append_secret_path`). Without it only `describe`
+    works: the voters refuse an append with CLUSTER_AUTHORIZATION_FAILED (`AppendNotAuthorizedError`).
+    """
 
     def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, *, timeout_s: float = 10.0,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
-        self._conn = _AppendConnection(bootstrap, cluster_id, timeout_s, max_frame_bytes)
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, append_secret: str | Path | None = None) -> None:
+        credential = "" if append_secret is None else Path(append_secret).read_text(encoding="ascii").strip()
+        self._conn = _AppendConnection(bootstrap, cluster_id, timeout_s, max_frame_bytes, credential)
         self._admin = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-quorum-client")
         self.cluster_id = cluster_id
 
@@ -411,6 +420,8 @@ class QuorumClient:
                                  reply.message or "")
         if reply.error == KafkaErrors.INCONSISTENT_CLUSTER_ID:
             raise ClusterIdMismatchError(reply.message or "INCONSISTENT_CLUSTER_ID")
+        if reply.error == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED:
+            raise AppendNotAuthorizedError(reply.error, reply.message or "append refused")
         raise RemoteError(reply.error, reply.message or "")
 
     def append_retrying(self, records: Sequence[bytes], deadline_s: float = 30.0) -> tuple[int, int]:

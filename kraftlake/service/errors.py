@@ -78,3 +78,7 @@ class NotControllerError(ServiceError):
         self.leader_id = leader_id
         text = f"node {node_id} is not the active controller (leader: {leader_id})"
         super().__init__(f"{text}: {reason}" if reason else text)
+
+
+class AppendNotAuthorizedError(RemoteError):
+    """Raised by `QuorumClient.append` when the voters refuse its append credential (none, or not theirs)."""

@@ -138,6 +138,7 @@ class KafkaErrors:
     POSITION_OUT_OF_RANGE = 99
     UNKNOWN_TOPIC_ID = 100
     INCONSISTENT_CLUSTER_ID = 104
+    CLUSTER_AUTHORIZATION_FAILED = 31
     MISMATCHED_ENDPOINT_TYPE = 114
 
 
@@ -720,12 +721,14 @@ class _Reader:
 class AppendRequest:
     """A client asks the leader to append values; answered once they are committed (API key 1000 v0).
 
-    Body: ``ClusterId`` (int16-length nullable string), int32 count n, n int32 value lengths, then the n values
-    back to back (the lengths first: one unpack reads them all).
+    Body: ``ClusterId`` (int16-length nullable string), ``Credential`` (int16-length string: the voters'
+    ``append.secret``), int32 count n, n int32 value lengths, then the n values back to back (the lengths
+    first: one unpack reads them all).
     """
 
     cluster_id: str | None
     values: tuple[bytes, ...]
+    credential: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -753,7 +756,7 @@ def encode_append_request(request: AppendRequest, correlation_id: int, client_id
     values = request.values
     n = len(values)
     parts = [b"", struct.pack(">hhi", APPEND_API_KEY, 0, correlation_id), _string(client_id), b"\x00",
-             _string(request.cluster_id), _I32.pack(n), struct.pack(f">{n}i", *map(len, values)), *values]
+             _string(request.cluster_id), _string(request.credential), _I32.pack(n), struct.pack(f">{n}i", *map(len, values)), *values]
     parts[0] = _SIZE.pack(sum(map(len, parts)))
     return b"".join(parts)
 
@@ -769,6 +772,7 @@ def decode_append_request(payload: bytes, body_start: int) -> AppendRequest:
     r = _Reader(payload, body_start)
     r.tagged_fields()  # the rest of request header v2
     cluster_id = r.string()
+    credential = r.string() or ""
     n = r.take(_I32)
     if n < 0 or n * 4 > len(payload) - r.pos:
         raise CodecError(f"append of {n} values cannot fit in the frame")
@@ -781,7 +785,7 @@ def decode_append_request(payload: bytes, body_start: int) -> AppendRequest:
     for length in lengths:
         add(payload[pos:pos + length])
         pos += length
-    return AppendRequest(cluster_id, tuple(values))
+    return AppendRequest(cluster_id, tuple(values), credential)
 
 
 def encode_append_response(response: AppendResponse, correlation_id: int) -> bytes:

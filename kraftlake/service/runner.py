@@ -15,14 +15,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import hmac
 import logging
+import os
 import random
+import secrets
 import struct
 import time
 import uuid
 from base64 import urlsafe_b64encode
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kraftlake.logformat import (
@@ -92,6 +96,26 @@ log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 
 
+APPEND_SECRET_FILE = "append.secret"
+"""The append credential in each voter's data dir (0600): what `QuorumClient` must send with an append."""
+
+
+def ensure_append_secret(data_dir: Path, secret: str | None = None) -> str:
+    """The voter's append credential, created (`secret`, or random; mode 0600) at its first start."""
+    path = data_dir / APPEND_SECRET_FILE
+    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="ascii").strip()
+    secret = secret or secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(secret + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return secret
+
+
 def _mono_ms() -> int:
     return int(time.monotonic() * 1000)
 
@@ -139,6 +163,7 @@ class NodeRunner:
         self.listeners: list[Listener] = list(listeners or [])
         self.partition_dir = config.data_dir / METADATA_PARTITION_DIR
         self.directory_id = ""
+        self._append_secret = "\0"  # until the data dir is prepared: no credential matches
         self.node: RaftNode | None = None
         self.log_store: FileRaftLog | None = None
         self.server: asyncio.Server | None = None
@@ -212,6 +237,7 @@ class NodeRunner:
 
     def _prepare_log_dir(self) -> None:
         self.partition_dir.mkdir(parents=True, exist_ok=True)
+        self._append_secret = ensure_append_secret(self.config.data_dir)
         meta_path = self.config.data_dir / "meta.properties"
         if meta_path.exists():
             meta = read_meta_properties(meta_path)
@@ -877,6 +903,12 @@ class NodeRunner:
                 response = AppendResponse(KafkaErrors.NONE, None, me, me, "", node.epoch, outcome[0], outcome[1])
             conn.send(encode_append_response(response, corr))
 
+        if not hmac.compare_digest(request.credential.encode(), self._append_secret.encode()):
+            # says nothing a stranger could use: not the secret, not the cluster id
+            conn.send(encode_append_response(AppendResponse(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED,
+                                                            "append refused: no valid append credential",
+                                                            self.node_id), corr))
+            return
         try:
             check_cluster_id(request.cluster_id, self.config.cluster_id)
         except RequestRefused as exc:

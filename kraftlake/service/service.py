@@ -23,7 +23,7 @@ from kraftlake.service.config import NodeConfig
 from kraftlake.service.errors import ServiceError, ServiceStoppedError
 from kraftlake.service.listener import Listener
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
-from kraftlake.service.runner import HOST, NodeRunner
+from kraftlake.service.runner import APPEND_SECRET_FILE, HOST, NodeRunner, ensure_append_secret
 from kraftlake.service.snapshots import SnapshotProvider
 
 T = TypeVar("T")
@@ -252,8 +252,16 @@ class LocalQuorum:
             self.on_service(service)
         return service
 
+    @property
+    def append_secret_path(self) -> Path:
+        """The append credential its voters share (each holds a copy in its data dir): give it to `QuorumClient`."""
+        return self.data_dir / f"node-{min(self.endpoints)}" / APPEND_SECRET_FILE
+
     def start(self) -> LocalQuorum:
-        """Bind every voter, then start them all."""
+        """Bind every voter, then start them all (the first start writes one append credential for all)."""
+        shared = ensure_append_secret(self.append_secret_path.parent)
+        for i in self.endpoints:
+            ensure_append_secret(self.data_dir / f"node-{i}", shared)
         fresh = {i: self._make(i) for i in self.endpoints}
         for i, service in fresh.items():
             self.endpoints[i] = (HOST, service.bind())

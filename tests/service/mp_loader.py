@@ -3,7 +3,7 @@
 Each attempt carries a fresh value (``<seq>-<attempt>``), so an attempt whose answer was lost can appear at
 most once, and every acknowledged value must appear exactly once, at its acknowledged offset.
 
-    python mp_loader.py CLUSTER_ID ACK_FILE STOP_FILE HOST:PORT [HOST:PORT ...]
+    python mp_loader.py CLUSTER_ID ACK_FILE STOP_FILE SECRET_FILE HOST:PORT [HOST:PORT ...]
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from kraftlake.service.errors import ServiceError
 
 
 def main(argv: list[str]) -> int:
-    cluster_id, ack_file, stop_file, *endpoints = argv
-    client = QuorumClient([parse_endpoint(e) for e in endpoints], cluster_id, timeout_s=5.0)
+    cluster_id, ack_file, stop_file, secret_file, *endpoints = argv
+    client = QuorumClient([parse_endpoint(e) for e in endpoints], cluster_id, timeout_s=5.0,
+                          append_secret=secret_file)
     stop = Path(stop_file)
     seq = 0
     with open(ack_file, "w") as out:

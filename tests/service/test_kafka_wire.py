@@ -209,10 +209,10 @@ def test_refusals_name_the_senders_cluster_id_only() -> None:
 
 
 def test_the_append_rpc_in_kafkas_framing() -> None:
-    frame = encode_append_request(AppendRequest(CLUSTER, (b"a", b"", b"c" * 300)), 31, "me")
+    frame = encode_append_request(AppendRequest(CLUSTER, (b"a", b"", b"c" * 300), "cred"), 31, "me")
     key, version, corr, client_id, start = rpc.peek_request(frame[4:])
     assert (key, version, corr, client_id) == (APPEND_API_KEY, 0, 31, "me")
-    assert decode_append_request(frame[4:], start) == AppendRequest(CLUSTER, (b"a", b"", b"c" * 300))
+    assert decode_append_request(frame[4:], start) == AppendRequest(CLUSTER, (b"a", b"", b"c" * 300), "cred")
     response = AppendResponse(0, None, 3, 3, "", 5, 100, 102)
     out = encode_append_response(response, 31)
     assert decode_append_response(out[4:]) == (31, response)
@@ -270,13 +270,14 @@ def test_bad_frames_are_refused_on_their_own_connection_while_commits_go_on(quor
         assert (corr, code) == (80, KafkaErrors.MESSAGE_TOO_LARGE) and "67108864 bytes" in text
         assert sock.recv(1) == b""
     # an append of another cluster: answered (not closed), naming only the sender's id
-    other = encode_append_request(AppendRequest("other-cluster", (b"x",)), 81, None)
+    secret = quorum.append_secret_path.read_text().strip()
+    other = encode_append_request(AppendRequest("other-cluster", (b"x",), secret), 81, None)
     payload, closed = _raw_exchange(port, other)
     corr, reply = decode_append_response(payload)
     assert (corr, reply.error, closed) == (81, KafkaErrors.INCONSISTENT_CLUSTER_ID, False)
     assert reply.message is not None and CLUSTER not in reply.message
     with pytest.raises(ClusterIdMismatchError):
-        QuorumClient([("127.0.0.1", port)], "other-cluster").append([b"x"])
+        QuorumClient([("127.0.0.1", port)], "other-cluster", append_secret=quorum.append_secret_path).append([b"x"])
     with pytest.raises(ClusterIdMismatchError, match="other-cluster"):
         ObserverClient([("127.0.0.1", port)], "other-cluster").fetch(0, 10, 0)
     # the quorum never noticed

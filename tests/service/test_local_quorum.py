@@ -104,7 +104,7 @@ def test_observer_client_reads_everything_committed(quorum: LocalQuorum) -> None
 def test_quorum_client_appends_through_any_voter_and_describes(quorum: LocalQuorum) -> None:
     leader = quorum.wait_for_leader()
     follower = next(i for i in quorum.services if i != leader.node_id)
-    client = QuorumClient([quorum.endpoints[follower]], CLUSTER)
+    client = QuorumClient([quorum.endpoints[follower]], CLUSTER, append_secret=quorum.append_secret_path)
     with pytest.raises(NotLeaderError) as info:
         client.append([b"x"])
     assert info.value.leader_id == leader.node_id

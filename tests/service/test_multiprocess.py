@@ -39,13 +39,15 @@ class Cluster:
         self.ports = dict(zip((1, 2, 3), free_ports(3), strict=True))
         self.voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.ports.items())
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.secret = self.root / "append.secret"
+        self.secret.write_text("test-append-credential\n")
 
     def start(self, node_id: int) -> None:
         log = open(self.root / f"node-{node_id}.out", "ab")  # noqa: SIM115 - owned by the process
         self.procs[node_id] = subprocess.Popen(
             [sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--node-id", str(node_id),
              "--voters", self.voters, "--data-dir", str(self.root / f"n{node_id}"), "--cluster-id", CLUSTER,
-             "--quiet", "--election-timeout-ms", "300", "--fetch-timeout-ms", "600"],
+             "--append-secret", str(self.secret), "--quiet", "--election-timeout-ms", "300", "--fetch-timeout-ms", "600"],
             stdout=log, stderr=subprocess.STDOUT)
 
     def kill9(self, node_id: int) -> None:
@@ -114,7 +116,7 @@ def test_kill9_leader_and_follower_under_load(cluster: Cluster, tmp_path: Path) 
         cluster.start(node_id)
     cluster.leader()
     acks, stop = tmp_path / "acks.txt", tmp_path / "stop"
-    loader = subprocess.Popen([sys.executable, str(HERE / "mp_loader.py"), CLUSTER, str(acks), str(stop),
+    loader = subprocess.Popen([sys.executable, str(HERE / "mp_loader.py"), CLUSTER, str(acks), str(stop), str(cluster.secret),
                                *(f"127.0.0.1:{p}" for p in cluster.ports.values())],
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:

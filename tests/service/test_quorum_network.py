@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import stat
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from service_helpers import CLUSTER
 
 from kraftlake.follow.observer import METADATA_TOPIC_ID, ZERO_UUID
@@ -20,8 +22,17 @@ from kraftlake.raft.messages import (
     Message,
     VoteRequest,
 )
-from kraftlake.service import LocalQuorum
-from kraftlake.service.kafka_rpc import WireContext, decode_raft_response, encode_raft_request
+from kraftlake.service import LocalQuorum, QuorumClient
+from kraftlake.service.errors import AppendNotAuthorizedError
+from kraftlake.service.kafka_rpc import (
+    AppendRequest,
+    KafkaErrors,
+    WireContext,
+    decode_append_response,
+    decode_raft_response,
+    encode_append_request,
+    encode_raft_request,
+)
 from kraftlake.service.runner import METADATA_PARTITION_DIR
 
 
@@ -166,3 +177,30 @@ def test_unread_fetches_half_sent_frames_and_connection_floods_keep_memory_bound
             s.close()
         voter.stdin.close()
         voter.wait(30)
+
+
+def test_appends_need_the_voters_credential_and_refusals_echo_nothing(quorum: LocalQuorum) -> None:
+    leader = quorum.wait_for_leader()
+    port = quorum.endpoints[leader.node_id][1]
+    secret_file = quorum.append_secret_path
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    for node_id in quorum.endpoints:  # one credential for the quorum, a copy in each voter's data dir
+        copy = quorum.data_dir / f"node-{node_id}" / "append.secret"
+        assert copy.read_text() == secret_file.read_text()
+    secret = secret_file.read_text().strip()
+    before = leader.append([b"before"]).result(10)  # in-process appends need nothing
+    for credential, cluster in (("", CLUSTER), ("guess", CLUSTER), (secret[:-1], CLUSTER), ("", "guess")):
+        frame = encode_append_request(AppendRequest(cluster, (b"garbage",), credential), 7, None)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(frame)
+            _, reply = decode_append_response(_recv(sock, struct.unpack(">i", _recv(sock, 4))[0]))
+        assert reply.error == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
+        assert reply.message is not None and CLUSTER not in reply.message and secret not in reply.message
+    with pytest.raises(AppendNotAuthorizedError):
+        QuorumClient([("127.0.0.1", port)], CLUSTER).append([b"garbage"])
+    client = QuorumClient([("127.0.0.1", port)], CLUSTER, append_secret=secret_file)
+    base, _ = client.append([b"allowed"])
+    client.close()
+    assert base > before[1]
+    values = [e.value for e in leader.read_committed(0, 1000)]
+    assert b"garbage" not in values and b"allowed" in values
