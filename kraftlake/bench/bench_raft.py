@@ -28,6 +28,7 @@ import gc
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -74,12 +75,17 @@ class _Voters:
         self.ports = dict(zip((1, 2, 3), _free_ports(3), strict=True))
         self.voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.ports.items())
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        # the voters' append credential, shared by the three processes and the bench's clients
+        root.mkdir(parents=True, exist_ok=True)
+        self.secret = root / "append.secret"
+        self.secret.write_text(secrets.token_urlsafe(32) + "\n")
+        self.secret.chmod(0o600)
 
     def start(self, node_id: int) -> None:
         self.procs[node_id] = subprocess.Popen(
             [sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--node-id", str(node_id), "--voters",
              self.voters, "--data-dir", str(self.root / f"n{node_id}"), "--cluster-id", CLUSTER, "--quiet",
-             *self.extra],
+             "--append-secret", str(self.secret), *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def kill9(self, node_id: int) -> None:
@@ -94,7 +100,8 @@ class _Voters:
         self.procs.clear()
 
     def client(self) -> QuorumClient:
-        return QuorumClient([("127.0.0.1", p) for p in self.ports.values()], CLUSTER, timeout_s=5.0)
+        return QuorumClient([("127.0.0.1", p) for p in self.ports.values()], CLUSTER, timeout_s=5.0,
+                            append_secret=self.secret)
 
     def leader(self, timeout: float = 30.0) -> int:
         deadline = time.monotonic() + timeout
@@ -228,7 +235,7 @@ def _failover(voters: _Voters, trials: int) -> list[float]:
         killed = time.monotonic()
         voters.kill9(leader)
         others = [("127.0.0.1", p) for i, p in voters.ports.items() if i != leader]
-        client = QuorumClient(others, CLUSTER, timeout_s=1.0)
+        client = QuorumClient(others, CLUSTER, timeout_s=1.0, append_secret=voters.secret)
         while True:
             try:
                 client.append([RECORD], timeout_s=1.0)
