@@ -26,7 +26,8 @@ other runs (load 3-13: our figure halves with the load, TestRaftServer held no s
 3 failover trials, 1 latency window, Kafka targets 50-125k; committed records/s of the old and the new code in
 back-to-back pairs: old 69.5k vs TestRaftServer 71.2k (0.976) at load 3, then new 37.9k at load 9 (no stable
 TestRaftServer window); new 37.4k vs 36.1k (1.035) at load 4-7, then old 34.8k at load 8; new 39.7k at load 5,
-old 41.1k at load 7. A lone old run earlier: 65.2k vs 84.3k (0.773). Failover p50 3.3-3.5 s old, 2.07-2.09 s
+old 41.1k at load 7 (the new code of the last two pairs also held issue 16's voter checks and append
+credential, committed meanwhile). A lone old run earlier: 65.2k vs 84.3k (0.773). Failover p50 3.3-3.5 s old, 2.07-2.09 s
 new (fewer split votes; not investigated further). CPU per committed record, 3 voter processes, interleaved
 runs: leader 6.9-7.0 us new, 7.6-8.3 old; followers 3.8-3.9 us new, 4.1-4.5 old.
 """
