@@ -252,7 +252,7 @@ def image_at(log_dir: str | os.PathLike[str], offset: int | None = None,
                              + unusable)
         image = EMPTY
     result = load_log(d, offset, image) if segs else image
-    if offset is not None and result.provenance.offset != offset:
+    if offset is not None and result.provenance.offset != offset and offset > _log_end(segs):
         raise ImageError(f"{d}: offset {offset} is past the end of the log (its last offset is "
                          f"{result.provenance.offset})")
     return result
@@ -291,3 +291,14 @@ def load_path(path: str | os.PathLike[str], offset: int | None = None,
         raise ImageError(f"{p}: offset {offset} is past the end of the segment (its last offset is "
                          f"{img.provenance.offset})")
     return img
+
+
+def _log_end(segs: list[tuple[int, Path]]) -> int:
+    """The last offset of the last segment's whole batches (-1 if none): records that do not move the image's
+    offset (control records) still belong to the log."""
+    if not segs:
+        return -1
+    last = -1
+    for batch in iter_file_batches(segs[-1][1], recover=True):
+        last = batch.last_offset
+    return last
