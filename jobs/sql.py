@@ -16,12 +16,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.spark.sql import register
+    from kraftlake.spark.sql import register, warehouse_errors
     from pipelines.output import print_frame
 
     spark = session("sql", args.warehouse)
     register(spark, args.warehouse)
-    print_frame(spark.sql(args.query), args.format)
+    with warehouse_errors():  # an offset before the retained history: one line, exit 2
+        print_frame(spark.sql(args.query), args.format)
     return 0
 
 

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from jobs._cli import add_format, add_warehouse, main_of, session
+from kraftlake.commands._args import non_negative_int
 from kraftlake.spark.history import ENTITIES
 
 
@@ -14,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
     add_format(parser)
     at = parser.add_mutually_exclusive_group(required=True)
-    at.add_argument("--offset", type=int, help="the offset (its record included)")
+    at.add_argument("--offset", type=non_negative_int, help="the offset (its record included)")
     at.add_argument("--time", help="a timestamp (e.g. 2026-11-22T07:00:00): the state at the last record before")
     parser.add_argument("--entity", choices=sorted(ENTITIES), default="partitions")
     parser.add_argument("--where", default=None, help="a SQL condition on the entity's columns")
@@ -30,12 +31,13 @@ def state_query(entity: str, offset: int | None, time: str | None, where: str | 
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.spark.sql import register
+    from kraftlake.spark.sql import register, warehouse_errors
     from pipelines.output import print_frame
 
     spark = session("state", args.warehouse)
     register(spark, args.warehouse)
-    print_frame(spark.sql(state_query(args.entity, args.offset, args.time, args.where)), args.format)
+    with warehouse_errors():  # an offset before the retained history: one line, exit 2
+        print_frame(spark.sql(state_query(args.entity, args.offset, args.time, args.where)), args.format)
     return 0
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables import OFFSETS, history_query, table_ref
+from kraftlake.spark.tables import OFFSETS, RETENTION, history_query, table_ref
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,10 @@ def offset_range(spark: SparkSession, warehouse: str | Path) -> tuple[int, int]:
     """The first and last offset the warehouse still answers for (compaction moves the first)."""
     parts = table_ref(warehouse, "partitions")
     offsets = table_ref(warehouse, OFFSETS)
+    # versions that outlived a retention cut start below it: the first answerable offset is the cut
     row = spark.sql(
-        f"SELECT (SELECT coalesce(min(from_offset), 0) FROM {parts}) AS lo, "
+        f"SELECT greatest((SELECT coalesce(min(from_offset), 0) FROM {parts}), "
+        f"(SELECT coalesce(max(retained_from), 0) FROM {table_ref(warehouse, RETENTION)})) AS lo, "
         f"(SELECT max(offset) FROM {offsets}) AS hi").first()
     assert row is not None
     return int(row.lo), int(row.hi)

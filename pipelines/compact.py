@@ -4,8 +4,9 @@ The snapshot is taken at N, or just before the metadata transaction open at N. R
 the *retention snapshot* S on: the newest stored snapshot at or below the oldest offset the policy keeps
 (``N - retain_offsets``, or the first offset of the last ``retain_hours``). Below S the tables then hold nothing a
 query at an offset >= S needs: ``metadata_log`` rows at or below S, history versions that ended at or before S
-and older snapshots are deleted. Queries at offsets before S are outside the retained history (``reconstruct``
-says so).
+and older snapshots are deleted. Queries at offsets before S are outside the retained history: S is recorded in
+the ``retention`` table before the deletes, and ``reconstruct``, the ``<entity>_at(N)`` / ``_at_time`` SQL
+functions and the commands over them say so rather than answer with what outlived the cut.
 
 Before the deletes it folds the pending ``closes`` (the ends of versions the stream appended rather than
 wrote in place) into the history tables.
@@ -57,6 +58,7 @@ from kraftlake.spark.tables import (
     conflict_errors,
     fold_closes,
     last_offset,
+    record_retained_from,
     retry_conflicts,
     table_path,
     table_ref,
@@ -303,6 +305,8 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
         s = None if row is None else row["s"]
         if s is not None:
             result.retained_from = int(s)
+            # before anything below S goes: from now on the SQL functions refuse the offsets below S
+            retry(partial(record_retained_from, spark, warehouse, int(s)))
             plan = _deletions(int(s))
             minima = _minima(spark, warehouse, ((t, c) for t, (c, _, _) in plan.items()))
             for table, (_, condition, due) in plan.items():

@@ -8,9 +8,11 @@ permanently in a catalog database (``kraftlake.partitions_at(N)`` in every sessi
   ``configs_at``, ``features_at``, ``controllers_at``, ``client_quotas_at``, ``producer_ids_at``, ``acls_at``,
   ``scram_at``, ``delegation_tokens_at``): the entity's attributes and ``from_offset``, a range filter with no
   replay (pending ``closes`` applied: :func:`kraftlake.spark.tables.state_query`). State at N includes the
-  record at N.
+  record at N. An offset below the retained history (after ``compact`` deleted it, or before the snapshot a
+  warehouse was seeded from) or below 0 raises (``raise_error``, USER_RAISED_EXCEPTION) instead of answering
+  with the part of the state that outlived the cut; :func:`warehouse_errors` turns it into ``WarehouseError``.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
-  (a TIMESTAMP), through the ``offsets`` table.
+  (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.
 - History views: ``partition_history(topic, partition)`` (every version with its ``[from_offset, to_offset)``),
   ``isr_history(topic, partition)`` and ``leader_history(topic, partition)`` (each ISR / leader with the offset
   range it held for), ``broker_history(id)``.
@@ -18,12 +20,23 @@ permanently in a catalog database (``kraftlake.partitions_at(N)`` in every sessi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from kraftlake.spark.history import ENTITIES
-from kraftlake.spark.tables import OFFSETS, history_query, state_query, table_ref
+from kraftlake.spark.tables import (
+    BEFORE_RETAINED,
+    WarehouseError,
+    ensure_retention,
+    history_query,
+    offset_at_time,
+    retention_guard,
+    retention_guard_at_time,
+    state_query,
+)
 
 AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
 
@@ -47,16 +60,16 @@ def function_statements(warehouse: str | Path, temporary: bool = True, database:
         raise ValueError("temporary functions belong to the session, not to a database")
     kind = ("TEMPORARY FUNCTION " if temporary else
             "FUNCTION " if database is None else f"FUNCTION `{database}`.")
-    offsets = table_ref(warehouse, OFFSETS)
     out = []
+    at = f"{offset_at_time(warehouse, 'at_time')} a"
     for table in ENTITIES:
         out.append(
             f"CREATE OR REPLACE {kind}{table}_at(at_offset BIGINT) RETURNS TABLE ({_returns(table)}) RETURN "
-            + state_query(warehouse, table, "at_offset"))
-        at = f"(SELECT max(offset) AS o FROM {offsets} WHERE timestamp_millis(timestamp) <= at_time) a"
+            + state_query(warehouse, table, "at_offset", guard=retention_guard(warehouse, table, "at_offset")))
         out.append(
             f"CREATE OR REPLACE {kind}{table}_at_time(at_time TIMESTAMP) RETURNS TABLE ({_returns(table)}) "
-            f"RETURN " + state_query(warehouse, table, "a.o", joined=at))
+            f"RETURN " + state_query(warehouse, table, "a.o", joined=at,
+                                     guard=retention_guard_at_time(warehouse, table, "at_time")))
     parts = f"({history_query(warehouse, 'partitions')})"
     full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
     out.append(
@@ -92,8 +105,43 @@ def register(spark: SparkSession, warehouse: str | Path, temporary: bool = True,
     Temporary by default (this session only); ``temporary=False`` stores them in the session's catalog, in
     ``database``: :func:`kraftlake.spark.catalog.create_functions` is the way to do that.
     """
+    ensure_retention(spark, warehouse)
     names = []
     for stmt in function_statements(warehouse, temporary, database):
         spark.sql(stmt)
         names.append(stmt.split(" FUNCTION ", 1)[1].split("(", 1)[0].replace("`", ""))
     return names
+
+
+def raised_message(exc: BaseException) -> str | None:
+    """The message of a ``raise_error`` of the table functions (an offset before the retained history) carried
+    by a Spark exception, else None."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        get_condition = getattr(cause, "getCondition", None) or getattr(cause, "getErrorClass", None)
+        condition = get_condition() if callable(get_condition) else None
+        if condition == "USER_RAISED_EXCEPTION":
+            params = cause.getMessageParameters() or {}  # type: ignore[attr-defined]
+            text = str(params.get("errorMessage", ""))
+            return text if BEFORE_RETAINED in text or "is negative" in text else None
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc)
+    if "USER_RAISED_EXCEPTION" in text and BEFORE_RETAINED in text:
+        start = text.find("] ") + 2 if "] " in text else 0
+        return text[start:].split(" SQLSTATE")[0].strip()
+    return None
+
+
+@contextmanager
+def warehouse_errors() -> Iterator[None]:
+    """Run queries over the table functions, turning their refusal of an offset outside the retained history
+    into :class:`kraftlake.spark.tables.WarehouseError` (one line for the commands), other errors unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        message = raised_message(exc)
+        if message is None:
+            raise
+        raise WarehouseError(message) from None

@@ -28,10 +28,13 @@ SNAPSHOTS = "snapshots"
 OFFSETS = "offsets"
 #: Ends of history versions not yet written into their tables (see :func:`write_history`).
 CLOSES = "closes"
+#: The offsets from which the history tables hold every state (see :func:`retained_from`).
+RETENTION = "retention"
 SNAPSHOTS_DDL = ("snapshot_offset BIGINT NOT NULL, epoch INT, timestamp BIGINT, seq INT NOT NULL, type STRING, "
                  "version INT, raw BINARY")
 OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT NULL"
 CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
+RETENTION_DDL = "retained_from BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL"
 HISTORY_TABLES = tuple(ENTITIES)
 R = TypeVar("R")
 LOG_STATS_COLUMNS = "offset,epoch,timestamp,batch_offset,type,api_key"
@@ -59,6 +62,8 @@ def table_ddl(name: str) -> str:
         return OFFSETS_DDL
     if name == CLOSES:
         return CLOSES_DDL
+    if name == RETENTION:
+        return RETENTION_DDL
     raise KeyError(name)
 
 
@@ -90,7 +95,8 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
         if not DeltaTable.isDeltaTable(spark, path):
             # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
             cluster = ("snapshot_offset" if name == SNAPSHOTS else "offset" if name == OFFSETS
-                       else "entity, to_offset" if name == CLOSES else "from_offset, to_offset")
+                       else "entity, to_offset" if name == CLOSES else "retained_from" if name == RETENTION
+                       else "from_offset, to_offset")
             props = ""
             if name in ENTITIES:
                 # deletion vectors: a fold's MERGE (fold_closes) marks the old row instead of rewriting every file
@@ -105,7 +111,8 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
 
     # each creation is a Delta commit that mostly waits on the driver: four at a time take a third of the time
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kraftlake-create") as pool:
-        futures = [pool.submit(create_log), *(pool.submit(create, n) for n in (*HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS))]
+        futures = [pool.submit(create_log),
+                   *(pool.submit(create, n) for n in (*HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION))]
         for f in futures:
             f.result()
     _ENSURED.add(root)
@@ -253,18 +260,99 @@ def history_query(warehouse: str | Path, table: str) -> str:
             f"FROM {table_ref(warehouse, table)} t {_join_pending(warehouse, table)}")
 
 
-def state_query(warehouse: str | Path, table: str, at: str, joined: str = "") -> str:
+def state_query(warehouse: str | Path, table: str, at: str, joined: str = "", guard: str | None = None) -> str:
     """The versions of ``table`` valid at offset ``at`` (an SQL expression): ``from_offset <= at < to_offset``.
 
     The range filter is on the stored columns (Delta skips files by it); a version still open there is left out
     when a pending close of its key lies in ``(from_offset, at]``. ``joined``: a relation cross-joined to the
-    table (alias ``t``) that ``at`` may refer to.
+    table (alias ``t``) that ``at`` may refer to. ``guard``: a query of the same columns added with UNION ALL,
+    which yields no row but may raise (:func:`retention_guard`, :func:`retention_guard_at_time`).
     """
     cols = ", ".join([*(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
     cross = f" CROSS JOIN {joined}" if joined else ""
-    return (f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
-            f"{_join_pending(warehouse, table)} WHERE t.from_offset <= {at} AND (t.to_offset IS NULL OR t.to_offset > {at}) "
-            f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))")
+    query = (f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
+             f"{_join_pending(warehouse, table)} WHERE t.from_offset <= {at} "
+             f"AND (t.to_offset IS NULL OR t.to_offset > {at}) "
+             f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))")
+    return f"{query} UNION ALL {guard}" if guard else query
+
+
+#: In the message of the error the SQL functions raise for an offset outside the retained history.
+BEFORE_RETAINED = "before the retained history"
+
+
+def _no_row(table: str) -> str:
+    """The SELECT list of a row of ``table``'s function columns, all NULL (typed, for UNION ALL)."""
+    return "SELECT " + ", ".join([*(f"CAST(NULL AS {t})" for _, t in ENTITIES[table].columns), "CAST(NULL AS BIGINT)"])
+
+
+def _retained(warehouse: str | Path) -> str:
+    return f"(SELECT coalesce(max(retained_from), -1) AS r FROM {table_ref(warehouse, RETENTION)}) g"
+
+
+def retention_guard(warehouse: str | Path, table: str, at: str) -> str:
+    """A query of ``table``'s function columns that yields no row, and raises (``raise_error``, Spark's
+    USER_RAISED_EXCEPTION) when offset ``at`` is negative or below the retained-from offset
+    (:func:`retained_from`): there the history tables hold only the versions that outlived the cut, and the
+    functions would answer with a part of the state.
+
+    It is a branch of a UNION ALL (:func:`state_query`'s ``guard``): Spark runs every branch of a union, so it
+    raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
+    is never evaluated when that side is empty: after data skipping, at an offset below every version.)
+    """
+    return (f"{_no_row(table)} FROM {_retained(warehouse)} WHERE CASE "
+            f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' is negative')) "
+            f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
+            f"holds the states from offset ', g.r, ' on')) ELSE false END")
+
+
+def offset_at_time(warehouse: str | Path, at_time: str) -> str:
+    """A one-row relation ``(o)``: the last offset whose record is at or before the TIMESTAMP ``at_time`` (NULL
+    before the first)."""
+    return (f"(SELECT max(offset) AS o FROM {table_ref(warehouse, OFFSETS)} "
+            f"WHERE timestamp_millis(timestamp) <= {at_time})")
+
+
+def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> str:
+    """:func:`retention_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
+    below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
+    a snapshot (before the first record of a warehouse that holds the whole log, the state is empty)."""
+    return (f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {_retained(warehouse)} "
+            f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
+            f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
+            f"holds the states from offset ', g.r, ' on')) ELSE false END")
+
+
+def ensure_retention(spark: SparkSession, warehouse: str | Path) -> None:
+    """Create the ``retention`` table in a warehouse made before it existed (one with an ``offsets`` table)."""
+    path = table_path(warehouse, RETENTION)
+    if Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir() and not Path(path, "_delta_log").is_dir():
+        spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({RETENTION_DDL}) USING DELTA")
+
+
+def retained_from(spark: SparkSession, warehouse: str | Path) -> int | None:
+    """The offset from which the history tables hold every state, None when they hold all of the log's.
+
+    Recorded by ``compact`` when retention deletes the history below a snapshot S (versions that ended at or
+    before S go, so a state below S would come back as a part of itself), and when a warehouse is seeded from a
+    snapshot (a log that does not start at 0: the history starts there). Only ever raised.
+    """
+    row = spark.sql(f"SELECT max(retained_from) AS r FROM {table_ref(warehouse, RETENTION)}").first()
+    return None if row is None or row["r"] is None else int(row["r"])
+
+
+def record_retained_from(spark: SparkSession, warehouse: str | Path, offset: int) -> bool:
+    """Record that the history tables hold the states from ``offset`` on (before deleting anything below it).
+
+    An append (no conflict with the stream's writes or compaction's deletes), made only when ``offset`` is above
+    what is recorded. Returns whether it was appended.
+    """
+    current = retained_from(spark, warehouse)
+    if current is not None and current >= offset:
+        return False
+    rows = [{"retained_from": int(offset), "recorded_at_ms": int(time.time() * 1000)}]
+    arrow_frame(spark, RETENTION, rows).write.format("delta").mode("append").save(table_path(warehouse, RETENTION))
+    return True
 
 
 def pending_closes(spark: SparkSession, warehouse: str | Path) -> int:
@@ -327,11 +415,18 @@ def write_offsets(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
 
 
 def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any) -> int:
-    """Store a full image as its snapshot records at its offset (idempotent on the offset). Returns rows."""
+    """Store a full image as its snapshot records at its offset (idempotent on the offset). Returns rows.
+
+    On a warehouse with no committed offset yet the snapshot is its starting point: its offset is recorded as
+    the retained-from offset (:func:`record_retained_from`).
+    """
     from kraftlake.image import snapshot_records
     from kraftlake.records import encode_metadata_record
 
     prov = image.provenance
+    if last_offset(spark, warehouse) < 0:
+        # a snapshot stored before any offset is committed seeds the warehouse: its history starts there
+        record_retained_from(spark, warehouse, prov.offset)
     existing = spark.sql(
         f"SELECT count(*) AS n FROM {table_ref(warehouse, SNAPSHOTS)} WHERE snapshot_offset = {prov.offset}"
     ).first()

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark.test_warehouse import assert_state_matches
-
 from peers.kafka import WORKLOAD, KafkaPeer
+from spark.test_warehouse import assert_state_matches
 
 pytestmark = pytest.mark.kafka
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -168,10 +168,32 @@ def test_reconstruct_and_compact(spark: Any, synthetic: tuple[Path, Path, list[i
     register(spark, warehouse)
     try:
         assert_state_matches(spark, log_dir, [mid, (mid + last) // 2, last])
+        assert_refused_before(spark, warehouse, mid)
     finally:
         register(spark, src)
     # compaction is idempotent
     assert compact(spark, warehouse, offset=mid, retain_offsets=0, optimize=False).snapshot_rows == 0
+
+
+def assert_refused_before(spark: Any, warehouse: Path, retained: int) -> None:
+    """Below the retained-from offset the functions and commands say so (they answered with the versions that
+    outlived the cut: 0 rows, exit 0); at and above it they answer (``assert_state_matches``)."""
+    from kraftlake.cli import main
+    from kraftlake.spark.sql import warehouse_errors
+    from kraftlake.spark.tables import WarehouseError, retained_from
+
+    assert retained_from(spark, warehouse) == retained
+    # an offset below the cut; a time before every offset, on a table with no row there (scram)
+    for query, message in ((f"SELECT * FROM partitions_at({retained - 1})", f"offset {retained - 1} lies"),
+                           ("SELECT * FROM scram_at_time(TIMESTAMP '1970-01-01 00:00:00')", "the time lies"),
+                           ("SELECT * FROM brokers_at(-1)", "offset -1 is negative")):
+        with pytest.raises(WarehouseError, match=message), warehouse_errors():
+            spark.sql(query).collect()
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        assert main(["state", "--warehouse", str(warehouse), "--offset", str(retained - 1)]) == 2
+    assert err.getvalue() == (f"kraftlake state: error: offset {retained - 1} lies before the retained history: the "
+                              f"warehouse holds the states from offset {retained} on\n")
 
 
 def test_cli_state_and_sql(spark: Any, synthetic: tuple[Path, Path, list[int]]) -> None:
