@@ -3,18 +3,25 @@
 The segment (a LeaderChange, then KRaft-shaped batches of 1 to 500 records of the common metadata types) is
 written once and cached under the work directory, keyed by `SEGMENT_FORMAT`, the record count and the seed.
 
-Figures (medians of 5 runs of ours, 3 of Kafka's, single process):
+The command line, like for like: ``kraftlake decode SEGMENT > file`` against ``kafka-dump-log
+--cluster-metadata-decoder --files SEGMENT > file`` (as ``kafka-run-class.sh`` runs it: 256 MiB heap, its JVM
+options), each a fresh process (interpreter or JVM start-up included, as a user runs them), run in interleaved
+pairs (the order alternating) so that a busy spell of a shared machine weighs on both; then the two files are
+compared record by record (the JSON of each record's data must be the same text) before they are deleted.
+
+- ``cli_seconds`` / ``cli_cpu_seconds``: median wall and CPU seconds of ``kraftlake decode``;
+- ``kafka_dump_log_seconds`` / ``kafka_dump_log_cpu_seconds``: the same for dump-log (the JVM's threads);
+- ``ratio_vs_kafka``: dump-log's median wall time / ours (>= 1: we are at least as fast); ``ratio_vs_kafka_cpu``
+  the same in CPU time; ``pairs``: each pair's wall seconds (ours, dump-log), in run order;
+- ``output_bytes`` / ``kafka_output_bytes``: what each printed.
+
+In-process figures of the reader alone (medians of 5 runs, no JSON):
 
 - ``records_per_s``: full decode, ``iter_records(iter_file_batches(path))`` (mmap, batch framing, CRC32C,
   record framing and the typed metadata record decode into record objects), per CPU second of this process
   (the goal: 300k per core); ``records_per_s_wall`` the same per wall second; ``records_per_s_best`` the
   fastest run's (CPU);
-- ``framing_records_per_s``: batches and records only (values left as bytes), per CPU second;
-- ``kafka_dump_log_*``: ``kafka-dump-log --cluster-metadata-decoder`` on the same file, output to /dev/null
-  (JVM start-up included, as a user runs it): wall seconds, CPU seconds of the JVM (all its threads), and
-  records per wall second;
-- ``ratio_vs_kafka``: Kafka's wall time / ours (> 1: we are faster); ``ratio_vs_kafka_cpu`` the same in CPU
-  time.
+- ``framing_records_per_s``: batches and records only (values left as bytes), per CPU second.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +54,7 @@ from kraftlake.records.serde import encode_metadata_record
 
 RECORDS = 1_000_000
 RUNS = 5
-KAFKA_RUNS = 3
+CLI_PAIRS = 3
 GOAL = 300_000
 """Records per second per core (CPU time), issue 2."""
 _BASE_TS = 1_700_000_000_000
@@ -204,10 +212,17 @@ def _decode_framing(path: Path) -> int:
     return n
 
 
-def _kafka_dump(path: Path) -> None:
-    argv = [
+# As kafka-run-class.sh runs a tool (KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS defaults).
+_TOOL_HEAP = ("-Xmx256M",)
+_KAFKA_PERF_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+                    "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true")
+
+
+def _dump_log_argv(path: Path) -> list[str]:
+    return [
         kafka_tools.java_executable(),
-        "-Xmx1g",
+        *_TOOL_HEAP,
+        *_KAFKA_PERF_OPTS,
         f"-Dlog4j2.configurationFile={kafka_tools.tools_log4j2_config()}",
         "-cp",
         f"{kafka_tools.kafka_jars_dir()}/*",
@@ -216,7 +231,84 @@ def _kafka_dump(path: Path) -> None:
         "--files",
         str(path),
     ]
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=1800)
+
+
+def _decode_argv(path: Path) -> list[str]:
+    return [sys.executable, "-m", "kraftlake.cli", "decode", str(path)]
+
+
+def _run_to_file(argv: list[str], out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one process writing its stdout to ``out``."""
+    c0 = _children_cpu()
+    w0 = time.perf_counter()
+    with out.open("wb") as f:
+        proc = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE, timeout=1800, check=False)
+    wall = time.perf_counter() - w0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} ... exited with {proc.returncode}: {proc.stderr.decode(errors='replace')[-2000:]}")
+    return wall, _children_cpu() - c0
+
+
+def _data_text(line: str) -> str:
+    return line[line.index('"data":') + len('"data":'):-1]
+
+
+def compare_outputs(ours: Path, kafka: Path) -> int:
+    """The number of records whose data JSON is the same text in our output and dump-log's; raises
+    RuntimeError at the first record that differs (or when one output has records the other lacks)."""
+    n = 0
+    with ours.open(encoding="utf-8", newline="\n") as a, kafka.open(encoding="utf-8", newline="\n") as b:
+        theirs = (line for line in b if line.startswith("| offset: "))
+        for line in a:
+            kafka_line = next(theirs, None)
+            if kafka_line is None:
+                raise RuntimeError(f"dump-log printed {n} records, we printed more")
+            line, kafka_line = line.rstrip("\n"), kafka_line.rstrip("\n")
+            mine = _data_text(line)
+            if " payload: " in kafka_line:
+                text = _data_text(kafka_line[kafka_line.index(" payload: "):])
+            else:  # a control record: its label, then its JSON
+                text = kafka_line.partition("headerKeys: [] ")[2].partition(" ")[2]
+            if mine != text:
+                raise RuntimeError(f"record {n}: we print {mine[:200]!r}, dump-log {text[:200]!r}")
+            n += 1
+        if next(theirs, None) is not None:
+            raise RuntimeError(f"we printed {n} records, dump-log more")
+    return n
+
+
+def cli_pairs(path: Path, work: Path, pairs: int) -> dict[str, Any]:
+    """``kraftlake decode`` and dump-log on ``path``, each writing a file, in ``pairs`` interleaved pairs."""
+    ours_out, kafka_out = work / "decode-out.jsonl", work / "dump-log-out.txt"
+    ours: list[tuple[float, float]] = []
+    theirs: list[tuple[float, float]] = []
+    try:
+        for r in range(pairs):
+            for name in ("ours", "kafka") if r % 2 == 0 else ("kafka", "ours"):
+                if name == "ours":
+                    ours.append(_run_to_file(_decode_argv(path), ours_out))
+                else:
+                    theirs.append(_run_to_file(_dump_log_argv(path), kafka_out))
+        compared = compare_outputs(ours_out, kafka_out)
+        sizes = ours_out.stat().st_size, kafka_out.stat().st_size
+    finally:
+        ours_out.unlink(missing_ok=True)
+        kafka_out.unlink(missing_ok=True)
+    wall, cpu = statistics.median(w for w, _ in ours), statistics.median(c for _, c in ours)
+    kafka_wall, kafka_cpu = statistics.median(w for w, _ in theirs), statistics.median(c for _, c in theirs)
+    return {
+        "cli_pairs": pairs,
+        "cli_seconds": round(wall, 2),
+        "cli_cpu_seconds": round(cpu, 2),
+        "kafka_dump_log_seconds": round(kafka_wall, 2),
+        "kafka_dump_log_cpu_seconds": round(kafka_cpu, 2),
+        "ratio_vs_kafka": round(kafka_wall / wall, 2),
+        "ratio_vs_kafka_cpu": round(kafka_cpu / cpu, 2),
+        "pairs": [[round(a[0], 2), round(b[0], 2)] for a, b in zip(ours, theirs, strict=True)],
+        "records_compared": compared,
+        "output_bytes": sizes[0],
+        "kafka_output_bytes": sizes[1],
+    }
 
 
 def _children_cpu() -> float:
@@ -241,11 +333,11 @@ def _timed(fn: Callable[[Path], Any], path: Path, runs: int, *, child: bool = Fa
 
 
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
-    """Write (or reuse) the segment, then time our decode and Kafka's dump-log on it."""
+    """Write (or reuse) the segment, time our reader on it, then our decode command and Kafka's dump-log."""
     work = Path(ctx["work_dir"])
     records = int(ctx.get("records", RECORDS))
     runs = max(3, int(ctx.get("runs", RUNS)))
-    kafka_runs = max(3, int(ctx.get("kafka_runs", KAFKA_RUNS)))
+    pairs = max(3, int(ctx.get("pairs", CLI_PAIRS)))
     start = time.perf_counter()
     path, cached = cached_segment(work, records)
     write_s = time.perf_counter() - start
@@ -262,7 +354,6 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "segment_cached": cached,
         "write_seconds": round(write_s, 2),
         "runs": runs,
-        "kafka_runs": kafka_runs,
         "decode_cpu_seconds": round(full_cpu, 3),
         "decode_wall_seconds": round(full_wall, 3),
         "records_per_s": round(records / full_cpu),
@@ -276,13 +367,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "cpus": os.cpu_count(),
     }
     try:
-        kafka_cpu, kafka_wall, _, _ = _timed(_kafka_dump, path, kafka_runs, child=True)
+        figures.update(cli_pairs(path, work, pairs))
     except (OSError, subprocess.SubprocessError, kafka_tools.KafkaToolError) as exc:
         figures["kafka_dump_log_error"] = f"{type(exc).__name__}: {exc}"
-        return figures
-    figures["kafka_dump_log_seconds"] = round(kafka_wall, 2)
-    figures["kafka_dump_log_cpu_seconds"] = round(kafka_cpu, 2)
-    figures["kafka_dump_log_records_per_s"] = round(records / kafka_wall)
-    figures["ratio_vs_kafka"] = round(kafka_wall / full_wall, 2)
-    figures["ratio_vs_kafka_cpu"] = round(kafka_cpu / full_cpu, 2)
+    figures["load_average_1m_after"] = round(os.getloadavg()[0], 2)
     return figures
