@@ -96,9 +96,14 @@ class ClientSecurity:
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.check_hostname = self.check_hostname
         context.verify_mode = ssl.CERT_REQUIRED
+        self.load_stores(context)
+        return context
+
+    def load_stores(self, context: ssl.SSLContext) -> None:
+        """Load the truststore (the CAs trusted; the system's when none is set) and the keystore (our own
+        certificate chain, if one is set) into `context`: a server's context needs the same two."""
         self._load_trust(context)
         self._load_client_certificate(context)
-        return context
 
     def _error(self, prop: str, message: str) -> SecurityConfigError:
         return SecurityConfigError(message, source=self.source, property=prop)
@@ -424,7 +429,7 @@ def parse_client_properties(text: str, source: str = "<string>") -> ClientSecuri
         raise error("security.protocol", f"unknown security protocol {props['security.protocol']!r} "
                     f"(expected one of {', '.join(PROTOCOLS)})")
     # as in Kafka, the TLS and SASL properties are read (and checked) only when the protocol uses them
-    tls = _tls_settings(get, error) if protocol in ("SSL", "SASL_SSL") else _TlsSettings()
+    tls = tls_settings(get, error) if protocol in ("SSL", "SASL_SSL") else _TlsSettings()
     sasl = (_sasl_settings(get, error, source) if protocol in ("SASL_PLAINTEXT", "SASL_SSL")
             else _SaslSettings())
     return ClientSecurity(source=source, protocol=protocol, client_id=get("client.id"),
@@ -452,7 +457,9 @@ class _SaslSettings(TypedDict, total=False):
     sasl_token_auth: bool
 
 
-def _tls_settings(get: _Get, error: _Error) -> _TlsSettings:
+def tls_settings(get: _Get, error: _Error) -> _TlsSettings:
+    """The ``ssl.*`` store properties, checked as Kafka's DefaultSslEngineFactory checks them (PEM only); a
+    server's listener has the same ones."""
     stores = {"truststore": ("ssl.truststore.location", "ssl.truststore.certificates"),
               "keystore": ("ssl.keystore.location", "ssl.keystore.key")}
     for kind, convert in (("truststore", _TRUSTSTORE_CONVERT), ("keystore", _KEYSTORE_CONVERT)):

@@ -77,6 +77,20 @@ class KafkaConnection:
     def is_open(self) -> bool:
         return self._sock is not None
 
+    @property
+    def raw_socket(self) -> socket.socket:
+        """The open (secured, authenticated) socket, for a request in Kafka's framing that is not one of Kafka's
+        RPCs (kraftlake's append); the caller reads the answer itself.
+
+        Raises
+        ------
+        PeerError
+            If the connection is closed.
+        """
+        if self._sock is None:
+            raise PeerError(f"connection to {self.peer} is closed")
+        return self._sock
+
     def open(self) -> KafkaConnection:
         """Connect, secure, negotiate versions and authenticate.
 
