@@ -1,4 +1,4 @@
-"""The driver-side raft service: nodes on an asyncio loop thread, TCP transport on 127.0.0.1, clients.
+"""The driver-side raft service: nodes on an asyncio loop thread, TCP transport (TLS, SASL, ACLs), clients.
 
 Service (`kraftlake.service.service`)
     `RaftService` (one voter on a background loop thread), `LocalQuorum` (N voters in one process),
@@ -12,6 +12,9 @@ Snapshots (`kraftlake.service.snapshots`)
     `SnapshotProvider`, `SnapshotPolicy`, `build_checkpoint`, `checkpoint_values`.
 Listeners (`kraftlake.service.listener`)
     `Listener`, `Batch`, `SnapshotReader`, `LeaderAndEpoch`.
+Security (`kraftlake.service.authenticator`: the SASL handshake of an inbound connection;
+`kraftlake.service.authorizer`: Kafka's ACL checks on the cluster; `kraftlake.service.peer_login`: a voter's
+outgoing TLS and SASL).
 Wire (`kraftlake.service.kafka_rpc`: Kafka's KRaft RPCs translated to and from the raft messages), storage
 (`kraftlake.service.file_log.FileRaftLog`), errors (`kraftlake.service.errors`).
 """

@@ -4,12 +4,14 @@
 never counted towards the high watermark, never tracked); `QuorumClient` appends (the service's own append RPC)
 and describes the quorum (Kafka's DescribeCluster and DescribeQuorum, what ``kafka-metadata-quorum`` sends).
 Both speak Kafka's framing over plain blocking sockets (`kraftlake.wire.connection.KafkaConnection` for Kafka's
-RPCs), need nothing but the bootstrap endpoints and the cluster id, connect lazily, and pickle without their
-sockets.
+RPCs), need nothing but the bootstrap endpoints and the cluster id (and, for a secured quorum, Kafka's client
+properties: ``security=load_client_properties(path)``, what ``--command-config`` gives), connect lazily, and
+pickle without their sockets.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import socket
 import time
@@ -48,9 +50,17 @@ from kraftlake.service.kafka_rpc import (
     frame_length,
 )
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
+from kraftlake.wire.client_config import ClientSecurity
 from kraftlake.wire.connection import KafkaConnection
+from kraftlake.wire.errors import (
+    AuthenticationError,
+    ConnectError,
+    PeerError,
+    SecurityConfigError,
+    TlsError,
+    WireError,
+)
 from kraftlake.wire.errors import RequestTimeoutError as WireTimeoutError
-from kraftlake.wire.errors import WireError
 
 OBSERVER_ID = -1
 """The replica id clients send: not a voter, so never counted for the high watermark (nor listed)."""
@@ -67,14 +77,20 @@ def parse_endpoint(text: str) -> Endpoint:
     return host, int(port)
 
 
+def _picklable(security: ClientSecurity | None) -> ClientSecurity | None:
+    # its properties are a read-only mapping proxy, which does not pickle; a dict of them does
+    return None if security is None else dataclasses.replace(security, properties=dict(security.properties))
+
+
 class _KafkaClient:
     """One `KafkaConnection` at a time, rotating through the bootstrap list on failure."""
 
     def __init__(self, bootstrap: Sequence[Endpoint], timeout_s: float, max_frame_bytes: int,
-                 client_id: str) -> None:
+                 client_id: str, security: ClientSecurity | None = None) -> None:
         if not bootstrap:
             raise ServiceError("a client needs at least one bootstrap endpoint")
         self.bootstrap = [(h, int(p)) for h, p in bootstrap]
+        self.security = _picklable(security)
         self.timeout_s = timeout_s
         self.max_frame_bytes = max_frame_bytes
         self.client_id = client_id
@@ -97,10 +113,12 @@ class _KafkaClient:
 
     def open(self, endpoint: Endpoint) -> KafkaConnection:
         """A connection to `endpoint` (ApiVersions negotiated); raises `TransportError`."""
-        conn = KafkaConnection(endpoint[0], endpoint[1], client_id=self.client_id,
+        conn = KafkaConnection(endpoint[0], endpoint[1], self.security, client_id=self.client_id,
                                timeout_s=min(self.timeout_s, 5.0), max_frame_bytes=self.max_frame_bytes)
         try:
             conn.open()
+        except (AuthenticationError, TlsError, SecurityConfigError):
+            raise  # a wrong password, certificate or config: another voter would refuse it too
         except (WireError, ProtocolError) as exc:
             raise TransportError(f"{endpoint[0]}:{endpoint[1]}: {exc}") from exc
         conn.timeout_s = self.timeout_s
@@ -157,11 +175,15 @@ class ObserverClient:
         Sent in every request (a service of another cluster refuses it: `ClusterIdMismatchError`).
     timeout_s
         Per-request socket timeout (on top of the fetch's max wait).
+    security
+        Kafka's client properties (``--command-config``) for a secured quorum; None is PLAINTEXT. A voter with
+        an authorizer answers a principal without CLUSTER_ACTION with CLUSTER_AUTHORIZATION_FAILED
+        (`RemoteError` code 31).
     """
 
     def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, *, timeout_s: float = 10.0,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
-        self._conn = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-observer")
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, security: ClientSecurity | None = None) -> None:
+        self._conn = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-observer", security)
         self.cluster_id = cluster_id
         self.high_watermark = 0
         self.log_start_offset = 0
@@ -295,10 +317,11 @@ class _AppendConnection:
     """Blocking append requests over one socket (Kafka framing, the service's API key 1000)."""
 
     def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, timeout_s: float,
-                 max_frame_bytes: int, credential: str = "") -> None:
+                 max_frame_bytes: int, credential: str = "", security: ClientSecurity | None = None) -> None:
         if not bootstrap:
             raise ServiceError("a client needs at least one bootstrap endpoint")
         self.bootstrap = [(h, int(p)) for h, p in bootstrap]
+        self.security = _picklable(security)
         self.cluster_id = cluster_id
         self.credential = credential
         self.timeout_s = timeout_s
@@ -328,14 +351,24 @@ class _AppendConnection:
         errors = []
         for target in candidates:
             try:
-                self._sock = socket.create_connection(target, timeout=min(self.timeout_s, 5.0))
-                self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self._sock = self._open(target)
                 self._target = target
                 return
-            except OSError as exc:
+            except (OSError, ConnectError, PeerError, RequestTimeoutError, WireTimeoutError) as exc:
                 errors.append(f"{target[0]}:{target[1]}: {exc}")
                 self._next = (self._next + 1) % len(self.bootstrap)
         raise TransportError("no server reachable: " + "; ".join(errors))
+
+    def _open(self, target: Endpoint) -> socket.socket:
+        if self.security is None or self.security.protocol == "PLAINTEXT":
+            sock = socket.create_connection(target, timeout=min(self.timeout_s, 5.0))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+        # TLS and SASL as Kafka's clients open a connection (ApiVersions, SaslHandshake, SaslAuthenticate);
+        # a wrong password or certificate is raised as it is (AuthenticationError, TlsError)
+        conn = KafkaConnection(target[0], target[1], self.security, client_id="kraftlake-client",
+                               timeout_s=min(self.timeout_s, 5.0), max_frame_bytes=self.max_frame_bytes)
+        return conn.open().raw_socket
 
     def _recv_exact(self, n: int) -> bytes:
         assert self._sock is not None
@@ -390,14 +423,17 @@ class QuorumClient:
 
     Appends need the voters' credential: `append_secret` is the path of a voter's ``append.secret`` (written
     0600 in its data dir at its first start; `LocalQuorum.append_secret_path`). Without it only `describe`
-    works: the voters refuse an append with CLUSTER_AUTHORIZATION_FAILED (`AppendNotAuthorizedError`).
+    works: the voters refuse an append with CLUSTER_AUTHORIZATION_FAILED (`AppendNotAuthorizedError`). On a
+    secured quorum `security` (Kafka's client properties) authenticates the client; with an authorizer, appends
+    need ALTER and describe needs DESCRIBE on the cluster (`kraftlake.service.authorizer`).
     """
 
     def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, *, timeout_s: float = 10.0,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, append_secret: str | Path | None = None) -> None:
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, append_secret: str | Path | None = None,
+                 security: ClientSecurity | None = None) -> None:
         credential = "" if append_secret is None else Path(append_secret).read_text(encoding="ascii").strip()
-        self._conn = _AppendConnection(bootstrap, cluster_id, timeout_s, max_frame_bytes, credential)
-        self._admin = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-quorum-client")
+        self._conn = _AppendConnection(bootstrap, cluster_id, timeout_s, max_frame_bytes, credential, security)
+        self._admin = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-quorum-client", security)
         self.cluster_id = cluster_id
 
     def append(self, records: Sequence[bytes], timeout_s: float = 10.0) -> tuple[int, int]:

@@ -6,8 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlake.raft.config import QuorumConfig
+from kraftlake.service.authorizer import ClusterAuthorizer, authorizer_from_properties
 from kraftlake.service.errors import ServiceError
 from kraftlake.service.kafka_rpc import DEFAULT_MAX_FRAME_BYTES
+from kraftlake.wire.client_config import ClientSecurity
+from kraftlake.wire.listener_config import PLAINTEXT, ListenerSecurity
 
 Endpoint = tuple[str, int]
 
@@ -50,7 +53,8 @@ class NodeConfig:
     node_id
         This node's id; must be among `voters`.
     voters
-        Every voter's id and its 127.0.0.1 endpoint (port 0 in a `LocalQuorum` before binding).
+        Every voter's id and its endpoint (port 0 in a `LocalQuorum` before binding); this node listens on its
+        own.
     data_dir
         The node's Kafka log dir: ``meta.properties`` and ``__cluster_metadata-0/`` live in it.
     cluster_id
@@ -74,6 +78,16 @@ class NodeConfig:
         Kafka's `metadata.max.retention.bytes` (100 MiB): after a snapshot, older snapshots and the log before
         them are deleted only while the log holds more than this, so an observer (the streaming source) that is
         behind the latest snapshot can still read the records; 0 deletes the log before each snapshot at once.
+    listener_security
+        The security of this node's listener (``--listener-config``: TLS, SASL, the authorizer and its ACLs in
+        `ListenerSecurity.properties`); PLAINTEXT by default, which only a loopback address may use unless
+        `allow_plaintext` says otherwise.
+    peer_security
+        How this node connects to the other voters (``--command-config``: Kafka's client properties); None is
+        PLAINTEXT.
+    allow_plaintext
+        Listen in PLAINTEXT on a non-loopback address anyway (anyone who reaches the port can then vote in a
+        voter's name).
     """
 
     node_id: int
@@ -91,6 +105,9 @@ class NodeConfig:
     retention_bytes: int = 100 * 1024 * 1024
     max_connections: int = 200
     max_unsent_bytes: int = 32 * 1024 * 1024
+    listener_security: ListenerSecurity = PLAINTEXT
+    peer_security: ClientSecurity | None = None
+    allow_plaintext: bool = False
 
     def __post_init__(self) -> None:
         if self.node_id not in self.voters:
@@ -105,6 +122,12 @@ class NodeConfig:
             raise ServiceError(f"retention_bytes must be >= 0, got {self.retention_bytes}")
         if self.max_connections <= 0 or self.max_unsent_bytes <= 0:
             raise ServiceError("max_connections and max_unsent_bytes must be > 0")
+        self.authorizer  # noqa: B018 - its properties are checked now, not at the first request
+
+    @property
+    def authorizer(self) -> ClusterAuthorizer:
+        """Who may send what (`kraftlake.service.authorizer`), from the listener's properties."""
+        return authorizer_from_properties(self.listener_security.properties, self.listener_security.source)
 
     @property
     def quorum_config(self) -> QuorumConfig:

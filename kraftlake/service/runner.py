@@ -15,11 +15,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import hmac
+import ipaddress
 import logging
 import os
 import random
 import secrets
+import socket
 import struct
 import time
 import uuid
@@ -47,6 +50,8 @@ from kraftlake.raft.log import CommittedEntries, snapshot_floor
 from kraftlake.raft.messages import Entry, Errors, Message, OffsetAndEpoch, SnapshotId
 from kraftlake.raft.node import AppendResult, RaftNode, Ready
 from kraftlake.raft.states import ElectionState
+from kraftlake.service.authenticator import SASL_SERVED, SaslHandshake
+from kraftlake.service.authorizer import REFUSAL
 from kraftlake.service.config import NodeConfig, format_endpoint
 from kraftlake.service.errors import (
     CodecError,
@@ -88,8 +93,10 @@ from kraftlake.service.kafka_rpc import (
 )
 from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader, group_batches
 from kraftlake.service.messages import CommittedEntry, QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
+from kraftlake.service.peer_login import client_tls, sasl_login
 from kraftlake.service.snapshots import SnapshotJob, SnapshotPolicy, SnapshotProvider
-from kraftlake.service.transport import InboundConnection, PeerChannel, read_frame, serve
+from kraftlake.service.transport import InboundConnection, Login, PeerChannel, read_frame, serve
+from kraftlake.wire.listener_config import ANONYMOUS, principal_of_certificate
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +123,15 @@ def ensure_append_secret(data_dir: Path, secret: str | None = None) -> str:
     return secret
 
 
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` resolves to is a loopback one (an unresolvable host is not)."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
+
+
 def _mono_ms() -> int:
     return int(time.monotonic() * 1000)
 
@@ -125,6 +141,8 @@ def new_uuid() -> str:
     return urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
+SASL_MAX_RECEIVE_BYTES = 512 * 1024
+"""Kafka's ``sasl.server.max.receive.size``: the largest frame read before a connection has authenticated."""
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 """Kafka's OBSERVER_SESSION_TIMEOUT_MS: an observer leaves DescribeQuorum this long after its last fetch."""
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the start of every request header
@@ -186,13 +204,23 @@ class NodeRunner:
         self._observers_swept = 0
         self._peer_errors: dict[int, Errors] = {}
         self._ctx = WireContext(config.cluster_id, self.node_id, "", self.voters)
+        self._authorizer = config.authorizer
+        self._server_tls = config.listener_security.ssl_context()  # a store that cannot be loaded fails here, at once
+        self._peer_tls = client_tls(config.peer_security)
 
     # -- life cycle ----------------------------------------------------------------------------------------
     async def bind(self) -> int:
         """Start listening (before `start`, so a local quorum can learn the ports); return the port. Requests
         that arrive before `start` has finished wait for it."""
+        host = self.voters[self.node_id][0]
+        listener = self.config.listener_security
+        if not listener.secured and not self.config.allow_plaintext and not is_loopback(host):
+            raise ServiceError(
+                f"node {self.node_id} would listen on {host} in PLAINTEXT: anyone who reaches it could vote in a "
+                f"voter's name; secure the listener (--listener-config) or allow it (--allow-plaintext)")
         self._ready = asyncio.Event()
-        self.server = await serve(HOST, self.port, self._handle_connection)
+        self.server = await serve(host, self.port, self._handle_connection, self._server_tls,
+                                  self.config.quorum_config.request_timeout_ms / 1000)
         self.port = self.server.sockets[0].getsockname()[1]
         return self.port
 
@@ -222,7 +250,8 @@ class NodeRunner:
         for peer, endpoint in self.voters.items():
             if peer != self.node_id:
                 channel = PeerChannel(endpoint, self._on_peer_frame, self.config.max_frame_bytes,
-                                      self.config.quorum_config.request_timeout_ms, self.config.reconnect_backoff_ms)
+                                      self.config.quorum_config.request_timeout_ms, self.config.reconnect_backoff_ms,
+                                      tls=self._peer_tls, login=self._peer_login(endpoint))
                 channel.start()
                 self._peers[peer] = channel
         self._running = True
@@ -234,6 +263,13 @@ class NodeRunner:
         self._process(Ready(), _mono_ms())
         if self._ready is not None:
             self._ready.set()
+
+    def _peer_login(self, endpoint: tuple[str, int]) -> Login | None:
+        security = self.config.peer_security
+        if security is None or not security.uses_sasl:
+            return None
+        return functools.partial(sasl_login, security=security, peer=format_endpoint(endpoint),
+                                 client_id=self._ctx.client_id())
 
     def _prepare_log_dir(self) -> None:
         self.partition_dir.mkdir(parents=True, exist_ok=True)
@@ -622,6 +658,14 @@ class NodeRunner:
     # -- network: inbound ----------------------------------------------------------------------------------
     async def _handle_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = InboundConnection(writer)
+        listener = self.config.listener_security
+        if listener.uses_sasl:  # no principal until the SASL exchange completes
+            peer = writer.get_extra_info("peername")
+            conn.handshake = SaslHandshake(listener, self._api_versions, f"{peer[0]}:{peer[1]}" if peer else "?")
+        elif listener.uses_tls:
+            conn.principal = principal_of_certificate(writer.get_extra_info("peercert"))
+        else:
+            conn.principal = ANONYMOUS
         if len(self._connections) >= self.config.max_connections:
             log.warning("node %d: %d connections open, closing a new one", self.node_id, len(self._connections))
             conn.close()
@@ -638,8 +682,10 @@ class NodeRunner:
                     await conn.pending
                     conn.pending = None
                 await writer.drain()
+                # before authentication a frame is a SASL token: Kafka's sasl.server.max.receive.size bounds it
+                limit = self.config.max_frame_bytes if conn.principal is not None else SASL_MAX_RECEIVE_BYTES
                 try:
-                    payload = await read_frame(reader, self.config.max_frame_bytes, body_timeout_s)
+                    payload = await read_frame(reader, limit, body_timeout_s)
                 except FrameTooLargeError as exc:
                     head = b""
                     if exc.size >= 8:
@@ -647,8 +693,7 @@ class NodeRunner:
                             head = await asyncio.wait_for(reader.readexactly(8), 1.0)
                     api_key, _, corr = _HEAD.unpack(head) if len(head) == 8 else (-1, -1, -1)
                     self._refuse(conn, api_key, corr, KafkaErrors.MESSAGE_TOO_LARGE,
-                                 f"request frame of {exc.size} bytes exceeds the maximum of "
-                                 f"{self.config.max_frame_bytes}")
+                                 f"request frame of {exc.size} bytes exceeds the maximum of {limit}")
                     await writer.drain()
                     return
                 if not self._on_request(payload, conn):
@@ -678,6 +723,9 @@ class NodeRunner:
         node = self.node
         if node is None or not self._running:
             return False
+        principal = conn.principal
+        if principal is None:
+            return self._authenticate(payload, conn)
         if api_key == ApiKey.API_VERSIONS:
             conn.send(self._api_versions(version, corr))
             return True
@@ -685,6 +733,11 @@ class NodeRunner:
             if version != 0:
                 return self._refuse(conn, api_key, corr, KafkaErrors.UNSUPPORTED_VERSION,
                                     f"append v{version} is not supported (v0 is)")
+            if not self._authorizer.allows(principal, api_key):
+                self._log_denied(principal, api_key)
+                conn.send(encode_append_response(AppendResponse(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL,
+                                                                self.node_id), corr))
+                return True
             try:
                 request = decode_append_request(payload, body_start)
             except CodecError as exc:
@@ -705,11 +758,28 @@ class NodeRunner:
             return self._refuse(conn, api_key, corr, KafkaErrors.INVALID_REQUEST,
                                 f"malformed {name} v{version} request: {exc}")
         try:
+            if not self._authorizer.allows(principal, api_key):
+                self._log_denied(principal, api_key)
+                raise RequestRefused(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL)
             self._dispatch(api_key, version, corr, body, conn)
         except RequestRefused as exc:
             conn.send(encode_response(error_response(api_key, version, exc.code, str(exc)), api_key, version,
                                       corr))
         return True
+
+    def _authenticate(self, payload: bytes, conn: InboundConnection) -> bool:
+        """A request before the SASL exchange completed: only the exchange itself is served."""
+        handshake = conn.handshake
+        assert handshake is not None
+        frame, keep_open = handshake.handle(payload)
+        if frame is not None:
+            conn.send(frame)
+        conn.principal = handshake.principal
+        return keep_open
+
+    def _log_denied(self, principal: str, api_key: int) -> None:
+        name = "append" if api_key == APPEND_API_KEY else rpc.api(api_key).name
+        log.warning("node %d: %s refused to %s: no ACL allows it", self.node_id, name, principal)
 
     def _dispatch(self, api_key: int, version: int, corr: int, body: Any, conn: InboundConnection) -> None:
         node = self.node
@@ -744,8 +814,9 @@ class NodeRunner:
         self._process(node.step(message, now), now)
 
     def _api_versions(self, version: int, corr: int) -> bytes:
+        served = {**SERVED, **SASL_SERVED} if self.config.listener_security.uses_sasl else SERVED
         keys = [rpc.message_class("ApiVersionsResponse").ApiVersion(api_key=k, min_version=v.lowest, max_version=v.highest)
-                for k, v in sorted(SERVED.items())]
+                for k, v in sorted(served.items())]
         if version not in SERVED[ApiKey.API_VERSIONS]:
             # Kafka's answer to a version it lacks: UNSUPPORTED_VERSION in a v0 body listing its ranges
             body = rpc.make("ApiVersionsResponse", error_code=KafkaErrors.UNSUPPORTED_VERSION, api_keys=keys)

@@ -25,6 +25,8 @@ from kraftlake.service.listener import Listener
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
 from kraftlake.service.runner import APPEND_SECRET_FILE, HOST, NodeRunner, ensure_append_secret
 from kraftlake.service.snapshots import SnapshotProvider
+from kraftlake.wire.client_config import ClientSecurity
+from kraftlake.wire.listener_config import ListenerSecurity
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -99,7 +101,7 @@ class RaftService:
 
     @property
     def port(self) -> int:
-        """The TCP port the node listens on (127.0.0.1)."""
+        """The TCP port the node listens on."""
         return self.runner.port
 
     def bind(self) -> int:
@@ -220,6 +222,11 @@ class LocalQuorum:
     on_service
         Called with each `RaftService` built (at start and on every restart) before it starts, so that a
         state machine above it (`kraftlake.service.controller_host.ControllerHost`) can append through it.
+    listener_security
+        Every voter's listener security (``--listener-config``: TLS, SASL, authorizer); PLAINTEXT by default.
+    security
+        How the voters connect to each other (``--command-config``: Kafka's client properties); None is
+        PLAINTEXT.
     """
 
     def __init__(self, voters: int, data_dir: str | Path, cluster_id: str, *, fsync: bool = True,
@@ -227,7 +234,8 @@ class LocalQuorum:
                  listeners: dict[int, list[Listener]] | None = None,
                  snapshot_providers: dict[int, SnapshotProvider] | None = None,
                  node_options: dict[str, Any] | None = None,
-                 on_service: Callable[[RaftService], None] | None = None) -> None:
+                 on_service: Callable[[RaftService], None] | None = None,
+                 listener_security: ListenerSecurity | None = None, security: ClientSecurity | None = None) -> None:
         if voters < 1:
             raise ServiceError("a quorum needs at least one voter")
         self.data_dir = Path(data_dir)
@@ -239,6 +247,10 @@ class LocalQuorum:
         self.listeners = listeners or {}
         self.snapshot_providers = snapshot_providers or {}
         self.node_options = dict(node_options or {})
+        if listener_security is not None:
+            self.node_options["listener_security"] = listener_security
+        if security is not None:
+            self.node_options["peer_security"] = security
         self.on_service = on_service
         self.endpoints: dict[int, tuple[str, int]] = {i: (HOST, self.ports.get(i, 0)) for i in range(1, voters + 1)}
         self.services: dict[int, RaftService] = {}

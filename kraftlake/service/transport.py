@@ -1,4 +1,4 @@
-"""Asyncio TCP transport on 127.0.0.1: Kafka-framed connections, outgoing peer channels with reconnect and backoff.
+"""Asyncio TCP transport (TLS when the listener is secured): Kafka-framed connections, outgoing peer channels with reconnect and backoff.
 
 A node sends its requests on its own outgoing connection to each peer (`PeerChannel`) and answers requests on
 the connection they came in on (`InboundConnection`). Frames are Kafka's (an int32 size, then the header and
@@ -14,17 +14,23 @@ import asyncio
 import contextlib
 import logging
 import random
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kraftlake.service.authenticator import SaslHandshake
 from kraftlake.service.errors import FrameTooLargeError
 from kraftlake.service.kafka_rpc import frame_length
+from kraftlake.wire.errors import AuthenticationError, describe_tls_failure
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 10_000
+
+Login = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+"""Authenticates a fresh outgoing connection (SASL) before any request goes on it; raises to refuse it."""
 
 
 async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int, body_timeout_s: float | None = None) -> bytes:
@@ -55,6 +61,10 @@ class InboundConnection:
         self.closed = False
         self.pending: asyncio.Task[None] | None = None
         """The observer fetch being answered (at most one per connection: the next request waits for it)."""
+        self.principal: str | None = None
+        """Who the connection is (Kafka's ``User:<name>``), None until its SASL exchange completes."""
+        self.handshake: SaslHandshake | None = None
+        """The SASL exchange of a SASL listener's connection."""
 
     def send(self, frame: bytes) -> None:
         """Queue a frame (dropped if the connection is gone: the requester will time out and retry)."""
@@ -83,11 +93,21 @@ class PeerChannel:
         A request unanswered this long closes and reopens the connection.
     backoff_ms
         (initial, maximum) reconnect backoff; it doubles after each failed attempt, with jitter.
+    tls
+        The TLS client context (None: plaintext); the peer's host is checked against its certificate if the
+        context says so.
+    login
+        Run on each new connection before anything is sent on it (the SASL exchange).
     """
 
     def __init__(self, endpoint: tuple[str, int], on_frame: Callable[[bytes, Any], None], max_frame_bytes: int,
-                 request_timeout_ms: int, backoff_ms: tuple[int, int] = (20, 1000)) -> None:
+                 request_timeout_ms: int, backoff_ms: tuple[int, int] = (20, 1000), *,
+                 tls: ssl.SSLContext | None = None, login: Login | None = None) -> None:
         self.endpoint = endpoint
+        self.tls = tls
+        self.login = login
+        self.failure: str | None = None
+        """Why the last connection attempt failed to secure itself (TLS or SASL), None once one succeeds."""
         self.on_frame = on_frame
         self.max_frame_bytes = max_frame_bytes
         self.request_timeout_ms = request_timeout_ms
@@ -142,7 +162,7 @@ class PeerChannel:
         backoff = self.backoff_ms[0]
         while not self._stopped:
             try:
-                reader, writer = await asyncio.open_connection(*self.endpoint)
+                reader, writer = await self._connect()
             except OSError:
                 self._queue.clear()
                 await asyncio.sleep(backoff / 1000 * (0.5 + random.random() / 2))
@@ -168,6 +188,33 @@ class PeerChannel:
                 self._queue.clear()
             if not self._stopped:
                 await asyncio.sleep(backoff / 1000)
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """TCP, TLS and the login; a refusal is logged once per distinct cause and raised as OSError."""
+        host, port = self.endpoint
+        timeout = self.request_timeout_ms / 1000
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                host, port, ssl=self.tls, server_hostname=host if self.tls is not None else None), timeout)
+        except ssl.SSLError as exc:
+            self._refused(f"TLS handshake with {host}:{port} failed: {describe_tls_failure(exc)}")
+            raise
+        except TimeoutError as exc:
+            raise OSError(f"connecting to {host}:{port} timed out") from exc
+        if self.login is not None:
+            try:
+                await asyncio.wait_for(self.login(reader, writer), timeout)
+            except (AuthenticationError, OSError, TimeoutError) as exc:
+                writer.close()
+                self._refused(str(exc) or f"SASL exchange with {host}:{port} timed out")
+                raise OSError(str(exc)) from exc
+        self.failure = None
+        return reader, writer
+
+    def _refused(self, why: str) -> None:
+        if why != self.failure:
+            log.warning("cannot connect to peer %s:%d: %s", *self.endpoint, why)
+        self.failure = why
 
     async def _write(self, writer: asyncio.StreamWriter, reading: asyncio.Task[None]) -> None:
         while not self._stopped and not reading.done():
@@ -197,6 +244,9 @@ class PeerChannel:
 
 
 async def serve(host: str, port: int,
-                handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]) -> asyncio.Server:
-    """Listen on (host, port); port 0 picks a free port."""
-    return await asyncio.start_server(handler, host, port, reuse_address=True)
+                handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+                tls: ssl.SSLContext | None = None, handshake_timeout_s: float = 10.0) -> asyncio.Server:
+    """Listen on (host, port); port 0 picks a free port. With `tls`, `handler` gets a connection only once its
+    TLS handshake succeeded (a failed one is closed by asyncio; its client sees the alert)."""
+    return await asyncio.start_server(handler, host, port, reuse_address=True, ssl=tls,
+                                      ssl_handshake_timeout=handshake_timeout_s if tls is not None else None)
