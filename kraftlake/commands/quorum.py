@@ -2,12 +2,19 @@
 
     kraftlake quorum start --voters 3 --data-dir D [--cluster-id X]
     kraftlake quorum start --node-id 1 --voters 1@127.0.0.1:9001,2@127.0.0.1:9002,3@127.0.0.1:9003 --data-dir D
-    kraftlake quorum describe --bootstrap 127.0.0.1:9001 [--replication]
+    kraftlake quorum describe --bootstrap 127.0.0.1:9001 [--replication] [--command-config client.properties]
+    kraftlake quorum append --bootstrap 127.0.0.1:9001 --append-secret D/append.secret [--command-config F] V...
+    kraftlake quorum scram-credential --mechanism SCRAM-SHA-512 --user alice < password
+
+A secured quorum: ``start --listener-config server.properties`` (each voter's listener: Kafka's TLS, SASL and
+authorizer properties, `kraftlake.wire.listener_config`) and ``--command-config client.properties`` (how the voters
+connect to each other, as any Kafka client); a non-loopback address needs one (or ``--allow-plaintext``).
 """
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import signal
 import sys
 import threading
@@ -24,6 +31,9 @@ from kraftlake.service.errors import ServiceError
 from kraftlake.service.gctune import tune_for_service
 from kraftlake.service.runner import ensure_append_secret
 from kraftlake.service.service import LocalQuorum, RaftService
+from kraftlake.wire.client_config import ClientSecurity, load_client_properties
+from kraftlake.wire.listener_config import ListenerSecurity, load_listener_properties
+from kraftlake.wire.sasl_server import SCRAM_DIGESTS, SCRAM_MAX_ITERATIONS, scram_credential
 
 DEFAULT_CLUSTER_ID = "kraftlake-local"
 
@@ -45,6 +55,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="--node-id form: the append credential file of the cluster (one voter's append.secret), "
                             "copied into this voter's data dir at its first start; without it the voter writes a "
                             "random one (clients that append need the file: QuorumClient(append_secret=...))")
+    start.add_argument("--listener-config", type=Path,
+                       help="the voters' listener security, in Kafka's server.properties names "
+                            "(listener.security.protocol.map=CONTROLLER:SASL_SSL, ssl.*, sasl.enabled.mechanisms, "
+                            "listener.name.controller.<mechanism>.sasl.jaas.config, authorizer.class.name, "
+                            "super.users, kraftlake.acl.cluster.<Operation>); default PLAINTEXT")
+    start.add_argument("--command-config", type=Path,
+                       help="Kafka client properties the voters connect to each other with (security.protocol, "
+                            "ssl.*, sasl.*)")
+    start.add_argument("--allow-plaintext", action="store_true",
+                       help="listen in PLAINTEXT on a non-loopback address (anyone reaching it can vote)")
     start.add_argument("--quiet", action="store_true", help="no status line")
     start.add_argument("--election-timeout-ms", type=positive_int, default=1000, help="default 1000 (Kafka's)")
     start.add_argument("--fetch-timeout-ms", type=positive_int, default=2000, help="default 2000 (Kafka's)")
@@ -63,17 +83,75 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     describe.add_argument("--bootstrap", required=True, help="host:port of a voter")
     describe.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
     describe.add_argument("--replication", action="store_true", help="the per-replica table")
+    describe.add_argument("--command-config", type=Path, help="Kafka client properties (a secured quorum)")
+    append = sub.add_parser("append", help="append values (one record each) and print where they committed")
+    append.add_argument("--bootstrap", required=True, help="host:port of a voter")
+    append.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
+    append.add_argument("--append-secret", type=Path, required=True, help="the voters' append.secret file")
+    append.add_argument("--command-config", type=Path, help="Kafka client properties (a secured quorum)")
+    append.add_argument("values", nargs="+", help="record values (UTF-8)")
+    scram = sub.add_parser("scram-credential",
+                           help="print a SCRAM credential (salted, as Kafka stores it) for a listener config")
+    scram.add_argument("--mechanism", choices=sorted(SCRAM_DIGESTS), default="SCRAM-SHA-512")
+    scram.add_argument("--user", required=True, help="the user name")
+    scram.add_argument("--iterations", type=positive_int, default=8192,
+                       help=f"4096-{SCRAM_MAX_ITERATIONS}, default 8192")
+    scram.add_argument("--password-file", type=Path,
+                       help="read the password from this file (default: the terminal, or stdin's first line)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Start or describe."""
     if args.action == "describe":
         return _describe(args)
+    if args.action == "append":
+        return _append(args)
+    if args.action == "scram-credential":
+        return _scram_credential(args)
     return _start(args)
 
 
+def _client_security(args: argparse.Namespace) -> ClientSecurity | None:
+    return load_client_properties(args.command_config) if args.command_config else None
+
+
+def _listener_security(args: argparse.Namespace) -> ListenerSecurity | None:
+    return load_listener_properties(args.listener_config) if args.listener_config else None
+
+
+def _append(args: argparse.Namespace) -> int:
+    client = QuorumClient([parse_endpoint(args.bootstrap)], args.cluster_id, append_secret=args.append_secret,
+                          security=_client_security(args))
+    try:
+        base, last = client.append_retrying([v.encode() for v in args.values])
+    finally:
+        client.close()
+    print(f"committed at offsets {base}-{last}")
+    return 0
+
+
+def _scram_credential(args: argparse.Namespace) -> int:
+    if args.password_file is not None:
+        password = args.password_file.read_text(encoding="utf-8").rstrip("\r\n")
+    elif sys.stdin.isatty():
+        password = getpass.getpass(f"password of {args.user}: ")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        raise ServiceError("an empty password")
+    if args.iterations > SCRAM_MAX_ITERATIONS:
+        raise ServiceError(f"--iterations {args.iterations}: Kafka's maximum is {SCRAM_MAX_ITERATIONS}")
+    try:
+        credential = scram_credential(args.mechanism, password, args.iterations)
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
+    # the JAAS option to put into listener.name.controller.<mechanism>.sasl.jaas.config
+    print(f'user_{args.user}="{credential.to_string()}"')
+    return 0
+
+
 def _describe(args: argparse.Namespace) -> int:
-    client = QuorumClient([parse_endpoint(args.bootstrap)], args.cluster_id)
+    client = QuorumClient([parse_endpoint(args.bootstrap)], args.cluster_id, security=_client_security(args))
     try:
         description, from_leader = client.describe()
     finally:
@@ -110,7 +188,8 @@ def _start(args: argparse.Namespace) -> int:
         ports = {i: args.base_port + i - 1 for i in range(1, count + 1)} if args.base_port else None
         quorum = LocalQuorum(count, args.data_dir, args.cluster_id, fsync=fsync, ports=ports,
                              quorum=_quorum_config(args, frozenset(range(1, count + 1))),
-                             node_options=_snapshot_options(args)).start()
+                             node_options=_snapshot_options(args), listener_security=_listener_security(args),
+                             security=_client_security(args)).start()
         tune_for_service()
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in sorted(quorum.endpoints.items()))
         print(f"quorum {args.cluster_id}: voters {voters}; data in {args.data_dir}; append credential in "
@@ -129,12 +208,19 @@ def _start(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             raise ServiceError(f"--append-secret {args.append_secret}: {exc}") from None
         ensure_append_secret(args.data_dir, shared)
+    listener = _listener_security(args)
+    security_options: dict[str, Any] = {"peer_security": _client_security(args),
+                                        "allow_plaintext": args.allow_plaintext}
+    if listener is not None:
+        security_options["listener_security"] = listener
     config = NodeConfig(args.node_id, endpoints, args.data_dir, args.cluster_id, fsync=fsync,
-                        quorum=_quorum_config(args, frozenset(endpoints)), **_snapshot_options(args))
+                        quorum=_quorum_config(args, frozenset(endpoints)), **_snapshot_options(args),
+                        **security_options)
     service = RaftService(config).start()
     tune_for_service()
-    print(f"node {args.node_id} of {args.cluster_id} on 127.0.0.1:{service.port}; data in {args.data_dir}",
-          flush=True)
+    host = endpoints[args.node_id][0]
+    print(f"node {args.node_id} of {args.cluster_id} on {host}:{service.port} "
+          f"({config.listener_security.protocol}); data in {args.data_dir}", flush=True)
     try:
         while not done.wait(1.0):
             if not args.quiet:
