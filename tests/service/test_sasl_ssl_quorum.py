@@ -1,0 +1,244 @@
+"""Issue 16, authenticated voters: a 3-voter SASL_SSL quorum with StandardAuthorizer-style ACLs.
+
+One quorum for the module (voters log in to each other with SASL PLAIN over TLS; clients use SCRAM-SHA-512):
+it elects, commits and replicates; each attack of the issue is refused and the quorum goes on (the epoch stays
+put, appends commit); Kafka's own ``kafka-metadata-quorum`` describes it over SASL_SSL.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_helpers import CLUSTER, fast_config
+from tls_certs import make_ca, make_cert
+
+from kraftlake.protocol.rpc import ApiKey
+from kraftlake.raft.messages import BeginQuorumEpochRequest, FetchRequest, Message, VoteRequest
+from kraftlake.service import LocalQuorum, ObserverClient, QuorumClient
+from kraftlake.service.errors import AppendNotAuthorizedError, RemoteError
+from kraftlake.service.kafka_rpc import KafkaErrors, WireContext, encode_raft_request, kafka_request
+from kraftlake.wire.client_config import ClientSecurity, parse_client_properties
+from kraftlake.wire.connection import KafkaConnection
+from kraftlake.wire.errors import AuthenticationError
+from kraftlake.wire.listener_config import ListenerSecurity, load_listener_properties
+from kraftlake.wire.sasl_server import scram_credential
+
+PASSWORDS = {"voter": "voter-secret", "alice": "alice-secret", "observer": "observer-secret",
+             "appender": "appender-secret"}
+
+
+class Secured:
+    """The module's quorum and what its clients need."""
+
+    def __init__(self, quorum: LocalQuorum, ca: Path, folder: Path) -> None:
+        self.quorum = quorum
+        self.ca = ca
+        self.folder = folder
+
+    def client(self, user: str, password: str | None = None, mechanism: str = "SCRAM-SHA-512") -> ClientSecurity:
+        return client_security(self.ca, user, PASSWORDS[user] if password is None else password, mechanism)
+
+    def endpoint(self, node_id: int) -> tuple[str, int]:
+        return self.quorum.endpoints[node_id]
+
+
+def client_security(ca: Path, user: str, password: str, mechanism: str) -> ClientSecurity:
+    """Kafka's client properties of `user` (what ``--command-config`` holds)."""
+    module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+    return parse_client_properties(
+        f"security.protocol=SASL_SSL\nsasl.mechanism={mechanism}\n"
+        f'sasl.jaas.config=org.apache.kafka.common.security.{module} required username="{user}" '
+        f'password="{password}";\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n', f"<{user}>")
+
+
+def listener_properties(folder: Path, ca: Path, keystore: Path) -> ListenerSecurity:
+    scram = " ".join(f'user_{u}="{scram_credential("SCRAM-SHA-512", p).to_string()}"'
+                     for u, p in PASSWORDS.items() if u != "voter")
+    path = folder / "listener.properties"
+    path.write_text(
+        "listener.security.protocol.map=CONTROLLER:SASL_SSL\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={keystore}\n"
+        f"ssl.truststore.type=PEM\nssl.truststore.location={ca}\n"
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n"
+        "listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+        f'required user_voter="{PASSWORDS["voter"]}" user_alice="{PASSWORDS["alice"]}";\n'
+        "listener.name.controller.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram."
+        f"ScramLoginModule required {scram};\n"
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        "super.users=User:voter\n"
+        "kraftlake.acl.cluster.ClusterAction=User:observer\n"
+        "kraftlake.acl.cluster.Describe=User:alice\n"
+        "kraftlake.acl.cluster.Alter=User:appender\n")
+    return load_listener_properties(path)
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
+    folder = tmp_path_factory.mktemp("sasl-ssl")
+    ca = make_ca(folder, "ca")
+    keystore = make_cert(folder, "ca", "voter", "/O=kraftlake/CN=voter")
+    listener = listener_properties(folder, ca, keystore)
+    quorum = LocalQuorum(3, folder / "q", CLUSTER, fsync=False, quorum=fast_config(), listener_security=listener,
+                         security=client_security(ca, "voter", PASSWORDS["voter"], "PLAIN"))
+    try:
+        yield Secured(quorum.start(), ca, folder)
+    finally:
+        quorum.stop()
+
+
+def _ctx(secured: Secured, node_id: int) -> WireContext:
+    return WireContext(CLUSTER, node_id, "", dict(secured.quorum.endpoints))
+
+
+def _recv_all(sock: socket.socket) -> bytes:
+    out = b""
+    sock.settimeout(5)
+    try:
+        while chunk := sock.recv(65536):
+            out += chunk
+    except (ConnectionError, ssl.SSLError):
+        pass
+    return out
+
+
+def test_a_sasl_ssl_quorum_elects_commits_and_replicates(secured: Secured) -> None:
+    q = secured.quorum
+    leader = q.wait_for_leader()
+    end = 0
+    for i in range(10):
+        end = leader.append([b"rec-%d-%d" % (i, k) for k in range(3)]).result(10)[1] + 1
+    deadline = time.monotonic() + 10
+    while not all(s.high_watermark >= end for s in q.services.values()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert all(s.high_watermark >= end for s in q.services.values())
+    # a client with ALTER and the append credential appends; with DESCRIBE only it describes the quorum
+    appender = QuorumClient([secured.endpoint(1)], CLUSTER, append_secret=q.append_secret_path,
+                            security=secured.client("appender"))
+    base, last = appender.append_retrying([b"x", b"y"])
+    assert last == base + 1 and base >= end
+    appender.close()
+    described, from_leader = QuorumClient([secured.endpoint(2)], CLUSTER, security=secured.client("appender")).describe()
+    assert from_leader and described.leader_id == q.wait_for_leader().node_id
+
+
+def _spoofs(secured: Secured, target: int, epoch: int) -> list[Message]:
+    """The issue's attack: Votes and a BeginQuorumEpoch in voter 3's (or 2's) name, epochs far ahead."""
+    claimed = 3 if target != 3 else 2
+    return [VoteRequest(claimed, target, 1, epoch + 100, claimed, epoch, 10**6, False),
+            VoteRequest(claimed, target, 2, epoch + 100, claimed, epoch, 10**6, True),
+            BeginQuorumEpochRequest(claimed, target, 3, epoch + 200, claimed)]
+
+
+def test_unauthenticated_votes_in_a_voters_name_are_refused_and_the_quorum_goes_on(secured: Secured) -> None:
+    q = secured.quorum
+    leader = q.wait_for_leader()
+    epoch, before = leader.epoch, leader.append([b"before"]).result(10)
+    tls = ssl.create_default_context(cafile=str(secured.ca))
+    for node_id in q.endpoints:
+        port = secured.endpoint(node_id)[1]
+        for spoof in _spoofs(secured, node_id, epoch):
+            _, _, frame = encode_raft_request(spoof, 7, _ctx(secured, spoof.src))
+            # plain TCP: the TLS listener never reads it as a request
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(frame)
+                answer = _recv_all(sock)
+            assert answer[:1] in (b"", b"\x15")  # nothing, or a TLS alert: never a Kafka response
+            # TLS, but no SASL: Kafka's rule, anything but ApiVersions and the handshake closes the connection
+            with tls.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5),
+                                 server_hostname="127.0.0.1") as sock:
+                sock.sendall(frame)
+                assert _recv_all(sock) == b""
+    after = leader.append([b"after"]).result(10)
+    assert after[0] > before[1]
+    assert leader.is_leader and leader.epoch == epoch
+    assert all(s.epoch == epoch for s in q.services.values())
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
+def test_a_wrong_password_is_an_authentication_error_naming_the_mechanism(secured: Secured, mechanism: str) -> None:
+    client = ObserverClient([secured.endpoint(1)], CLUSTER, security=secured.client("alice", "wrong", mechanism))
+    with pytest.raises(AuthenticationError) as failure:
+        client.fetch(0, max_wait_ms=0)
+    assert failure.value.mechanism == mechanism and "alice-secret" not in str(failure.value)
+    with pytest.raises(AuthenticationError, match=mechanism):
+        KafkaConnection(*secured.endpoint(2), secured.client("alice", "wrong", mechanism)).open()
+
+
+def test_a_principal_without_cluster_action_gets_31_for_vote_and_fetch(secured: Secured) -> None:
+    q = secured.quorum
+    leader = q.wait_for_leader()
+    epoch = leader.epoch
+    target = next(i for i in q.endpoints if i != leader.node_id)
+    fetch = FetchRequest(3 if target != 3 else 2, target, 9, epoch, 0, 0, 0, 100, "")
+    with KafkaConnection(*secured.endpoint(target), secured.client("alice")) as conn:
+        for request in (*_spoofs(secured, target, epoch), fetch):
+            api_key, _, body = kafka_request(request, _ctx(secured, request.src))
+            answer: Any = conn.request(api_key, body)
+            assert answer.error_code == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
+            assert CLUSTER not in repr(answer)
+    observer = ObserverClient([secured.endpoint(target)], CLUSTER, security=secured.client("alice"))
+    with pytest.raises(RemoteError) as refused:
+        observer.fetch(0, max_wait_ms=0)
+    assert refused.value.code == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
+    # DESCRIBE is not ALTER: no append, even with the credential
+    with pytest.raises(AppendNotAuthorizedError):
+        QuorumClient([secured.endpoint(leader.node_id)], CLUSTER, append_secret=q.append_secret_path,
+                     security=secured.client("alice")).append([b"no"])
+    assert leader.is_leader and leader.epoch == epoch
+    leader.append([b"still committing"]).result(10)
+
+
+def test_an_observer_with_cluster_action_follows(secured: Secured) -> None:
+    q = secured.quorum
+    leader = q.wait_for_leader()
+    last = leader.append([b"for-the-observer-%d" % i for i in range(5)]).result(10)[1]
+    observer = ObserverClient([secured.endpoint(i) for i in q.endpoints], CLUSTER, security=secured.client("observer"))
+    got: list[bytes] = []
+    offset = 0
+    deadline = time.monotonic() + 10
+    while offset <= last and time.monotonic() < deadline:
+        entries = observer.fetch(offset, max_wait_ms=100)
+        got += [e.value for e in entries if not e.is_control]
+        offset = entries[-1].offset + 1 if entries else offset
+    observer.close()
+    assert got[-5:] == [b"for-the-observer-%d" % i for i in range(5)]
+    assert [e.value for e in leader.read_committed(0, 10_000) if not e.is_control][:len(got)] == got
+
+
+def test_a_sasl_listener_offers_the_handshake_in_api_versions(secured: Secured) -> None:
+    with KafkaConnection(*secured.endpoint(1), secured.client("alice")) as conn:
+        assert conn.versions[ApiKey.SASL_HANDSHAKE] == 1 and conn.versions[ApiKey.SASL_AUTHENTICATE] == 2
+    # before authenticating, a frame larger than Kafka's sasl.server.max.receive.size (512 KiB) is not read
+    tls = ssl.create_default_context(cafile=str(secured.ca))
+    with tls.wrap_socket(socket.create_connection(secured.endpoint(1), timeout=5),
+                         server_hostname="127.0.0.1") as sock:
+        sock.sendall(struct.pack(">ihhi", 1 << 20, ApiKey.SASL_HANDSHAKE, 1, 5))
+        answer = _recv_all(sock)
+    assert answer[4:8] == struct.pack(">i", 5) and b"exceeds the maximum of 524288" in answer
+
+
+@pytest.mark.kafka
+def test_kafka_metadata_quorum_describes_a_sasl_ssl_kraftlake_quorum(secured: Secured) -> None:
+    from kraftlake.kafka_tools import run_class
+
+    leader = secured.quorum.wait_for_leader()
+    follower = next(i for i in secured.quorum.endpoints if i != leader.node_id)
+    config = secured.folder / "appender-client.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="appender" password="{PASSWORDS["appender"]}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={secured.ca}\n")
+    status = run_class("org.apache.kafka.tools.MetadataQuorumCommand",
+                       ["--bootstrap-controller", f"127.0.0.1:{secured.endpoint(follower)[1]}",
+                        "--command-config", str(config), "describe", "--status"], timeout=120)
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in status.strip().splitlines())}
+    assert fields["ClusterId"] == CLUSTER and fields["LeaderId"] == str(leader.node_id)
+    assert fields["LeaderEpoch"] == str(leader.epoch)
