@@ -166,7 +166,7 @@ class ScramServer(SaslServerMechanism):
         self.mechanism_name = mechanism
         self._digest = SCRAM_DIGESTS[mechanism]
         self._credentials = credentials
-        self._server_nonce = nonce if nonce is not None else secrets.token_urlsafe(24).replace("-", "a")
+        self._server_nonce = nonce if nonce is not None else secrets.token_urlsafe(24)
         self._credential: ScramCredential | None = None
         self._client_first_bare = ""
         self._server_first = ""

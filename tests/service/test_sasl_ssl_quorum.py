@@ -7,6 +7,7 @@ put, appends commit); Kafka's own ``kafka-metadata-quorum`` describes it over SA
 
 from __future__ import annotations
 
+import pickle
 import socket
 import ssl
 import struct
@@ -19,6 +20,7 @@ import pytest
 from service_helpers import CLUSTER, fast_config
 from tls_certs import make_ca, make_cert
 
+from kraftlake.cli import main as cli_main
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import BeginQuorumEpochRequest, FetchRequest, Message, VoteRequest
 from kraftlake.service import LocalQuorum, ObserverClient, QuorumClient
@@ -199,7 +201,9 @@ def test_an_observer_with_cluster_action_follows(secured: Secured) -> None:
     q = secured.quorum
     leader = q.wait_for_leader()
     last = leader.append([b"for-the-observer-%d" % i for i in range(5)]).result(10)[1]
-    observer = ObserverClient([secured.endpoint(i) for i in q.endpoints], CLUSTER, security=secured.client("observer"))
+    # pickled as Spark ships it to an executor: the security settings travel with it
+    observer = pickle.loads(pickle.dumps(ObserverClient([secured.endpoint(i) for i in q.endpoints], CLUSTER,
+                                                        security=secured.client("observer"))))
     got: list[bytes] = []
     offset = 0
     deadline = time.monotonic() + 10
@@ -222,6 +226,25 @@ def test_a_sasl_listener_offers_the_handshake_in_api_versions(secured: Secured) 
         sock.sendall(struct.pack(">ihhi", 1 << 20, ApiKey.SASL_HANDSHAKE, 1, 5))
         answer = _recv_all(sock)
     assert answer[4:8] == struct.pack(">i", 5) and b"exceeds the maximum of 524288" in answer
+
+
+def test_quorum_describe_and_append_take_a_command_config(secured: Secured,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    config = secured.folder / "appender.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="appender" password="{PASSWORDS["appender"]}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={secured.ca}\n")
+    bootstrap = f"127.0.0.1:{secured.endpoint(1)[1]}"
+    common = ["--bootstrap", bootstrap, "--cluster-id", CLUSTER, "--command-config", str(config)]
+    assert cli_main(["quorum", "append", *common, "--append-secret", str(secured.quorum.append_secret_path),
+                     "from-the-cli"]) == 0
+    assert "committed at offsets" in capsys.readouterr().out
+    assert cli_main(["quorum", "describe", *common]) == 0
+    status = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in capsys.readouterr().out.splitlines())}
+    assert status["ClusterId"] == CLUSTER and status["LeaderId"] == str(secured.quorum.wait_for_leader().node_id)
+    assert cli_main(["quorum", "describe", "--bootstrap", bootstrap, "--cluster-id", CLUSTER]) == 2  # PLAINTEXT
 
 
 @pytest.mark.kafka
