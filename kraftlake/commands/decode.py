@@ -20,7 +20,7 @@ import json
 import mmap
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +34,7 @@ from kraftlake.logformat.segment import LOG_SUFFIX
 from kraftlake.logformat.snapshot import BOOTSTRAP_FILE, SUFFIX
 from kraftlake.protocol.messages import MESSAGE_CLASSES, spec_of
 from kraftlake.protocol.spec import StructSpec
-from kraftlake.records.kafka_json import CONTROL_LABELS, dumps, record_data
+from kraftlake.records.kafka_json import CONTROL_LABELS, data_writer, dumps, record_data
 from kraftlake.records.reader import MetadataRecord, iter_records
 
 
@@ -248,8 +248,10 @@ def decoded_records(
     types: frozenset[str] | None = None,
     recover: bool = False,
     stats: Stats | None = None,
+    count: bool = True,
 ) -> Iterator[tuple[MetadataRecord, str]]:
-    """The records of ``paths`` in order, filtered, each with the type name decode prints."""
+    """The records of ``paths`` in order, filtered, each with the type name decode prints; counted into
+    ``stats`` (files and batches always, records unless ``count`` is false)."""
     stats = stats if stats is not None else Stats()
     for path in paths:
         batches = _batches(path, recover, stats)
@@ -264,7 +266,8 @@ def decoded_records(
             name = printed_type(record)
             if types is not None and name not in types:
                 continue
-            stats.add_record(record, name)
+            if count:
+                stats.add_record(record, name)
             yield record, name
 
 
@@ -272,7 +275,8 @@ _plain_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def record_json(record: MetadataRecord, type_name: str) -> str:
-    """One output line (without the newline); ``data`` is written as Jackson writes it in dump-log."""
+    """One output line (without the newline), the reference way (a dict, then Jackson's form for ``data``):
+    :func:`write_lines` prints the same text faster."""
     head = _plain_json(
         {
             "offset": record.offset,
@@ -295,6 +299,60 @@ def record_json(record: MetadataRecord, type_name: str) -> str:
         if "\\u" in text:
             text = dumps(data)
     return f'{head[:-1]},"data":{text}}}'
+
+
+_Tail = Callable[[Any], str]
+
+
+def _tail_writer(record: MetadataRecord) -> _Tail:
+    """What follows ``"batch_offset":N`` on the line of a record of this type and version, newline included."""
+    if record.record is None:  # ABORT, COMMIT, an unknown control type: no body
+        tail = _plain_json({"control": record.is_control, "type": record.type, "version": record.version})
+        text = "," + tail[1:-1] + ',"data":null}\n'
+        return lambda _: text
+    mid = _plain_json({"control": record.is_control, "type": printed_type(record), "version": record.version})
+    prefix = "," + mid[1:-1] + ',"data":'
+    data = data_writer(type(record.record), record.version)
+    return lambda rec: prefix + data(rec) + "}\n"
+
+
+# Values up to this size (NoOpRecord, heartbeats: most of a quiet log) are printed once and their text reused;
+# the reader already shares one decoded record between equal values of the same sizes.
+_SMALL_VALUE = 24
+_SMALL_CACHE_MAX = 4096
+_FLUSH_LINES = 2048
+
+
+def write_lines(records: Iterable[MetadataRecord], write: Callable[[str], Any]) -> None:
+    """Print ``records`` as decode prints them (what :func:`record_json` gives, one per line), with the
+    generated per-(type, version) writers, in chunks of lines. When reading fails (a corrupt batch), the lines
+    of the records before it are written before the error propagates, as if written one by one."""
+    tails: dict[tuple[str, int], _Tail] = {}
+    small: dict[bytes, str] = {}
+    out: list[str] = []
+    add = out.append
+    try:
+        for m in records:
+            offset, epoch, timestamp, batch_offset, control, type_name, _, version, rec, raw = m
+            if len(raw) <= _SMALL_VALUE and not control:  # a control value does not carry its type: not a key
+                tail = small.get(raw)
+                if tail is None:
+                    fn = tails.get((type_name, version)) or tails.setdefault((type_name, version), _tail_writer(m))
+                    tail = fn(rec)
+                    if len(small) >= _SMALL_CACHE_MAX:
+                        small.clear()
+                    small[raw] = tail
+            else:
+                fn = tails.get((type_name, version)) or tails.setdefault((type_name, version), _tail_writer(m))
+                tail = fn(rec)
+            add(f'{{"offset":{offset},"epoch":{epoch},"timestamp":{timestamp},"batch_offset":{batch_offset}{tail}')
+            if len(out) >= _FLUSH_LINES:
+                text = "".join(out)
+                out.clear()
+                write(text)
+    finally:
+        if out:
+            write("".join(out))
 
 
 # --- the command ---------------------------------------------------------------------------------------------
@@ -330,22 +388,27 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     files = resolve_files(args.path)
     types = parse_types(args.types)
     stats = Stats()
-    records = decoded_records(
-        files,
-        from_offset=args.from_offset,
-        to_offset=args.to_offset,
-        types=types,
-        recover=args.recover,
-        stats=stats,
-    )
-    if args.summary:
-        for _ in records:
-            pass
-        out.write(json.dumps(stats.as_json(crc_verified=True), indent=2) + "\n")
+    filtered = args.from_offset is not None or args.to_offset is not None or types is not None
+    if args.summary or filtered:
+        records = decoded_records(
+            files,
+            from_offset=args.from_offset,
+            to_offset=args.to_offset,
+            types=types,
+            recover=args.recover,
+            stats=stats,
+            count=args.summary,
+        )
+        if args.summary:
+            for _ in records:
+                pass
+            out.write(json.dumps(stats.as_json(crc_verified=True), indent=2) + "\n")
+        else:
+            write_lines((r for r, _ in records), out.write)
     else:
-        write = out.write
-        for record, name in records:
-            write(record_json(record, name) + "\n")
+        # every record: straight from the reader, no per-record filtering or counting
+        write_lines((r for path in files for r in iter_records(_batches(path, args.recover, stats), str(path))),
+                    out.write)
     for report in stats.recovered:
         if not report.clean:
             err.write(

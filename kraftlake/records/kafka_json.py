@@ -3,19 +3,26 @@
 Rules of ``JsonConverterGenerator.generateWrite``: fields in schema order with lowerCamel names; a field not
 in the version is left out; a tagged field is written only when it differs from its default; uuids print in
 base64url, bytes in standard base64 (Jackson's default variant), float64 as Java's ``Double.toString``.
+
+Two writers of the same text: :func:`record_data` + :func:`dumps` (a dict, then Jackson's compact form), the
+reference, and :func:`data_writer`, one function per (message, version) generated from the specs as the codec
+is, which formats straight from the record's values (what ``kraftlake decode`` prints a log with).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import json.encoder
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from kraftlake.protocol.codegen import Record
 from kraftlake.protocol.control import ControlRecordType
 from kraftlake.protocol.messages import spec_of
-from kraftlake.protocol.spec import StructSpec
+from kraftlake.protocol.spec import INT_RANGES, FieldSpec, StructSpec
 
 
 class JavaDouble(float):
@@ -138,3 +145,176 @@ def dumps(node: Any) -> str:
     if isinstance(node, (list, tuple)):
         return "[" + ",".join(dumps(v) for v in node) + "]"
     raise TypeError(f"cannot serialize {type(node).__name__}")
+
+
+# --- generated writers -----------------------------------------------------------------------------------------
+
+DataWriter = Callable[[Record], str]
+
+# The C string encoder of the json module (ensure_ascii off): the same text as Jackson's writer except that it
+# spells the \u escapes of control characters in lower-case hex; a writer whose text holds a "\u" (rare: such a
+# control character or a literal backslash-u) writes that record again the reference way.
+_c_string: Callable[[str], str] = json.encoder.encode_basestring
+_WRITERS: dict[tuple[type, int], DataWriter] = {}
+_QUOTE, _OPEN_UUIDS, _CLOSE_UUIDS, _BACKSLASH_U = '"', '["', '"]', "\\u"
+_SOURCES: dict[str, str] = {}
+
+
+def _b64_json(value: bytes) -> str:
+    return '"' + binascii.b2a_base64(value, newline=False).decode("ascii") + '"'
+
+
+def _reference_text(record: Record, version: int) -> str:
+    return dumps(record_data(record, version))
+
+
+class _WriterEmitter:
+    """The source of one message's writers and the names it uses."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ns: dict[str, Any] = {
+            "_c": _c_string, "_jd": java_double, "_b64": _b64_json, "_str": str, "_map": map,
+            "_CJ": ",".join, "_UJ": '","'.join, "_TF": ("false", "true"), "_slow": _reference_text,
+        }
+        self._consts: dict[tuple[type, Any], str] = {}
+
+    def const(self, value: Any) -> str:
+        key = (type(value), value)
+        name = self._consts.get(key)
+        if name is None:
+            name = f"_K{len(self._consts)}"
+            self._consts[key] = name
+            self.ns[name] = value
+        return name
+
+
+def _has_strings(s: StructSpec, version: int) -> bool:
+    return any(version in f.versions and (f.base_type == "string" or (f.struct is not None
+                                                                       and _has_strings(f.struct, version)))
+               for f in s.fields)
+
+
+def _element_text(e: _WriterEmitter, f: FieldSpec, writers: dict[str, str]) -> tuple[str, bool]:
+    """How one element (or the scalar) of ``f`` is written: a function over it, or (True) a bare ``str``-able
+    value to be quoted (uuids) or printed as is (integers)."""
+    base = f.base_type
+    if f.struct is not None:
+        return writers[f.struct.qualname], False
+    if base in INT_RANGES:
+        return "_str", True
+    if base == "bool":
+        return "_TF.__getitem__", False
+    if base == "float64":
+        return "_jd", False
+    if base == "string":
+        return "_c", False
+    if base == "bytes":
+        return "_b64", False
+    if base == "uuid":
+        return "", True
+    raise NotImplementedError(f"no JSON writer for {f.kafka_type} (field {f.name})")
+
+
+def _value_expr(e: _WriterEmitter, f: FieldSpec, var: str, version: int, writers: dict[str, str]) -> str:
+    """An expression (names only: it goes inside an f-string) giving the JSON text of ``var``."""
+    fn, plain = _element_text(e, f, writers)
+    if f.is_array:
+        if f.base_type == "uuid":
+            # uuids are base64url (no character needs escaping): one join between quotes
+            text = f"({e.const(_OPEN_UUIDS)} + _UJ({var}) + {e.const(_CLOSE_UUIDS)} if {var} else {e.const('[]')})"
+        else:
+            text = f"{e.const('[')} + _CJ(_map({fn}, {var})) + {e.const(']')}"
+    elif f.base_type == "uuid":
+        text = f"{e.const(_QUOTE)} + {var} + {e.const(_QUOTE)}"
+    elif plain:
+        text = f"_str({var})"
+    else:
+        text = f"{fn}({var})"
+    if f.nullable_in(version):
+        text = f"({e.const('null')} if {var} is None else {text})"
+    return text
+
+
+def _gen_writer(e: _WriterEmitter, s: StructSpec, version: int, name: str, writers: dict[str, str],
+                top: bool) -> None:
+    """One writer: ``def name(r) -> str``, the JSON object of struct ``s`` at ``version``."""
+    out = [f"def {name}(r):"]
+    if s.fields:
+        out.append(f"    {''.join(f'f{i}, ' for i in range(len(s.fields)))}= r")
+    present = [(i, f) for i, f in enumerate(s.fields) if version in f.versions]
+    # A tagged field is written only when it differs from its default (a single struct always, as the
+    # reference does); when the first written field may be left out, every piece carries its comma and the
+    # first is cut off afterwards.
+    optional = [f.tagged_in(version) and not (f.struct is not None and not f.is_array) for _, f in present]
+    lead_optional = bool(present) and optional[0]
+    pieces: list[str] = []
+    for k, ((i, f), opt) in enumerate(zip(present, optional, strict=True)):
+        key = ("," if k or lead_optional else "") + '"' + f.json_name + '":'
+        if opt:
+            default = e.const(f.default) if f.default is None or isinstance(f.default, (int, float, str, bytes, tuple)) else None
+            if default is None:
+                raise NotImplementedError(f"tagged field {f.name} has a default the writer cannot compare")
+            value = _value_expr(e, f, f"f{i}", version, writers)
+            pieces.append("{" + f"{e.const(key)} + {value} if f{i} != {default} else {e.const('')}" + "}")
+        elif not f.is_array and f.struct is None and f.base_type in INT_RANGES and not f.nullable_in(version):
+            pieces.append(key + "{f" + str(i) + "}")  # an int formats itself inside the f-string
+        elif not f.is_array and f.base_type == "uuid" and not f.nullable_in(version):
+            pieces.append(key + '"{f' + str(i) + '}"')
+        elif not f.is_array and f.base_type == "bool":
+            pieces.append(key + "{_TF[f" + str(i) + "]}")
+        elif f.is_array and f.base_type != "uuid" and not f.nullable_in(version):
+            fn, _ = _element_text(e, f, writers)
+            pieces.append(key + "[{_CJ(_map(" + fn + ", f" + str(i) + "))}]")
+        else:
+            pieces.append(key + "{" + _value_expr(e, f, f"f{i}", version, writers) + "}")
+    body = "".join(pieces)
+    check = top and _has_strings(s, version)
+    assign = "t = " if check else "return "
+    if lead_optional:
+        out.append(f"    t = f{body!r}")
+        out.append(f"    {assign}'{{' + t[1:] + '}}' if t else '{{}}'")
+    else:
+        out.append(f"    {assign}f{'{{' + body + '}}'!r}")
+    if check:
+        out.append(f"    if {e.const(_BACKSLASH_U)} in t: return _slow(r, {version})")
+        out.append("    return t")
+    e.lines.extend(out)
+
+
+def data_writer(cls: type[Record], version: int) -> DataWriter:
+    """The generated writer of a message class at ``version``: ``record -> str``, the same text as
+    ``dumps(record_data(record, version))`` for a record as the codec decodes it (uuids in base64url)."""
+    fn = _WRITERS.get((cls, version))
+    if fn is None:
+        _generate(cls)
+        fn = _WRITERS.get((cls, version))
+        if fn is None:
+            raise KeyError(f"{cls.__qualname__} has no version {version}")
+    return fn
+
+
+def generated_writer_source(cls: type[Record]) -> str:
+    """The Python source of a message's generated writers (for debugging and review)."""
+    _generate(cls)
+    return _SOURCES[cls.__qualname__]
+
+
+def _generate(cls: type[Record]) -> None:
+    if cls.__qualname__ in _SOURCES:
+        return
+    spec = spec_of(cls)
+    e = _WriterEmitter()
+    structs = spec.structs()
+    versions = range(spec.valid_versions.lowest, spec.valid_versions.highest + 1)
+    for v in versions:
+        writers = {s.qualname: f"_w{k}_v{v}" for k, s in enumerate(structs)}
+        # nested structs first: a writer refers to the writers of its structs by name at call time anyway,
+        # but this order reads top-down in the source
+        for k, s in reversed(list(enumerate(structs))):
+            _gen_writer(e, s, v, writers[s.qualname], writers, top=k == 0)
+    source = "\n".join(e.lines) + "\n"
+    exec(compile(source, f"<kraftlake json writers {spec.name}>", "exec"), e.ns)
+    for v in versions:
+        _WRITERS[(cls, v)] = e.ns[f"_w0_v{v}"]
+    _SOURCES[cls.__qualname__] = source
