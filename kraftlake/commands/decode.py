@@ -34,7 +34,7 @@ from kraftlake.logformat.segment import LOG_SUFFIX
 from kraftlake.logformat.snapshot import BOOTSTRAP_FILE, SUFFIX
 from kraftlake.protocol.messages import MESSAGE_CLASSES, spec_of
 from kraftlake.protocol.spec import StructSpec
-from kraftlake.records.kafka_json import CONTROL_LABELS, data_writer, dumps, record_data
+from kraftlake.records.kafka_json import CONTROL_LABELS, dumps, line_writer, record_data
 from kraftlake.records.reader import MetadataRecord, iter_records
 
 
@@ -301,19 +301,18 @@ def record_json(record: MetadataRecord, type_name: str) -> str:
     return f'{head[:-1]},"data":{text}}}'
 
 
-_Tail = Callable[[Any], str]
+_Line = Callable[[Any, str], str]
 
 
-def _tail_writer(record: MetadataRecord) -> _Tail:
-    """What follows ``"batch_offset":N`` on the line of a record of this type and version, newline included."""
+def _line_writer(record: MetadataRecord) -> _Line:
+    """``(payload, head) -> line`` for records of this one's type and version: ``head`` is the line up to its
+    batch offset, the rest (control flag, type, version, data, newline) is the writer's."""
     if record.record is None:  # ABORT, COMMIT, an unknown control type: no body
         tail = _plain_json({"control": record.is_control, "type": record.type, "version": record.version})
         text = "," + tail[1:-1] + ',"data":null}\n'
-        return lambda _: text
+        return lambda _, head: head + text
     mid = _plain_json({"control": record.is_control, "type": printed_type(record), "version": record.version})
-    prefix = "," + mid[1:-1] + ',"data":'
-    data = data_writer(type(record.record), record.version)
-    return lambda rec: prefix + data(rec) + "}\n"
+    return line_writer(type(record.record), record.version, "," + mid[1:-1] + ',"data":', "}\n")
 
 
 # Values up to this size (NoOpRecord, heartbeats: most of a quiet log) are printed once and their text reused;
@@ -327,25 +326,32 @@ def write_lines(records: Iterable[MetadataRecord], write: Callable[[str], Any]) 
     """Print ``records`` as decode prints them (what :func:`record_json` gives, one per line), with the
     generated per-(type, version) writers, in chunks of lines. When reading fails (a corrupt batch), the lines
     of the records before it are written before the error propagates, as if written one by one."""
-    tails: dict[tuple[str, int], _Tail] = {}
+    writers: dict[tuple[str, int], _Line] = {}
     small: dict[bytes, str] = {}
     out: list[str] = []
     add = out.append
+    # epoch, timestamp and batch offset are the same for every record of a KRaft batch: formatted once a batch
+    last: tuple[int, int, int] | None = None
+    middle = ""
     try:
         for m in records:
             offset, epoch, timestamp, batch_offset, control, type_name, _, version, rec, raw = m
+            if last is None or last[2] != batch_offset or last[1] != timestamp or last[0] != epoch:
+                last = epoch, timestamp, batch_offset
+                middle = f',"epoch":{epoch},"timestamp":{timestamp},"batch_offset":{batch_offset}'
             if len(raw) <= _SMALL_VALUE and not control:  # a control value does not carry its type: not a key
                 tail = small.get(raw)
                 if tail is None:
-                    fn = tails.get((type_name, version)) or tails.setdefault((type_name, version), _tail_writer(m))
-                    tail = fn(rec)
+                    fn = writers.get((type_name, version)) or writers.setdefault((type_name, version),
+                                                                                 _line_writer(m))
+                    tail = fn(rec, "")
                     if len(small) >= _SMALL_CACHE_MAX:
                         small.clear()
                     small[raw] = tail
+                add(f'{{"offset":{offset}{middle}{tail}')
             else:
-                fn = tails.get((type_name, version)) or tails.setdefault((type_name, version), _tail_writer(m))
-                tail = fn(rec)
-            add(f'{{"offset":{offset},"epoch":{epoch},"timestamp":{timestamp},"batch_offset":{batch_offset}{tail}')
+                fn = writers.get((type_name, version)) or writers.setdefault((type_name, version), _line_writer(m))
+                add(fn(rec, f'{{"offset":{offset}{middle}'))
             if len(out) >= _FLUSH_LINES:
                 text = "".join(out)
                 out.clear()

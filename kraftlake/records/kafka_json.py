@@ -156,8 +156,10 @@ DataWriter = Callable[[Record], str]
 # control character or a literal backslash-u) writes that record again the reference way.
 _c_string: Callable[[str], str] = json.encoder.encode_basestring
 _WRITERS: dict[tuple[type, int], DataWriter] = {}
+_INT_FORMATS = tuple(",".join(["%d"] * n) for n in range(32))
 _QUOTE, _OPEN_UUIDS, _CLOSE_UUIDS, _BACKSLASH_U = '"', '["', '"]', "\\u"
 _SOURCES: dict[str, str] = {}
+_EMITTERS: dict[str, _WriterEmitter] = {}
 
 
 def _b64_json(value: bytes) -> str:
@@ -176,6 +178,7 @@ class _WriterEmitter:
         self.ns: dict[str, Any] = {
             "_c": _c_string, "_jd": java_double, "_b64": _b64_json, "_str": str, "_map": map,
             "_CJ": ",".join, "_UJ": '","'.join, "_TF": ("false", "true"), "_slow": _reference_text,
+            "_IF": _INT_FORMATS, "_len": len,
         }
         self._consts: dict[tuple[type, Any], str] = {}
 
@@ -216,6 +219,14 @@ def _element_text(e: _WriterEmitter, f: FieldSpec, writers: dict[str, str]) -> t
     raise NotImplementedError(f"no JSON writer for {f.kafka_type} (field {f.name})")
 
 
+def _elements_expr(f: FieldSpec, fn: str, var: str) -> str:
+    """The elements of array ``var``, comma-separated: short arrays of integers (replicas, ISR) through one
+    %-format (faster than a ``str`` call per element), the rest element by element."""
+    if f.base_type in INT_RANGES:
+        return f"(_IF[_len({var})] % {var} if _len({var}) < {len(_INT_FORMATS)} else _CJ(_map(_str, {var})))"
+    return f"_CJ(_map({fn}, {var}))"
+
+
 def _value_expr(e: _WriterEmitter, f: FieldSpec, var: str, version: int, writers: dict[str, str]) -> str:
     """An expression (names only: it goes inside an f-string) giving the JSON text of ``var``."""
     fn, plain = _element_text(e, f, writers)
@@ -224,7 +235,7 @@ def _value_expr(e: _WriterEmitter, f: FieldSpec, var: str, version: int, writers
             # uuids are base64url (no character needs escaping): one join between quotes
             text = f"({e.const(_OPEN_UUIDS)} + _UJ({var}) + {e.const(_CLOSE_UUIDS)} if {var} else {e.const('[]')})"
         else:
-            text = f"{e.const('[')} + _CJ(_map({fn}, {var})) + {e.const(']')}"
+            text = f"{e.const('[')} + {_elements_expr(f, fn, var)} + {e.const(']')}"
     elif f.base_type == "uuid":
         text = f"{e.const(_QUOTE)} + {var} + {e.const(_QUOTE)}"
     elif plain:
@@ -236,27 +247,22 @@ def _value_expr(e: _WriterEmitter, f: FieldSpec, var: str, version: int, writers
     return text
 
 
-def _gen_writer(e: _WriterEmitter, s: StructSpec, version: int, name: str, writers: dict[str, str],
-                top: bool) -> None:
-    """One writer: ``def name(r) -> str``, the JSON object of struct ``s`` at ``version``."""
-    out = [f"def {name}(r):"]
-    if s.fields:
-        out.append(f"    {''.join(f'f{i}, ' for i in range(len(s.fields)))}= r")
+def _struct_body(e: _WriterEmitter, s: StructSpec, version: int, writers: dict[str, str]) -> tuple[str, bool]:
+    """The inside of the f-string writing struct ``s`` at ``version`` (its fields ``f0``, ``f1``... between the
+    braces), and whether each piece carries its comma (then the first is cut off afterwards)."""
     present = [(i, f) for i, f in enumerate(s.fields) if version in f.versions]
     # A tagged field is written only when it differs from its default (a single struct always, as the
-    # reference does); when the first written field may be left out, every piece carries its comma and the
-    # first is cut off afterwards.
+    # reference does); when the first written field may be left out, every piece carries its comma.
     optional = [f.tagged_in(version) and not (f.struct is not None and not f.is_array) for _, f in present]
     lead_optional = bool(present) and optional[0]
     pieces: list[str] = []
     for k, ((i, f), opt) in enumerate(zip(present, optional, strict=True)):
         key = ("," if k or lead_optional else "") + '"' + f.json_name + '":'
         if opt:
-            default = e.const(f.default) if f.default is None or isinstance(f.default, (int, float, str, bytes, tuple)) else None
-            if default is None:
+            if f.default is not None and not isinstance(f.default, (int, float, str, bytes, tuple)):
                 raise NotImplementedError(f"tagged field {f.name} has a default the writer cannot compare")
             value = _value_expr(e, f, f"f{i}", version, writers)
-            pieces.append("{" + f"{e.const(key)} + {value} if f{i} != {default} else {e.const('')}" + "}")
+            pieces.append("{" + f"{e.const(key)} + {value} if f{i} != {e.const(f.default)} else {e.const('')}" + "}")
         elif not f.is_array and f.struct is None and f.base_type in INT_RANGES and not f.nullable_in(version):
             pieces.append(key + "{f" + str(i) + "}")  # an int formats itself inside the f-string
         elif not f.is_array and f.base_type == "uuid" and not f.nullable_in(version):
@@ -265,21 +271,39 @@ def _gen_writer(e: _WriterEmitter, s: StructSpec, version: int, name: str, write
             pieces.append(key + "{_TF[f" + str(i) + "]}")
         elif f.is_array and f.base_type != "uuid" and not f.nullable_in(version):
             fn, _ = _element_text(e, f, writers)
-            pieces.append(key + "[{_CJ(_map(" + fn + ", f" + str(i) + "))}]")
+            pieces.append(key + "[{" + _elements_expr(f, fn, f"f{i}") + "}]")
         else:
             pieces.append(key + "{" + _value_expr(e, f, f"f{i}", version, writers) + "}")
-    body = "".join(pieces)
+    return "".join(pieces), lead_optional
+
+
+def _literal(text: str) -> str:
+    """``text`` as the literal part of an f-string."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _gen_writer(e: _WriterEmitter, s: StructSpec, version: int, name: str, writers: dict[str, str],
+                top: bool, wrap: tuple[str, str] | None = None) -> list[str]:
+    """One writer: ``def name(r) -> str``, the JSON object of struct ``s`` at ``version``; with ``wrap``
+    (prefix, suffix), ``def name(r, h) -> str``: ``h + prefix + object + suffix`` in one string."""
+    out = [f"def {name}(r{', h' if wrap else ''}):"]
+    if s.fields:
+        out.append(f"    {''.join(f'f{i}, ' for i in range(len(s.fields)))}= r")
+    body, lead_optional = _struct_body(e, s, version, writers)
+    head, tail = ("{h}" + _literal(wrap[0]), _literal(wrap[1])) if wrap else ("", "")
     check = top and _has_strings(s, version)
     assign = "t = " if check else "return "
     if lead_optional:
         out.append(f"    t = f{body!r}")
-        out.append(f"    {assign}'{{' + t[1:] + '}}' if t else '{{}}'")
+        out.append(f"    {assign}f{head + '{{{t[1:]}}}' + tail!r} if t else f{head + '{{}}' + tail!r}")
     else:
-        out.append(f"    {assign}f{'{{' + body + '}}'!r}")
+        out.append(f"    {assign}f{head + '{{' + body + '}}' + tail!r}")
     if check:
-        out.append(f"    if {e.const(_BACKSLASH_U)} in t: return _slow(r, {version})")
+        # the text of a record with a \u in it (see _c_string) is written again the reference way
+        slow = f"h + {e.const(wrap[0])} + _slow(r, {version}) + {e.const(wrap[1])}" if wrap else f"_slow(r, {version})"
+        out.append(f"    if {e.const(_BACKSLASH_U)} in t: return {slow}")
         out.append("    return t")
-    e.lines.extend(out)
+    return out
 
 
 def data_writer(cls: type[Record], version: int) -> DataWriter:
@@ -312,9 +336,31 @@ def _generate(cls: type[Record]) -> None:
         # nested structs first: a writer refers to the writers of its structs by name at call time anyway,
         # but this order reads top-down in the source
         for k, s in reversed(list(enumerate(structs))):
-            _gen_writer(e, s, v, writers[s.qualname], writers, top=k == 0)
+            e.lines += _gen_writer(e, s, v, writers[s.qualname], writers, top=k == 0)
     source = "\n".join(e.lines) + "\n"
     exec(compile(source, f"<kraftlake json writers {spec.name}>", "exec"), e.ns)
     for v in versions:
         _WRITERS[(cls, v)] = e.ns[f"_w0_v{v}"]
     _SOURCES[cls.__qualname__] = source
+    _EMITTERS[cls.__qualname__] = e
+
+
+LineWriter = Callable[[Record, str], str]
+_LINE_WRITERS: dict[tuple[type, int, str, str], LineWriter] = {}
+
+
+def line_writer(cls: type[Record], version: int, prefix: str, suffix: str) -> LineWriter:
+    """``(record, head) -> head + prefix + data + suffix``, ``data`` the text :func:`data_writer` gives, all
+    built as one string (``kraftlake decode`` prints a line with one call)."""
+    key = (cls, version, prefix, suffix)
+    fn = _LINE_WRITERS.get(key)
+    if fn is None:
+        data_writer(cls, version)
+        spec = spec_of(cls)
+        e = _EMITTERS[cls.__qualname__]
+        writers = {s.qualname: f"_w{k}_v{version}" for k, s in enumerate(spec.structs())}
+        name = f"_line{len(_LINE_WRITERS)}"
+        source = "\n".join(_gen_writer(e, spec.struct, version, name, writers, top=True, wrap=(prefix, suffix)))
+        exec(compile(source + "\n", f"<kraftlake json line writer {spec.name} v{version}>", "exec"), e.ns)
+        fn = _LINE_WRITERS[key] = e.ns[name]
+    return fn

@@ -3,7 +3,7 @@
 Strings mix what Jackson escapes (quotes, backslashes, control characters printed as ``\\u00XX``), a literal
 backslash-u, non-ASCII and astral characters; floats include those whose Java ``Double.toString`` form differs
 from Python's ``repr`` (``1.0E7``, ``1.0E-4``, ``-0.0``, ``Infinity``, ``NaN``, subnormals); nullable fields
-are often null, arrays often empty, tagged fields often at their default (then left out of the JSON).
+are often null, arrays often empty (and sometimes long), tagged fields often at their default (then left out of the JSON).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def random_value(f: FieldSpec, version: int, rnd: random.Random) -> object:
     if f.tagged_in(version) and rnd.random() < 0.4:
         return f.default if f.struct is None or f.is_array else class_for(f.struct.qualname)()
     if f.is_array:
-        return tuple(_scalar(f, version, rnd) for _ in range(rnd.choice([0, 0, 1, 2, 4])))
+        return tuple(_scalar(f, version, rnd) for _ in range(rnd.choice([0, 0, 1, 2, 4, 40 if rnd.random() < 0.2 else 3])))
     return _scalar(f, version, rnd)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,6 +77,7 @@ def test_the_random_records_reach_the_corners() -> None:
                         key = (spec.name, version, name)
                         (tagged_set if f'"{name[0].lower()}{name[1:]}":' in text else tagged_unset).add(key)
     every = "".join(texts)
+    assert re.search(r"\[(-?\d+,){39}-?\d+\]", every)  # an integer array longer than the %-formats go
     for needle in ("E-", "E2", "-0.0", "Infinity", "NaN", '\\u001F', '\\\\u', '\\"', "😀", ":null", ":[]", ":\"\""):
         assert needle in every, needle
     top_tagged = {(s.name, v, f.name) for s in SPECS for v in _versions(s) for f in s.struct.fields
