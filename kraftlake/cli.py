@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stream": ("kraftlake.commands.stream", "stream the metadata log (quorum service or log dir) into the warehouse (Structured Streaming)"),
     "compact": ("kraftlake.commands.compact", "snapshot, retention deletes, OPTIMIZE and VACUUM of a warehouse"),
     "validate": ("kraftlake.commands.validate", "Great Expectations suites on the warehouse tables, GX Data Docs"),
+    "plot": ("kraftlake.commands.plot", "draw the history as HTML: under-replicated partitions, leader/ISR, broker states, configs"),
 }
 
 
