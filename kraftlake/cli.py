@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "state": ("kraftlake.commands.state", "print an entity's state at an offset or time from the warehouse"),
     "sql": ("kraftlake.commands.sql", "run SQL over the warehouse with partitions_at(N) and friends"),
     "functions": ("kraftlake.commands.functions", "store partitions_at(N) and friends as persistent functions in a metastore"),
+    "serve": ("kraftlake.commands.serve", "serve the warehouse over Spark Connect (and JDBC) with the functions registered"),
     "reconstruct": ("kraftlake.commands.reconstruct", "rebuild the state at an offset from snapshot + log tail"),
     "stream": ("kraftlake.commands.stream", "stream the metadata log (quorum service or log dir) into the warehouse (Structured Streaming)"),
     "compact": ("kraftlake.commands.compact", "snapshot, retention deletes, OPTIMIZE and VACUUM of a warehouse"),
