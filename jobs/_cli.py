@@ -23,6 +23,32 @@ def add_warehouse(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warehouse", default="./warehouse", help="the warehouse directory (default ./warehouse)")
 
 
+def add_remote(parser: argparse.ArgumentParser) -> None:
+    """``--remote``; commands with it take ``--warehouse`` as unset (None) unless given, so that a remote run
+    can tell a warehouse the user named (checked against the server's) from the default."""
+    parser.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
+                        help="query a running `kraftlake serve` endpoint (default $SPARK_REMOTE; without either, a "
+                             "local Spark session): the server's warehouse, no JVM here")
+    parser.set_defaults(warehouse=None)
+
+
+def query_session(app: str, args: argparse.Namespace) -> Any:
+    """The session a query command runs on: a ``kraftlake serve`` endpoint (``--remote`` or ``$SPARK_REMOTE``),
+    whose functions are registered already, else a local session with the functions registered for the
+    warehouse."""
+    from kraftlake.spark.serve import connect_session, remote_url
+
+    url = remote_url(args.remote)
+    if url is not None:
+        return connect_session(url, args.warehouse)
+    from kraftlake.spark.sql import register
+
+    warehouse = args.warehouse or "./warehouse"
+    spark = session(app, warehouse)
+    register(spark, warehouse)
+    return spark
+
+
 def add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
 

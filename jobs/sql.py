@@ -6,21 +6,21 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_format, add_warehouse, main_of, session
+from jobs._cli import add_format, add_remote, add_warehouse, main_of, query_session
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
+    add_remote(parser)
     add_format(parser)
     parser.add_argument("query", help="a Spark SQL query, e.g. SELECT * FROM partitions_at(100)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.spark.sql import register, warehouse_errors
+    from kraftlake.spark.sql import warehouse_errors
     from pipelines.output import print_frame
 
-    spark = session("sql", args.warehouse)
-    register(spark, args.warehouse)
+    spark = query_session("sql", args)
     with warehouse_errors():  # an offset before the retained history: one line, exit 2
         print_frame(spark.sql(args.query), args.format)
     return 0

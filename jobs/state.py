@@ -6,13 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_format, add_warehouse, main_of, session
+from jobs._cli import add_format, add_remote, add_warehouse, main_of, query_session
 from kraftlake.commands._args import non_negative_int
 from kraftlake.spark.history import ENTITIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
+    add_remote(parser)
     add_format(parser)
     at = parser.add_mutually_exclusive_group(required=True)
     at.add_argument("--offset", type=non_negative_int, help="the offset (its record included)")
@@ -31,11 +32,10 @@ def state_query(entity: str, offset: int | None, time: str | None, where: str | 
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.spark.sql import register, warehouse_errors
+    from kraftlake.spark.sql import warehouse_errors
     from pipelines.output import print_frame
 
-    spark = session("state", args.warehouse)
-    register(spark, args.warehouse)
+    spark = query_session("state", args)
     with warehouse_errors():  # an offset before the retained history: one line, exit 2
         print_frame(spark.sql(state_query(args.entity, args.offset, args.time, args.where)), args.format)
     return 0
