@@ -20,6 +20,7 @@ permanently in a catalog database (``kraftlake.partitions_at(N)`` in every sessi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -113,9 +114,29 @@ def register(spark: SparkSession, warehouse: str | Path, temporary: bool = True,
     return names
 
 
+def _ours(text: str) -> bool:
+    return BEFORE_RETAINED in text or "is negative" in text
+
+
+#: The message of a raise_error in Spark's text ``... [USER_RAISED_EXCEPTION] message SQLSTATE: P0001``: the last
+#: such tag on its line (the Thrift server's text repeats it), up to the SQLSTATE or the line's end (Spark
+#: Connect's exceptions append the server's JVM stack trace on the lines below).
+_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (?!.*\[USER_RAISED_EXCEPTION\])(.*?)(?: SQLSTATE: \w+)?$", re.M)
+
+
+def _message_of(text: str) -> str:
+    match = _RAISED.search(text)
+    return match.group(1).strip() if match else ""
+
+
 def raised_message(exc: BaseException) -> str | None:
     """The message of a ``raise_error`` of the table functions (an offset before the retained history) carried
-    by a Spark exception, else None."""
+    by a Spark exception, else None.
+
+    Works on the exceptions of a local session (py4j's, with the Java cause chain) and on Spark Connect's
+    (``pyspark.errors.exceptions.connect``: the condition and parameters travel in the gRPC error's details;
+    where the parameters did not arrive, the message is read from the text).
+    """
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
@@ -124,14 +145,11 @@ def raised_message(exc: BaseException) -> str | None:
         condition = get_condition() if callable(get_condition) else None
         if condition == "USER_RAISED_EXCEPTION":
             params = cause.getMessageParameters() or {}  # type: ignore[attr-defined]
-            text = str(params.get("errorMessage", ""))
-            return text if BEFORE_RETAINED in text or "is negative" in text else None
+            text = str(params.get("errorMessage", "")) or _message_of(str(cause))
+            return text if _ours(text) else None
         cause = cause.__cause__ or cause.__context__
-    text = str(exc)
-    if "USER_RAISED_EXCEPTION" in text and BEFORE_RETAINED in text:
-        start = text.find("] ") + 2 if "] " in text else 0
-        return text[start:].split(" SQLSTATE")[0].strip()
-    return None
+    text = _message_of(str(exc))
+    return text if _ours(text) else None
 
 
 @contextmanager
