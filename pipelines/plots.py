@@ -1,0 +1,316 @@
+"""The data behind ``kraftlake plot``'s figures, computed from the warehouse, and the figures written.
+
+Every frame is Spark SQL over the history tables as readers see them (``kraftlake.spark.tables.history_query``:
+the pending ``closes`` of a running stream applied), joined with the ``offsets`` table for the wall-clock time of
+each offset, then handed as a pandas frame to :mod:`kraftlake.plot.figures` (which never sees Spark). A frame
+holds one row per change, not per offset: a step line's points are the offsets where a count changes, a Gantt's
+bars the runs of versions in which a value stayed the same.
+
+A range ``[lo, hi]`` (offsets, both included) bounds every figure; it never reaches below the retained history
+(``compact`` deleted the versions that ended before it, so counts and segments there would be a part of the
+truth): a bound there is refused as the SQL functions refuse it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import SparkSession
+
+from kraftlake.plot import figures
+from kraftlake.plot.options import Bound, PlotError, PlotRequest
+from kraftlake.plot.output import save
+from kraftlake.spark.tables import (
+    BEFORE_RETAINED,
+    OFFSETS,
+    RETENTION,
+    WarehouseError,
+    ensure_retention,
+    history_query,
+    table_ref,
+)
+
+
+@dataclass(frozen=True)
+class PlotRange:
+    """The offsets a figure covers, both included, and their record timestamps (epoch ms)."""
+
+    lo: int
+    hi: int
+    lo_ms: int | None = None
+    hi_ms: int | None = None
+
+    def text(self) -> str:
+        return figures.range_text(self.lo, self.hi, self.lo_ms, self.hi_ms)
+
+
+@dataclass(frozen=True)
+class PlotResult:
+    """A figure written: where, what range, and the frame behind it."""
+
+    path: Path
+    kind: str
+    range: PlotRange
+    data: pd.DataFrame
+    title: str
+
+
+def _offset_of(bound: Bound, which: str, first: int, last: int, retained: int | None,
+               at_time: int | None) -> int:
+    """A bound as an offset: itself, or the last offset at or before its time (``at_time``)."""
+    if bound.offset is not None:
+        offset = bound.offset
+    elif at_time is not None:
+        offset = at_time
+    elif which == "--from" and retained is None:
+        return first  # before the first record of a warehouse holding the whole log: plot from its start
+    else:
+        raise WarehouseError(f"{which} {bound.text} is before the warehouse's first record kept "
+                             f"(offset {max(first, retained or 0)})")
+    if retained is not None and offset < retained:
+        raise WarehouseError(f"{which} {bound.text} (offset {offset}) lies {BEFORE_RETAINED}: the warehouse "
+                             f"holds the states from offset {retained} on")
+    if offset > last:
+        raise WarehouseError(f"{which} {bound.text} is past the warehouse's last offset {last}")
+    return max(offset, first)
+
+
+def resolve_range(spark: SparkSession, warehouse: str | Path, start: Bound | None = None,
+                  end: Bound | None = None) -> PlotRange:
+    """The offsets ``[lo, hi]`` that ``start``/``end`` name (default: all the warehouse answers for).
+
+    Raises ``WarehouseError`` for an empty warehouse, a bound below the retained history or past the last
+    offset, and a range whose start lies after its end.
+    """
+    ensure_retention(spark, warehouse)
+    offsets = table_ref(warehouse, OFFSETS)
+    times = {f"t{i}": b.time_ms for i, b in enumerate((start, end)) if b is not None and b.time_ms is not None}
+    at_time = "".join(f", (SELECT max(`offset`) FROM {offsets} WHERE timestamp <= {int(ms)}) AS {name}"
+                      for name, ms in times.items())
+    row = spark.sql(f"SELECT (SELECT min(`offset`) FROM {offsets}) AS first, (SELECT max(`offset`) FROM {offsets}) "
+                    f"AS last, (SELECT max(retained_from) FROM {table_ref(warehouse, RETENTION)}) AS r{at_time}"
+                    ).first()
+    assert row is not None
+    if row["last"] is None:
+        raise WarehouseError(f"{warehouse} holds no records yet")
+    first, last = int(row["first"]), int(row["last"])
+    retained = None if row["r"] is None else int(row["r"])
+    first = max(first, retained or 0)
+
+    def at(name: str) -> int | None:
+        value = row.asDict().get(name)
+        return None if value is None else int(value)
+
+    lo = first if start is None else _offset_of(start, "--from", first, last, retained, at("t0"))
+    hi = last if end is None else _offset_of(end, "--to", first, last, retained, at("t1"))
+    if lo > hi:
+        raise WarehouseError(f"the range is empty: --from is offset {lo}, --to offset {hi}")
+    stamps = {int(r["offset"]): int(r["timestamp"]) for r in spark.sql(
+        f"SELECT `offset`, timestamp FROM {offsets} WHERE `offset` IN ({lo}, {hi})").collect()}
+    return PlotRange(lo, hi, stamps.get(lo), stamps.get(hi))
+
+
+def _text(value: str) -> str:
+    """A Spark SQL string literal. (Not a named parameter: Spark 4.2 leaves one unbound inside a CTE that is
+    itself inside a subquery, as these queries are once clipped.)"""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _frame(spark: SparkSession, sql: str, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The rows of ``sql`` as a frame of ``columns``; offsets, times and broker ids as nullable integers."""
+    frame = pd.DataFrame([tuple(r) for r in spark.sql(sql).collect()], columns=list(columns))
+    for col in columns:
+        if col.endswith("_ms") or col.endswith("offset") or col == "broker":
+            frame[col] = frame[col].astype("Int64")
+    return frame
+
+
+def _clipped(warehouse: str | Path, segments: str, rng: PlotRange, columns: tuple[str, ...]) -> str:
+    """``segments`` (a query with ``from_offset``, ``to_offset``) cut to the range, with the times of the
+    clipped ends: a segment still open, or ending after ``hi``, is drawn up to ``hi``."""
+    offsets = table_ref(warehouse, OFFSETS)
+    cols = ", ".join(f"s.`{c}`" for c in columns if not c.endswith("_ms"))
+    return (f"SELECT {cols}, o1.timestamp AS start_ms, o2.timestamp AS end_ms FROM ("
+            f"SELECT *, greatest(from_offset, {rng.lo}) AS _s, CASE WHEN to_offset IS NULL OR to_offset > {rng.hi} "
+            f"THEN {rng.hi} ELSE to_offset END AS _e FROM ({segments}) "
+            f"WHERE from_offset <= {rng.hi} AND (to_offset IS NULL OR to_offset > {rng.lo})) s "
+            f"LEFT JOIN {offsets} o1 ON o1.`offset` = s._s LEFT JOIN {offsets} o2 ON o2.`offset` = s._e "
+            f"ORDER BY {', '.join(f's.`{c}`' for c in columns[:2])}, s.from_offset")
+
+
+def under_replicated(spark: SparkSession, warehouse: str | Path, rng: PlotRange) -> pd.DataFrame:
+    """Under-replicated (``size(isr) < size(replicas)``) and offline (``leader = -1``) partitions, and all
+    partitions, from each offset in ``[lo, hi]`` where one of the counts changes, plus ``lo`` and ``hi``.
+
+    Spark sums per offset +1 where a version starts and -1 where it ends (the flags as the demo's SQL over
+    ``partitions_at`` tests them), everything up to ``lo`` folded into ``lo``: one pass over the history, not a
+    state per offset. The running sum over those rows (one per change) is taken here: in SQL it is a window
+    without a partition, which Spark runs on one task (and warns about). Versions that compaction deleted
+    ended before the retained history, so their +1 and -1 both went and the sums from there on are whole.
+    """
+    lo, hi = rng.lo, rng.hi
+    # (`offset` is a keyword that Spark reads as an OFFSET clause after WHERE: the column is `at` here)
+    sql = f"""
+        WITH v AS (SELECT from_offset, to_offset, CASE WHEN size(isr) < size(replicas) THEN 1 ELSE 0 END AS ur,
+                          CASE WHEN leader = -1 THEN 1 ELSE 0 END AS off
+                   FROM ({history_query(warehouse, 'partitions')}) WHERE from_offset <= {hi}),
+        d AS (SELECT from_offset AS at, ur, off, 1 AS n FROM v
+              UNION ALL SELECT to_offset, -ur, -off, -1 FROM v WHERE to_offset IS NOT NULL AND to_offset <= {hi}),
+        g AS (SELECT greatest(at, {lo}) AS at, sum(ur) AS ur, sum(off) AS off, sum(n) AS n FROM d GROUP BY 1
+              UNION ALL SELECT {lo}, 0, 0, 0 UNION ALL SELECT {hi}, 0, 0, 0)
+        SELECT g.at, o.timestamp, sum(g.ur), sum(g.off), sum(g.n)
+        FROM g LEFT JOIN {table_ref(warehouse, OFFSETS)} o ON o.`offset` = g.at GROUP BY g.at, o.timestamp"""
+    steps = _frame(spark, sql, figures.COUNT_COLUMNS).sort_values("offset", ignore_index=True)
+    counts = ["under_replicated", "offline", "partitions"]
+    deltas = steps[counts].astype("int64")
+    steps[counts] = deltas.cumsum()
+    # a point where a count changed, and both ends (lo and hi: the zero rows above make sure they are there)
+    keep = (deltas != 0).any(axis=1) | steps["offset"].isin([lo, hi])
+    return steps[keep].reset_index(drop=True)
+
+
+def partition_segments(spark: SparkSession, warehouse: str | Path, topic: str, partition: int,
+                       rng: PlotRange) -> pd.DataFrame:
+    """A partition's leader runs (``role`` leader, ``broker`` -1 while it had none) and each ISR member's runs
+    (``role`` isr), as ``leader_history``/``isr_history`` merge versions: consecutive versions with the same
+    leader, or in which the broker stayed in the ISR, are one segment. A topic deleted and created again under
+    the same name is a new topic id: its segments start anew."""
+    sql = f"""
+        WITH v AS (SELECT topic_id, leader, isr, from_offset, to_offset FROM ({history_query(warehouse, 'partitions')})
+                   WHERE topic = {_text(topic)} AND `partition` = {int(partition)}),
+        l AS (SELECT *, lag(leader) OVER w AS prev, lag(to_offset) OVER w AS prev_to FROM v
+              WINDOW w AS (PARTITION BY topic_id ORDER BY from_offset)),
+        li AS (SELECT *, sum(CASE WHEN prev = leader AND prev_to = from_offset THEN 0 ELSE 1 END)
+                         OVER (PARTITION BY topic_id ORDER BY from_offset) AS island FROM l),
+        m AS (SELECT topic_id, member, from_offset, to_offset FROM v LATERAL VIEW explode(isr) e AS member),
+        ml AS (SELECT *, lag(to_offset) OVER (PARTITION BY topic_id, member ORDER BY from_offset) AS prev_to FROM m),
+        mi AS (SELECT *, sum(CASE WHEN prev_to = from_offset THEN 0 ELSE 1 END)
+                         OVER (PARTITION BY topic_id, member ORDER BY from_offset) AS island FROM ml)
+        SELECT 'leader' AS role, leader AS broker, min(from_offset) AS from_offset,
+               max_by(to_offset, from_offset) AS to_offset FROM li GROUP BY topic_id, leader, island
+        UNION ALL
+        SELECT 'isr', member, min(from_offset), max_by(to_offset, from_offset) FROM mi
+        GROUP BY topic_id, member, island"""
+    return _frame(spark, _clipped(warehouse, sql, rng, figures.PARTITION_COLUMNS), figures.PARTITION_COLUMNS)
+
+
+def broker_segments(spark: SparkSession, warehouse: str | Path, rng: PlotRange,
+                    broker: int | None = None) -> pd.DataFrame:
+    """Each broker's runs of one state (``figures.BROKER_STATES``): registered (unfenced), fenced, in
+    controlled shutdown (unfenced, handing over), and unregistered from an ``UnregisterBrokerRecord`` (a
+    version ended with no next one at its end) until it registers again. A new registration (a restart's new
+    epoch) in the same state continues the run."""
+    where = f"WHERE id = {int(broker)}" if broker is not None else ""
+    sql = f"""
+        WITH b AS (SELECT id, CASE WHEN fenced THEN 'fenced' WHEN in_controlled_shutdown
+                                   THEN 'in controlled shutdown' ELSE 'registered' END AS state,
+                          from_offset, to_offset FROM ({history_query(warehouse, 'brokers')}) {where}),
+        bl AS (SELECT *, lag(state) OVER w AS prev, lag(to_offset) OVER w AS prev_to,
+                         lead(from_offset) OVER w AS next_from FROM b
+               WINDOW w AS (PARTITION BY id ORDER BY from_offset)),
+        bi AS (SELECT *, sum(CASE WHEN prev = state AND prev_to = from_offset THEN 0 ELSE 1 END)
+                         OVER (PARTITION BY id ORDER BY from_offset) AS island FROM bl)
+        SELECT id AS broker, state, min(from_offset) AS from_offset, max_by(to_offset, from_offset) AS to_offset
+        FROM bi GROUP BY id, state, island
+        UNION ALL
+        SELECT id, 'unregistered', to_offset, next_from FROM bl
+        WHERE to_offset IS NOT NULL AND (next_from IS NULL OR next_from > to_offset)"""
+    return _frame(spark, _clipped(warehouse, sql, rng, figures.BROKER_COLUMNS), figures.BROKER_COLUMNS)
+
+
+def config_segments(spark: SparkSession, warehouse: str | Path, resource_type: str, resource_name: str,
+                    rng: PlotRange) -> pd.DataFrame:
+    """Each key's values of one config resource: a segment per version (per change), none while it is unset."""
+    sql = (f"SELECT name AS key, value, from_offset, to_offset FROM ({history_query(warehouse, 'configs')}) "
+           f"WHERE resource_type = {_text(resource_type)} AND resource_name = {_text(resource_name)}")
+    return _frame(spark, _clipped(warehouse, sql, rng, figures.CONFIG_COLUMNS), figures.CONFIG_COLUMNS)
+
+
+def figure_data(spark: SparkSession, warehouse: str | Path, request: PlotRequest,
+                rng: PlotRange) -> tuple[pd.DataFrame, Any, str]:
+    """The frame behind ``request``'s figure, the figure, and its title.
+
+    Raises ``PlotError`` when the range holds nothing of what the request names (an unknown topic, broker or
+    resource).
+    """
+    sub = rng.text()
+    if request.kind == "under-replicated":
+        data = under_replicated(spark, warehouse, rng)
+        chart = figures.under_replicated_figure(data, subtitle=sub)
+        return data, chart, "under-replicated and offline partitions"
+    if request.kind == "partition":
+        assert request.topic is not None and request.partition is not None
+        data = partition_segments(spark, warehouse, request.topic, request.partition, rng)
+        if data.empty:
+            raise PlotError(f"partition {request.topic}-{request.partition} does not exist in offsets "
+                            f"{rng.lo}..{rng.hi}")
+        return data, figures.partition_figure(data, request.topic, request.partition, subtitle=sub), \
+            f"leader and ISR of {request.topic}-{request.partition}"
+    if request.kind == "brokers":
+        data = broker_segments(spark, warehouse, rng, request.broker)
+        if data.empty:
+            which = "no broker" if request.broker is None else f"broker {request.broker}"
+            raise PlotError(f"{which} is registered in offsets {rng.lo}..{rng.hi}")
+        return data, figures.broker_figure(data, subtitle=sub), "broker states"
+    assert request.kind == "configs" and request.resource is not None
+    rtype, rname = request.resource
+    data = config_segments(spark, warehouse, rtype, rname, rng)
+    if data.empty:
+        raise PlotError(f"{rtype.lower()} {rname or '<default>'} has no configs in offsets {rng.lo}..{rng.hi}")
+    return data, figures.config_figure(data, rtype, rname, subtitle=sub), \
+        f"configs of {rtype.lower()} {rname or '<default>'}"
+
+
+def write_plot(spark: SparkSession, warehouse: str | Path, request: PlotRequest, out: str | Path) -> PlotResult:
+    """Compute ``request``'s data over the warehouse and write its figure to ``out`` (.html, or .png where
+    ``vl-convert-python`` is installed)."""
+    request.check()
+    rng = resolve_range(spark, warehouse, request.start, request.end)
+    data, chart, title = figure_data(spark, warehouse, request, rng)
+    return PlotResult(save(chart, out), request.kind, rng, data, title)
+
+
+def busiest_config_resource(spark: SparkSession, warehouse: str | Path) -> tuple[str, str] | None:
+    """The config resource changed most often (the most telling config figure), None without configs."""
+    row = spark.sql(f"SELECT resource_type, resource_name, count(*) AS n FROM {table_ref(warehouse, 'configs')} "
+                    "GROUP BY resource_type, resource_name ORDER BY n DESC, resource_type, resource_name "
+                    "LIMIT 1").first()
+    return None if row is None else (str(row["resource_type"]), str(row["resource_name"]))
+
+
+def _file_part(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def write_overview(spark: SparkSession, warehouse: str | Path, out_dir: str | Path,
+                   partition: tuple[str, int] | None = None) -> list[PlotResult]:
+    """One figure of each kind over the whole warehouse into ``out_dir`` (what ``make run`` writes): the
+    under-replicated counts, every broker's states, the leader/ISR timeline of ``partition`` (default: the
+    partition whose leader changed most) and the configs of the resource changed most. A kind with nothing to
+    draw is left out."""
+    from pipelines.answers import busiest_partition
+
+    out = Path(out_dir)
+    rng = resolve_range(spark, warehouse)
+    requests = [(PlotRequest("under-replicated"), "under-replicated.html"),
+                (PlotRequest("brokers"), "brokers.html")]
+    partition = partition or busiest_partition(spark, warehouse)
+    if partition is not None:
+        requests.append((PlotRequest("partition", topic=partition[0], partition=partition[1]),
+                         f"partition-{_file_part(partition[0])}-{partition[1]}.html"))
+    resource = busiest_config_resource(spark, warehouse)
+    if resource is not None:
+        requests.append((PlotRequest("configs", resource=resource),
+                         f"configs-{resource[0].lower()}-{_file_part(resource[1]) or 'default'}.html"))
+    results = []
+    for request, name in requests:
+        try:
+            data, chart, title = figure_data(spark, warehouse, request, rng)
+        except PlotError:
+            continue
+        results.append(PlotResult(save(chart, out / name), request.kind, rng, data, title))
+    return results
