@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
           f"{report.stream_runs} streaming runs, last offset {report.last_offset} ({timings})")
     print(f"try: kraftlake sql --warehouse {args.warehouse} \"SELECT * FROM partitions_at({report.last_offset}) "
           "WHERE size(isr) < 2\"")
+    if report.plots:
+        print(f"open the pictures in a browser: {' '.join(str(p) for p in report.plots)}")
     return 0 if report.oracle_under_replicated == report.sql_under_replicated else 1
 
 

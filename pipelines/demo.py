@@ -13,6 +13,9 @@
 4. Compaction stores a snapshot at the last offset and drops what the retention no longer needs.
 5. Questions by offset are answered in SQL (printed with their SQL), and one answer is checked against the
    pure-Python image replayed from a voter's log files (the oracle).
+6. Beside the answers, the same history is drawn (``pipelines.plots``): under-replicated and offline partitions,
+   broker states, the busiest partition's leader and ISR, the configs changed most, as HTML files under
+   ``<warehouse>/_plots``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from kraftlake.sim.quorum_cluster import QuorumClusterSimulator
 from kraftlake.spark import sql as warehouse_sql
 from pipelines import answers
 from pipelines.compact import compact
+from pipelines.plots import write_overview
 from pipelines.stream import stream
 
 CLUSTER_ID = "kraftlake-demo-cluster0"
@@ -74,6 +78,7 @@ class DemoReport:
     oracle_offset: int = -1
     oracle_under_replicated: int = -1
     sql_under_replicated: int = -1
+    plots: list[Path] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -167,6 +172,14 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     for answer in report.answers:
         say("")
         say(answers.format_answer(answer))
+
+    # the answers drawn over the whole retained history, from the warehouse just queried
+    t2 = time.monotonic()
+    say("")
+    for plot in write_overview(spark, warehouse, warehouse / "_plots", partition=busiest):
+        report.plots.append(plot.path)
+        say(f"plot: {plot.path} ({plot.title}, offsets {plot.range.lo}..{plot.range.hi})")
+    report.timings["plots_s"] = time.monotonic() - t2
 
     # the oracle: the same question answered by replaying the voter's Kafka log files in pure Python
     report.oracle_offset = int(worst[0])
