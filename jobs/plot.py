@@ -28,14 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
     parser.add_argument("kind", choices=tuple(KINDS), metavar="KIND",
                         help="; ".join(f"{k}: {v}" for k, v in KINDS.items()))
-    parser.add_argument("--from", dest="start", type=_arg(parse_bound), default=None,
+    parser.add_argument("--from", dest="start", type=_arg(parse_bound), default=None, metavar="OFFSET|TIME",
                         help="first offset, or a time (ISO-8601, UTC unless it names a zone); default: the first kept")
-    parser.add_argument("--to", dest="end", type=_arg(parse_bound), default=None,
+    parser.add_argument("--to", dest="end", type=_arg(parse_bound), default=None, metavar="OFFSET|TIME",
                         help="last offset, or a time; default: the warehouse's last offset")
     parser.add_argument("--topic", help="the topic (partition)")
     parser.add_argument("--partition", type=non_negative_int, help="the partition index (partition)")
     parser.add_argument("--broker", type=non_negative_int, help="only this broker (brokers)")
-    parser.add_argument("--resource", type=_arg(parse_resource), help="TYPE:NAME, e.g. topic:orders (configs)")
+    parser.add_argument("--resource", type=_arg(parse_resource), metavar="TYPE:NAME", help="TYPE:NAME, e.g. topic:orders (configs)")
     parser.add_argument("--out", default=None, help="the file to write: .html, or .png with vl-convert-python "
                         "(default: KIND.html)")
 
