@@ -1,0 +1,288 @@
+"""``kraftlake serve``: the functions answer through Spark Connect and JDBC as in-process and as the oracle.
+
+One server per module (a subprocess: its own driver, Connect and JDBC on 127.0.0.1, free ports), started with
+a token so that the refusal of a client without it is tested too; it is stopped with SIGTERM by the last test
+(or, if that one did not run, when the module ends). The Connect client runs in this process (pyspark's
+Connect session; it does not touch the shared local session), JDBC through pyspark's own ``bin/beeline``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spark.fixtures_logs import write_synthetic_log
+
+from kraftlake.image import image_at
+from kraftlake.image.source import log_records
+from kraftlake.spark.history import ENTITIES, entity_rows
+
+REPO = Path(__file__).resolve().parents[2]
+TOKEN = "kraftlake-test-" + secrets.token_hex(8)
+ENTITIES_COMPARED = ("partitions", "brokers")
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    connect: str  # sc://localhost:P, without the token
+    jdbc: str
+    log: Path
+
+    @property
+    def port(self) -> int:
+        return int(self.connect.rsplit(":", 1)[1])
+
+    @property
+    def with_token(self) -> str:
+        return f"{self.connect}/;token={TOKEN}"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    drop = ("PYSPARK_GATEWAY", "SPARK_REMOTE", "SPARK_CONNECT_AUTHENTICATE_TOKEN")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    return dict(env, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable, **extra)
+
+
+def _cli(args: list[str], **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "kraftlake.cli", *args], cwd=REPO, env=_env(**env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def _canon(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, Path, list[int]]:
+    from pipelines.ingest import ingest
+
+    root = tmp_path_factory.mktemp("serve")
+    log_dir = write_synthetic_log(root / "log", seed=7, steps=80)
+    warehouse = root / "warehouse"
+    ingest(spark, log_dir, warehouse, batch_records=1000)
+    last = max(r.offset for r in log_records(log_dir))
+    return log_dir, warehouse, [last // 3, (2 * last) // 3, last]
+
+
+@pytest.fixture(scope="module")
+def server(small: tuple[Path, Path, list[int]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("server")
+    token_file = root / "token"
+    token_file.write_text(TOKEN + "\n")
+    log = root / "serve.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kraftlake.cli", "serve", "--warehouse", str(small[1]), "--port", "0",
+             "--jdbc-port", "0", "--token-file", str(token_file)],
+            cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line.strip())
+            if line.startswith("ready:"):
+                break
+        assert lines and lines[-1].startswith("ready:"), (lines, log.read_text()[-4000:])
+        urls = dict(line.split(": ", 1) for line in lines[:-1])
+        yield Served(proc, urls["Spark Connect"], urls["JDBC"], log)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _offsets_query(entity: str, offsets: list[int]) -> str:
+    values = ", ".join(f"({n})" for n in offsets)
+    return f"SELECT o.n AS at_offset, f.* FROM VALUES {values} AS o(n), LATERAL {entity}_at(o.n) f"
+
+
+def _jdbc_value(text: str, sql_type: str) -> Any:
+    """A beeline tsv2 cell as the value pyspark gives for ``sql_type``."""
+    if text == "NULL":
+        return None
+    if sql_type in ("INT", "BIGINT"):
+        return int(text)
+    if sql_type == "BOOLEAN":
+        return {"true": True, "false": False}[text]
+    if sql_type.startswith(("ARRAY", "STRUCT")):
+        return json.loads(text)  # the Thrift server writes nested values as JSON
+    return text
+
+
+def _beeline(jdbc: str, queries: list[str], tmp_path: Path) -> list[list[list[str]]]:
+    """Run the queries in one beeline process; each result set as its rows of cells (header first)."""
+    import pyspark
+
+    script = tmp_path / "queries.sql"
+    script.write_text("".join(q + ";\n" for q in queries))
+    beeline = Path(pyspark.__file__).parent / "bin" / "beeline"
+    done = subprocess.run([str(beeline), "-u", jdbc, "--outputformat=tsv2", "--silent=true", "-f", str(script)],
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    results: list[list[list[str]]] = []
+    for line in done.stdout.split("\n"):
+        # in -f mode beeline writes its (null) prompt before each result and erases it with carriage returns
+        line = line.rsplit("\r", 1)[-1]
+        if line.strip() in ("", "null"):  # the last prompt
+            continue
+        cells = line.split("\t")
+        if cells[0].endswith("at_offset"):  # a header, after the rest of that prompt
+            results.append([["at_offset", *cells[1:]]])
+        elif results:
+            results[-1].append(cells)
+    return results
+
+
+def test_connect_and_jdbc_answer_as_in_process_and_the_image(spark: Any, small: tuple[Path, Path, list[int]],
+                                                             server: Served, tmp_path: Path) -> None:
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    from kraftlake.spark.sql import register
+
+    log_dir, warehouse, offsets = small
+    queries = [_offsets_query(entity, offsets) for entity in ENTITIES_COMPARED]
+    register(spark, warehouse)
+    local = [[r.asDict(recursive=True) for r in spark.sql(q).collect()] for q in queries]
+
+    remote = RemoteSession.builder.remote(server.with_token).create()
+    try:
+        via_connect = [[r.asDict(recursive=True) for r in remote.sql(q).collect()] for q in queries]
+    finally:
+        remote.stop()
+
+    types = {"at_offset": "INT", "from_offset": "BIGINT"}
+    via_jdbc = []
+    for entity, result in zip(ENTITIES_COMPARED, _beeline(server.jdbc, queries, tmp_path), strict=True):
+        header, *rows = result
+        typed = {**types, **dict(ENTITIES[entity].columns)}
+        via_jdbc.append([{c: _jdbc_value(v, typed[c]) for c, v in zip(header, row, strict=True)} for row in rows])
+
+    for entity, here, connect, jdbc in zip(ENTITIES_COMPARED, local, via_connect, via_jdbc, strict=True):
+        assert here, entity
+        assert _canon(connect) == _canon(here), entity
+        assert _canon(jdbc) == _canon(here), entity
+        for n in offsets:
+            expected = entity_rows(image_at(log_dir, n))[entity]
+            got = [{k: v for k, v in r.items() if k not in ("at_offset", "from_offset")}
+                   for r in connect if r["at_offset"] == n]
+            assert _canon(got) == _canon(expected), (entity, n)
+
+
+def _local(argv: list[str]) -> tuple[int, str, str]:
+    from kraftlake.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_sql_and_state_remote_print_what_local_prints(spark: Any, small: tuple[Path, Path, list[int]],
+                                                       server: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, warehouse, offsets = small
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    query = (f"SELECT topic, `partition`, leader, isr, directories FROM partitions_at({offsets[1]}) "
+             "ORDER BY topic, `partition`")
+    state = ["state", "--offset", str(offsets[-1]), "--entity", "brokers", "--format", "jsonl"]
+    # both remote clients at once (no JVM: Python and gRPC only); the server's warehouse is named in one of
+    # them, checked against the one it serves
+    by_flag = _cli(["sql", "--remote", server.connect, "--warehouse", str(warehouse), query],
+                   SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN)
+    by_env = _cli(state, SPARK_REMOTE=server.with_token)
+    remote_sql, remote_state = _finish(by_flag), _finish(by_env)
+    local_sql = _local(["sql", "--warehouse", str(warehouse), query])
+    local_state = _local([*state, "--warehouse", str(warehouse)])
+    assert local_sql[0] == 0 and local_sql[1].count("\n") > 3, local_sql
+    assert local_state[0] == 0 and local_state[1], local_state
+    assert remote_sql == local_sql
+    assert remote_state == local_state
+
+
+def test_errors_through_connect_are_one_line(spark: Any, small: tuple[Path, Path, list[int]], server: Served,
+                                             tmp_path: Path) -> None:
+    _, warehouse, _ = small
+    negative = "SELECT * FROM partitions_at(-1)"
+    runs = {
+        "negative": _cli(["sql", "--remote", server.with_token, negative]),
+        "no token": _cli(["sql", "--remote", server.connect, "SELECT 1"]),
+        "wrong token": _cli(["sql", "--remote", f"{server.connect}/;token=not-{TOKEN}", "SELECT 1"]),
+        "127.0.0.1 with a token": _cli(["sql", "--remote", f"sc://127.0.0.1:{server.port}", "SELECT 1"],
+                                       SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN),
+        "other warehouse": _cli(["sql", "--remote", server.with_token, "--warehouse", str(tmp_path), "SELECT 1"]),
+    }
+    got = {name: _finish(proc, 120) for name, proc in runs.items()}
+    local = _local(["sql", "--warehouse", str(warehouse), negative])
+    assert local == (2, "", "kraftlake sql: error: offset -1 is negative\n")
+    assert got["negative"] == local
+    for name, text in (("no token", "refused us: No authentication token provided"),
+                       ("wrong token", "refused us: Invalid authentication token"),
+                       ("127.0.0.1 with a token", f"name the local endpoint sc://localhost:{server.port}"),
+                       ("other warehouse", f"serves the warehouse {warehouse.resolve()}, not {tmp_path}")):
+        code, out, err = got[name]
+        assert (code, out) == (2, ""), (name, err)
+        assert err.startswith("kraftlake sql: error: ") and err.count("\n") == 1 and text in err, (name, err)
+        assert TOKEN not in err
+
+
+def test_serve_refuses_before_starting_spark(small: tuple[Path, Path, list[int]], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _, warehouse, _ = small
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
+    token = tmp_path / "token"
+    token.write_text("t0ken\n")
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        busy = taken.getsockname()[1]
+        for argv, text in (
+            (["--host", "0.0.0.0"], "0.0.0.0 is not a loopback address: Spark Connect there needs a token"),
+            (["--host", "0.0.0.0", "--token-file", str(token), "--jdbc-port", "0"],
+             "the JDBC server has no authentication here"),
+            (["--port", str(busy)], f"Spark Connect port {busy} on 127.0.0.1 is in use"),
+            (["--port", "0", "--jdbc-port", str(busy)], f"JDBC port {busy} on 127.0.0.1 is in use"),
+            (["--token-file", str(tmp_path / "missing")], "cannot read the token file"),
+        ):
+            code, out, err = _local(["serve", "--warehouse", str(warehouse), *argv])
+            assert (code, out) == (2, ""), (argv, err)
+            assert err.startswith("kraftlake serve: error: ") and err.count("\n") == 1 and text in err, (argv, err)
+    code, _, err = _local(["serve", "--warehouse", str(tmp_path)])
+    assert code == 2 and "holds no kraftlake warehouse" in err
+    code, _, err = _local(["sql", "--remote", f"sc://localhost:{busy}", "SELECT 1"])
+    assert code == 2 and err.startswith(f"kraftlake sql: error: nothing answers at sc://localhost:{busy}")
+
+
+def test_serve_stops_on_sigterm(server: Served) -> None:
+    # the last test of the module: the server goes
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(120) == 0, server.log.read_text()[-4000:]
+    assert server.proc.stdout is not None
+    assert server.proc.stdout.read().strip() == "stopped (SIGTERM)"
+    jdbc_port = int(server.jdbc.rstrip("/").rsplit(":", 1)[1])
+    for port in (server.port, jdbc_port):
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
