@@ -1,8 +1,9 @@
 """The jobs on a Spark standalone cluster (master + one worker on 127.0.0.1), shipped as the built package.
 
 ``ingest`` and a ``partitions_at`` query run through ``spark-submit --master spark://...`` with the package
-built from the sources (what ``make dist`` builds: a wheel with ``schemas/`` packed as ``kraftlake/_schemas``)
-and must answer what the same jobs answer in local mode. Executors run a Python that cannot see the editable
+built from the sources (what ``make dist`` builds: a wheel with ``schemas/`` packed as ``kraftlake/_schemas``).
+The warehouse the cluster wrote must hold what the oracle (the image) holds, and the cluster's ``sql`` job must
+print what the same query prints in local mode over that warehouse. Executors run a Python that cannot see the editable
 install: a virtualenv whose ``sys.path`` holds the main venv's site-packages through a ``.pth`` line, which
 does not process that directory's own ``.pth`` files (the editable-install hook lives there). So every
 ``kraftlake`` import on an executor is the shipped package's, and a probe job asserts it.
@@ -165,16 +166,16 @@ def _jsonl(out: str) -> list[str]:
 
 def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path, spark: Any) -> None:
     from spark.fixtures_logs import write_synthetic_log
+    from spark.test_warehouse import assert_state_matches
 
     from kraftlake.image.source import log_records
     from kraftlake.spark.session import delta_jars, jar_cache
     from kraftlake.spark.sql import register
-    from pipelines.ingest import ingest
     from pipelines.output import print_frame
 
     timings: dict[str, float] = {}
     t0 = time.monotonic()
-    log_dir = write_synthetic_log(tmp_path / "log", seed=3, steps=120)
+    log_dir = write_synthetic_log(tmp_path / "log", seed=3, steps=60)
     last = max(r.offset for r in log_records(log_dir))
     package = _build_package(tmp_path)
     python = _isolated_python(tmp_path)
@@ -187,18 +188,9 @@ def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path, spark:
     query = f"SELECT * FROM partitions_at({last // 2}) ORDER BY topic, partition"
     submit_log = tmp_path / "submit.log"
 
-    # local mode: what the two jobs run (`ingest`, then `sql --format jsonl`), in the tests' local[2] session
     t1 = time.monotonic()
-    local_w = tmp_path / "local-warehouse"
-    ingest(spark, log_dir, local_w)
-    register(spark, local_w)
-    answer = io.StringIO()
-    print_frame(spark.sql(query), "jsonl", answer)
-    local = answer.getvalue()
-    timings["local"] = time.monotonic() - t1
-
     with standalone_cluster(tmp_path, env) as (url, work):
-        timings["cluster_start"] = time.monotonic() - t1 - timings["local"]
+        timings["cluster_start"] = time.monotonic() - t1
         common = ["--master", url, "--py-files", str(package), "--jars", jars,
                   "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={sys.executable}",
                   "--conf", "spark.executor.memory=768m", "--conf", "spark.cores.max=1"]
@@ -220,5 +212,11 @@ def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path, spark:
         timings["cluster_jobs"] = time.monotonic() - t2
         # the applications ran on the worker's executors (one app dir per spark-submit)
         assert len(list(work.glob("app-*"))) == 3
+    # the oracle reads the log; the tests' local[2] session reads what the cluster wrote
+    register(spark, cluster_w)
+    assert_state_matches(spark, log_dir, [last // 4, last // 2, last])
+    answer = io.StringIO()
+    print_frame(spark.sql(query), "jsonl", answer)
+    local = answer.getvalue()
     assert _jsonl(local) and _jsonl(remote) == _jsonl(local)
     print("standalone cluster timings (s):", {k: round(v, 1) for k, v in timings.items()})
