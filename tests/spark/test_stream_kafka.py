@@ -26,6 +26,8 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
         peer.start()
         for step in WORKLOAD[:3]:
             peer.admin(step)
+        # the mirror starts from the controller's snapshot: on a loaded machine it may not have written one yet
+        peer.wait_for_snapshot_after([0], timeout=60)
         yield peer
 
 
