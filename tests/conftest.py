@@ -18,10 +18,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(name in getattr(item, "fixturenames", ()) for name in KAFKA_FIXTURES):
             item.add_marker(pytest.mark.kafka)
-        # `make test` runs two xdist workers (--dist loadgroup): every Spark test in one of them, so they keep
+        # `make test` runs two xdist workers (--dist loadgroup): every test of the Spark session in one of them, so they keep
         # sharing one local[2] session; the other modules whole, so a module's fixture (a Kafka cluster, a
         # quorum) starts once
-        spark = "tests/spark/" in str(item.fspath) or "spark" in getattr(item, "fixturenames", ())
+        spark = "spark" in getattr(item, "fixturenames", ())  # the closure: also through a module fixture
         item.add_marker(pytest.mark.xdist_group("spark" if spark else str(item.fspath)))
 
 
