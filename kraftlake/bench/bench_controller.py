@@ -18,12 +18,6 @@ active's death until a standby answered a command and its records are committed 
 standby's image is hot). The quorum runs at 200k and 2M partitions, measured (not extrapolated).
 
 Run: ``python -m kraftlake.bench.bench_controller --setup quorum --partitions 200000 2000000``.
-
-Measured at 2M partitions (session 3, quiet machine, load 1.1-1.3 at the shutdowns): controlled shutdown of
-one broker (60,003 records in one metadata transaction) median 2.46 s wall / 2.47 s CPU (runs 2.11, 2.46,
-3.21 s; at load 12 in session 2 it was 5.39 s wall for 2.26 s CPU); failover to the first committed command of
-the standby median 3.61 s (runs 4.06, 3.20, 3.61 s; 0.14 s of it CPU: the rest is the raft election, see
-``kraftlake.bench.bench_raft``); start of a voter from the 2M-partition snapshot 69 s.
 """
 
 from __future__ import annotations

@@ -11,24 +11,6 @@ Figures: ``ingest_records_per_s`` (wall, JVM start excluded, ``ingest``'s defaul
 ``partitions_at_p50_s`` / ``_p99_s`` over ``QUERIES`` random N (one Spark action each, counting the rows),
 ``replay_from_zero_p50_s`` (``kraftlake.image.image_at`` on the log at ``REPLAYS`` of the same N), their
 ratio, and ``compact_s`` (snapshot at the end, retention, OPTIMIZE, VACUUM).
-
-Measured (2 cores shared with other engineers' runs; wall times track the load, not the code):
-
-- session 1, 40k records / 4k partitions, load 10-20: ingest 248 records/s (161 s: 30 s creating the 15
-  empty tables, 80 s the ``metadata_log`` append, 40 s history + ``offsets``), ``partitions_at`` p50 1.04 s vs
-  replay 0.49 s, compaction 124 s.
-- session 2, 1M records / 200k partitions (same probe, 2 slices): 426 s (2.3k records/s, load 8) before the
-  columnar Arrow batches and the single MERGE per table; 347 s (2.9k records/s, load 9-11) after them.
-- session 2, the issue's size, 10M records / 2M partitions (20 slices of 500k), first run: ingest committed
-  every slice in 48 min (3.5k records/s; 30 of those minutes niced under a full ``make test``); the last slice,
-  on a quiet machine, 55 s (9.1k records/s). The run then died in compaction: the reconstruction of the image
-  read the 10M-row tail through a sorted ``toLocalIterator`` and ran the 2 GB driver JVM out of heap (fixed:
-  ranges of 250k offsets as Arrow), so its query, replay and compaction figures were lost. Measured by hand on
-  that warehouse (load 1.3-2.6): ``partitions_at`` p50 2.2 s, max 2.62 s over 10 random N (counts equal the
-  image's); ``image_at`` from offset 0: 16.3 s at N=2.25M, 87.0 s at N=9.55M (6x and 37x the query).
-- session 5, 1M records / 200k partitions, closes appended and folded once at the end (no MERGE per slice),
-  load 3.3: ingest 106.9 s (9,352 records/s), ``partitions_at`` p50 0.93 s / p99 1.35 s, replay from 0 p50
-  4.64 s (5.0x), compaction 76.6 s.
 """
 
 from __future__ import annotations

@@ -13,27 +13,6 @@ Two runs, each into a fresh warehouse, in one Spark session:
   Figures: p50/p99 over every record, and whether the stream kept up (records behind at the end).
 
 The issue's goals: at least 100k records/s sustained, p99 under 5 s.
-
-Measured (smoke size, 40k records / 4k partitions, batches of 20k, live 1k records/s for 15 s, load 2.2, before
-the slice writes ran side by side): 827 records/s over the run, 12.2 s per micro-batch (p50); commit-to-queryable
-p50 14.8 s, p99 22.1 s. Each micro-batch pays several Delta commits of fixed cost, and the driver replays every
-record in Python: neither goal is in reach on 2 cores with this design.
-
-Measured at the default size (session 3, quiet machine, load 0.6-2.5): driver ceiling 27,960 records/s per CPU
-second (history feed alone 37,660); stream 4,884 records/s over 1M records (5 batches of 250k, 45 s each);
-live at 5k records/s: commit-to-queryable p50 24.2 s, p99 51.4 s (the stream, just under 5k records/s, fell
-behind). One run's foreachBatch time by phase (1M records, 167 s): history-table writes 91 s (the partitions
-MERGE that closes the versions of earlier batches), beside them the ``metadata_log`` append 26 s; the driver's
-history feed 27 s; collecting and decoding the batch 14 s; the record-level suite and quarantine 14 s; the
-``offsets`` append 13 s. Before this session's retention fix the live run died: the quorum deleted its log up to
-each 20 MiB snapshot and the stream, behind it, read offsets below the log start.
-
-Session 5, after the per-slice MERGE gave way to appended closes (folded once at the end: 387,290 closes in
-23.2 s), one run, load 2.8: stream 8,019 records/s over the run, 10,792 per micro-batch (p50 22.6 s per 250k:
-read 5.5 s, history feed 6.3 s, history appends 9.0 s beside the log append 7.7 s, ``offsets`` 0.9 s); live at
-5k records/s: p50 11.9 s, p99 16.6 s. The bare baseline (same source and batches, only the ``metadata_log``
-append): 36,026 records/s over its run, 65,356 per micro-batch; a 100-row Delta append alone takes 0.7-1.0 s
-here. So no pipeline that keeps ``metadata_log`` as the issue specifies reaches 100k records/s on these 2 cores.
 """
 
 from __future__ import annotations

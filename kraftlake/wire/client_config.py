@@ -404,12 +404,18 @@ def load_client_properties(path: str | os.PathLike[str]) -> ClientSecurity:
     written as ``\\uXXXX``.
     """
     source = os.fspath(path)
+    return parse_client_properties(read_properties_file(source, "client"), source)
+
+
+def read_properties_file(source: str, what: str) -> str:
+    """A ``.properties`` file's text, decoded as Kafka's ``Properties.load`` of a stream decodes it
+    (ISO-8859-1); ``what`` names its kind in the error when it cannot be read."""
     try:
         data = Path(source).read_bytes()
     except OSError as exc:
-        raise SecurityConfigError(f"cannot read the client properties: {exc.strerror or exc}",
+        raise SecurityConfigError(f"cannot read the {what} properties: {exc.strerror or exc}",
                                   source=source) from exc
-    return parse_client_properties(data.decode("iso-8859-1"), source)
+    return data.decode("iso-8859-1")
 
 
 def parse_client_properties(text: str, source: str = "<string>") -> ClientSecurity:

@@ -27,7 +27,6 @@ import os
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 
 from kraftlake.wire.client_config import (
@@ -36,6 +35,7 @@ from kraftlake.wire.client_config import (
     ClientSecurity,
     parse_jaas_config,
     parse_properties,
+    read_properties_file,
     tls_settings,
 )
 from kraftlake.wire.errors import SecurityConfigError
@@ -112,12 +112,7 @@ PLAINTEXT = ListenerSecurity()
 def load_listener_properties(path: str | os.PathLike[str]) -> ListenerSecurity:
     """The listener security in a ``.properties`` file (ISO-8859-1, as Kafka reads ``server.properties``)."""
     source = os.fspath(path)
-    try:
-        data = Path(source).read_bytes()
-    except OSError as exc:
-        raise SecurityConfigError(f"cannot read the listener properties: {exc.strerror or exc}",
-                                  source=source) from exc
-    return parse_listener_properties(data.decode("iso-8859-1"), source)
+    return parse_listener_properties(read_properties_file(source, "listener"), source)
 
 
 def parse_listener_properties(text: str, source: str = "<string>") -> ListenerSecurity:
