@@ -44,8 +44,9 @@ fuzz: setup ## the fuzz targets (tests/fuzz), each for FUZZ_SECONDS (default 300
 	KRAFTLAKE_FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),KRAFTLAKE_FUZZ_SEED=$(FUZZ_SEED)) \
 		$(PY) -m pytest -q -s -p no:cacheprovider -o timeout=0 tests/fuzz
 
-lint: setup ## ruff, mypy, import-linter contracts
+lint: setup ## ruff (lint and format), mypy, import-linter contracts
 	$(VENV)/bin/ruff check kraftlake pipelines udfs jobs tests
+	$(VENV)/bin/ruff format --check kraftlake pipelines udfs jobs tests
 	$(VENV)/bin/mypy kraftlake pipelines udfs jobs
 	$(VENV)/bin/lint-imports
 

@@ -20,15 +20,21 @@ def session(app: str, warehouse: str) -> Any:
 
 
 def add_warehouse(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--warehouse", default="./warehouse", help="the warehouse directory (default ./warehouse)")
+    parser.add_argument(
+        "--warehouse", default="./warehouse", help="the warehouse directory (default ./warehouse)"
+    )
 
 
 def add_remote(parser: argparse.ArgumentParser) -> None:
     """``--remote``; commands with it take ``--warehouse`` as unset (None) unless given, so that a remote run
     can tell a warehouse the user named (checked against the server's) from the default."""
-    parser.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
-                        help="query a running `kraftlake serve` endpoint (default $SPARK_REMOTE; without either, a "
-                             "local Spark session): the server's warehouse, no JVM here")
+    parser.add_argument(
+        "--remote",
+        default=None,
+        metavar="sc://HOST:PORT",
+        help="query a running `kraftlake serve` endpoint (default $SPARK_REMOTE; without either, a "
+        "local Spark session): the server's warehouse, no JVM here",
+    )
     parser.set_defaults(warehouse=None)
 
 
@@ -53,8 +59,12 @@ def add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
 
 
-def main_of(name: str, add_arguments: Callable[[argparse.ArgumentParser], None],
-            run: Callable[[argparse.Namespace], int], argv: Sequence[str] | None) -> int:
+def main_of(
+    name: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: Sequence[str] | None,
+) -> int:
     parser = argparse.ArgumentParser(prog=name)
     add_arguments(parser)
     args = parser.parse_args(argv)

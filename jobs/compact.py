@@ -14,12 +14,19 @@ from kraftlake.commands._args import non_negative_int
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
-    parser.add_argument("--offset", type=non_negative_int, default=None, help="the snapshot's offset (default: the latest)")
+    parser.add_argument(
+        "--offset", type=non_negative_int, default=None, help="the snapshot's offset (default: the latest)"
+    )
     keep = parser.add_mutually_exclusive_group()
-    keep.add_argument("--retain-offsets", type=non_negative_int, default=None, help="keep the history of the last K offsets")
+    keep.add_argument(
+        "--retain-offsets", type=non_negative_int, default=None, help="keep the history of the last K offsets"
+    )
     keep.add_argument("--retain-hours", type=float, default=None, help="keep the history of the last H hours")
-    parser.add_argument("--checkpoint-dir", default=None,
-                        help="also export the snapshot as a Kafka .checkpoint file into this directory")
+    parser.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="also export the snapshot as a Kafka .checkpoint file into this directory",
+    )
     parser.add_argument("--vacuum-hours", type=float, default=168.0, help="VACUUM retention (default 168)")
     parser.add_argument("--no-optimize", action="store_true", help="skip OPTIMIZE")
 
@@ -28,8 +35,16 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.compact import compact
 
     spark = session("compact", args.warehouse)
-    result = compact(spark, args.warehouse, args.offset, args.retain_offsets, args.retain_hours,
-                     args.checkpoint_dir, args.vacuum_hours, not args.no_optimize)
+    result = compact(
+        spark,
+        args.warehouse,
+        args.offset,
+        args.retain_offsets,
+        args.retain_hours,
+        args.checkpoint_dir,
+        args.vacuum_hours,
+        not args.no_optimize,
+    )
     print(json.dumps(dataclasses.asdict(result)))
     return 0
 

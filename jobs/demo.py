@@ -25,24 +25,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replication-factor", type=int, default=d.replication_factor)
     parser.add_argument("--events", type=int, default=d.events, help="simulated cluster events")
     parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument("--stream-round", type=float, default=d.stream_rounds_s,
-                        help="seconds each streaming run lasts before it is restarted from its checkpoint")
+    parser.add_argument(
+        "--stream-round",
+        type=float,
+        default=d.stream_rounds_s,
+        help="seconds each streaming run lasts before it is restarted from its checkpoint",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.demo import DemoConfig, run_demo
 
     config = DemoConfig(
-        warehouse=Path(args.warehouse), brokers=args.brokers, topics=args.topics,
-        partitions_per_topic=args.partitions_per_topic, replication_factor=args.replication_factor,
-        events=args.events, seed=args.seed, stream_rounds_s=args.stream_round)
+        warehouse=Path(args.warehouse),
+        brokers=args.brokers,
+        topics=args.topics,
+        partitions_per_topic=args.partitions_per_topic,
+        replication_factor=args.replication_factor,
+        events=args.events,
+        seed=args.seed,
+        stream_rounds_s=args.stream_round,
+    )
     spark = session("demo", args.warehouse)
     report = run_demo(spark, config, say=lambda line: print(line, flush=True))
     timings = ", ".join(f"{k} {v:.0f}s" for k, v in report.timings.items())
-    print(f"\ndone: {report.streamed_records} records streamed in {report.stream_batches} micro-batches over "
-          f"{report.stream_runs} streaming runs, last offset {report.last_offset} ({timings})")
-    print(f"try: kraftlake sql --warehouse {args.warehouse} \"SELECT * FROM partitions_at({report.last_offset}) "
-          "WHERE size(isr) < 2\"")
+    print(
+        f"\ndone: {report.streamed_records} records streamed in {report.stream_batches} micro-batches over "
+        f"{report.stream_runs} streaming runs, last offset {report.last_offset} ({timings})"
+    )
+    print(
+        f'try: kraftlake sql --warehouse {args.warehouse} "SELECT * FROM partitions_at({report.last_offset}) '
+        'WHERE size(isr) < 2"'
+    )
     if report.plots:
         print(f"open the pictures in a browser: {' '.join(str(p) for p in report.plots)}")
     return 0 if report.oracle_under_replicated == report.sql_under_replicated else 1

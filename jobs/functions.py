@@ -20,13 +20,24 @@ from jobs._cli import add_warehouse, main_of
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
-    parser.add_argument("--database", default="kraftlake", help="the database holding the functions (default kraftlake)")
-    parser.add_argument("--metastore", choices=("auto", "local", "session"), default="auto",
-                        help="local: embedded Derby under <warehouse>/_metastore; session: the Hive metastore the "
-                             "session is configured with; auto (default): session if Hive is configured, else local")
-    parser.add_argument("--metastore-dir", default=None,
-                        help="the local metastore's directory (default <warehouse>/_metastore)")
-    parser.add_argument("--no-tables", action="store_true", help="register the functions only, not the tables")
+    parser.add_argument(
+        "--database", default="kraftlake", help="the database holding the functions (default kraftlake)"
+    )
+    parser.add_argument(
+        "--metastore",
+        choices=("auto", "local", "session"),
+        default="auto",
+        help="local: embedded Derby under <warehouse>/_metastore; session: the Hive metastore the "
+        "session is configured with; auto (default): session if Hive is configured, else local",
+    )
+    parser.add_argument(
+        "--metastore-dir",
+        default=None,
+        help="the local metastore's directory (default <warehouse>/_metastore)",
+    )
+    parser.add_argument(
+        "--no-tables", action="store_true", help="register the functions only, not the tables"
+    )
 
 
 def _mode(requested: str) -> str:

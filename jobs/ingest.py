@@ -10,7 +10,9 @@ from jobs._cli import add_warehouse, main_of, session
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log-dir", required=True, help="a Kafka log dir or its __cluster_metadata-0 directory")
+    parser.add_argument(
+        "--log-dir", required=True, help="a Kafka log dir or its __cluster_metadata-0 directory"
+    )
     add_warehouse(parser)
     parser.add_argument("--batch-records", type=int, default=500_000, help="records per committed slice")
 
@@ -19,11 +21,18 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.ingest import ingest
 
     spark = session("ingest", args.warehouse)
-    result = ingest(spark, args.log_dir, args.warehouse, args.batch_records,
-                    progress=lambda line: print(line, file=sys.stderr))
+    result = ingest(
+        spark,
+        args.log_dir,
+        args.warehouse,
+        args.batch_records,
+        progress=lambda line: print(line, file=sys.stderr),
+    )
     rate = result.records / result.seconds if result.seconds else 0.0
-    print(f"ingested {result.records} records (offsets {result.first_offset}..{result.last_offset}) in "
-          f"{result.slices} slices, {result.seconds:.1f}s, {rate:.0f} records/s")
+    print(
+        f"ingested {result.records} records (offsets {result.first_offset}..{result.last_offset}) in "
+        f"{result.slices} slices, {result.seconds:.1f}s, {rate:.0f} records/s"
+    )
     return 0
 
 

@@ -14,8 +14,11 @@ from kraftlake.commands._args import non_negative_int
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
     parser.add_argument("--offset", type=non_negative_int, required=True)
-    parser.add_argument("--out", default=None,
-                        help="write one table per entity under this directory (default: print the image JSON)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="write one table per entity under this directory (default: print the image JSON)",
+    )
     parser.add_argument("--out-format", choices=("delta", "parquet"), default="delta")
 
 

@@ -22,21 +22,38 @@ from kraftlake.commands._args import port
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="the address both endpoints bind (default 127.0.0.1); another one needs a token")
-    parser.add_argument("--port", type=port, default=15002, help="the Spark Connect port (default 15002; 0: any)")
-    parser.add_argument("--jdbc-port", type=port, default=None,
-                        help="also serve JDBC/ODBC (HiveServer2's protocol) on this port (0: any); loopback only")
-    parser.add_argument("--token-file", default=None,
-                        help="a file whose first line is the token Connect clients must send (default: "
-                             "$SPARK_CONNECT_AUTHENTICATE_TOKEN, if set); needed off loopback")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address both endpoints bind (default 127.0.0.1); another one needs a token",
+    )
+    parser.add_argument(
+        "--port", type=port, default=15002, help="the Spark Connect port (default 15002; 0: any)"
+    )
+    parser.add_argument(
+        "--jdbc-port",
+        type=port,
+        default=None,
+        help="also serve JDBC/ODBC (HiveServer2's protocol) on this port (0: any); loopback only",
+    )
+    parser.add_argument(
+        "--token-file",
+        default=None,
+        help="a file whose first line is the token Connect clients must send (default: "
+        "$SPARK_CONNECT_AUTHENTICATE_TOKEN, if set); needed off loopback",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from kraftlake.spark.serve import ServeConfig, Server, check, read_token
 
-    config = ServeConfig(warehouse=Path(args.warehouse), host=args.host, port=args.port,
-                         jdbc_port=args.jdbc_port, token=read_token(args.token_file))
+    config = ServeConfig(
+        warehouse=Path(args.warehouse),
+        host=args.host,
+        port=args.port,
+        jdbc_port=args.jdbc_port,
+        token=read_token(args.token_file),
+    )
     check(config)  # the refusals come before the JVM's start-up
     stop = threading.Event()
     received: list[str] = []
@@ -53,16 +70,25 @@ def run(args: argparse.Namespace) -> int:
             print(f"Spark Connect: {endpoints.connect}")
             if endpoints.jdbc is not None:
                 print(f"JDBC: {endpoints.jdbc}")
-            print(f"ready: {len(endpoints.functions)} functions, {len(endpoints.tables)} tables over "
-                  f"{config.warehouse.resolve()}; Ctrl-C or SIGTERM stops", flush=True)
+            print(
+                f"ready: {len(endpoints.functions)} functions, {len(endpoints.tables)} tables over "
+                f"{config.warehouse.resolve()}; Ctrl-C or SIGTERM stops",
+                flush=True,
+            )
             if config.token is None:
                 print("serve: no token: anyone who can reach the ports can query", file=sys.stderr)
             elif endpoints.connect.startswith("sc://localhost"):
-                print("serve: clients need the token ($SPARK_CONNECT_AUTHENTICATE_TOKEN or ;token=... in the "
-                      "URL)", file=sys.stderr)
+                print(
+                    "serve: clients need the token ($SPARK_CONNECT_AUTHENTICATE_TOKEN or ;token=... in the "
+                    "URL)",
+                    file=sys.stderr,
+                )
             else:
-                print("serve: the Connect server speaks plaintext: put a TLS-terminating proxy in front (pyspark's "
-                      "client sends a token over TLS only) or tunnel to localhost", file=sys.stderr)
+                print(
+                    "serve: the Connect server speaks plaintext: put a TLS-terminating proxy in front (pyspark's "
+                    "client sends a token over TLS only) or tunnel to localhost",
+                    file=sys.stderr,
+                )
         # a wait with a timeout: the loop also notices a JVM that died under us
         while not stop.wait(1.0):
             if not server.alive():

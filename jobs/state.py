@@ -17,7 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_format(parser)
     at = parser.add_mutually_exclusive_group(required=True)
     at.add_argument("--offset", type=non_negative_int, help="the offset (its record included)")
-    at.add_argument("--time", help="a timestamp (e.g. 2026-11-22T07:00:00): the state at the last record before")
+    at.add_argument(
+        "--time", help="a timestamp (e.g. 2026-11-22T07:00:00): the state at the last record before"
+    )
     parser.add_argument("--entity", choices=sorted(ENTITIES), default="partitions")
     parser.add_argument("--where", default=None, help="a SQL condition on the entity's columns")
 

@@ -20,29 +20,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", choices=("log-dir", "service", "kafka"), default="log-dir")
     parser.add_argument("--log-dir", help="the metadata log directory to tail (--source log-dir)")
     parser.add_argument("--bootstrap", help="voters' host:port, comma-separated (--source service)")
-    parser.add_argument("--cluster-id", help="the service's cluster id (--source service); with --source kafka, "
-                                             "refuse a quorum of another cluster")
-    parser.add_argument("--bootstrap-controller",
-                        help="a Kafka cluster's controller listener(s) HOST:PORT,... (--source kafka)")
-    parser.add_argument("--command-config", help="Kafka client properties: security.protocol, ssl.*, sasl.* "
-                                                 "(--source kafka)")
-    parser.add_argument("--data-dir", help="where --source kafka mirrors the metadata log (default "
-                                           "<warehouse>/_kafka_mirror)")
+    parser.add_argument(
+        "--cluster-id",
+        help="the service's cluster id (--source service); with --source kafka, "
+        "refuse a quorum of another cluster",
+    )
+    parser.add_argument(
+        "--bootstrap-controller",
+        help="a Kafka cluster's controller listener(s) HOST:PORT,... (--source kafka)",
+    )
+    parser.add_argument(
+        "--command-config", help="Kafka client properties: security.protocol, ssl.*, sasl.* (--source kafka)"
+    )
+    parser.add_argument(
+        "--data-dir", help="where --source kafka mirrors the metadata log (default <warehouse>/_kafka_mirror)"
+    )
     parser.add_argument("--observer-id", type=int, help="the replica id --source kafka fetches as")
     add_warehouse(parser)
     parser.add_argument("--trigger-interval", type=float, default=1.0, help="seconds between micro-batches")
-    parser.add_argument("--available-now", action="store_true",
-                        help="commit what is available at start (in batches of --max-records-per-batch), then stop")
+    parser.add_argument(
+        "--available-now",
+        action="store_true",
+        help="commit what is available at start (in batches of --max-records-per-batch), then stop",
+    )
     parser.add_argument("--max-records-per-batch", type=int, default=100_000)
     parser.add_argument("--records-per-partition", type=int, default=50_000)
-    parser.add_argument("--max-batches", type=int, default=None, help="stop after this many committed batches")
+    parser.add_argument(
+        "--max-batches", type=int, default=None, help="stop after this many committed batches"
+    )
     parser.add_argument("--idle-stop", type=float, default=None, help="stop after this many idle seconds")
-    parser.add_argument("--until-offset", type=int, default=None,
-                        help="stop once the warehouse is committed up to this offset (a backfill to a known point)")
+    parser.add_argument(
+        "--until-offset",
+        type=int,
+        default=None,
+        help="stop once the warehouse is committed up to this offset (a backfill to a known point)",
+    )
     parser.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
-    parser.add_argument("--fold-at", type=int, default=None,
-                        help="fold the pending closes into the history tables once this many wait (default "
-                             "1,000,000; 0: only at the end of the run and in compact)")
+    parser.add_argument(
+        "--fold-at",
+        type=int,
+        default=None,
+        help="fold the pending closes into the history tables once this many wait (default "
+        "1,000,000; 0: only at the end of the run and in compact)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,9 +70,13 @@ def run(args: argparse.Namespace) -> int:
     if args.source == "kafka":
         if not args.bootstrap_controller:
             raise KraftlakeError("stream --source kafka needs --bootstrap-controller")
-        options.update(bootstrapController=args.bootstrap_controller, commandConfig=args.command_config or "",
-                       dataDir=args.data_dir or "", clusterId=args.cluster_id or "",
-                       observerId="" if args.observer_id is None else str(args.observer_id))
+        options.update(
+            bootstrapController=args.bootstrap_controller,
+            commandConfig=args.command_config or "",
+            dataDir=args.data_dir or "",
+            clusterId=args.cluster_id or "",
+            observerId="" if args.observer_id is None else str(args.observer_id),
+        )
     elif args.source == "service":
         if not args.bootstrap or not args.cluster_id:
             raise KraftlakeError("stream --source service needs --bootstrap and --cluster-id")
@@ -64,14 +88,25 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.stream import FOLD_AT, stream
 
     spark = session("stream", args.warehouse)
-    result = stream(spark, args.source, options, args.warehouse, trigger_interval_s=args.trigger_interval,
-                    available_now=args.available_now, max_records_per_batch=args.max_records_per_batch,
-                    max_batches=args.max_batches, idle_stop_s=args.idle_stop, until_offset=args.until_offset,
-                    timeout_s=args.timeout,
-                    fold_at=FOLD_AT if args.fold_at is None else args.fold_at or None,
-                    progress=lambda p: print(json.dumps(asdict(p)), file=sys.stderr, flush=True))
-    print(f"streamed {result.records} records in {result.batches} batches up to offset {result.last_offset}; "
-          f"folded {result.folded} closes in {result.fold_seconds:.1f}s")
+    result = stream(
+        spark,
+        args.source,
+        options,
+        args.warehouse,
+        trigger_interval_s=args.trigger_interval,
+        available_now=args.available_now,
+        max_records_per_batch=args.max_records_per_batch,
+        max_batches=args.max_batches,
+        idle_stop_s=args.idle_stop,
+        until_offset=args.until_offset,
+        timeout_s=args.timeout,
+        fold_at=FOLD_AT if args.fold_at is None else args.fold_at or None,
+        progress=lambda p: print(json.dumps(asdict(p)), file=sys.stderr, flush=True),
+    )
+    print(
+        f"streamed {result.records} records in {result.batches} batches up to offset {result.last_offset}; "
+        f"folded {result.folded} closes in {result.fold_seconds:.1f}s"
+    )
     return 0
 
 

@@ -14,8 +14,13 @@ from jobs._cli import add_warehouse, main_of, session
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
-    parser.add_argument("--table", action="append", dest="tables", metavar="TABLE",
-                        help="validate only this table (repeatable; default: every table)")
+    parser.add_argument(
+        "--table",
+        action="append",
+        dest="tables",
+        metavar="TABLE",
+        help="validate only this table (repeatable; default: every table)",
+    )
     parser.add_argument("--no-docs", action="store_true", help="do not build the GX Data Docs")
 
 

@@ -17,23 +17,50 @@ from kraftlake.errors import KraftlakeError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "decode": ("kraftlake.commands.decode", "print the records of a segment, snapshot or log directory as JSON"),
+    "decode": (
+        "kraftlake.commands.decode",
+        "print the records of a segment, snapshot or log directory as JSON",
+    ),
     "image": ("kraftlake.commands.image", "print the metadata image of a log at an offset"),
     "sim": ("kraftlake.commands.sim", "run seeded Raft simulations with faults and check the invariants"),
     "quorum": ("kraftlake.commands.quorum", "run or describe a local KRaft quorum"),
-    "follow": ("kraftlake.commands.follow", "mirror a live Kafka cluster's metadata log over the network, as an observer"),
+    "follow": (
+        "kraftlake.commands.follow",
+        "mirror a live Kafka cluster's metadata log over the network, as an observer",
+    ),
     "simulate": ("kraftlake.commands.simulate", "write a simulated cluster's metadata log through a quorum"),
     "demo": ("kraftlake.commands.demo", "the main job: quorum, simulated cluster, Delta warehouse, queries"),
     "ingest": ("kraftlake.commands.ingest", "import a Kafka metadata log directory into a Delta warehouse"),
     "state": ("kraftlake.commands.state", "print an entity's state at an offset or time from the warehouse"),
     "sql": ("kraftlake.commands.sql", "run SQL over the warehouse with partitions_at(N) and friends"),
-    "functions": ("kraftlake.commands.functions", "store partitions_at(N) and friends as persistent functions in a metastore"),
-    "serve": ("kraftlake.commands.serve", "serve the warehouse over Spark Connect (and JDBC) with the functions registered"),
-    "reconstruct": ("kraftlake.commands.reconstruct", "rebuild the state at an offset from snapshot + log tail"),
-    "stream": ("kraftlake.commands.stream", "stream the metadata log (quorum service or log dir) into the warehouse (Structured Streaming)"),
-    "compact": ("kraftlake.commands.compact", "snapshot, retention deletes, OPTIMIZE and VACUUM of a warehouse"),
-    "validate": ("kraftlake.commands.validate", "Great Expectations suites on the warehouse tables, GX Data Docs"),
-    "plot": ("kraftlake.commands.plot", "draw the history as HTML: under-replicated partitions, leader/ISR, broker states, configs"),
+    "functions": (
+        "kraftlake.commands.functions",
+        "store partitions_at(N) and friends as persistent functions in a metastore",
+    ),
+    "serve": (
+        "kraftlake.commands.serve",
+        "serve the warehouse over Spark Connect (and JDBC) with the functions registered",
+    ),
+    "reconstruct": (
+        "kraftlake.commands.reconstruct",
+        "rebuild the state at an offset from snapshot + log tail",
+    ),
+    "stream": (
+        "kraftlake.commands.stream",
+        "stream the metadata log (quorum service or log dir) into the warehouse (Structured Streaming)",
+    ),
+    "compact": (
+        "kraftlake.commands.compact",
+        "snapshot, retention deletes, OPTIMIZE and VACUUM of a warehouse",
+    ),
+    "validate": (
+        "kraftlake.commands.validate",
+        "Great Expectations suites on the warehouse tables, GX Data Docs",
+    ),
+    "plot": (
+        "kraftlake.commands.plot",
+        "draw the history as HTML: under-replicated partitions, leader/ISR, broker states, configs",
+    ),
 }
 
 

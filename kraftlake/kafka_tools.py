@@ -147,18 +147,24 @@ class MetadataShellSession:
     the caller ask for ``/image/provenance`` until the whole file is applied, then run its command once.
     """
 
-    def __init__(self, snapshot: str | os.PathLike[str], *, heap: str = "256m",
-                 jvm_options: Sequence[str] = ()) -> None:
+    def __init__(
+        self, snapshot: str | os.PathLike[str], *, heap: str = "256m", jvm_options: Sequence[str] = ()
+    ) -> None:
         self.snapshot = str(snapshot)
-        argv = java_command(METADATA_SHELL_CLASS, ["--snapshot", self.snapshot], heap=heap, jvm_options=jvm_options)
+        argv = java_command(
+            METADATA_SHELL_CLASS, ["--snapshot", self.snapshot], heap=heap, jvm_options=jvm_options
+        )
         # a file, not a pipe: a chatty JVM never blocks on it; closed by close()
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
+        )
         self.lines: list[str] = []
         stdout = self.proc.stdout
         assert stdout is not None
-        self._reader = threading.Thread(target=lambda: self.lines.extend(iter(stdout.readline, "")), daemon=True)
+        self._reader = threading.Thread(
+            target=lambda: self.lines.extend(iter(stdout.readline, "")), daemon=True
+        )
         self._reader.start()
         self._seen = 0
 
@@ -166,11 +172,13 @@ class MetadataShellSession:
         """Ask for ``/image/provenance``; the provenance lines printed since the last ask, after ``wait_s``."""
         if self.proc.poll() is not None:
             self._stderr.seek(0)
-            raise KafkaToolError(f"{METADATA_SHELL_CLASS} exited with {self.proc.returncode} while loading "
-                                 f"{self.snapshot}: {self._stderr.read()[-2000:]}")
+            raise KafkaToolError(
+                f"{METADATA_SHELL_CLASS} exited with {self.proc.returncode} while loading "
+                f"{self.snapshot}: {self._stderr.read()[-2000:]}"
+            )
         self._send("cat /image/provenance\n")
         time.sleep(wait_s)
-        new = self.lines[self._seen:]
+        new = self.lines[self._seen :]
         self._seen += len(new)
         return [line for line in new if "offset" in line and "epoch" in line]
 
@@ -182,7 +190,9 @@ class MetadataShellSession:
         self.proc.stdin.close()
         self.proc.wait(timeout=timeout)
         self._reader.join(timeout=60)
-        return "".join(line.replace(">> ", "") for line in self.lines[mark:] if line.strip() not in (">>", ""))
+        return "".join(
+            line.replace(">> ", "") for line in self.lines[mark:] if line.strip() not in (">>", "")
+        )
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -38,7 +38,8 @@ def offset_range(spark: SparkSession, warehouse: str | Path) -> tuple[int, int]:
     row = spark.sql(
         f"SELECT greatest((SELECT coalesce(min(from_offset), 0) FROM {parts}), "
         f"(SELECT coalesce(max(retained_from), 0) FROM {table_ref(warehouse, RETENTION)})) AS lo, "
-        f"(SELECT max(offset) FROM {offsets}) AS hi").first()
+        f"(SELECT max(offset) FROM {offsets}) AS hi"
+    ).first()
     assert row is not None
     return int(row.lo), int(row.hi)
 
@@ -58,13 +59,16 @@ def under_replicated_over_time(spark: SparkSession, points: list[int]) -> Answer
         "       count_if(p.leader = -1) AS offline, count(*) AS partitions\n"
         f"FROM (VALUES {values}) AS at(offset),\n"
         "     LATERAL partitions_at(at.offset) AS p\n"
-        "GROUP BY at.offset ORDER BY at.offset")
+        "GROUP BY at.offset ORDER BY at.offset"
+    )
     return ask(spark, "Under-replicated partitions over time", sql)
 
 
 def under_replicated_at(spark: SparkSession, offset: int, limit: int = 10) -> Answer:
-    sql = (f"SELECT topic, partition, replicas, isr, leader FROM partitions_at({offset})\n"
-           f"WHERE size(isr) < size(replicas) ORDER BY topic, partition LIMIT {limit}")
+    sql = (
+        f"SELECT topic, partition, replicas, isr, leader FROM partitions_at({offset})\n"
+        f"WHERE size(isr) < size(replicas) ORDER BY topic, partition LIMIT {limit}"
+    )
     return ask(spark, f"Under-replicated partitions at offset {offset}", sql)
 
 
@@ -73,13 +77,16 @@ def busiest_partition(spark: SparkSession, warehouse: str | Path) -> tuple[str, 
     parts = table_ref(warehouse, "partitions")
     row = spark.sql(
         f"SELECT topic, `partition`, count(DISTINCT leader_epoch) AS n FROM {parts} "
-        "GROUP BY topic, `partition` ORDER BY n DESC, topic, `partition` LIMIT 1").first()
+        "GROUP BY topic, `partition` ORDER BY n DESC, topic, `partition` LIMIT 1"
+    ).first()
     return None if row is None else (str(row.topic), int(row.partition))
 
 
 def leader_history(spark: SparkSession, topic: str, partition: int) -> Answer:
-    sql = (f"SELECT leader, from_offset, to_offset FROM leader_history('{topic}', {partition})\n"
-           "ORDER BY from_offset")
+    sql = (
+        f"SELECT leader, from_offset, to_offset FROM leader_history('{topic}', {partition})\n"
+        "ORDER BY from_offset"
+    )
     return ask(spark, f"Leader history of {topic}-{partition}", sql)
 
 
@@ -90,13 +97,16 @@ def most_fenced_offset(spark: SparkSession, warehouse: str | Path, points: list[
     row = spark.sql(
         f"SELECT at.offset, count(b.id) AS n FROM (VALUES {values}) AS at(offset) LEFT JOIN {brokers} b "
         "ON b.from_offset <= at.offset AND (b.to_offset IS NULL OR b.to_offset > at.offset) AND b.fenced "
-        "GROUP BY at.offset ORDER BY n DESC, at.offset DESC LIMIT 1").first()
+        "GROUP BY at.offset ORDER BY n DESC, at.offset DESC LIMIT 1"
+    ).first()
     return points[-1] if row is None else int(row.offset)
 
 
 def fenced_brokers_at(spark: SparkSession, offset: int) -> Answer:
-    sql = (f"SELECT id, epoch, fenced, in_controlled_shutdown, from_offset FROM brokers_at({offset})\n"
-           "WHERE fenced OR in_controlled_shutdown ORDER BY id")
+    sql = (
+        f"SELECT id, epoch, fenced, in_controlled_shutdown, from_offset FROM brokers_at({offset})\n"
+        "WHERE fenced OR in_controlled_shutdown ORDER BY id"
+    )
     return ask(spark, f"Brokers fenced or shutting down at offset {offset}", sql)
 
 

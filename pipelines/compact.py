@@ -71,8 +71,17 @@ COMPACTED = (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS)
 HISTORY_LIMIT = 200
 STATE_FILE = Path("_compact") / "state.json"
 #: Operations that never change a table's data files.
-_NO_DATA = frozenset({"VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES",
-                      "CHANGE COLUMN", "ADD CONSTRAINT", "DROP CONSTRAINT"})
+_NO_DATA = frozenset(
+    {
+        "VACUUM START",
+        "VACUUM END",
+        "SET TBLPROPERTIES",
+        "UNSET TBLPROPERTIES",
+        "CHANGE COLUMN",
+        "ADD CONSTRAINT",
+        "DROP CONSTRAINT",
+    }
+)
 
 
 @dataclass
@@ -104,15 +113,21 @@ class Commit:
     metrics: dict[str, str]
 
     def _count(self, *needles: str) -> int:
-        return sum(int(v) for k, v in self.metrics.items()
-                   if any(n in k.lower() for n in needles) and str(v).lstrip("-").isdigit())
+        return sum(
+            int(v)
+            for k, v in self.metrics.items()
+            if any(n in k.lower() for n in needles) and str(v).lstrip("-").isdigit()
+        )
 
     @property
     def changes_data(self) -> bool:
         """Whether the commit added or removed data files or deletion vectors (what OPTIMIZE may rework)."""
         if self.operation in _NO_DATA:
             return False
-        if self.operation in ("CREATE TABLE", "CREATE OR REPLACE TABLE", "REPLACE TABLE") and not self.metrics:
+        if (
+            self.operation in ("CREATE TABLE", "CREATE OR REPLACE TABLE", "REPLACE TABLE")
+            and not self.metrics
+        ):
             return False
         if not self.metrics:
             return True
@@ -123,7 +138,10 @@ class Commit:
         """Whether the commit left files behind that VACUUM deletes once they are older than the retention."""
         if self.operation in _NO_DATA or self.operation == "CREATE TABLE":
             return False
-        if self.operation in ("WRITE", "STREAMING UPDATE") and self.parameters.get("mode", "").strip('"') == "Append":
+        if (
+            self.operation in ("WRITE", "STREAMING UPDATE")
+            and self.parameters.get("mode", "").strip('"') == "Append"
+        ):
             return False
         if not self.metrics:
             return True  # an operation we know nothing of: assume it did
@@ -139,8 +157,10 @@ def table_history(path: str, limit: int = HISTORY_LIMIT) -> list[Commit]:
     commitInfo cannot be read counts as an unknown operation (it may have done anything).
     """
     log = Path(path) / "_delta_log"
-    versions = sorted((int(p.name[:20]) for p in log.glob("*.json") if len(p.name) == 25 and p.name[:20].isdigit()),
-                      reverse=True)[:limit]
+    versions = sorted(
+        (int(p.name[:20]) for p in log.glob("*.json") if len(p.name) == 25 and p.name[:20].isdigit()),
+        reverse=True,
+    )[:limit]
     out = []
     for v in versions:
         info: dict[str, Any] = {}
@@ -152,10 +172,15 @@ def table_history(path: str, limit: int = HISTORY_LIMIT) -> list[Commit]:
                         break
         except (OSError, ValueError):
             pass
-        out.append(Commit(v, int(info.get("inCommitTimestamp") or info.get("timestamp") or 0),
-                          str(info.get("operation", "UNKNOWN")),
-                          {k: str(x) for k, x in (info.get("operationParameters") or {}).items()},
-                          {k: str(x) for k, x in (info.get("operationMetrics") or {}).items()}))
+        out.append(
+            Commit(
+                v,
+                int(info.get("inCommitTimestamp") or info.get("timestamp") or 0),
+                str(info.get("operation", "UNKNOWN")),
+                {k: str(x) for k, x in (info.get("operationParameters") or {}).items()},
+                {k: str(x) for k, x in (info.get("operationMetrics") or {}).items()},
+            )
+        )
     return out
 
 
@@ -212,17 +237,25 @@ def needs_vacuum(mine: dict[str, Any], now_ms: int, retain_ms: int) -> bool:
 def vacuumed(mine: dict[str, Any], now_ms: int, retain_ms: int) -> None:
     """A VACUUM started at ``now_ms`` deleted what was removed before ``now_ms - retain_ms``."""
     mine["vacuumed_at_ms"] = now_ms
-    mine["removal_hours"] = [h for h in mine.get("removal_hours", []) if (h + 1) * HOUR_MS > now_ms - retain_ms]
+    mine["removal_hours"] = [
+        h for h in mine.get("removal_hours", []) if (h + 1) * HOUR_MS > now_ms - retain_ms
+    ]
 
 
-def _retention_offset(spark: SparkSession, warehouse: str | Path, offset: int, retain_offsets: int | None,
-                      retain_hours: float | None) -> int | None:
+def _retention_offset(
+    spark: SparkSession,
+    warehouse: str | Path,
+    offset: int,
+    retain_offsets: int | None,
+    retain_hours: float | None,
+) -> int | None:
     if retain_offsets is not None:
         return offset - retain_offsets
     if retain_hours is not None:
         cutoff = int(time.time() * 1000 - retain_hours * 3_600_000)
-        row = spark.sql(f"SELECT min(offset) AS o FROM {table_ref(warehouse, OFFSETS)} "
-                        f"WHERE timestamp >= {cutoff}").first()
+        row = spark.sql(
+            f"SELECT min(offset) AS o FROM {table_ref(warehouse, OFFSETS)} WHERE timestamp >= {cutoff}"
+        ).first()
         return offset if row is None or row["o"] is None else int(row["o"])
     return None
 
@@ -242,17 +275,24 @@ def _run_sql(spark: SparkSession, statement: str) -> None:
 def _deletions(s: int) -> dict[str, tuple[str, str, Callable[[int], bool]]]:
     """table -> (column whose minimum decides, DELETE condition, whether that minimum means rows to delete)."""
     # in this order: older snapshots go last, once nothing retained can need them
-    out: dict[str, tuple[str, str, Callable[[int], bool]]] = {LOG: ("offset", f"offset <= {s}", lambda m: m <= s)}
+    out: dict[str, tuple[str, str, Callable[[int], bool]]] = {
+        LOG: ("offset", f"offset <= {s}", lambda m: m <= s)
+    }
     for table in HISTORY_TABLES:
         out[table] = ("to_offset", f"to_offset IS NOT NULL AND to_offset <= {s}", lambda m: m <= s)
     out[SNAPSHOTS] = ("snapshot_offset", f"snapshot_offset < {s}", lambda m: m < s)
     return out
 
 
-def _minima(spark: SparkSession, warehouse: str | Path, columns: Iterable[tuple[str, str]]) -> dict[str, int | None]:
+def _minima(
+    spark: SparkSession, warehouse: str | Path, columns: Iterable[tuple[str, str]]
+) -> dict[str, int | None]:
     """Each table's minimum of a column, in one Spark action."""
     parts = [f"SELECT '{t}' AS t, min({c}) AS m FROM {table_ref(warehouse, t)}" for t, c in columns]
-    return {r["t"]: None if r["m"] is None else int(r["m"]) for r in spark.sql(" UNION ALL ".join(parts)).collect()}
+    return {
+        r["t"]: None if r["m"] is None else int(r["m"])
+        for r in spark.sql(" UNION ALL ".join(parts)).collect()
+    }
 
 
 def _load_state(warehouse: str | Path) -> dict[str, Any]:
@@ -271,10 +311,17 @@ def _save_state(warehouse: str | Path, state: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = None,
-            retain_offsets: int | None = None, retain_hours: float | None = None,
-            checkpoint_dir: str | Path | None = None, vacuum_hours: float = 168.0,
-            optimize: bool = True, retry_backoff_s: float = 0.5) -> CompactResult:
+def compact(
+    spark: SparkSession,
+    warehouse: str | Path,
+    offset: int | None = None,
+    retain_offsets: int | None = None,
+    retain_hours: float | None = None,
+    checkpoint_dir: str | Path | None = None,
+    vacuum_hours: float = 168.0,
+    optimize: bool = True,
+    retry_backoff_s: float = 0.5,
+) -> CompactResult:
     """``retry_backoff_s``: the first wait after a lost commit conflict (doubling, at most 8 s, 8 tries a step)."""
     t0 = time.monotonic()
     retried: list[int] = []  # one entry per retry after a lost Delta commit conflict
@@ -300,8 +347,10 @@ def compact(spark: SparkSession, warehouse: str | Path, offset: int | None = Non
         result.deferred.setdefault("fold", []).append(CLOSES)
     keep = _retention_offset(spark, warehouse, n, retain_offsets, retain_hours)
     if keep is not None:
-        row = spark.sql(f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
-                        f"WHERE snapshot_offset <= {int(keep)}").first()
+        row = spark.sql(
+            f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
+            f"WHERE snapshot_offset <= {int(keep)}"
+        ).first()
         s = None if row is None else row["s"]
         if s is not None:
             result.retained_from = int(s)

@@ -95,11 +95,18 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
         shutil.rmtree(warehouse)
     kraft_dir = warehouse / "_kraft"
     sim_config = ClusterSimConfig(
-        brokers=config.brokers, topics=config.topics, partitions_per_topic=config.partitions_per_topic,
-        replication_factor=config.replication_factor, events=config.events, seed=config.seed,
-        controller=ControllerConfig())
+        brokers=config.brokers,
+        topics=config.topics,
+        partitions_per_topic=config.partitions_per_topic,
+        replication_factor=config.replication_factor,
+        events=config.events,
+        seed=config.seed,
+        controller=ControllerConfig(),
+    )
     t0 = time.monotonic()
-    quorum = ControllerQuorum(3, kraft_dir, CLUSTER_ID, config=sim_config.controller, seed=config.seed).start()
+    quorum = ControllerQuorum(
+        3, kraft_dir, CLUSTER_ID, config=sim_config.controller, seed=config.seed
+    ).start()
     try:
         active = quorum.wait_active(timeout=60)
         say(f"quorum: 3 voters on {_bootstrap(quorum)}, active controller on node {active.node_id}")
@@ -114,31 +121,53 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
 
         cluster = threading.Thread(target=drive, name="simulated-cluster", daemon=True)
         cluster.start()
-        say(f"cluster: {config.brokers} brokers, {config.topics} topics x {config.partitions_per_topic} "
-            f"partitions, RF {config.replication_factor}, {config.events} events (seed {config.seed})")
+        say(
+            f"cluster: {config.brokers} brokers, {config.topics} topics x {config.partitions_per_topic} "
+            f"partitions, RF {config.replication_factor}, {config.events} events (seed {config.seed})"
+        )
         options = {"bootstrap": _bootstrap(quorum), "clusterId": CLUSTER_ID}
 
         def progress(p: Any) -> None:
-            say(f"  stream batch {p.batch}: offsets {p.first_offset}..{p.last_offset} ({p.records} records, "
-                f"{p.records_per_s:,.0f} rec/s, lag {p.lag})")
+            say(
+                f"  stream batch {p.batch}: offsets {p.first_offset}..{p.last_offset} ({p.records} records, "
+                f"{p.records_per_s:,.0f} rec/s, lag {p.lag})"
+            )
 
         while cluster.is_alive():
-            run = stream(spark, "service", options, warehouse, trigger_interval_s=1.0,
-                         max_records_per_batch=config.max_records_per_batch,
-                         timeout_s=config.stream_rounds_s, progress=progress)
+            run = stream(
+                spark,
+                "service",
+                options,
+                warehouse,
+                trigger_interval_s=1.0,
+                max_records_per_batch=config.max_records_per_batch,
+                timeout_s=config.stream_rounds_s,
+                progress=progress,
+            )
             report.stream_runs += 1
             report.streamed_records += run.records
             report.stream_batches += run.batches
-            say(f"stream run {report.stream_runs} stopped at offset {run.last_offset}; restarting from its "
-                "checkpoint" if cluster.is_alive() else f"stream run {report.stream_runs} stopped")
+            say(
+                f"stream run {report.stream_runs} stopped at offset {run.last_offset}; restarting from its "
+                "checkpoint"
+                if cluster.is_alive()
+                else f"stream run {report.stream_runs} stopped"
+            )
         cluster.join()
         if "error" in outcome:
             raise outcome["error"]
         report.sim = outcome["summary"]
         report.timings["cluster_s"] = time.monotonic() - t0
         say(f"cluster done: {report.sim.events} events, {report.sim.failovers} controller failovers")
-        final = stream(spark, "service", options, warehouse, available_now=True,
-                       max_records_per_batch=config.max_records_per_batch, progress=progress)
+        final = stream(
+            spark,
+            "service",
+            options,
+            warehouse,
+            available_now=True,
+            max_records_per_batch=config.max_records_per_batch,
+            progress=progress,
+        )
         report.stream_runs += 1
         report.streamed_records += final.records
         report.stream_batches += final.batches
@@ -155,8 +184,11 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     compacted = compact(spark, warehouse, retain_offsets=retain)
     report.retained_from = compacted.retained_from
     report.timings["compact_s"] = time.monotonic() - t1
-    kept = ("everything kept (no snapshot is old enough to answer for the dropped offsets yet)"
-            if compacted.retained_from is None else f"history kept from offset {compacted.retained_from}")
+    kept = (
+        "everything kept (no snapshot is old enough to answer for the dropped offsets yet)"
+        if compacted.retained_from is None
+        else f"history kept from offset {compacted.retained_from}"
+    )
     say(f"compaction: snapshot at offset {compacted.snapshot_offset}, {kept}, {compacted.seconds:.1f}s")
 
     lo, hi = answers.offset_range(spark, warehouse)
@@ -168,7 +200,9 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     busiest = answers.busiest_partition(spark, warehouse)
     if busiest is not None:
         report.answers.append(answers.leader_history(spark, *busiest))
-    report.answers.append(answers.fenced_brokers_at(spark, answers.most_fenced_offset(spark, warehouse, points)))
+    report.answers.append(
+        answers.fenced_brokers_at(spark, answers.most_fenced_offset(spark, warehouse, points))
+    )
     for answer in report.answers:
         say("")
         say(answers.format_answer(answer))
@@ -185,12 +219,18 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     report.oracle_offset = int(worst[0])
     image = image_at(log_dir.parent, report.oracle_offset)
     report.oracle_under_replicated = sum(
-        1 for topic in image.topics_by_id.values() for p in topic.partitions.values() if len(p.isr) < len(p.replicas))
+        1
+        for topic in image.topics_by_id.values()
+        for p in topic.partitions.values()
+        if len(p.isr) < len(p.replicas)
+    )
     report.sql_under_replicated = int(worst[1])
     verdict = "agrees" if report.oracle_under_replicated == report.sql_under_replicated else "DISAGREES"
     say("")
-    say(f"oracle check: replaying {log_dir} to offset {report.oracle_offset} gives "
+    say(
+        f"oracle check: replaying {log_dir} to offset {report.oracle_offset} gives "
         f"{report.oracle_under_replicated} under-replicated partitions; SQL gave {report.sql_under_replicated}: "
-        f"{verdict}")
+        f"{verdict}"
+    )
     report.timings["total_s"] = time.monotonic() - t0
     return report

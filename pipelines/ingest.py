@@ -127,9 +127,15 @@ def without_written(batch: HistoryBatch, written: dict[str, int]) -> HistoryBatc
     return out
 
 
-def commit_slice(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch,
-                 write_log: Callable[[int, int], None], written: dict[str, int] | None = None,
-                 phases: dict[str, float] | None = None, offsets: DataFrame | None = None) -> None:
+def commit_slice(
+    spark: SparkSession,
+    warehouse: str | Path,
+    batch: HistoryBatch,
+    write_log: Callable[[int, int], None],
+    written: dict[str, int] | None = None,
+    phases: dict[str, float] | None = None,
+    offsets: DataFrame | None = None,
+) -> None:
     """Write one slice to every table it touches (``metadata_log`` and the history tables side by side),
     ``offsets`` last (the commit point).
 
@@ -197,8 +203,14 @@ def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int,
     return state, logged
 
 
-def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batch_records: int = 500_000,
-           progress: Callable[[str], None] | None = None, fold: bool = True) -> IngestResult:
+def ingest(
+    spark: SparkSession,
+    log_dir: str | Path,
+    warehouse: str | Path,
+    batch_records: int = 500_000,
+    progress: Callable[[str], None] | None = None,
+    fold: bool = True,
+) -> IngestResult:
     """Import (or resume importing) a metadata log directory into ``warehouse``.
 
     ``fold``: fold the slices' closes into the history tables at the end (else they stay pending in ``closes``).
@@ -219,8 +231,13 @@ def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batc
         if first > last:
             return
         logged[0] = last
-        df = (spark.read.format("kraftlake-log").option("startOffset", first).option("endOffset", last)
-              .option("recordsPerPartition", max(batch_records // 2, 1)).load(str(d)))
+        df = (
+            spark.read.format("kraftlake-log")
+            .option("startOffset", first)
+            .option("endOffset", last)
+            .option("recordsPerPartition", max(batch_records // 2, 1))
+            .load(str(d))
+        )
         append(to_stored_log(df), warehouse, LOG, last)
 
     result = IngestResult()
@@ -234,8 +251,10 @@ def ingest(spark: SparkSession, log_dir: str | Path, warehouse: str | Path, batc
             result.first_offset = batch.first_offset
         result.last_offset = batch.last_offset
         if progress is not None:
-            progress(f"slice {result.slices}: offsets {batch.first_offset}..{batch.last_offset} "
-                     f"({result.records} records, {time.monotonic() - t0:.1f}s)")
+            progress(
+                f"slice {result.slices}: offsets {batch.first_offset}..{batch.last_offset} "
+                f"({result.records} records, {time.monotonic() - t0:.1f}s)"
+            )
 
     # one writer thread: slice k is written while the driver replays slice k+1; commits stay in order
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-ingest") as writer:

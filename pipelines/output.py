@@ -34,8 +34,13 @@ def write_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, out: Te
         for r in rows:
             out.write(json.dumps(r, separators=(",", ":")) + "\n")
         return
-    cells = [[json.dumps(r[c]) if isinstance(r[c], list | dict) else "NULL" if r[c] is None else str(r[c])
-              for c in columns] for r in rows]
+    cells = [
+        [
+            json.dumps(r[c]) if isinstance(r[c], list | dict) else "NULL" if r[c] is None else str(r[c])
+            for c in columns
+        ]
+        for r in rows
+    ]
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
     out.write(" | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
     out.write("-+-".join("-" * w for w in widths) + "\n")

@@ -59,8 +59,9 @@ class PlotResult:
     title: str
 
 
-def _offset_of(bound: Bound, which: str, first: int, last: int, retained: int | None,
-               at_time: int | None) -> int:
+def _offset_of(
+    bound: Bound, which: str, first: int, last: int, retained: int | None, at_time: int | None
+) -> int:
     """A bound as an offset: itself, or the last offset at or before its time (``at_time``)."""
     if bound.offset is not None:
         offset = bound.offset
@@ -69,18 +70,23 @@ def _offset_of(bound: Bound, which: str, first: int, last: int, retained: int | 
     elif which == "--from" and retained is None:
         return first  # before the first record of a warehouse holding the whole log: plot from its start
     else:
-        raise WarehouseError(f"{which} {bound.text} is before the warehouse's first record kept "
-                             f"(offset {max(first, retained or 0)})")
+        raise WarehouseError(
+            f"{which} {bound.text} is before the warehouse's first record kept "
+            f"(offset {max(first, retained or 0)})"
+        )
     if retained is not None and offset < retained:
-        raise WarehouseError(f"{which} {bound.text} (offset {offset}) lies {BEFORE_RETAINED}: the warehouse "
-                             f"holds the states from offset {retained} on")
+        raise WarehouseError(
+            f"{which} {bound.text} (offset {offset}) lies {BEFORE_RETAINED}: the warehouse "
+            f"holds the states from offset {retained} on"
+        )
     if offset > last:
         raise WarehouseError(f"{which} {bound.text} is past the warehouse's last offset {last}")
     return max(offset, first)
 
 
-def resolve_range(spark: SparkSession, warehouse: str | Path, start: Bound | None = None,
-                  end: Bound | None = None) -> PlotRange:
+def resolve_range(
+    spark: SparkSession, warehouse: str | Path, start: Bound | None = None, end: Bound | None = None
+) -> PlotRange:
     """The offsets ``[lo, hi]`` that ``start``/``end`` name (default: all the warehouse answers for).
 
     Raises ``WarehouseError`` for an empty warehouse, a bound below the retained history or past the last
@@ -88,12 +94,17 @@ def resolve_range(spark: SparkSession, warehouse: str | Path, start: Bound | Non
     """
     ensure_retention(spark, warehouse)
     offsets = table_ref(warehouse, OFFSETS)
-    times = {f"t{i}": b.time_ms for i, b in enumerate((start, end)) if b is not None and b.time_ms is not None}
-    at_time = "".join(f", (SELECT max(`offset`) FROM {offsets} WHERE timestamp <= {int(ms)}) AS {name}"
-                      for name, ms in times.items())
-    row = spark.sql(f"SELECT (SELECT min(`offset`) FROM {offsets}) AS first, (SELECT max(`offset`) FROM {offsets}) "
-                    f"AS last, (SELECT max(retained_from) FROM {table_ref(warehouse, RETENTION)}) AS r{at_time}"
-                    ).first()
+    times = {
+        f"t{i}": b.time_ms for i, b in enumerate((start, end)) if b is not None and b.time_ms is not None
+    }
+    at_time = "".join(
+        f", (SELECT max(`offset`) FROM {offsets} WHERE timestamp <= {int(ms)}) AS {name}"
+        for name, ms in times.items()
+    )
+    row = spark.sql(
+        f"SELECT (SELECT min(`offset`) FROM {offsets}) AS first, (SELECT max(`offset`) FROM {offsets}) "
+        f"AS last, (SELECT max(retained_from) FROM {table_ref(warehouse, RETENTION)}) AS r{at_time}"
+    ).first()
     assert row is not None
     if row["last"] is None:
         raise WarehouseError(f"{warehouse} holds no records yet")
@@ -109,8 +120,12 @@ def resolve_range(spark: SparkSession, warehouse: str | Path, start: Bound | Non
     hi = last if end is None else _offset_of(end, "--to", first, last, retained, at("t1"))
     if lo > hi:
         raise WarehouseError(f"the range is empty: --from is offset {lo}, --to offset {hi}")
-    stamps = {int(r["offset"]): int(r["timestamp"]) for r in spark.sql(
-        f"SELECT `offset`, timestamp FROM {offsets} WHERE `offset` IN ({lo}, {hi})").collect()}
+    stamps = {
+        int(r["offset"]): int(r["timestamp"])
+        for r in spark.sql(
+            f"SELECT `offset`, timestamp FROM {offsets} WHERE `offset` IN ({lo}, {hi})"
+        ).collect()
+    }
     return PlotRange(lo, hi, stamps.get(lo), stamps.get(hi))
 
 
@@ -134,12 +149,14 @@ def _clipped(warehouse: str | Path, segments: str, rng: PlotRange, columns: tupl
     clipped ends: a segment still open, or ending after ``hi``, is drawn up to ``hi``."""
     offsets = table_ref(warehouse, OFFSETS)
     cols = ", ".join(f"s.`{c}`" for c in columns if not c.endswith("_ms"))
-    return (f"SELECT {cols}, o1.timestamp AS start_ms, o2.timestamp AS end_ms FROM ("
-            f"SELECT *, greatest(from_offset, {rng.lo}) AS _s, CASE WHEN to_offset IS NULL OR to_offset > {rng.hi} "
-            f"THEN {rng.hi} ELSE to_offset END AS _e FROM ({segments}) "
-            f"WHERE from_offset <= {rng.hi} AND (to_offset IS NULL OR to_offset > {rng.lo})) s "
-            f"LEFT JOIN {offsets} o1 ON o1.`offset` = s._s LEFT JOIN {offsets} o2 ON o2.`offset` = s._e "
-            f"ORDER BY {', '.join(f's.`{c}`' for c in columns[:2])}, s.from_offset")
+    return (
+        f"SELECT {cols}, o1.timestamp AS start_ms, o2.timestamp AS end_ms FROM ("
+        f"SELECT *, greatest(from_offset, {rng.lo}) AS _s, CASE WHEN to_offset IS NULL OR to_offset > {rng.hi} "
+        f"THEN {rng.hi} ELSE to_offset END AS _e FROM ({segments}) "
+        f"WHERE from_offset <= {rng.hi} AND (to_offset IS NULL OR to_offset > {rng.lo})) s "
+        f"LEFT JOIN {offsets} o1 ON o1.`offset` = s._s LEFT JOIN {offsets} o2 ON o2.`offset` = s._e "
+        f"ORDER BY {', '.join(f's.`{c}`' for c in columns[:2])}, s.from_offset"
+    )
 
 
 def under_replicated(spark: SparkSession, warehouse: str | Path, rng: PlotRange) -> pd.DataFrame:
@@ -157,7 +174,7 @@ def under_replicated(spark: SparkSession, warehouse: str | Path, rng: PlotRange)
     sql = f"""
         WITH v AS (SELECT from_offset, to_offset, CASE WHEN size(isr) < size(replicas) THEN 1 ELSE 0 END AS ur,
                           CASE WHEN leader = -1 THEN 1 ELSE 0 END AS off
-                   FROM ({history_query(warehouse, 'partitions')}) WHERE from_offset <= {hi}),
+                   FROM ({history_query(warehouse, "partitions")}) WHERE from_offset <= {hi}),
         d AS (SELECT from_offset AS at, ur, off, 1 AS n FROM v
               UNION ALL SELECT to_offset, -ur, -off, -1 FROM v WHERE to_offset IS NOT NULL AND to_offset <= {hi}),
         g AS (SELECT greatest(at, {lo}) AS at, sum(ur) AS ur, sum(off) AS off, sum(n) AS n FROM d GROUP BY 1
@@ -173,14 +190,15 @@ def under_replicated(spark: SparkSession, warehouse: str | Path, rng: PlotRange)
     return steps[keep].reset_index(drop=True)
 
 
-def partition_segments(spark: SparkSession, warehouse: str | Path, topic: str, partition: int,
-                       rng: PlotRange) -> pd.DataFrame:
+def partition_segments(
+    spark: SparkSession, warehouse: str | Path, topic: str, partition: int, rng: PlotRange
+) -> pd.DataFrame:
     """A partition's leader runs (``role`` leader, ``broker`` -1 while it had none) and each ISR member's runs
     (``role`` isr), as ``leader_history``/``isr_history`` merge versions: consecutive versions with the same
     leader, or in which the broker stayed in the ISR, are one segment. A topic deleted and created again under
     the same name is a new topic id: its segments start anew."""
     sql = f"""
-        WITH v AS (SELECT topic_id, leader, isr, from_offset, to_offset FROM ({history_query(warehouse, 'partitions')})
+        WITH v AS (SELECT topic_id, leader, isr, from_offset, to_offset FROM ({history_query(warehouse, "partitions")})
                    WHERE topic = {_text(topic)} AND `partition` = {int(partition)}),
         l AS (SELECT *, lag(leader) OVER w AS prev, lag(to_offset) OVER w AS prev_to FROM v
               WINDOW w AS (PARTITION BY topic_id ORDER BY from_offset)),
@@ -198,8 +216,9 @@ def partition_segments(spark: SparkSession, warehouse: str | Path, topic: str, p
     return _frame(spark, _clipped(warehouse, sql, rng, figures.PARTITION_COLUMNS), figures.PARTITION_COLUMNS)
 
 
-def broker_segments(spark: SparkSession, warehouse: str | Path, rng: PlotRange,
-                    broker: int | None = None) -> pd.DataFrame:
+def broker_segments(
+    spark: SparkSession, warehouse: str | Path, rng: PlotRange, broker: int | None = None
+) -> pd.DataFrame:
     """Each broker's runs of one state (``figures.BROKER_STATES``): registered (unfenced), fenced, in
     controlled shutdown (unfenced, handing over), and unregistered from an ``UnregisterBrokerRecord`` (a
     version ended with no next one at its end) until it registers again. A new registration (a restart's new
@@ -208,7 +227,7 @@ def broker_segments(spark: SparkSession, warehouse: str | Path, rng: PlotRange,
     sql = f"""
         WITH b AS (SELECT id, CASE WHEN fenced THEN 'fenced' WHEN in_controlled_shutdown
                                    THEN 'in controlled shutdown' ELSE 'registered' END AS state,
-                          from_offset, to_offset FROM ({history_query(warehouse, 'brokers')}) {where}),
+                          from_offset, to_offset FROM ({history_query(warehouse, "brokers")}) {where}),
         bl AS (SELECT *, lag(state) OVER w AS prev, lag(to_offset) OVER w AS prev_to,
                          lead(from_offset) OVER w AS next_from FROM b
                WINDOW w AS (PARTITION BY id ORDER BY from_offset)),
@@ -222,16 +241,20 @@ def broker_segments(spark: SparkSession, warehouse: str | Path, rng: PlotRange,
     return _frame(spark, _clipped(warehouse, sql, rng, figures.BROKER_COLUMNS), figures.BROKER_COLUMNS)
 
 
-def config_segments(spark: SparkSession, warehouse: str | Path, resource_type: str, resource_name: str,
-                    rng: PlotRange) -> pd.DataFrame:
+def config_segments(
+    spark: SparkSession, warehouse: str | Path, resource_type: str, resource_name: str, rng: PlotRange
+) -> pd.DataFrame:
     """Each key's values of one config resource: a segment per version (per change), none while it is unset."""
-    sql = (f"SELECT name AS key, value, from_offset, to_offset FROM ({history_query(warehouse, 'configs')}) "
-           f"WHERE resource_type = {_text(resource_type)} AND resource_name = {_text(resource_name)}")
+    sql = (
+        f"SELECT name AS key, value, from_offset, to_offset FROM ({history_query(warehouse, 'configs')}) "
+        f"WHERE resource_type = {_text(resource_type)} AND resource_name = {_text(resource_name)}"
+    )
     return _frame(spark, _clipped(warehouse, sql, rng, figures.CONFIG_COLUMNS), figures.CONFIG_COLUMNS)
 
 
-def figure_data(spark: SparkSession, warehouse: str | Path, request: PlotRequest,
-                rng: PlotRange) -> tuple[pd.DataFrame, Any, str]:
+def figure_data(
+    spark: SparkSession, warehouse: str | Path, request: PlotRequest, rng: PlotRange
+) -> tuple[pd.DataFrame, Any, str]:
     """The frame behind ``request``'s figure, the figure, and its title.
 
     Raises ``PlotError`` when the range holds nothing of what the request names (an unknown topic, broker or
@@ -246,10 +269,14 @@ def figure_data(spark: SparkSession, warehouse: str | Path, request: PlotRequest
         assert request.topic is not None and request.partition is not None
         data = partition_segments(spark, warehouse, request.topic, request.partition, rng)
         if data.empty:
-            raise PlotError(f"partition {request.topic}-{request.partition} does not exist in offsets "
-                            f"{rng.lo}..{rng.hi}")
-        return data, figures.partition_figure(data, request.topic, request.partition, subtitle=sub), \
-            f"leader and ISR of {request.topic}-{request.partition}"
+            raise PlotError(
+                f"partition {request.topic}-{request.partition} does not exist in offsets {rng.lo}..{rng.hi}"
+            )
+        return (
+            data,
+            figures.partition_figure(data, request.topic, request.partition, subtitle=sub),
+            f"leader and ISR of {request.topic}-{request.partition}",
+        )
     if request.kind == "brokers":
         data = broker_segments(spark, warehouse, rng, request.broker)
         if data.empty:
@@ -260,12 +287,19 @@ def figure_data(spark: SparkSession, warehouse: str | Path, request: PlotRequest
     rtype, rname = request.resource
     data = config_segments(spark, warehouse, rtype, rname, rng)
     if data.empty:
-        raise PlotError(f"{rtype.lower()} {rname or '<default>'} has no configs in offsets {rng.lo}..{rng.hi}")
-    return data, figures.config_figure(data, rtype, rname, subtitle=sub), \
-        f"configs of {rtype.lower()} {rname or '<default>'}"
+        raise PlotError(
+            f"{rtype.lower()} {rname or '<default>'} has no configs in offsets {rng.lo}..{rng.hi}"
+        )
+    return (
+        data,
+        figures.config_figure(data, rtype, rname, subtitle=sub),
+        f"configs of {rtype.lower()} {rname or '<default>'}",
+    )
 
 
-def write_plot(spark: SparkSession, warehouse: str | Path, request: PlotRequest, out: str | Path) -> PlotResult:
+def write_plot(
+    spark: SparkSession, warehouse: str | Path, request: PlotRequest, out: str | Path
+) -> PlotResult:
     """Compute ``request``'s data over the warehouse and write its figure to ``out`` (.html, or .png where
     ``vl-convert-python`` is installed)."""
     request.check()
@@ -276,9 +310,11 @@ def write_plot(spark: SparkSession, warehouse: str | Path, request: PlotRequest,
 
 def busiest_config_resource(spark: SparkSession, warehouse: str | Path) -> tuple[str, str] | None:
     """The config resource changed most often (the most telling config figure), None without configs."""
-    row = spark.sql(f"SELECT resource_type, resource_name, count(*) AS n FROM {table_ref(warehouse, 'configs')} "
-                    "GROUP BY resource_type, resource_name ORDER BY n DESC, resource_type, resource_name "
-                    "LIMIT 1").first()
+    row = spark.sql(
+        f"SELECT resource_type, resource_name, count(*) AS n FROM {table_ref(warehouse, 'configs')} "
+        "GROUP BY resource_type, resource_name ORDER BY n DESC, resource_type, resource_name "
+        "LIMIT 1"
+    ).first()
     return None if row is None else (str(row["resource_type"]), str(row["resource_name"]))
 
 
@@ -286,8 +322,9 @@ def _file_part(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
-def write_overview(spark: SparkSession, warehouse: str | Path, out_dir: str | Path,
-                   partition: tuple[str, int] | None = None) -> list[PlotResult]:
+def write_overview(
+    spark: SparkSession, warehouse: str | Path, out_dir: str | Path, partition: tuple[str, int] | None = None
+) -> list[PlotResult]:
     """One figure of each kind over the whole warehouse into ``out_dir`` (what ``make run`` writes): the
     under-replicated counts, every broker's states, the leader/ISR timeline of ``partition`` (default: the
     partition whose leader changed most) and the configs of the resource changed most. A kind with nothing to
@@ -296,16 +333,26 @@ def write_overview(spark: SparkSession, warehouse: str | Path, out_dir: str | Pa
 
     out = Path(out_dir)
     rng = resolve_range(spark, warehouse)
-    requests = [(PlotRequest("under-replicated"), "under-replicated.html"),
-                (PlotRequest("brokers"), "brokers.html")]
+    requests = [
+        (PlotRequest("under-replicated"), "under-replicated.html"),
+        (PlotRequest("brokers"), "brokers.html"),
+    ]
     partition = partition or busiest_partition(spark, warehouse)
     if partition is not None:
-        requests.append((PlotRequest("partition", topic=partition[0], partition=partition[1]),
-                         f"partition-{_file_part(partition[0])}-{partition[1]}.html"))
+        requests.append(
+            (
+                PlotRequest("partition", topic=partition[0], partition=partition[1]),
+                f"partition-{_file_part(partition[0])}-{partition[1]}.html",
+            )
+        )
     resource = busiest_config_resource(spark, warehouse)
     if resource is not None:
-        requests.append((PlotRequest("configs", resource=resource),
-                         f"configs-{resource[0].lower()}-{_file_part(resource[1]) or 'default'}.html"))
+        requests.append(
+            (
+                PlotRequest("configs", resource=resource),
+                f"configs-{resource[0].lower()}-{_file_part(resource[1]) or 'default'}.html",
+            )
+        )
     results = []
     for request, name in requests:
         try:

@@ -22,23 +22,46 @@ def _decoded(rows: Any) -> Iterator[MetadataRecord]:
     for r in rows:
         raw = bytes(r["raw"])
         record = None if r["is_control"] else decode_metadata_record(raw)[0]
-        yield MetadataRecord(r["offset"], r["epoch"], r["timestamp"], r["batch_offset"], r["is_control"],
-                             r["type"], r["api_key"], r["version"], record, raw)
+        yield MetadataRecord(
+            r["offset"],
+            r["epoch"],
+            r["timestamp"],
+            r["batch_offset"],
+            r["is_control"],
+            r["type"],
+            r["api_key"],
+            r["version"],
+            record,
+            raw,
+        )
 
 
 def snapshot_image(spark: SparkSession, warehouse: str | Path, snapshot_offset: int) -> MetadataImage:
     """The image stored in ``snapshots`` at ``snapshot_offset``."""
     table = spark.sql(
         f"SELECT epoch, timestamp, seq, raw FROM {table_ref(warehouse, SNAPSHOTS)} "
-        f"WHERE snapshot_offset = {int(snapshot_offset)} ORDER BY seq").toArrow()
+        f"WHERE snapshot_offset = {int(snapshot_offset)} ORDER BY seq"
+    ).toArrow()
     if table.num_rows == 0:
         raise WarehouseError(f"no snapshot at offset {snapshot_offset}")
     loader = ImageLoader(EMPTY)
     epoch, ts = table.column("epoch")[0].as_py(), table.column("timestamp")[0].as_py()
     for raw in table.column("raw").to_pylist():
         record, version = decode_metadata_record(raw)
-        loader.feed(MetadataRecord(snapshot_offset, epoch, ts, snapshot_offset, False, type(record).__name__,
-                                   -1, version, record, raw))
+        loader.feed(
+            MetadataRecord(
+                snapshot_offset,
+                epoch,
+                ts,
+                snapshot_offset,
+                False,
+                type(record).__name__,
+                -1,
+                version,
+                record,
+                raw,
+            )
+        )
     return loader.image().with_provenance(Provenance(snapshot_offset, epoch, ts))
 
 
@@ -61,8 +84,10 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> 
         When ``offset`` lies before the retained history (no snapshot at or below it and the log's rows
         start later) or after the last ingested offset.
     """
-    snap = spark.sql(f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
-                     f"WHERE snapshot_offset <= {int(offset)}").first()
+    snap = spark.sql(
+        f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
+        f"WHERE snapshot_offset <= {int(offset)}"
+    ).first()
     snap_offset = None if snap is None else snap["s"]
     lo, hi = log_bounds(spark, warehouse)
     image = EMPTY if snap_offset is None else snapshot_image(spark, warehouse, snap_offset)
@@ -74,21 +99,34 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> 
         if lo is None or lo > first:
             raise WarehouseError(
                 f"offset {offset} lies before the retained history: the log starts at {lo} and "
-                + ("no snapshot is at or below it" if snap_offset is None else f"the snapshot is at {snap_offset}"))
+                + (
+                    "no snapshot is at or below it"
+                    if snap_offset is None
+                    else f"the snapshot is at {snap_offset}"
+                )
+            )
     loader = ImageLoader(image)
     # the tail in offset ranges, each collected as Arrow: memory stays one range whatever the tail's length (a
     # sorted toLocalIterator of 10M rows pickled a whole sorted partition in the driver JVM and ran out of heap)
     pos = start
     while pos < offset:
         upto = min(int(offset), pos + TAIL_CHUNK)
-        chunk = spark.sql(f"SELECT {_TAIL_COLUMNS} FROM {table_ref(warehouse, LOG)} "
-                          f"WHERE offset > {pos} AND offset <= {upto}").toArrow().sort_by("offset")
+        chunk = (
+            spark.sql(
+                f"SELECT {_TAIL_COLUMNS} FROM {table_ref(warehouse, LOG)} "
+                f"WHERE offset > {pos} AND offset <= {upto}"
+            )
+            .toArrow()
+            .sort_by("offset")
+        )
         loader.feed_all(_decoded(chunk.to_pylist()))
         pos = upto
     return loader.image()
 
 
-def write_entities(spark: SparkSession, image: MetadataImage, out: str | Path, fmt: str = "delta") -> dict[str, int]:
+def write_entities(
+    spark: SparkSession, image: MetadataImage, out: str | Path, fmt: str = "delta"
+) -> dict[str, int]:
     """The entities of ``image`` as tables under ``out`` (the history tables' columns, ``from_offset`` omitted)."""
     from kraftlake.spark.history import ENTITIES, entity_rows
     from kraftlake.spark.tables import arrow_frame

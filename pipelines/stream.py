@@ -122,8 +122,15 @@ def rows_to_records(table: Any) -> list[Any]:
     out = []
     for i in range(table.num_rows):
         ctype = cols["api_key"][i] if cols["is_control"][i] else -1
-        entry = (cols["offset"][i], cols["epoch"][i], bool(cols["is_control"][i]), cols["raw"][i],
-                 cols["timestamp"][i], cols["batch_offset"][i], ctype)
+        entry = (
+            cols["offset"][i],
+            cols["epoch"][i],
+            bool(cols["is_control"][i]),
+            cols["raw"][i],
+            cols["timestamp"][i],
+            cols["batch_offset"][i],
+            ctype,
+        )
         out.append(entry_record(entry))
     out.sort(key=lambda r: r.offset)
     return out
@@ -132,10 +139,16 @@ def rows_to_records(table: Any) -> list[Any]:
 class BatchCommitter:
     """The ``foreachBatch`` function: commits micro-batches at the warehouse's commit point, idempotently."""
 
-    def __init__(self, spark: SparkSession, warehouse: str | Path, builder: HistoryBuilder, done: int,
-                 lag_probe: Callable[[int], int] | None = None,
-                 progress: Callable[[StreamProgress], None] | None = None,
-                 fold_at: int | None = FOLD_AT) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        warehouse: str | Path,
+        builder: HistoryBuilder,
+        done: int,
+        lag_probe: Callable[[int], int] | None = None,
+        progress: Callable[[StreamProgress], None] | None = None,
+        fold_at: int | None = FOLD_AT,
+    ) -> None:
         self.spark = spark
         self.warehouse = warehouse
         self.builder = builder
@@ -207,8 +220,10 @@ class BatchCommitter:
         if not records:
             return
         if records[0].offset != done + 1 and done >= 0:
-            raise StreamSourceError(f"micro-batch {batch_id} starts at offset {records[0].offset}, "
-                                    f"the warehouse is committed up to {done}")
+            raise StreamSourceError(
+                f"micro-batch {batch_id} starts at offset {records[0].offset}, "
+                f"the warehouse is committed up to {done}"
+            )
         for a, b in pairwise(records):
             if b.offset != a.offset + 1:
                 raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a.offset} to {b.offset}")
@@ -228,8 +243,14 @@ class BatchCommitter:
         t1 = time.monotonic()
         batch = self.builder.feed(records)
         phases["feed"] = time.monotonic() - t1
-        commit_slice(self.spark, self.warehouse, batch, write_log, phases=phases,
-                     offsets=fresh.select("offset", "epoch", "timestamp"))
+        commit_slice(
+            self.spark,
+            self.warehouse,
+            batch,
+            write_log,
+            phases=phases,
+            offsets=fresh.select("offset", "epoch", "timestamp"),
+        )
         self.done = batch.last_offset
         self.pending += sum(len(c) for c in batch.closes.values())
         dt = time.monotonic() - t0
@@ -238,10 +259,16 @@ class BatchCommitter:
         r.batches += 1
         r.last_offset = batch.last_offset
         ts = records[-1].timestamp
-        p = StreamProgress(r.batches, len(records), batch.first_offset, batch.last_offset, round(dt, 3),
-                           round(len(records) / dt if dt else 0.0, 1),
-                           self.lag_probe(batch.last_offset + 1) if self.lag_probe is not None else -1,
-                           round(time.time() - ts / 1000, 3) if ts > 0 else -1.0)
+        p = StreamProgress(
+            r.batches,
+            len(records),
+            batch.first_offset,
+            batch.last_offset,
+            round(dt, 3),
+            round(len(records) / dt if dt else 0.0, 1),
+            self.lag_probe(batch.last_offset + 1) if self.lag_probe is not None else -1,
+            round(time.time() - ts / 1000, 3) if ts > 0 else -1.0,
+        )
         p.phases = {k: round(v, 3) for k, v in phases.items()}
         if self.fold_at is not None and self.pending >= self.fold_at:
             p.folded = self.fold()
@@ -250,8 +277,9 @@ class BatchCommitter:
             self.progress(p)
 
 
-def _builder_at_commit_point(spark: SparkSession, warehouse: str | Path, source: str,
-                             options: dict[str, str]) -> tuple[HistoryBuilder, int, int]:
+def _builder_at_commit_point(
+    spark: SparkSession, warehouse: str | Path, source: str, options: dict[str, str]
+) -> tuple[HistoryBuilder, int, int]:
     """(builder, commit point, first offset to read) for a warehouse, seeding it from a snapshot if needed."""
     done = last_offset(spark, warehouse)
     if done >= 0:
@@ -302,12 +330,23 @@ def _lag_probe(source: str, options: dict[str, str]) -> Callable[[int], int]:
     return lambda nxt: max(0, index.refresh() - nxt)
 
 
-def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse: str | Path, *,
-           trigger_interval_s: float = 1.0, available_now: bool = False,
-           max_records_per_batch: int | None = None, max_batches: int | None = None,
-           idle_stop_s: float | None = None, until_offset: int | None = None, timeout_s: float | None = None,
-           progress: Callable[[StreamProgress], None] | None = None, fold_at: int | None = FOLD_AT,
-           fold_at_end: bool = True) -> StreamResult:
+def stream(
+    spark: SparkSession,
+    source: str,
+    options: dict[str, str],
+    warehouse: str | Path,
+    *,
+    trigger_interval_s: float = 1.0,
+    available_now: bool = False,
+    max_records_per_batch: int | None = None,
+    max_batches: int | None = None,
+    idle_stop_s: float | None = None,
+    until_offset: int | None = None,
+    timeout_s: float | None = None,
+    progress: Callable[[StreamProgress], None] | None = None,
+    fold_at: int | None = FOLD_AT,
+    fold_at_end: bool = True,
+) -> StreamResult:
     """Stream ``source`` (``service``: options ``bootstrap``, ``clusterId``; ``log-dir``: option ``path``;
     ``kafka``: options of :func:`follow_kafka`).
 
@@ -325,14 +364,31 @@ def stream(spark: SparkSession, source: str, options: dict[str, str], warehouse:
     read_source = source
     if source == "kafka":
         follower = follow_kafka(options, warehouse)
-        options = {**{k: v for k, v in options.items() if k == "recordsPerPartition"}, "path": str(follower.path)}
+        options = {
+            **{k: v for k, v in options.items() if k == "recordsPerPartition"},
+            "path": str(follower.path),
+        }
         read_source = "log-dir"
     try:
-        return _stream(spark, source, read_source, options, warehouse, follower, t0,
-                       trigger_interval_s=trigger_interval_s, available_now=available_now,
-                       max_records_per_batch=max_records_per_batch, max_batches=max_batches,
-                       idle_stop_s=idle_stop_s, until_offset=until_offset, timeout_s=timeout_s,
-                       progress=progress, fold_at=fold_at, fold_at_end=fold_at_end)
+        return _stream(
+            spark,
+            source,
+            read_source,
+            options,
+            warehouse,
+            follower,
+            t0,
+            trigger_interval_s=trigger_interval_s,
+            available_now=available_now,
+            max_records_per_batch=max_records_per_batch,
+            max_batches=max_batches,
+            idle_stop_s=idle_stop_s,
+            until_offset=until_offset,
+            timeout_s=timeout_s,
+            progress=progress,
+            fold_at=fold_at,
+            fold_at_end=fold_at_end,
+        )
     finally:
         if follower is not None:
             follower.stop()
@@ -348,8 +404,13 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     security = load_client_properties(options["commandConfig"]) if options.get("commandConfig") else None
     data_dir = options.get("dataDir") or str(Path(warehouse).resolve() / "_kafka_mirror")
     observer_id = int(options["observerId"]) if options.get("observerId") else None
-    follower = BackgroundFollower(parse_endpoints(options["bootstrapController"]), data_dir, security=security,
-                                  cluster_id=options.get("clusterId") or None, observer_id=observer_id)
+    follower = BackgroundFollower(
+        parse_endpoints(options["bootstrapController"]),
+        data_dir,
+        security=security,
+        cluster_id=options.get("clusterId") or None,
+        observer_id=observer_id,
+    )
     try:
         follower.wait_caught_up(float(options.get("catchUpTimeout", CATCH_UP_TIMEOUT_S)))
     except BaseException:
@@ -358,27 +419,51 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     return follower
 
 
-def _stream(spark: SparkSession, source: str, read_source: str, options: dict[str, str], warehouse: str | Path,
-            follower: Any, t0: float, *, trigger_interval_s: float, available_now: bool,
-            max_records_per_batch: int | None, max_batches: int | None, idle_stop_s: float | None,
-            until_offset: int | None, timeout_s: float | None,
-            progress: Callable[[StreamProgress], None] | None, fold_at: int | None,
-            fold_at_end: bool) -> StreamResult:
+def _stream(
+    spark: SparkSession,
+    source: str,
+    read_source: str,
+    options: dict[str, str],
+    warehouse: str | Path,
+    follower: Any,
+    t0: float,
+    *,
+    trigger_interval_s: float,
+    available_now: bool,
+    max_records_per_batch: int | None,
+    max_batches: int | None,
+    idle_stop_s: float | None,
+    until_offset: int | None,
+    timeout_s: float | None,
+    progress: Callable[[StreamProgress], None] | None,
+    fold_at: int | None,
+    fold_at_end: bool,
+) -> StreamResult:
     service_source.register(spark)
     logtail_source.register(spark)
     ensure_tables(spark, warehouse)
     builder, done, start = _builder_at_commit_point(spark, warehouse, read_source, options)
-    lag = (_lag_probe(read_source, options) if follower is None
-           else (lambda nxt: max(0, follower.follower.observer.high_watermark - nxt)))
+    lag = (
+        _lag_probe(read_source, options)
+        if follower is None
+        else (lambda nxt: max(0, follower.follower.observer.high_watermark - nxt))
+    )
     committer = BatchCommitter(spark, warehouse, builder, done, lag, progress, fold_at)
-    reader = (spark.readStream.format(FORMATS[read_source]).options(**options)
-              .option("startingOffset", str(start)))
+    reader = (
+        spark.readStream.format(FORMATS[read_source]).options(**options).option("startingOffset", str(start))
+    )
     if max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
-    writer = (reader.load().writeStream.foreachBatch(committer)
-              .option("checkpointLocation", checkpoint_dir(warehouse, source)))
-    writer = (writer.trigger(availableNow=True) if available_now
-              else writer.trigger(processingTime=f"{max(trigger_interval_s, 0.0)} seconds"))
+    writer = (
+        reader.load()
+        .writeStream.foreachBatch(committer)
+        .option("checkpointLocation", checkpoint_dir(warehouse, source))
+    )
+    writer = (
+        writer.trigger(availableNow=True)
+        if available_now
+        else writer.trigger(processingTime=f"{max(trigger_interval_s, 0.0)} seconds")
+    )
     query = writer.start()
     stopped_by_us = False
     try:
@@ -406,8 +491,10 @@ def _stream(spark: SparkSession, source: str, read_source: str, options: dict[st
             else:
                 if query.exception() is None:
                     # the stream thread died of a JVM Error (Spark reports only Exceptions)
-                    raise StreamSourceError("the streaming query ended by itself without an error "
-                                            "(see the driver's log for the stream thread's death)")
+                    raise StreamSourceError(
+                        "the streaming query ended by itself without an error "
+                        "(see the driver's log for the stream thread's death)"
+                    )
     finally:
         if query.isActive:
             committer.refuse_more()

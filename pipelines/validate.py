@@ -11,8 +11,9 @@ from pyspark.sql import SparkSession
 from kraftlake.spark.validate import ValidationReport, validate_warehouse
 
 
-def validate(spark: SparkSession, warehouse: str | Path, tables: list[str] | None = None,
-             build_docs: bool = True) -> ValidationReport:
+def validate(
+    spark: SparkSession, warehouse: str | Path, tables: list[str] | None = None, build_docs: bool = True
+) -> ValidationReport:
     """The suites over ``warehouse`` (every table by default); see :mod:`kraftlake.spark.validate`."""
     return validate_warehouse(spark, warehouse, tables, build_docs=build_docs)
 
@@ -27,5 +28,7 @@ def print_report(report: ValidationReport, out: TextIO) -> None:
     for site, url in report.docs.items():
         out.write(f"data docs ({site}): {url}\n")
     status = "passed" if report.success else f"{len(report.failures)} failed"
-    out.write(f"{report.evaluated} expectations on {len(report.table_seconds)} tables, {status}, "
-              f"{report.seconds:.1f}s\n")
+    out.write(
+        f"{report.evaluated} expectations on {len(report.table_seconds)} tables, {status}, "
+        f"{report.seconds:.1f}s\n"
+    )

@@ -47,4 +47,6 @@ def field_strategy(f: FieldSpec, version: int) -> st.SearchStrategy[Any]:
 
 def struct_strategy(s: StructSpec, version: int) -> st.SearchStrategy[Any]:
     cls = class_for(s.qualname)
-    return st.fixed_dictionaries({f.attr: field_strategy(f, version) for f in s.fields}).map(lambda d: cls(**d))
+    return st.fixed_dictionaries({f.attr: field_strategy(f, version) for f in s.fields}).map(
+        lambda d: cls(**d)
+    )

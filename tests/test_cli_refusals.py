@@ -39,26 +39,40 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], text: str, pri
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize(("argv", "text"), [
-    (["simulate", "--brokers", "0"], "--brokers: 0 is not positive"),
-    (["simulate", "--topics", "-1"], "--topics: -1 is negative"),
-    (["simulate", "--partitions-per-topic", "0"], "--partitions-per-topic"),
-    (["simulate", "--events", "-5"], "--events: -5 is negative"),
-    (["simulate", "--brokers", "2", "--replication-factor", "3", "--through", "local"],
-     "replication factor 3 is above the broker count 2"),
-    (["sim", "--seeds", "-1"], "--seeds: -1 is not positive"),
-    (["sim", "--seed-start", "-1"], "--seed-start: -1 is negative"),
-    (["decode", str(MULTI_EPOCH), "--from-offset", "5", "--to-offset", "3"], "--from-offset 5 is above --to-offset 3"),
-    (["decode", str(MULTI_EPOCH), "--from-offset", "-1"], "--from-offset: -1 is negative"),
-    (["image", str(MULTI_EPOCH), "--offset", "-1"], "--offset: -1 is negative"),
-    (["image", str(MULTI_EPOCH), "--offset", "3072"], "offset 3072 is past the end of the log (its last offset is 3071)"),
-    (["quorum", "start", "--voters", "3", "--base-port", "70000"], "--base-port: 70000 is not a TCP port"),
-    (["quorum", "start", "--voters", "3", "--base-port", "65534"], "voter 3 would listen on port 65536"),
-    (["quorum", "start", "--voters", "0"], "at least one voter"),
-    (["reconstruct", "--offset", "-1"], "--offset: -1 is negative"),
-    (["state", "--offset", "-1"], "--offset: -1 is negative"),
-    (["compact", "--retain-offsets", "-5"], "--retain-offsets: -5 is negative"),
-])
+@pytest.mark.parametrize(
+    ("argv", "text"),
+    [
+        (["simulate", "--brokers", "0"], "--brokers: 0 is not positive"),
+        (["simulate", "--topics", "-1"], "--topics: -1 is negative"),
+        (["simulate", "--partitions-per-topic", "0"], "--partitions-per-topic"),
+        (["simulate", "--events", "-5"], "--events: -5 is negative"),
+        (
+            ["simulate", "--brokers", "2", "--replication-factor", "3", "--through", "local"],
+            "replication factor 3 is above the broker count 2",
+        ),
+        (["sim", "--seeds", "-1"], "--seeds: -1 is not positive"),
+        (["sim", "--seed-start", "-1"], "--seed-start: -1 is negative"),
+        (
+            ["decode", str(MULTI_EPOCH), "--from-offset", "5", "--to-offset", "3"],
+            "--from-offset 5 is above --to-offset 3",
+        ),
+        (["decode", str(MULTI_EPOCH), "--from-offset", "-1"], "--from-offset: -1 is negative"),
+        (["image", str(MULTI_EPOCH), "--offset", "-1"], "--offset: -1 is negative"),
+        (
+            ["image", str(MULTI_EPOCH), "--offset", "3072"],
+            "offset 3072 is past the end of the log (its last offset is 3071)",
+        ),
+        (
+            ["quorum", "start", "--voters", "3", "--base-port", "70000"],
+            "--base-port: 70000 is not a TCP port",
+        ),
+        (["quorum", "start", "--voters", "3", "--base-port", "65534"], "voter 3 would listen on port 65536"),
+        (["quorum", "start", "--voters", "0"], "at least one voter"),
+        (["reconstruct", "--offset", "-1"], "--offset: -1 is negative"),
+        (["state", "--offset", "-1"], "--offset: -1 is negative"),
+        (["compact", "--retain-offsets", "-5"], "--retain-offsets: -5 is negative"),
+    ],
+)
 def test_refused(argv: list[str], text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if argv[0] in ("simulate", "quorum"):
         argv = [*argv, "--data-dir", str(tmp_path / "data")]
@@ -66,9 +80,12 @@ def test_refused(argv: list[str], text: str, tmp_path: Path, capsys: pytest.Capt
     assert not (tmp_path / "data").exists()
 
 
-@pytest.mark.parametrize("command", [["simulate", "--through", "local"], ["quorum", "start", "--voters", "1"]])
-def test_a_data_dir_on_a_file_is_refused(command: list[str], tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command", [["simulate", "--through", "local"], ["quorum", "start", "--voters", "1"]]
+)
+def test_a_data_dir_on_a_file_is_refused(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "f").write_text("")
     _refused([*command, "--data-dir", str(tmp_path / "f")], capsys, "is not a directory")
     _refused([*command, "--data-dir", str(tmp_path / "f" / "sub")], capsys, "is not a directory")
@@ -83,20 +100,31 @@ def test_a_replication_factor_above_the_brokers_is_never_lowered() -> None:
 
 @pytest.mark.parametrize("codec", [5, 6, 7])
 @pytest.mark.parametrize("summary", [False, True])
-def test_decode_an_unknown_codec_with_a_valid_crc(codec: int, summary: bool, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_decode_an_unknown_codec_with_a_valid_crc(
+    codec: int, summary: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     noop = encode_metadata_record(m.NoOpRecord(), 0)
     raw = bytearray(build_data_batch(0, 1, 5, [noop]) + build_data_batch(1, 1, 5, [noop]))
     second = len(raw) // 2
     struct.pack_into(">h", raw, second + 21, codec)
-    struct.pack_into(">I", raw, second + 17, crc32c.crc32c(bytes(raw[second + 21:])))
+    struct.pack_into(">I", raw, second + 17, crc32c.crc32c(bytes(raw[second + 21 :])))
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(bytes(raw))
     # the records before the bad batch are printed (decode streams), then the error
-    first = "" if summary else ('{"offset":0,"epoch":1,"timestamp":5,"batch_offset":0,"control":false,'
-                                '"type":"NO_OP_RECORD","version":0,"data":{}}\n')
-    _refused(["decode", str(seg), *(["--summary"] if summary else [])], capsys,
-             f"{seg} at byte position {second} (base offset 1): unknown compression codec id {codec}", first)
+    first = (
+        ""
+        if summary
+        else (
+            '{"offset":0,"epoch":1,"timestamp":5,"batch_offset":0,"control":false,'
+            '"type":"NO_OP_RECORD","version":0,"data":{}}\n'
+        )
+    )
+    _refused(
+        ["decode", str(seg), *(["--summary"] if summary else [])],
+        capsys,
+        f"{seg} at byte position {second} (base offset 1): unknown compression codec id {codec}",
+        first,
+    )
     _refused(["image", str(seg)], capsys, f"unknown compression codec id {codec}")
 
 
@@ -104,8 +132,25 @@ def test_quorum_start_on_a_bad_quorum_state_says_one_line(tmp_path: Path) -> Non
     state = tmp_path / "node-1" / "__cluster_metadata-0" / "quorum-state"
     state.parent.mkdir(parents=True)
     state.write_bytes(b'{"leaderId":1,"leaderEpoch":\xff}')
-    done = subprocess.run([sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--voters", "1", "--data-dir",
-                           str(tmp_path), "--quiet"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kraftlake.cli",
+            "quorum",
+            "start",
+            "--voters",
+            "1",
+            "--data-dir",
+            str(tmp_path),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip() == f"kraftlake quorum: error: {state} line 1: not UTF-8 (byte 28 of the file: " \
-                                  "invalid start byte)"
+    assert (
+        done.stderr.strip() == f"kraftlake quorum: error: {state} line 1: not UTF-8 (byte 28 of the file: "
+        "invalid start byte)"
+    )

@@ -56,8 +56,12 @@ def _register_brokers(active: QuorumController, brokers: int) -> dict[int, int]:
     their broker epochs."""
     epochs = {}
     for b in range(brokers):
-        req = BrokerRegistrationRequest(b, random_uuid(active.rng), (Listener("PLAINTEXT", f"b{b}", 9092),),
-                                        log_dirs=(random_uuid(active.rng),))
+        req = BrokerRegistrationRequest(
+            b,
+            random_uuid(active.rng),
+            (Listener("PLAINTEXT", f"b{b}", 9092),),
+            log_dirs=(random_uuid(active.rng),),
+        )
         r = active.handle_register_broker(req, 0)
         active.execute(r)
         epochs[b] = r.response.data["broker_epoch"]
@@ -66,8 +70,9 @@ def _register_brokers(active: QuorumController, brokers: int) -> dict[int, int]:
     return epochs
 
 
-def build(brokers: int, partitions: int, per_topic: int = 100) -> tuple[MemoryMetadataLog, QuorumController,
-                                                                      QuorumController, dict[int, int], float]:
+def build(
+    brokers: int, partitions: int, per_topic: int = 100
+) -> tuple[MemoryMetadataLog, QuorumController, QuorumController, dict[int, int], float]:
     log = MemoryMetadataLog()
     active = QuorumController(node_id=1, seed=1)
     standby = QuorumController(node_id=2, seed=2)
@@ -91,12 +96,18 @@ def run_memory(brokers: int, partitions: int, runs: int = RUNS) -> dict[str, Any
     log, active, standby, epochs, build_s = build(brokers, partitions)
     shutdown_compute, shutdown_total, shutdown_records, in_isr = [], [], [], []
     for victim in range(runs):
-        in_isr.append(sum(1 for _t, _pid, p in active.broker_partitions.partitions(victim, active.image)
-                          if victim in p.isr))
+        in_isr.append(
+            sum(
+                1
+                for _t, _pid, p in active.broker_partitions.partitions(victim, active.image)
+                if victim in p.isr
+            )
+        )
         before = log.end_offset()
         c0 = time.process_time()
-        result = active.handle_heartbeat(BrokerHeartbeatRequest(victim, epochs[victim], active.next_offset - 1,
-                                                                want_shutdown=True), 1000)
+        result = active.handle_heartbeat(
+            BrokerHeartbeatRequest(victim, epochs[victim], active.next_offset - 1, want_shutdown=True), 1000
+        )
         c1 = time.process_time()
         active.execute(result)
         c2 = time.process_time()
@@ -104,7 +115,9 @@ def run_memory(brokers: int, partitions: int, runs: int = RUNS) -> dict[str, Any
         shutdown_compute.append(c1 - c0)
         shutdown_total.append(c2 - c0)
         shutdown_records.append(log.end_offset() - before)
-        assert all(p.leader != victim for _t, _pid, p in active.broker_partitions.partitions(victim, active.image))
+        assert all(
+            p.leader != victim for _t, _pid, p in active.broker_partitions.partitions(victim, active.image)
+        )
     failovers = []
     controllers = [active, standby]
     epoch = 1
@@ -165,9 +178,14 @@ def build_image(brokers: int, partitions: int, per_topic: int = 100) -> tuple[Me
     _register_brokers(active, brokers)
     topics = (partitions + per_topic - 1) // per_topic
     for i in range(0, topics, 10):
-        active.execute(active.handle_create_topics(
-            [CreatableTopic(f"topic-{j:07d}", min(per_topic, partitions - j * per_topic), 3)
-             for j in range(i, min(topics, i + 10))]))
+        active.execute(
+            active.handle_create_topics(
+                [
+                    CreatableTopic(f"topic-{j:07d}", min(per_topic, partitions - j * per_topic), 3)
+                    for j in range(i, min(topics, i + 10))
+                ]
+            )
+        )
     image = active.committed_image
     assert image.partition_count() == partitions
     # epoch 0: the quorum that starts from this snapshot has no quorum-state yet
@@ -196,7 +214,9 @@ def _seed(data_dir: Path, snapshot: Path, voters: int) -> None:
         os.link(snapshot, d / snapshot.name)
 
 
-def run_quorum(brokers: int, partitions: int, runs: int = RUNS, work_dir: Path | None = None) -> dict[str, Any]:
+def run_quorum(
+    brokers: int, partitions: int, runs: int = RUNS, work_dir: Path | None = None
+) -> dict[str, Any]:
     """Controlled shutdowns and failovers through a 3-voter ``ControllerQuorum`` (fsync on), wall clock.
 
     The voters start from a snapshot of a cluster built through the controller (`cached_snapshot`): building
@@ -220,8 +240,12 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, work_dir: Path |
             tune_for_service()  # what `kraftlake quorum start` does once it serves: the start-up heap frozen
 
             def heartbeat(b: int, **kw: Any) -> Any:
-                return quorum.submit(lambda c: c.handle_heartbeat(
-                    BrokerHeartbeatRequest(b, epochs[b], c.next_offset - 1, **kw), _now()), timeout=300)
+                return quorum.submit(
+                    lambda c: c.handle_heartbeat(
+                        BrokerHeartbeatRequest(b, epochs[b], c.next_offset - 1, **kw), _now()
+                    ),
+                    timeout=300,
+                )
 
             # brokers far apart: each shuts down with its partitions' other replicas all in their ISRs, as one
             # broker of a healthy cluster does (neighbours share partitions under the placement)
@@ -242,8 +266,12 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, work_dir: Path |
                 heartbeat(victim, want_shutdown=True)
                 shutdown.append(time.perf_counter() - t)
                 loads.append(os.getloadavg()[0])
-                log.info("%d partitions: controlled shutdown of broker %d committed in %.3f s", partitions, victim,
-                         shutdown[-1])
+                log.info(
+                    "%d partitions: controlled shutdown of broker %d committed in %.3f s",
+                    partitions,
+                    victim,
+                    shutdown[-1],
+                )
                 shutdown_cpu.append(time.process_time() - c)
                 records.append(quorum.wait_active().controller.next_offset - before)
             failovers, failover_cpu = [], []
@@ -264,8 +292,12 @@ def run_quorum(brokers: int, partitions: int, runs: int = RUNS, work_dir: Path |
             _settle(quorum)
             active = quorum.wait_active()
             controller: QuorumController = active.controller
-            led = sum(1 for v in victims
-                      for _t, _pid, p in controller.broker_partitions.partitions(v, controller.image) if p.leader == v)
+            led = sum(
+                1
+                for v in victims
+                for _t, _pid, p in controller.broker_partitions.partitions(v, controller.image)
+                if p.leader == v
+            )
             assert led == 0, "a shut-down broker still leads partitions"
             cfg = controller.config
         finally:
@@ -324,7 +356,9 @@ def _settle(quorum: Any, timeout: float = 180.0) -> None:
         second = _commit_one(quorum, deadline)
         if first == second or time.monotonic() > deadline:
             break
-    quorum.wait_applied(quorum.wait_active(10).controller.next_offset - 1, max(1.0, deadline - time.monotonic()))
+    quorum.wait_applied(
+        quorum.wait_active(10).controller.next_offset - 1, max(1.0, deadline - time.monotonic())
+    )
 
 
 def _commit_one(quorum: Any, deadline: float) -> tuple[int, int]:
@@ -372,7 +406,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "memory": _ladder(run_memory, [20_000, 200_000], 100, BUDGET_S, "build_seconds"),
         "quorum": [run_quorum(100, n, RUNS, work) for n in (200_000, 2_000_000)],
         "timing": "memory: CPU seconds of this process; quorum: wall seconds and this process's CPU seconds "
-                  "(3 voters in this process on one loop thread, fsync; the machine's other load included)",
+        "(3 voters in this process on one loop thread, fsync; the machine's other load included)",
     }
 
 
@@ -382,7 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, nargs="+", default=[200_000])
     parser.add_argument("--setup", choices=["memory", "quorum", "both"], default="both")
     parser.add_argument("--runs", type=int, default=RUNS)
-    parser.add_argument("--work-dir", default="", help="where cluster snapshots are cached (default: a temp dir)")
+    parser.add_argument(
+        "--work-dir", default="", help="where cluster snapshots are cached (default: a temp dir)"
+    )
     parser.add_argument("--memory", action="store_true", help="also trace peak Python memory (slower)")
     args = parser.parse_args(argv)
     for n in args.partitions:

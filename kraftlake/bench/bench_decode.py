@@ -214,8 +214,14 @@ def _decode_framing(path: Path) -> int:
 
 # As kafka-run-class.sh runs a tool (KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS defaults).
 _TOOL_HEAP = ("-Xmx256M",)
-_KAFKA_PERF_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-                    "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true")
+_KAFKA_PERF_OPTS = (
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
 
 
 def _dump_log_argv(path: Path) -> list[str]:
@@ -245,12 +251,14 @@ def _run_to_file(argv: list[str], out: Path) -> tuple[float, float]:
         proc = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE, timeout=1800, check=False)
     wall = time.perf_counter() - w0
     if proc.returncode != 0:
-        raise RuntimeError(f"{argv[0]} ... exited with {proc.returncode}: {proc.stderr.decode(errors='replace')[-2000:]}")
+        raise RuntimeError(
+            f"{argv[0]} ... exited with {proc.returncode}: {proc.stderr.decode(errors='replace')[-2000:]}"
+        )
     return wall, _children_cpu() - c0
 
 
 def _data_text(line: str) -> str:
-    return line[line.index('"data":') + len('"data":'):-1]
+    return line[line.index('"data":') + len('"data":') : -1]
 
 
 def compare_outputs(ours: Path, kafka: Path) -> int:
@@ -266,7 +274,7 @@ def compare_outputs(ours: Path, kafka: Path) -> int:
             line, kafka_line = line.rstrip("\n"), kafka_line.rstrip("\n")
             mine = _data_text(line)
             if " payload: " in kafka_line:
-                text = _data_text(kafka_line[kafka_line.index(" payload: "):])
+                text = _data_text(kafka_line[kafka_line.index(" payload: ") :])
             else:  # a control record: its label, then its JSON
                 text = kafka_line.partition("headerKeys: [] ")[2].partition(" ")[2]
             if mine != text:
@@ -316,8 +324,13 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _timed(fn: Callable[[Path], Any], path: Path, runs: int, *, child: bool = False,
-           ) -> tuple[float, float, Any, float]:
+def _timed(
+    fn: Callable[[Path], Any],
+    path: Path,
+    runs: int,
+    *,
+    child: bool = False,
+) -> tuple[float, float, Any, float]:
     """Median CPU seconds (this process's, or its children's for a subprocess), median wall seconds, the last
     result and the smallest CPU seconds (on a shared machine the spread between the two shows the noise)."""
     cpu: list[float] = []

@@ -105,8 +105,14 @@ _LIVE_POLL_S = 0.005
 _ADMIN_PERIOD_MS = 250
 
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS; kafka-server-start.sh adds a 1 GiB heap, tools get 256 MiB
-_KAFKA_PERF_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-                    "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true")
+_KAFKA_PERF_OPTS = (
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
 _BROKER_HEAP = ("-Xmx1G", "-Xms1G")
 _CONTROLLER_HEAP = ("-Xmx2G", "-Xms1G")
 _TOOL_HEAP = ("-Xmx256M",)
@@ -154,16 +160,29 @@ def prepared_log(work: Path, records: int, topics: int) -> Prepared:
             image = load_log(full, cut.base_offset - 1)
             snapshot = write_snapshot(image, tmp)
             with open(tmp / segment_filename(cut.base_offset), "wb") as out:
-                out.write(buf[cut.position:])
+                out.write(buf[cut.position :])
         shutil.rmtree(tmp / "full")
-        (tmp / "complete.json").write_text(json.dumps({
-            "split": cut.base_offset, "end": total, "partitions": image.partition_count(),
-            "snapshot": snapshot.name, "generate_seconds": round(time.perf_counter() - t, 1)}))
+        (tmp / "complete.json").write_text(
+            json.dumps(
+                {
+                    "split": cut.base_offset,
+                    "end": total,
+                    "partitions": image.partition_count(),
+                    "snapshot": snapshot.name,
+                    "generate_seconds": round(time.perf_counter() - t, 1),
+                }
+            )
+        )
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
     meta = json.loads(done.read_text())
-    return Prepared(final / meta["snapshot"], final / segment_filename(meta["split"]), meta["split"], meta["end"],
-                    meta["partitions"])
+    return Prepared(
+        final / meta["snapshot"],
+        final / segment_filename(meta["split"]),
+        meta["split"],
+        meta["end"],
+        meta["partitions"],
+    )
 
 
 # -- processes -------------------------------------------------------------------------------------------
@@ -188,8 +207,11 @@ def _kill(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
             _LIVE_PROCS.remove(proc)
 
 
-def _spawn(argv: list[str], stdout: IO[bytes] | int | None, stderr: IO[bytes] | int | None = subprocess.STDOUT,
-           ) -> subprocess.Popen[bytes]:
+def _spawn(
+    argv: list[str],
+    stdout: IO[bytes] | int | None,
+    stderr: IO[bytes] | int | None = subprocess.STDOUT,
+) -> subprocess.Popen[bytes]:
     """Start `argv` in its own session (the kernel kills it if this thread dies, where setpriv exists)."""
     if threading.current_thread() is threading.main_thread() and shutil.which("setpriv"):
         argv = ["setpriv", "--pdeathsig", "KILL", "--", *argv]
@@ -210,15 +232,25 @@ def _children_cpu() -> float:
 
 
 def _java(main_class: str, args: Sequence[str], heap: Sequence[str], log4j2: Path) -> list[str]:
-    return [kafka_tools.java_executable(), *heap, *_KAFKA_PERF_OPTS, f"-Dlog4j2.configurationFile={log4j2}",
-            "-cp", f"{kafka_tools.kafka_jars_dir()}/*", main_class, *args]
+    return [
+        kafka_tools.java_executable(),
+        *heap,
+        *_KAFKA_PERF_OPTS,
+        f"-Dlog4j2.configurationFile={log4j2}",
+        "-cp",
+        f"{kafka_tools.kafka_jars_dir()}/*",
+        main_class,
+        *args,
+    ]
 
 
 def _server_log4j2(path: Path, log: Path, quiet_controller: bool) -> Path:
-    text = (f"status = error\nappender.file.type = File\nappender.file.name = FILE\nappender.file.fileName = {log}\n"
-            "appender.file.layout.type = PatternLayout\n"
-            "appender.file.layout.pattern = [%d{UNIX_MILLIS}] %p %m (%c)%n\n"
-            "rootLogger.level = INFO\nrootLogger.appenderRef.file.ref = FILE\n")
+    text = (
+        f"status = error\nappender.file.type = File\nappender.file.name = FILE\nappender.file.fileName = {log}\n"
+        "appender.file.layout.type = PatternLayout\n"
+        "appender.file.layout.pattern = [%d{UNIX_MILLIS}] %p %m (%c)%n\n"
+        "rootLogger.level = INFO\nrootLogger.appenderRef.file.ref = FILE\n"
+    )
     if quiet_controller:
         text += "logger.controller.name = org.apache.kafka.controller\nlogger.controller.level = WARN\n"
     path.write_text(text)
@@ -291,8 +323,13 @@ class LogWatch:
         return self.end
 
 
-def _wait_for(watch: LogWatch, target: int, proc: subprocess.Popen[bytes], timeout: float, what: str,
-              ) -> float:
+def _wait_for(
+    watch: LogWatch,
+    target: int,
+    proc: subprocess.Popen[bytes],
+    timeout: float,
+    what: str,
+) -> float:
     """Poll until the watched log holds `target`; the time.time() it was seen."""
     deadline = time.monotonic() + timeout
     while True:
@@ -315,7 +352,9 @@ def leader_high_watermark(endpoints: Sequence[tuple[str, int]]) -> tuple[int, in
     from kraftlake.wire.connection import KafkaConnection
 
     f = rpc.message_class("DescribeQuorumRequest")
-    msg = f(topics=[f.TopicData(topic_name="__cluster_metadata", partitions=[f.PartitionData(partition_index=0)])])
+    msg = f(
+        topics=[f.TopicData(topic_name="__cluster_metadata", partitions=[f.PartitionData(partition_index=0)])]
+    )
     for host, port in endpoints:
         conn = KafkaConnection(host, port, None, client_id="kraftlake-bench", timeout_s=5.0)
         try:
@@ -363,17 +402,30 @@ class Quorum:
         for node in ids:
             d = self.root / f"controller-{node}"
             d.mkdir(parents=True)
-            (d / "server.properties").write_text("\n".join([
-                "process.roles=controller", f"node.id={node}", f"controller.quorum.voters={self.voters}",
-                "controller.listener.names=CONTROLLER", f"listeners=CONTROLLER://127.0.0.1:{self.ports[node]}",
-                "listener.security.protocol.map=CONTROLLER:PLAINTEXT", f"log.dirs={self.log_dir(node)}",
-                "metadata.log.max.record.bytes.between.snapshots=1000000000000",
-                "metadata.log.max.snapshot.interval.ms=0", "broker.session.timeout.ms=3600000",
-                "auto.leader.rebalance.enable=false"]) + "\n")
+            (d / "server.properties").write_text(
+                "\n".join(
+                    [
+                        "process.roles=controller",
+                        f"node.id={node}",
+                        f"controller.quorum.voters={self.voters}",
+                        "controller.listener.names=CONTROLLER",
+                        f"listeners=CONTROLLER://127.0.0.1:{self.ports[node]}",
+                        "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
+                        f"log.dirs={self.log_dir(node)}",
+                        "metadata.log.max.record.bytes.between.snapshots=1000000000000",
+                        "metadata.log.max.snapshot.interval.ms=0",
+                        "broker.session.timeout.ms=3600000",
+                        "auto.leader.rebalance.enable=false",
+                    ]
+                )
+                + "\n"
+            )
         t = time.perf_counter()
         first = ids[0]
-        kafka_tools.run_class("kafka.tools.StorageTool", ["format", "-t", _CLUSTER_ID, "-c",
-                                                          str(self.root / f"controller-{first}" / "server.properties")])
+        kafka_tools.run_class(
+            "kafka.tools.StorageTool",
+            ["format", "-t", _CLUSTER_ID, "-c", str(self.root / f"controller-{first}" / "server.properties")],
+        )
         meta = (self.log_dir(first) / "meta.properties").read_text()
         for node in ids:
             logs = self.log_dir(node)
@@ -393,19 +445,26 @@ class Quorum:
             d = self.root / f"controller-{node}"
             log4j2 = _server_log4j2(d / "log4j2.properties", d / "server.log", quiet_controller=True)
             with open(d / "server.stdout", "wb") as out:
-                self.procs[node] = _spawn(_java("kafka.Kafka", [str(d / "server.properties")], _CONTROLLER_HEAP,
-                                                log4j2), out)
+                self.procs[node] = _spawn(
+                    _java("kafka.Kafka", [str(d / "server.properties")], _CONTROLLER_HEAP, log4j2), out
+                )
         deadline = time.monotonic() + timeout
         while True:
             dead = [n for n, p in self.procs.items() if p.poll() is not None]
             if dead:
-                tail = (self.root / f"controller-{dead[0]}" / "server.log").read_text(errors="replace")[-3000:]
+                tail = (self.root / f"controller-{dead[0]}" / "server.log").read_text(errors="replace")[
+                    -3000:
+                ]
                 raise RuntimeError(f"controller {dead[0]} exited while loading the log:\n{tail}")
             with contextlib.suppress(RuntimeError):
                 leader, hw = leader_high_watermark(self.endpoints)
                 if hw >= self.prepared.end:
-                    return {"controllers": self.count, "leader": leader, "format_seconds": round(format_s, 1),
-                            "controller_load_seconds": round(time.perf_counter() - t, 1)}
+                    return {
+                        "controllers": self.count,
+                        "leader": leader,
+                        "format_seconds": round(format_s, 1),
+                        "controller_load_seconds": round(time.perf_counter() - t, 1),
+                    }
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the controllers did not load the log within {timeout:.0f}s")
             time.sleep(0.5)
@@ -429,8 +488,16 @@ def _directory_id() -> str:
 
 
 def _follow_argv(quorum: Quorum, data_dir: Path, until: int | None, fsync: bool) -> list[str]:
-    argv = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controller", quorum.bootstrap,
-            "--data-dir", str(data_dir)]
+    argv = [
+        sys.executable,
+        "-m",
+        "kraftlake.cli",
+        "follow",
+        "--bootstrap-controller",
+        quorum.bootstrap,
+        "--data-dir",
+        str(data_dir),
+    ]
     if until is not None:
         argv += ["--until-offset", str(until)]
     if not fsync:
@@ -438,8 +505,9 @@ def _follow_argv(quorum: Quorum, data_dir: Path, until: int | None, fsync: bool)
     return argv
 
 
-def run_follow(quorum: Quorum, data_dir: Path, target: int, fsync: bool = True,
-               timeout: float = 300.0) -> dict[str, float]:
+def run_follow(
+    quorum: Quorum, data_dir: Path, target: int, fsync: bool = True, timeout: float = 300.0
+) -> dict[str, float]:
     """`kraftlake follow --until-offset target` from an empty directory: seconds to its first fetch (its first
     progress line), to holding the target, to its exit, and its CPU seconds."""
     cpu0 = _children_cpu()
@@ -458,17 +526,26 @@ def run_follow(quorum: Quorum, data_dir: Path, target: int, fsync: bool = True,
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        reached = _wait_for(LogWatch(data_dir / METADATA_PARTITION_DIR), target, proc, timeout, "kraftlake follow")
+        reached = _wait_for(
+            LogWatch(data_dir / METADATA_PARTITION_DIR), target, proc, timeout, "kraftlake follow"
+        )
         code = proc.wait(timeout)
         exited = time.time()
     finally:
         _kill(proc)
     reader.join(10)
     if code != 0:
-        raise RuntimeError(f"kraftlake follow exited with {code}: {b''.join(err).decode(errors='replace')[-2000:]}")
+        raise RuntimeError(
+            f"kraftlake follow exited with {code}: {b''.join(err).decode(errors='replace')[-2000:]}"
+        )
     first = first_line[0] - t0 if first_line else float("nan")
-    return {"reach_s": reached - t0, "first_fetch_s": first, "after_first_fetch_s": reached - t0 - first,
-            "exit_s": exited - t0, "cpu_s": _children_cpu() - cpu0}
+    return {
+        "reach_s": reached - t0,
+        "first_fetch_s": first,
+        "after_first_fetch_s": reached - t0 - first,
+        "exit_s": exited - t0,
+        "cpu_s": _children_cpu() - cpu0,
+    }
 
 
 @dataclass
@@ -498,17 +575,29 @@ class Broker:
         self.root.mkdir(parents=True)
         logs = self.root / "logs"
         logs.mkdir()
-        (logs / "meta.properties").write_text(f"version=1\ncluster.id={_CLUSTER_ID}\nnode.id={self.node}\n"
-                                              f"directory.id={_directory_id()}\n")
+        (logs / "meta.properties").write_text(
+            f"version=1\ncluster.id={_CLUSTER_ID}\nnode.id={self.node}\ndirectory.id={_directory_id()}\n"
+        )
         self.port = _free_port()
         conf = self.root / "server.properties"
-        conf.write_text("\n".join([
-            "process.roles=broker", f"node.id={self.node}", f"controller.quorum.voters={self.quorum.voters}",
-            "controller.listener.names=CONTROLLER", f"listeners={self.listener}://127.0.0.1:{self.port}",
-            f"inter.broker.listener.name={self.listener}",
-            f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,{self.listener}:PLAINTEXT", f"log.dirs={logs}",
-            "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
-            *self.extra_config]) + "\n")
+        conf.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker",
+                    f"node.id={self.node}",
+                    f"controller.quorum.voters={self.quorum.voters}",
+                    "controller.listener.names=CONTROLLER",
+                    f"listeners={self.listener}://127.0.0.1:{self.port}",
+                    f"inter.broker.listener.name={self.listener}",
+                    f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,{self.listener}:PLAINTEXT",
+                    f"log.dirs={logs}",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    *self.extra_config,
+                ]
+            )
+            + "\n"
+        )
         log4j2 = _server_log4j2(self.root / "log4j2.properties", self.log, quiet_controller=False)
         self.started_at = time.time()
         with open(self.root / "server.stdout", "wb") as out:
@@ -519,7 +608,9 @@ class Broker:
             _kill(self.proc)
 
 
-def run_broker(quorum: Quorum, root: Path, node: int, target: int, timeout: float = 300.0) -> dict[str, float]:
+def run_broker(
+    quorum: Quorum, root: Path, node: int, target: int, timeout: float = 300.0
+) -> dict[str, float]:
     """A fresh broker until its metadata log holds `target`: seconds to its first log line (the JVM's start),
     to its first Fetch answered, to holding the target, and its CPU seconds (until SIGKILL)."""
     cpu0 = _children_cpu()
@@ -533,22 +624,32 @@ def run_broker(quorum: Quorum, root: Path, node: int, target: int, timeout: floa
     t0 = broker.started_at
     first_line, follower = _log_times(broker.log, "Completed transition to FollowerState")
     first_fetch = follower - t0 if follower is not None else float("nan")
-    return {"reach_s": reached - t0, "jvm_first_log_line_s": (first_line - t0) if first_line else float("nan"),
-            "first_fetch_s": first_fetch, "after_first_fetch_s": reached - t0 - first_fetch,
-            "cpu_s": _children_cpu() - cpu0}
+    return {
+        "reach_s": reached - t0,
+        "jvm_first_log_line_s": (first_line - t0) if first_line else float("nan"),
+        "first_fetch_s": first_fetch,
+        "after_first_fetch_s": reached - t0 - first_fetch,
+        "cpu_s": _children_cpu() - cpu0,
+    }
 
 
 def run_dump_log(segments: Sequence[Path], work: Path) -> dict[str, float]:
     """``kafka-dump-log --cluster-metadata-decoder --files ...`` as kafka-run-class.sh runs it."""
     log4j2 = kafka_tools.tools_log4j2_config()
-    argv = _java(kafka_tools.DUMP_LOG_CLASS, ["--cluster-metadata-decoder", "--files",
-                                              ",".join(str(s) for s in segments)], _TOOL_HEAP, log4j2)
+    argv = _java(
+        kafka_tools.DUMP_LOG_CLASS,
+        ["--cluster-metadata-decoder", "--files", ",".join(str(s) for s in segments)],
+        _TOOL_HEAP,
+        log4j2,
+    )
     return _timed_subprocess(argv, work, "kafka-dump-log")
 
 
 def run_decode(mirror: Path, work: Path) -> dict[str, float]:
     """``kraftlake decode <mirror>`` (its segments, one JSON line per record)."""
-    return _timed_subprocess([sys.executable, "-m", "kraftlake.cli", "decode", str(mirror)], work, "kraftlake decode")
+    return _timed_subprocess(
+        [sys.executable, "-m", "kraftlake.cli", "decode", str(mirror)], work, "kraftlake decode"
+    )
 
 
 def _timed_subprocess(argv: list[str], work: Path, what: str) -> dict[str, float]:
@@ -622,8 +723,12 @@ def _workload(broker: Broker, root: Path, seconds: float, period_ms: int) -> dic
     source-file launcher compiles it)."""
     source = root / "AdminLoop.java"
     source.write_text(_ADMIN_LOOP)
-    argv = _java(str(source), [f"127.0.0.1:{broker.port}", str(seconds), str(period_ms)], _TOOL_HEAP,
-                 kafka_tools.tools_log4j2_config())
+    argv = _java(
+        str(source),
+        [f"127.0.0.1:{broker.port}", str(seconds), str(period_ms)],
+        _TOOL_HEAP,
+        kafka_tools.tools_log4j2_config(),
+    )
     proc = _spawn(argv, subprocess.PIPE, subprocess.PIPE)
     try:
         stdout, stderr = (b.decode(errors="replace") for b in proc.communicate(timeout=seconds + 300))
@@ -633,9 +738,13 @@ def _workload(broker: Broker, root: Path, seconds: float, period_ms: int) -> dic
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"the admin loop exited with {proc.returncode}: {(stderr or stdout)[-2000:]}")
     result = json.loads(lines[-1])
-    return {"live_admin_ops": result["ok"], "live_admin_failures": result["failed"],
-            "live_admin_first_op_s": round(result["first_ok_ms"] / 1000, 1),
-            "live_admin_last_error": result["last_error"][:300], "live_admin_period_ms": period_ms}
+    return {
+        "live_admin_ops": result["ok"],
+        "live_admin_failures": result["failed"],
+        "live_admin_first_op_s": round(result["first_ok_ms"] / 1000, 1),
+        "live_admin_last_error": result["last_error"][:300],
+        "live_admin_period_ms": period_ms,
+    }
 
 
 def _batch_types(partition_dir: Path, first: int) -> dict[int, set[str]]:
@@ -652,20 +761,30 @@ def _batch_types(partition_dir: Path, first: int) -> dict[int, set[str]]:
     return types
 
 
-def _latency_figures(seen: list[tuple[int, int, int, int, float]], prefix: str,
-                     types: dict[int, set[str]] | None = None) -> dict[str, Any]:
+def _latency_figures(
+    seen: list[tuple[int, int, int, int, float]], prefix: str, types: dict[int, set[str]] | None = None
+) -> dict[str, Any]:
     first = [(s - ts / 1000) * 1000 for _, _, ts, _, s in seen]
     by_max = [(s - mx / 1000) * 1000 for _, _, _, mx, s in seen]
     out: dict[str, Any] = {f"{prefix}_batches": len(seen)}
     if not seen:
         return out
-    out.update({f"{prefix}_latency_p50_ms": _pct(first, 50), f"{prefix}_latency_p99_ms": _pct(first, 99),
-                f"{prefix}_latency_max_ms": round(max(first), 1),
-                f"{prefix}_latency_by_max_ts_p50_ms": _pct(by_max, 50),
-                f"{prefix}_latency_by_max_ts_p99_ms": _pct(by_max, 99)})
+    out.update(
+        {
+            f"{prefix}_latency_p50_ms": _pct(first, 50),
+            f"{prefix}_latency_p99_ms": _pct(first, 99),
+            f"{prefix}_latency_max_ms": round(max(first), 1),
+            f"{prefix}_latency_by_max_ts_p50_ms": _pct(by_max, 50),
+            f"{prefix}_latency_by_max_ts_p99_ms": _pct(by_max, 99),
+        }
+    )
     if types is not None:
         noop = [lat for (base, *_), lat in zip(seen, first, strict=True) if types.get(base) == {"NoOpRecord"}]
-        other = [lat for (base, *_), lat in zip(seen, first, strict=True) if types.get(base, set()) - {"NoOpRecord"}]
+        other = [
+            lat
+            for (base, *_), lat in zip(seen, first, strict=True)
+            if types.get(base, set()) - {"NoOpRecord"}
+        ]
         out[f"{prefix}_noop_batches"] = len(noop)
         out[f"{prefix}_other_batches"] = len(other)
         if other:
@@ -679,8 +798,16 @@ def run_live(quorum: Quorum, root: Path, live_s: float) -> dict[str, Any]:
     mirror = root / "live-mirror"
     follow = _spawn(_follow_argv(quorum, mirror, None, True), subprocess.DEVNULL, subprocess.DEVNULL)
     # no snapshot: its first (200k partitions, once it loaded the 55 MB tail) would land in the window
-    broker = Broker(root / "live-broker", _BROKER_BASE_ID + 99, quorum, listener="LIVE", extra_config=(
-        "metadata.log.max.record.bytes.between.snapshots=1000000000000", "metadata.log.max.snapshot.interval.ms=0"))
+    broker = Broker(
+        root / "live-broker",
+        _BROKER_BASE_ID + 99,
+        quorum,
+        listener="LIVE",
+        extra_config=(
+            "metadata.log.max.record.bytes.between.snapshots=1000000000000",
+            "metadata.log.max.snapshot.interval.ms=0",
+        ),
+    )
     try:
         broker.start()
         assert broker.proc is not None
@@ -726,8 +853,13 @@ def run_live(quorum: Quorum, root: Path, live_s: float) -> dict[str, Any]:
     ours_seen = [s for s in ours.seen if s[1] < live_to]
     theirs_seen = [s for s in theirs.seen if s[1] < live_to]
     types = _batch_types(mirror / METADATA_PARTITION_DIR, live_from)
-    out: dict[str, Any] = {"live_seconds": live_s, "live_offsets": [live_from, live_to],
-                           "live_records": live_to - live_from, "live_load_1m": round(load, 2), **tools}
+    out: dict[str, Any] = {
+        "live_seconds": live_s,
+        "live_offsets": [live_from, live_to],
+        "live_records": live_to - live_from,
+        "live_load_1m": round(load, 2),
+        **tools,
+    }
     out.update(_latency_figures(ours_seen, "live_follow", types))
     out.update(_latency_figures(theirs_seen, "live_broker"))
     if "live_follow_latency_p99_ms" in out:
@@ -768,6 +900,7 @@ def _segment_bytes_to(partition_dir: Path, offset: int) -> int:
 def _same_bytes(mirror_dir: Path, leader_dir: Path) -> bool:
     """The mirror's log (its segments' bytes, in offset order) is a prefix of the leader's: the same batches
     byte for byte (the two may roll segments at other offsets)."""
+
     def whole(d: Path) -> bytes:
         return b"".join(p.read_bytes() for p in sorted(d.glob("*.log")))
 
@@ -788,8 +921,11 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     work = Path(ctx["work_dir"])
     work.mkdir(parents=True, exist_ok=True)
     records, topics = _opt(ctx, "records", RECORDS), _opt(ctx, "topics", TOPICS)
-    runs, live_s, controllers = max(1, _opt(ctx, "runs", RUNS)), _opt(ctx, "live_s", LIVE_S), \
-        _opt(ctx, "controllers", CONTROLLERS)
+    runs, live_s, controllers = (
+        max(1, _opt(ctx, "runs", RUNS)),
+        _opt(ctx, "live_s", LIVE_S),
+        _opt(ctx, "controllers", CONTROLLERS),
+    )
     nofsync = bool(_opt(ctx, "nofsync", 0))
     started = time.perf_counter()
     t = time.perf_counter()
@@ -798,18 +934,28 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="run-", dir=work))
     quorum = Quorum(root / "quorum", controllers, prepared)
     figures: dict[str, Any] = {
-        "snapshot_partitions": prepared.partitions, "snapshot_offset": prepared.split,
-        "snapshot_bytes": prepared.snapshot.stat().st_size, "tail_records": prepared.end - prepared.split,
+        "snapshot_partitions": prepared.partitions,
+        "snapshot_offset": prepared.split,
+        "snapshot_bytes": prepared.snapshot.stat().st_size,
+        "tail_records": prepared.end - prepared.split,
         "tail_bytes": prepared.segment.stat().st_size,
         "prepare_seconds": round(prepare_s, 1) if prepare_s > 1 else "cached",
-        "cpus": os.cpu_count(), "load_1m_before": round(os.getloadavg()[0], 2)}
+        "cpus": os.cpu_count(),
+        "load_1m_before": round(os.getloadavg()[0], 2),
+    }
     try:
         figures.update(quorum.start())
         leader = figures["leader"]
         leader_dir = quorum.log_dir(leader) / METADATA_PARTITION_DIR
-        results: dict[str, list[dict[str, float]]] = {"follow": [], "follow_nofsync": [], "broker": [],
-                                                     "dump_log": [], "decode": [], "cli_parser": [],
-                                                     "follow_import": []}
+        results: dict[str, list[dict[str, float]]] = {
+            "follow": [],
+            "follow_nofsync": [],
+            "broker": [],
+            "dump_log": [],
+            "decode": [],
+            "cli_parser": [],
+            "follow_import": [],
+        }
         first_mirror: Path | None = None
         for r in range(runs):
             # the same contenders every run, the order reversed every other run
@@ -831,10 +977,20 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                     shutil.rmtree(path, ignore_errors=True)
             # where the CLI's start goes: its parser (cli.py imports every command's module to build it)
             # against the follow command's own modules
-            results["cli_parser"].append(_timed_subprocess(
-                [sys.executable, "-m", "kraftlake.cli", "follow", "--help"], root, "kraftlake follow --help"))
-            results["follow_import"].append(_timed_subprocess(
-                [sys.executable, "-c", "import kraftlake.commands.follow"], root, "import kraftlake.commands.follow"))
+            results["cli_parser"].append(
+                _timed_subprocess(
+                    [sys.executable, "-m", "kraftlake.cli", "follow", "--help"],
+                    root,
+                    "kraftlake follow --help",
+                )
+            )
+            results["follow_import"].append(
+                _timed_subprocess(
+                    [sys.executable, "-c", "import kraftlake.commands.follow"],
+                    root,
+                    "import kraftlake.commands.follow",
+                )
+            )
             assert first_mirror is not None
             segments = sorted((first_mirror / METADATA_PARTITION_DIR).glob("*.log"))
             for name in ("dump_log", "decode") if r % 2 == 0 else ("decode", "dump_log"):
@@ -845,13 +1001,17 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         assert first_mirror is not None
         mirror_dir = first_mirror / METADATA_PARTITION_DIR
         figures["mirror_equals_leader_bytes"] = _same_bytes(mirror_dir, leader_dir)
-        decoded = sum(b.last_offset - b.base_offset + 1 for s in sorted(mirror_dir.glob("*.log"))
-                      for b in iter_file_batches(s))
+        decoded = sum(
+            b.last_offset - b.base_offset + 1
+            for s in sorted(mirror_dir.glob("*.log"))
+            for b in iter_file_batches(s)
+        )
         figures.update(_catch_up_figures(results, prepared))
         figures.update(_reader_figures(results, decoded))
         figures["runs"] = runs
-        figures["raw_runs"] = {k: [{kk: round(vv, 3) for kk, vv in run.items()} for run in v]
-                               for k, v in results.items()}
+        figures["raw_runs"] = {
+            k: [{kk: round(vv, 3) for kk, vv in run.items()} for run in v] for k, v in results.items()
+        }
         shutil.rmtree(first_mirror, ignore_errors=True)
         if live_s > 0:
             figures.update(run_live(quorum, root, live_s))
@@ -878,15 +1038,23 @@ def _catch_up_figures(results: dict[str, list[dict[str, float]]], prepared: Prep
         mb = [r["bytes"] / r["reach_s"] / 1e6 for r in rs]
         out[f"{name}_records_per_s_median"] = round(statistics.median(rate))
         out[f"{name}_mb_per_s_median"] = round(statistics.median(mb), 1)
-        after = [(r["target"] - prepared.split) / r["after_first_fetch_s"] for r in rs
-                 if r["after_first_fetch_s"] == r["after_first_fetch_s"]]
+        after = [
+            (r["target"] - prepared.split) / r["after_first_fetch_s"]
+            for r in rs
+            if r["after_first_fetch_s"] == r["after_first_fetch_s"]
+        ]
         if after:
             out[f"{name}_records_per_s_after_first_fetch_median"] = round(statistics.median(after))
     if results["follow"] and results["broker"]:
-        out["ratio_broker_over_follow"] = round(out["broker_reach_s_median"] / out["follow_reach_s_median"], 2)
+        out["ratio_broker_over_follow"] = round(
+            out["broker_reach_s_median"] / out["follow_reach_s_median"], 2
+        )
         out["ratio_broker_over_follow_after_first_fetch"] = round(
-            out["broker_after_first_fetch_s_median"] / out["follow_after_first_fetch_s_median"], 2)
-        out["ratio_broker_over_follow_cpu"] = round(out["broker_cpu_s_median"] / out["follow_cpu_s_median"], 2)
+            out["broker_after_first_fetch_s_median"] / out["follow_after_first_fetch_s_median"], 2
+        )
+        out["ratio_broker_over_follow_cpu"] = round(
+            out["broker_cpu_s_median"] / out["follow_cpu_s_median"], 2
+        )
         out["follow_not_slower_than_broker"] = out["follow_reach_s_median"] <= out["broker_reach_s_median"]
     return out
 
@@ -905,8 +1073,12 @@ def _reader_figures(results: dict[str, list[dict[str, float]]], records: int) ->
         if results[name]:
             out[f"{name}_wall_s_median"] = _median(results[name], "wall_s")
     if results["dump_log"] and results["decode"]:
-        out["ratio_dump_log_over_decode_wall"] = round(out["dump_log_wall_s_median"] / out["decode_wall_s_median"], 2)
-        out["ratio_dump_log_over_decode_cpu"] = round(out["dump_log_cpu_s_median"] / out["decode_cpu_s_median"], 2)
+        out["ratio_dump_log_over_decode_wall"] = round(
+            out["dump_log_wall_s_median"] / out["decode_wall_s_median"], 2
+        )
+        out["ratio_dump_log_over_decode_cpu"] = round(
+            out["dump_log_cpu_s_median"] / out["decode_cpu_s_median"], 2
+        )
     return out
 
 

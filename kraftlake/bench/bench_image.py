@@ -85,8 +85,15 @@ class _LogWriter:
             self.pending = []
 
 
-def generate_log(directory: Path, records: int, topics: int, *, brokers: int = BROKERS,
-                 per_topic: int = PARTITIONS_PER_TOPIC, seed: int = 0) -> int:
+def generate_log(
+    directory: Path,
+    records: int,
+    topics: int,
+    *,
+    brokers: int = BROKERS,
+    per_topic: int = PARTITIONS_PER_TOPIC,
+    seed: int = 0,
+) -> int:
     """Write a synthetic, replayable cluster log of about ``records`` records; return how many it wrote.
 
     Records are valid in replay order (partitions exist, broker epochs match): the generator tracks the
@@ -101,13 +108,27 @@ def generate_log(directory: Path, records: int, topics: int, *, brokers: int = B
     epochs = []
     for b in range(brokers):
         epochs.append(w.offset + len(w.pending))
-        w.add(m.RegisterBrokerRecord(
-            broker_id=b, incarnation_id=_uuid(rng), broker_epoch=epochs[b],
-            end_points=(m.RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host=f"broker-{b}", port=9092,
-                                                              security_protocol=0),),
-            features=(m.RegisterBrokerRecord.BrokerFeature(name="metadata.version", min_supported_version=7,
-                                                           max_supported_version=27),),
-            rack=None, fenced=True, log_dirs=(dirs[b],)), 3)
+        w.add(
+            m.RegisterBrokerRecord(
+                broker_id=b,
+                incarnation_id=_uuid(rng),
+                broker_epoch=epochs[b],
+                end_points=(
+                    m.RegisterBrokerRecord.BrokerEndpoint(
+                        name="PLAINTEXT", host=f"broker-{b}", port=9092, security_protocol=0
+                    ),
+                ),
+                features=(
+                    m.RegisterBrokerRecord.BrokerFeature(
+                        name="metadata.version", min_supported_version=7, max_supported_version=27
+                    ),
+                ),
+                rack=None,
+                fenced=True,
+                log_dirs=(dirs[b],),
+            ),
+            3,
+        )
     for b in range(brokers):
         w.add(m.BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=epochs[b], fenced=-1))
     fenced = [False] * brokers
@@ -123,8 +144,17 @@ def generate_log(directory: Path, records: int, topics: int, *, brokers: int = B
         for p in range(per_topic):
             first = (i * 7 + p) % brokers
             reps = (first, (first + 1) % brokers, (first + 2) % brokers)
-            w.add(m.PartitionRecord(partition_id=p, topic_id=tid, replicas=reps, isr=reps, leader=first,
-                                    directories=tuple(dirs[r] for r in reps)), 1)
+            w.add(
+                m.PartitionRecord(
+                    partition_id=p,
+                    topic_id=tid,
+                    replicas=reps,
+                    isr=reps,
+                    leader=first,
+                    directories=tuple(dirs[r] for r in reps),
+                ),
+                1,
+            )
             t_isr.append(reps)
             t_leaders.append(first)
         if i < len(topic_ids):
@@ -167,13 +197,22 @@ def generate_log(directory: Path, records: int, topics: int, *, brokers: int = B
             w.add(m.NoOpRecord())
         elif x < 0.97:
             ti = randrange(topics)
-            w.add(m.ConfigRecord(resource_type=2, resource_name=f"topic-{ti:07d}", name="retention.ms",
-                                 value=None if rand() < 0.2 else str(randrange(3_600_000, 604_800_000))))
+            w.add(
+                m.ConfigRecord(
+                    resource_type=2,
+                    resource_name=f"topic-{ti:07d}",
+                    name="retention.ms",
+                    value=None if rand() < 0.2 else str(randrange(3_600_000, 604_800_000)),
+                )
+            )
         elif x < 0.9995:
             b = randrange(brokers)
             fenced[b] = not fenced[b]
-            w.add(m.BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=epochs[b],
-                                                   fenced=1 if fenced[b] else -1))
+            w.add(
+                m.BrokerRegistrationChangeRecord(
+                    broker_id=b, broker_epoch=epochs[b], fenced=1 if fenced[b] else -1
+                )
+            )
         else:  # delete a topic and create it again under a new id (same placement, so churn stays valid)
             ti = randrange(topics)
             w.limit = 100
@@ -276,8 +315,10 @@ def _one_by_one(base: Any, log_dir: Path, start: int, n: int) -> dict[str, Any]:
     check.feed_all(records)
     if check.image() != img:
         raise AssertionError("record-by-record replay differs from the batch loader")
-    return {"replay_one_by_one_records_per_s_median": round(statistics.median(rates)),
-            "replay_one_by_one_records": len(records)}
+    return {
+        "replay_one_by_one_records_per_s_median": round(statistics.median(rates)),
+        "replay_one_by_one_records": len(records),
+    }
 
 
 # -- snapshot load -----------------------------------------------------------------------------------------
@@ -310,8 +351,12 @@ print(json.dumps(out))
 
 
 def _load_in_subprocess(path: Path, trace: bool) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", _LOAD_SCRIPT, str(path), "trace" if trace else "plain"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD_SCRIPT, str(path), "trace" if trace else "plain"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -391,23 +436,36 @@ def snapshot_figures(image: Any, work: Path, runs: int, shell: bool = True) -> d
         jvm_cpu = statistics.median(c for _, c, _ in base)
         k_wall = statistics.median(w for w, _, _ in big) - jvm_wall
         k_cpu = statistics.median(c for _, c, _ in big) - jvm_cpu
-        out.update({
-            "metadata_shell_jvm_start_wall_seconds": round(jvm_wall, 2),
-            "metadata_shell_load_wall_seconds_median": round(k_wall, 2),
-            "metadata_shell_load_cpu_seconds_median": round(k_cpu, 2),
-            "ratio_load_wall_kafka_over_ours": round(k_wall / out["snapshot_load_wall_seconds_median"], 2),
-            "ratio_load_cpu_kafka_over_ours": round(k_cpu / cpu, 2),
-        })
+        out.update(
+            {
+                "metadata_shell_jvm_start_wall_seconds": round(jvm_wall, 2),
+                "metadata_shell_load_wall_seconds_median": round(k_wall, 2),
+                "metadata_shell_load_cpu_seconds_median": round(k_cpu, 2),
+                "ratio_load_wall_kafka_over_ours": round(
+                    k_wall / out["snapshot_load_wall_seconds_median"], 2
+                ),
+                "ratio_load_cpu_kafka_over_ours": round(k_cpu / cpu, 2),
+            }
+        )
     return out
 
 
 def _snapshot_record_count(image: Any) -> int:
     """How many data records ``write_snapshot`` writes for ``image``: the offset of the last one, which is
     the provenance ``kafka-metadata-shell`` shows once it has loaded the whole file (the header is at 0)."""
-    return (len(image.features) + len(image.brokers) + len(image.controllers) + len(image.topics_by_id)
-            + image.partition_count() + sum(len(c) for c in image.configs.values())
-            + sum(len(q) for q in image.client_quotas.values()) + (image.next_producer_id >= 0)
-            + len(image.acls) + len(image.scram) + len(image.delegation_tokens))
+    return (
+        len(image.features)
+        + len(image.brokers)
+        + len(image.controllers)
+        + len(image.topics_by_id)
+        + image.partition_count()
+        + sum(len(c) for c in image.configs.values())
+        + sum(len(q) for q in image.client_quotas.values())
+        + (image.next_producer_id >= 0)
+        + len(image.acls)
+        + len(image.scram)
+        + len(image.delegation_tokens)
+    )
 
 
 def _tiny(image: Any) -> Any:
@@ -420,15 +478,22 @@ def _tiny(image: Any) -> Any:
             recs.append(rec)
         if len(recs) >= 5:
             break
-    return load_records(MetadataRecord(i, 1, _BASE_TS, i, False, type(r).__name__, 0, 0, r, b"")
-                        for i, r in enumerate(recs))
+    return load_records(
+        MetadataRecord(i, 1, _BASE_TS, i, False, type(r).__name__, 0, 0, r, b"") for i, r in enumerate(recs)
+    )
 
 
 # -- entry points ------------------------------------------------------------------------------------------
 
 
-def run(ctx: dict[str, Any], *, records: int = LOG_RECORDS, topics: int = LOG_TOPICS, runs: int = RUNS,
-        shell: bool = True) -> dict[str, Any]:
+def run(
+    ctx: dict[str, Any],
+    *,
+    records: int = LOG_RECORDS,
+    topics: int = LOG_TOPICS,
+    runs: int = RUNS,
+    shell: bool = True,
+) -> dict[str, Any]:
     work = Path(ctx["work_dir"])
     work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
@@ -456,8 +521,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-shell", action="store_true", help="skip kafka-metadata-shell")
     parser.add_argument("--work-dir", default=".cache/bench/image")
     args = parser.parse_args(argv)
-    out = run({"work_dir": args.work_dir}, records=args.records, topics=args.topics, runs=args.runs,
-              shell=not args.no_shell)
+    out = run(
+        {"work_dir": args.work_dir},
+        records=args.records,
+        topics=args.topics,
+        runs=args.runs,
+        shell=not args.no_shell,
+    )
     print(json.dumps(out, indent=2))
     return 0
 

@@ -41,7 +41,9 @@ from kraftlake.service.errors import ServiceError
 
 CLUSTER = "bench-raft"
 RECORD = b"r" * 256
-KAFKA_JARS = Path(os.environ.get("KRAFTLAKE_JARS", Path(__file__).resolve().parents[2] / ".cache" / "jars")) / "kafka"
+KAFKA_JARS = (
+    Path(os.environ.get("KRAFTLAKE_JARS", Path(__file__).resolve().parents[2] / ".cache" / "jars")) / "kafka"
+)
 
 
 def _free_ports(n: int) -> list[int]:
@@ -76,10 +78,28 @@ class _Voters:
 
     def start(self, node_id: int) -> None:
         self.procs[node_id] = subprocess.Popen(
-            [sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--node-id", str(node_id), "--voters",
-             self.voters, "--data-dir", str(self.root / f"n{node_id}"), "--cluster-id", CLUSTER, "--quiet",
-             "--append-secret", str(self.secret), *self.extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "kraftlake.cli",
+                "quorum",
+                "start",
+                "--node-id",
+                str(node_id),
+                "--voters",
+                self.voters,
+                "--data-dir",
+                str(self.root / f"n{node_id}"),
+                "--cluster-id",
+                CLUSTER,
+                "--quiet",
+                "--append-secret",
+                str(self.secret),
+                *self.extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def kill9(self, node_id: int) -> None:
         proc = self.procs.pop(node_id)
@@ -93,15 +113,18 @@ class _Voters:
         self.procs.clear()
 
     def client(self) -> QuorumClient:
-        return QuorumClient([("127.0.0.1", p) for p in self.ports.values()], CLUSTER, timeout_s=5.0,
-                            append_secret=self.secret)
+        return QuorumClient(
+            [("127.0.0.1", p) for p in self.ports.values()], CLUSTER, timeout_s=5.0, append_secret=self.secret
+        )
 
     def leader(self, timeout: float = 30.0) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for node_id in list(self.procs):
                 try:
-                    d, ok = QuorumClient([("127.0.0.1", self.ports[node_id])], CLUSTER, timeout_s=1).describe()
+                    d, ok = QuorumClient(
+                        [("127.0.0.1", self.ports[node_id])], CLUSTER, timeout_s=1
+                    ).describe()
                 except (ServiceError, OSError):
                     continue
                 if ok and d.leader_id in self.procs:
@@ -139,14 +162,18 @@ def _committed_window(partition_dirs: list[Path], warmup_s: float, window_s: flo
     time.sleep(window_s)
     end_end, end_t = majority_end(), time.monotonic()
     epochs_after = _leader_epochs(partition_dirs)
-    return {"records_per_s": round((end_end - start_end) / (end_t - start_t)),
-            "stable_leader": max(epochs_before) == max(epochs_after) and min(epochs_after) >= 0,
-            "window_s": round(end_t - start_t, 1), "epochs": epochs_after,
-            "load_1m": [load_before, _load()]}
+    return {
+        "records_per_s": round((end_end - start_end) / (end_t - start_t)),
+        "stable_leader": max(epochs_before) == max(epochs_after) and min(epochs_after) >= 0,
+        "window_s": round(end_t - start_t, 1),
+        "epochs": epochs_after,
+        "load_1m": [load_before, _load()],
+    }
 
 
-def _throughput(voters: _Voters, warmup_s: float, window_s: float, threads: int = 4,
-                batch: int = 500) -> dict[str, Any]:
+def _throughput(
+    voters: _Voters, warmup_s: float, window_s: float, threads: int = 4, batch: int = 500
+) -> dict[str, Any]:
     """Client threads append `batch`-record appends as fast as they are acknowledged while the committed rate
     is read from the log files (`_committed_window`); the acknowledged rate is reported beside it."""
     done = [0] * threads
@@ -163,8 +190,9 @@ def _throughput(voters: _Voters, warmup_s: float, window_s: float, threads: int 
     for w in workers:
         w.start()
     try:
-        window = _committed_window([voters.root / f"n{i}" / METADATA_PARTITION_DIR for i in voters.ports],
-                                   warmup_s, window_s)
+        window = _committed_window(
+            [voters.root / f"n{i}" / METADATA_PARTITION_DIR for i in voters.ports], warmup_s, window_s
+        )
     finally:
         stop.set()
         for w in workers:
@@ -203,8 +231,13 @@ def _latency(voters: _Voters, rate: int, seconds: float, batch: int = 50, thread
     for w in workers:
         w.join()
     achieved = total * batch / (time.monotonic() - start)
-    return {"rate_target": rate, "rate_achieved": round(achieved), "append_batch": batch,
-            "latency_p50_ms": _pct(latencies, 50), "latency_p99_ms": _pct(latencies, 99)}
+    return {
+        "rate_target": rate,
+        "rate_achieved": round(achieved),
+        "append_batch": batch,
+        "latency_p50_ms": _pct(latencies, 50),
+        "latency_p99_ms": _pct(latencies, 99),
+    }
 
 
 def _wait_all_caught_up(voters: _Voters, timeout: float = 30.0) -> None:
@@ -270,17 +303,25 @@ def _ours(work: Path, trials: int, warmup_s: float, window_s: float, latency_win
         voters.leader()
         figures = _latency_windows(voters, 10_000, 8.0, latency_windows)
         times = _failover(voters, trials)
-        figures.update({"failover_trials": len(times), "failover_p50_ms": _pct(times, 50),
-                        "failover_p99_ms": _pct(times, 99), "failover_max_ms": round(max(times), 1)})
+        figures.update(
+            {
+                "failover_trials": len(times),
+                "failover_p50_ms": _pct(times, 50),
+                "failover_p99_ms": _pct(times, 99),
+                "failover_max_ms": round(max(times), 1),
+            }
+        )
         # last: its million-odd records would make every restarted voter of the failover trials re-read them
         _wait_all_caught_up(voters)
         window = _throughput(voters, warmup_s, window_s)
-        figures.update({
-            "committed_records_per_s": window["records_per_s"],
-            "committed_acked_records_per_s": window["acked_records_per_s"],
-            "committed_stable_leader": window["stable_leader"],
-            "committed_load_1m": window["load_1m"],
-        })
+        figures.update(
+            {
+                "committed_records_per_s": window["records_per_s"],
+                "committed_acked_records_per_s": window["acked_records_per_s"],
+                "committed_stable_leader": window["stable_leader"],
+                "committed_load_1m": window["load_1m"],
+            }
+        )
         return figures
     finally:
         voters.stop()
@@ -324,9 +365,11 @@ def _kafka_run(root: Path, throughput: int, warmup_s: float, window_s: float) ->
     ports = _free_ports(3)
     voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
     log4j = root / "log4j2.properties"
-    log4j.write_text("rootLogger.level = warn\nrootLogger.appenderRef.out.ref = OUT\nappender.out.type = Console\n"
-                     "appender.out.name = OUT\nappender.out.layout.type = PatternLayout\n"
-                     "appender.out.layout.pattern = [%d] %p %m (%c)%n\n")
+    log4j.write_text(
+        "rootLogger.level = warn\nrootLogger.appenderRef.out.ref = OUT\nappender.out.type = Console\n"
+        "appender.out.name = OUT\nappender.out.layout.type = PatternLayout\n"
+        "appender.out.layout.pattern = [%d] %p %m (%c)%n\n"
+    )
     procs = []
     outputs = []
     parts = [root / f"log{i + 1}" / "__raft_performance_test-0" for i in range(3)]
@@ -334,23 +377,51 @@ def _kafka_run(root: Path, throughput: int, warmup_s: float, window_s: float) ->
     try:
         for i, port in enumerate(ports):
             conf = root / f"server{i + 1}.properties"
-            conf.write_text("\n".join([
-                f"node.id={i + 1}", "process.roles=controller", f"controller.quorum.voters={voters}",
-                f"listeners=CONTROLLER://127.0.0.1:{port}", "controller.listener.names=CONTROLLER",
-                "listener.security.protocol.map=CONTROLLER:PLAINTEXT", f"log.dirs={root / f'log{i + 1}'}",
-            ]) + "\n")
+            conf.write_text(
+                "\n".join(
+                    [
+                        f"node.id={i + 1}",
+                        "process.roles=controller",
+                        f"controller.quorum.voters={voters}",
+                        f"listeners=CONTROLLER://127.0.0.1:{port}",
+                        "controller.listener.names=CONTROLLER",
+                        "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
+                        f"log.dirs={root / f'log{i + 1}'}",
+                    ]
+                )
+                + "\n"
+            )
             out = root / f"server{i + 1}.out"
             outputs.append(out)
             dir_id = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            procs.append(subprocess.Popen(
-                ["java", "-Xmx512m", f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{KAFKA_JARS}/*",
-                 "kafka.tools.TestRaftServer", "--config", str(conf), "--replica-directory-id", dir_id,
-                 "--throughput", str(throughput), "--record-size", "256"],
-                stdout=open(out, "wb"), stderr=subprocess.STDOUT))  # noqa: SIM115
+            procs.append(
+                subprocess.Popen(
+                    [
+                        "java",
+                        "-Xmx512m",
+                        f"-Dlog4j2.configurationFile={log4j}",
+                        "-cp",
+                        f"{KAFKA_JARS}/*",
+                        "kafka.tools.TestRaftServer",
+                        "--config",
+                        str(conf),
+                        "--replica-directory-id",
+                        dir_id,
+                        "--throughput",
+                        str(throughput),
+                        "--record-size",
+                        "256",
+                    ],
+                    stdout=open(out, "wb"),  # noqa: SIM115 (closed with the process)
+                    stderr=subprocess.STDOUT,
+                )
+            )
         states: list[dict[str, Any]] = [{} for _ in parts]
         deadline = time.monotonic() + 90
-        while sorted(_log_end_offset(p, st) for p, st in zip(parts, states, strict=True))[1] < 1000 \
-                and time.monotonic() < deadline:
+        while (
+            sorted(_log_end_offset(p, st) for p, st in zip(parts, states, strict=True))[1] < 1000
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.5)
         figures.update(_committed_window(parts, warmup_s, window_s))
         figures["log_end_offsets"] = [_log_end_offset(p, {}) for p in parts]
@@ -379,9 +450,13 @@ def _kafka(work: Path, targets: list[int], warmup_s: float, window_s: float) -> 
     stable = [r for r in runs if r["stable_leader"] and r["records_per_s"] > 0]
     if stable:
         best = max(stable, key=lambda r: r["records_per_s"])
-        figures.update({"kafka_committed_records_per_s": best["records_per_s"],
-                        "kafka_target_records_per_s": best["target_records_per_s"],
-                        "kafka_load_1m": best["load_1m"]})
+        figures.update(
+            {
+                "kafka_committed_records_per_s": best["records_per_s"],
+                "kafka_target_records_per_s": best["target_records_per_s"],
+                "kafka_load_1m": best["load_1m"],
+            }
+        )
     else:
         figures["kafka_error"] = "no TestRaftServer window with a stable leader and growing logs"
     return figures
@@ -393,6 +468,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     ctx (or env ``KRAFTLAKE_BENCH_RAFT_<KEY>``): failover_trials (20), warmup_s (10), window_s (20),
     latency_windows (3), kafka_targets ("50000,100000,125000,135000,150000").
     """
+
     def opt(key: str, default: str) -> str:
         return str(ctx.get(key, os.environ.get(f"KRAFTLAKE_BENCH_RAFT_{key.upper()}", default)))
 
@@ -404,10 +480,13 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     warmup_s, window_s = float(opt("warmup_s", "10")), float(opt("window_s", "20"))
-    figures = _ours(work, int(opt("failover_trials", "20")), warmup_s, window_s, int(opt("latency_windows", "3")))
+    figures = _ours(
+        work, int(opt("failover_trials", "20")), warmup_s, window_s, int(opt("latency_windows", "3"))
+    )
     targets = [int(t) for t in opt("kafka_targets", "50000,100000,125000,135000,150000").split(",") if t]
     figures.update(_kafka(work, targets, warmup_s, window_s))
     if "kafka_committed_records_per_s" in figures:
         figures["throughput_ratio_vs_kafka"] = round(
-            figures["committed_records_per_s"] / max(1, figures["kafka_committed_records_per_s"]), 3)
+            figures["committed_records_per_s"] / max(1, figures["kafka_committed_records_per_s"]), 3
+        )
     return figures

@@ -75,14 +75,20 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     compact_s = time.monotonic() - t
     versions = spark.sql(f"SELECT count(*) AS n FROM delta.`{(warehouse / 'partitions').resolve()}`").first()
     figures = {
-        "records": result.records, "partitions": topics * PARTITIONS_PER_TOPIC, "slices": result.slices,
-        "log_generate_s": round(generate_s, 1), "partition_versions_after_compact": versions["n"] if versions else None,
-        "ingest_s": round(ingest_s, 2), "ingest_records_per_s": round(result.records / ingest_s),
+        "records": result.records,
+        "partitions": topics * PARTITIONS_PER_TOPIC,
+        "slices": result.slices,
+        "log_generate_s": round(generate_s, 1),
+        "partition_versions_after_compact": versions["n"] if versions else None,
+        "ingest_s": round(ingest_s, 2),
+        "ingest_records_per_s": round(result.records / ingest_s),
         "partitions_at_queries": len(lat),
-        "partitions_at_p50_s": round(statistics.median(lat), 3), "partitions_at_p99_s": round(_quantile(lat, 0.99), 3),
+        "partitions_at_p50_s": round(statistics.median(lat), 3),
+        "partitions_at_p99_s": round(_quantile(lat, 0.99), 3),
         "replay_from_zero_p50_s": round(statistics.median(replay), 3),
         "speedup_vs_replay": round(statistics.median(replay) / statistics.median(lat), 2),
-        "compact_s": round(compact_s, 2), "compact_deleted": compacted.deleted,
+        "compact_s": round(compact_s, 2),
+        "compact_deleted": compacted.deleted,
         "load_average_1m": round(os.getloadavg()[0], 1),
     }
     (work / "last.json").write_text(json.dumps(figures, indent=1))

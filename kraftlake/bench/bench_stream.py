@@ -45,18 +45,29 @@ def throughput(spark: Any, log_dir: Path, warehouse: Path) -> dict[str, Any]:
     shutil.rmtree(warehouse, ignore_errors=True)
     ensure_tables(spark, warehouse)  # table creation is a one-off, not streaming
     t = time.monotonic()
-    result = stream(spark, "log-dir", {"path": str(log_dir)}, warehouse, available_now=True,
-                    max_records_per_batch=BATCH)
+    result = stream(
+        spark, "log-dir", {"path": str(log_dir)}, warehouse, available_now=True, max_records_per_batch=BATCH
+    )
     wall = time.monotonic() - t
     rates = [p.records_per_s for p in result.progress]
-    return {"stream_records": result.records, "stream_batches": result.batches,
-            "stream_records_per_s": round(result.records / wall) if wall else 0,
-            "stream_batch_records_per_s_p50": round(statistics.median(rates)) if rates else 0,
-            "stream_batch_seconds_p50": round(statistics.median(p.seconds for p in result.progress), 2)
-            if result.progress else 0,
-            "stream_fold_seconds": round(result.fold_seconds, 2), "stream_folded_closes": result.folded,
-            **{f"stream_{k}_seconds_p50": round(statistics.median(p.phases.get(k, 0.0) for p in result.progress), 2)
-               for k in ("read", "feed", "log", "history", "offsets") if result.progress}}
+    return {
+        "stream_records": result.records,
+        "stream_batches": result.batches,
+        "stream_records_per_s": round(result.records / wall) if wall else 0,
+        "stream_batch_records_per_s_p50": round(statistics.median(rates)) if rates else 0,
+        "stream_batch_seconds_p50": round(statistics.median(p.seconds for p in result.progress), 2)
+        if result.progress
+        else 0,
+        "stream_fold_seconds": round(result.fold_seconds, 2),
+        "stream_folded_closes": result.folded,
+        **{
+            f"stream_{k}_seconds_p50": round(
+                statistics.median(p.phases.get(k, 0.0) for p in result.progress), 2
+            )
+            for k in ("read", "feed", "log", "history", "offsets")
+            if result.progress
+        },
+    }
 
 
 def bare_ceiling(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
@@ -78,15 +89,25 @@ def bare_ceiling(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
         seconds.append(time.monotonic() - t)
 
     t = time.monotonic()
-    query = (spark.readStream.format("kraftlake-logdir").option("path", str(log_dir)).option("startingOffset", "0")
-             .option("maxRecordsPerBatch", str(BATCH)).load().writeStream.foreachBatch(append)
-             .option("checkpointLocation", str(warehouse / "_checkpoint")).trigger(availableNow=True).start())
+    query = (
+        spark.readStream.format("kraftlake-logdir")
+        .option("path", str(log_dir))
+        .option("startingOffset", "0")
+        .option("maxRecordsPerBatch", str(BATCH))
+        .load()
+        .writeStream.foreachBatch(append)
+        .option("checkpointLocation", str(warehouse / "_checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     wall = time.monotonic() - t
     total = spark.read.format("delta").load(table_path(warehouse, LOG)).count()
-    full = seconds[:total // BATCH]  # the micro-batches of BATCH records (the last one holds the rest)
-    return {"bare_log_append_records_per_s": round(total / wall) if wall else 0,
-            "bare_log_append_batch_records_per_s_p50": round(BATCH / statistics.median(full)) if full else 0}
+    full = seconds[: total // BATCH]  # the micro-batches of BATCH records (the last one holds the rest)
+    return {
+        "bare_log_append_records_per_s": round(total / wall) if wall else 0,
+        "bare_log_append_batch_records_per_s_p50": round(BATCH / statistics.median(full)) if full else 0,
+    }
 
 
 def driver_ceiling(log_dir: Path, records: int) -> dict[str, Any]:
@@ -110,9 +131,11 @@ def driver_ceiling(log_dir: Path, records: int) -> dict[str, Any]:
         feed_cpu += time.process_time() - t
         decoded += len(chunk)
     total = time.process_time() - start
-    return {"driver_ceiling_records": decoded,
-            "driver_ceiling_records_per_s": round(decoded / total) if total else 0,
-            "history_feed_records_per_s": round(decoded / feed_cpu) if feed_cpu else 0}
+    return {
+        "driver_ceiling_records": decoded,
+        "driver_ceiling_records_per_s": round(decoded / total) if total else 0,
+        "history_feed_records_per_s": round(decoded / feed_cpu) if feed_cpu else 0,
+    }
 
 
 def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
@@ -126,8 +149,7 @@ def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     for d in (warehouse, quorum_dir):
         shutil.rmtree(d, ignore_errors=True)
     total = int(RATE * SECONDS)
-    values = [mr.raw for _, mr in zip(range(total), log_records(log_dir), strict=False)
-              if not mr.is_control]
+    values = [mr.raw for _, mr in zip(range(total), log_records(log_dir), strict=False) if not mr.is_control]
     ensure_tables(spark, warehouse)
     q = LocalQuorum(3, quorum_dir, CLUSTER, fsync=True)
     q.start()
@@ -149,7 +171,7 @@ def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
                 delay = due - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-                pending.append(q.append(values[i:i + chunk]))
+                pending.append(q.append(values[i : i + chunk]))
                 produced[0] = i + chunk
             for f in pending:
                 f.result(timeout=120)
@@ -157,9 +179,16 @@ def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
         producer = threading.Thread(target=produce, name="bench-producer", daemon=True)
         commits: list[tuple[StreamProgress, float]] = []
         producer.start()
-        result = stream(spark, "service", {"bootstrap": bootstrap, "clusterId": CLUSTER}, warehouse,
-                        trigger_interval_s=1.0, idle_stop_s=30.0, timeout_s=SECONDS + 120,
-                        progress=lambda p: commits.append((p, time.time())))
+        result = stream(
+            spark,
+            "service",
+            {"bootstrap": bootstrap, "clusterId": CLUSTER},
+            warehouse,
+            trigger_interval_s=1.0,
+            idle_stop_s=30.0,
+            timeout_s=SECONDS + 120,
+            progress=lambda p: commits.append((p, time.time())),
+        )
         stop.set()
         producer.join(timeout=120)
     finally:
@@ -170,12 +199,16 @@ def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     lat: list[float] = []
     for p, at in commits:
         lat.extend(at - appended[o] for o in range(p.first_offset, p.last_offset + 1) if o in appended)
-    return {"live_rate_records_per_s": RATE, "live_seconds": SECONDS, "live_records": result.records,
-            "live_batches": result.batches,
-            "commit_to_queryable_p50_s": round(_quantile(lat, 0.5), 2) if lat else None,
-            "commit_to_queryable_p99_s": round(_quantile(lat, 0.99), 2) if lat else None,
-            "commit_to_queryable_max_s": round(max(lat), 2) if lat else None,
-            "live_batch_records_p50": round(statistics.median(p.records for p, _ in commits)) if commits else 0}
+    return {
+        "live_rate_records_per_s": RATE,
+        "live_seconds": SECONDS,
+        "live_records": result.records,
+        "live_batches": result.batches,
+        "commit_to_queryable_p50_s": round(_quantile(lat, 0.5), 2) if lat else None,
+        "commit_to_queryable_p99_s": round(_quantile(lat, 0.99), 2) if lat else None,
+        "commit_to_queryable_max_s": round(max(lat), 2) if lat else None,
+        "live_batch_records_p50": round(statistics.median(p.records for p, _ in commits)) if commits else 0,
+    }
 
 
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -187,14 +220,18 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     topics = max(1, PARTITIONS // PARTITIONS_PER_TOPIC)
     log_dir = cached_log(work, RECORDS, topics)
     spark = build_session("kraftlake-bench-stream")
-    figures: dict[str, Any] = {"records": RECORDS, "partitions": topics * PARTITIONS_PER_TOPIC,
-                               "max_records_per_batch": BATCH}
+    figures: dict[str, Any] = {
+        "records": RECORDS,
+        "partitions": topics * PARTITIONS_PER_TOPIC,
+        "max_records_per_batch": BATCH,
+    }
     figures.update(driver_ceiling(log_dir, min(RECORDS, 1_000_000)))
     figures.update(bare_ceiling(spark, log_dir, work))
     figures.update(throughput(spark, log_dir, work / "warehouse"))
     if figures["bare_log_append_records_per_s"]:
         figures["stream_vs_bare_ratio"] = round(
-            figures["stream_records_per_s"] / figures["bare_log_append_records_per_s"], 3)
+            figures["stream_records_per_s"] / figures["bare_log_append_records_per_s"], 3
+        )
     figures.update(latency(spark, log_dir, work))
     figures["load_average_1m"] = round(os.getloadavg()[0], 1)
     return figures

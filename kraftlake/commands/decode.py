@@ -342,15 +342,18 @@ def write_lines(records: Iterable[MetadataRecord], write: Callable[[str], Any]) 
             if len(raw) <= _SMALL_VALUE and not control:  # a control value does not carry its type: not a key
                 tail = small.get(raw)
                 if tail is None:
-                    fn = writers.get((type_name, version)) or writers.setdefault((type_name, version),
-                                                                                 _line_writer(m))
+                    fn = writers.get((type_name, version)) or writers.setdefault(
+                        (type_name, version), _line_writer(m)
+                    )
                     tail = fn(rec, "")
                     if len(small) >= _SMALL_CACHE_MAX:
                         small.clear()
                     small[raw] = tail
                 add(f'{{"offset":{offset}{middle}{tail}')
             else:
-                fn = writers.get((type_name, version)) or writers.setdefault((type_name, version), _line_writer(m))
+                fn = writers.get((type_name, version)) or writers.setdefault(
+                    (type_name, version), _line_writer(m)
+                )
                 add(fn(rec, f'{{"offset":{offset}{middle}'))
             if len(out) >= _FLUSH_LINES:
                 text = "".join(out)
@@ -369,7 +372,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "path", type=Path, metavar="PATH", help="segment, .checkpoint, bootstrap.checkpoint or log dir"
     )
-    parser.add_argument("--from-offset", type=non_negative_int, metavar="N", help="only records at offset >= N")
+    parser.add_argument(
+        "--from-offset", type=non_negative_int, metavar="N", help="only records at offset >= N"
+    )
     parser.add_argument("--to-offset", type=non_negative_int, metavar="M", help="only records at offset <= M")
     parser.add_argument(
         "--types", metavar="T,...", help="only these types (TopicRecord, TOPIC_RECORD, LeaderChange, ...)"
@@ -389,8 +394,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     if args.from_offset is not None and args.to_offset is not None and args.from_offset > args.to_offset:
-        raise DecodeInputError(f"--from-offset {args.from_offset} is above --to-offset {args.to_offset}: "
-                               "no offset is in that range")
+        raise DecodeInputError(
+            f"--from-offset {args.from_offset} is above --to-offset {args.to_offset}: "
+            "no offset is in that range"
+        )
     files = resolve_files(args.path)
     types = parse_types(args.types)
     stats = Stats()
@@ -413,8 +420,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             write_lines((r for r, _ in records), out.write)
     else:
         # every record: straight from the reader, no per-record filtering or counting
-        write_lines((r for path in files for r in iter_records(_batches(path, args.recover, stats), str(path))),
-                    out.write)
+        write_lines(
+            (r for path in files for r in iter_records(_batches(path, args.recover, stats), str(path))),
+            out.write,
+        )
     for report in stats.recovered:
         if not report.clean:
             err.write(

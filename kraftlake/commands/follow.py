@@ -27,22 +27,47 @@ from kraftlake.wire.client_config import load_client_properties
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The subcommand's options."""
-    parser.add_argument("--bootstrap-controller", required=True,
-                        help="controller listener(s) HOST:PORT[,HOST:PORT...] (not a broker listener)")
-    parser.add_argument("--data-dir", required=True, type=Path, help="the mirror directory (created if missing)")
-    parser.add_argument("--command-config", type=Path,
-                        help="Kafka client properties: security.protocol, ssl.*, sasl.* (as Kafka's tools take)")
-    parser.add_argument("--observer-id", type=int,
-                        help="replica id to fetch as (default: the directory's, or a new one above 2e9)")
+    parser.add_argument(
+        "--bootstrap-controller",
+        required=True,
+        help="controller listener(s) HOST:PORT[,HOST:PORT...] (not a broker listener)",
+    )
+    parser.add_argument(
+        "--data-dir", required=True, type=Path, help="the mirror directory (created if missing)"
+    )
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        help="Kafka client properties: security.protocol, ssl.*, sasl.* (as Kafka's tools take)",
+    )
+    parser.add_argument(
+        "--observer-id",
+        type=int,
+        help="replica id to fetch as (default: the directory's, or a new one above 2e9)",
+    )
     parser.add_argument("--cluster-id", help="refuse a quorum of another cluster (default: the directory's)")
     parser.add_argument("--until-offset", type=int, help="stop once the mirror reaches this offset")
-    parser.add_argument("--idle-stop", type=float, help="stop after this many seconds caught up with the leader's high watermark")
-    parser.add_argument("--give-up", type=float, default=60.0,
-                        help="stop with an error when no controller answered for this many seconds (default 60)")
-    parser.add_argument("--retention-bytes", type=int,
-                        help="delete the oldest segments below a held snapshot past this many bytes (default: keep all)")
-    parser.add_argument("--retention-ms", type=int,
-                        help="delete segments below a held snapshot older than this (default: keep all)")
+    parser.add_argument(
+        "--idle-stop",
+        type=float,
+        help="stop after this many seconds caught up with the leader's high watermark",
+    )
+    parser.add_argument(
+        "--give-up",
+        type=float,
+        default=60.0,
+        help="stop with an error when no controller answered for this many seconds (default 60)",
+    )
+    parser.add_argument(
+        "--retention-bytes",
+        type=int,
+        help="delete the oldest segments below a held snapshot past this many bytes (default: keep all)",
+    )
+    parser.add_argument(
+        "--retention-ms",
+        type=int,
+        help="delete segments below a held snapshot older than this (default: keep all)",
+    )
     parser.add_argument("--no-fsync", action="store_true", help="do not fsync appends")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -69,13 +94,22 @@ def run(args: argparse.Namespace) -> int:
             print(progress.line(), file=sys.stderr, flush=True)
 
     retention = MirrorRetention(args.retention_bytes, args.retention_ms)
-    with MetadataMirror(args.data_dir, cluster_id=args.cluster_id, observer_id=args.observer_id,
-                        fsync=not args.no_fsync, retention=retention) as mirror:
+    with MetadataMirror(
+        args.data_dir,
+        cluster_id=args.cluster_id,
+        observer_id=args.observer_id,
+        fsync=not args.no_fsync,
+        retention=retention,
+    ) as mirror:
         if mirror.recovered_bytes:
             print(f"kraftlake follow: dropped a torn tail of {mirror.recovered_bytes} bytes", file=sys.stderr)
         follower = Follower(bootstrap, mirror, security=security, give_up_s=args.give_up)
-        progress = follower.run(stop, until_offset=args.until_offset, idle_stop_s=args.idle_stop,
-                                on_progress=report)
-    print(f"mirrored {args.data_dir}: log end {progress.log_end}, {progress.records} records fetched, "
-          f"{progress.snapshots} snapshots", flush=True)
+        progress = follower.run(
+            stop, until_offset=args.until_offset, idle_stop_s=args.idle_stop, on_progress=report
+        )
+    print(
+        f"mirrored {args.data_dir}: log end {progress.log_end}, {progress.records} records fetched, "
+        f"{progress.snapshots} snapshots",
+        flush=True,
+    )
     return 0

@@ -13,10 +13,17 @@ from kraftlake.errors import KraftlakeError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a metadata log directory, a .log segment or a .checkpoint snapshot")
-    parser.add_argument("--offset", type=non_negative_int, default=None,
-                        help="the offset whose state to print (including its record); default: the log end")
-    parser.add_argument("--shell-format", action="store_true",
-                        help="print the image as kafka-metadata-shell's 'tree /image' prints it")
+    parser.add_argument(
+        "--offset",
+        type=non_negative_int,
+        default=None,
+        help="the offset whose state to print (including its record); default: the log end",
+    )
+    parser.add_argument(
+        "--shell-format",
+        action="store_true",
+        help="print the image as kafka-metadata-shell's 'tree /image' prints it",
+    )
 
 
 def _warn_skipped(path: Path, exc: KraftlakeError) -> None:

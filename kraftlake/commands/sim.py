@@ -21,7 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="run only this scenario (repeatable; default all)",
     )
-    parser.add_argument("--trace", type=non_negative_int, default=25, help="trace lines printed for a failing seed")
+    parser.add_argument(
+        "--trace", type=non_negative_int, default=25, help="trace lines printed for a failing seed"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

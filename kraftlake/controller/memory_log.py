@@ -15,11 +15,23 @@ from kraftlake.records.reader import MetadataRecord
 CommitListener = Callable[[Sequence[MetadataRecord]], None]
 
 
-def envelope(offset: int, epoch: int, timestamp: int, batch_offset: int, rv: RecordAndVersion) -> MetadataRecord:
+def envelope(
+    offset: int, epoch: int, timestamp: int, batch_offset: int, rv: RecordAndVersion
+) -> MetadataRecord:
     """A committed-record envelope for ``rv`` (no raw bytes: the in-memory log does not encode)."""
     record, version = rv
-    return MetadataRecord(offset, epoch, timestamp, batch_offset, False, type(record).__name__,
-                          int(record._api_key or 0), version, record, b"")
+    return MetadataRecord(
+        offset,
+        epoch,
+        timestamp,
+        batch_offset,
+        False,
+        type(record).__name__,
+        int(record._api_key or 0),
+        version,
+        record,
+        b"",
+    )
 
 
 class MemoryMetadataLog:

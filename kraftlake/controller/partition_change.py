@@ -162,7 +162,9 @@ class PartitionChangeBuilder:
         replicas = set(self.target_replicas)
         candidates = list(dict.fromkeys((*self.target_elr, *self.partition.isr)))
         self.target_elr = tuple(
-            r for r in candidates if r not in isr and r not in self.unclean_shutdown_replicas and r in replicas
+            r
+            for r in candidates
+            if r not in isr and r not in self.unclean_shutdown_replicas and r in replicas
         )
         elr = set(self.target_elr)
         candidates = list(dict.fromkeys((*candidates, *self.target_last_known_elr)))
@@ -188,8 +190,10 @@ class PartitionChangeBuilder:
                 if p.leader_recovery_state != RECOVERING:
                     fields["leader_recovery_state"] = RECOVERING
         # an epoch bump for a reassignment that removes replicas (the leader must fence the old ones)
-        if "leader" not in fields and self.target_replicas != p.replicas and not set(p.replicas) <= set(
-            self.target_replicas
+        if (
+            "leader" not in fields
+            and self.target_replicas != p.replicas
+            and not set(p.replicas) <= set(self.target_replicas)
         ):
             fields["leader"] = p.leader
 
@@ -237,7 +241,9 @@ class PartitionChangeBuilder:
                 return None
         if version < 1:
             fields.pop("directories", None)
-        return m.PartitionChangeRecord(topic_id=self.topic_id, partition_id=self.partition_id, **fields), version
+        return m.PartitionChangeRecord(
+            topic_id=self.topic_id, partition_id=self.partition_id, **fields
+        ), version
 
 
 # PartitionChangeRecord's defaults in field order, for the positional construction below (records are tuples)
@@ -290,6 +296,8 @@ def isr_removal(
     if new_leader == -2 and new_isr is None and elr is None and lke is None:
         return None
     d = _PCR_DEFAULTS
-    rec = _PCR_NEW(m.PartitionChangeRecord, (partition_id, topic_id, new_isr, new_leader, d[4], d[5], d[6], d[7],
-                                             d[8], elr, lke))
+    rec = _PCR_NEW(
+        m.PartitionChangeRecord,
+        (partition_id, topic_id, new_isr, new_leader, d[4], d[5], d[6], d[7], d[8], elr, lke),
+    )
     return rec, version

@@ -21,6 +21,8 @@ def place(usable: Sequence[int], start: int, num_partitions: int, rf: int) -> li
     brokers = sorted(usable)
     n = len(brokers)
     if rf > n:
-        raise PlacementError(f"Unable to replicate the partition {rf} time(s): The target replication "
-                             f"factor of {rf} cannot be reached because only {n} broker(s) are registered.")
+        raise PlacementError(
+            f"Unable to replicate the partition {rf} time(s): The target replication "
+            f"factor of {rf} cannot be reached because only {n} broker(s) are registered."
+        )
     return [tuple(brokers[(start + p + k) % n] for k in range(rf)) for p in range(num_partitions)]

@@ -236,8 +236,9 @@ class QuorumController:
 
     # -- replay of committed records ------------------------------------------------------------------------
 
-    def replay_committed(self, records: Sequence[Any], base_offset: int, epoch: int,
-                         timestamps: int | Sequence[int]) -> None:
+    def replay_committed(
+        self, records: Sequence[Any], base_offset: int, epoch: int, timestamps: int | Sequence[int]
+    ) -> None:
         """Committed metadata records (typed, no control records) at consecutive offsets from ``base_offset``:
         a standby's ``handle_commit`` of their envelopes, without building them."""
         if self._active:
@@ -273,7 +274,9 @@ class QuorumController:
     def commit_upto(self, offset: int) -> None:
         """The active controller's records through ``offset`` are committed (it replayed them on append)."""
         if not self._active:
-            raise NotActiveError(f"controller {self.node_id} is not active: committed records must be replayed")
+            raise NotActiveError(
+                f"controller {self.node_id} is not active: committed records must be replayed"
+            )
         if offset > self._committed_upto:
             self._committed_upto = offset
         self._advance_committed()
@@ -316,7 +319,9 @@ class QuorumController:
         if base.transaction is not None:
             # the previous leader died inside a metadata transaction: Kafka's new active controller aborts it
             # before anything else (KIP-868), or its own records would land inside it
-            self.execute(ControllerResult(((m.AbortTransactionRecord(reason="Controller failover"), 0),), None))
+            self.execute(
+                ControllerResult(((m.AbortTransactionRecord(reason="Controller failover"), 0),), None)
+            )
         if base.metadata_version is None:
             result = self.bootstrap_result()
             self.execute(result)
@@ -356,8 +361,9 @@ class QuorumController:
             except StopIteration as done:
                 return done.value
 
-    def execute_steps(self, result: ControllerResult[Any],
-                      step_records: int | None = None) -> Generator[None, None, tuple[int, int]]:
+    def execute_steps(
+        self, result: ControllerResult[Any], step_records: int | None = None
+    ) -> Generator[None, None, tuple[int, int]]:
         """``execute`` one batch at a time: the generator yields after each appended and replayed batch but
         the last, and returns ``(first offset, last offset)``.
 
@@ -382,11 +388,15 @@ class QuorumController:
         last = -1
         for i in range(0, len(records), limit):
             if i:
-                self._latest_image = None  # readers in between see the loader's state (before the transaction)
+                self._latest_image = (
+                    None  # readers in between see the loader's state (before the transaction)
+                )
                 yield
                 self._check_active()
                 if self._latest is not loader:
-                    raise NotActiveError(f"controller {self.node_id} lost the epoch its command was appending in")
+                    raise NotActiveError(
+                        f"controller {self.node_id} lost the epoch its command was appending in"
+                    )
             latest, appender = self._latest, self._appender
             assert latest is not None and appender is not None
             chunk = records[i : i + limit]
@@ -469,10 +479,25 @@ class QuorumController:
 
         return d
 
-    def _builder(self, img: MetadataImage, topic_name: str, topic_id: str, pid: int, p: PartitionRegistration,
-                 acceptable: Callable[[int], bool]) -> PartitionChangeBuilder:
-        b = PartitionChangeBuilder(p, topic_id, pid, acceptable, self.metadata_version(), self.min_isr(img, topic_name),
-                                   elr_enabled=self.elr_enabled(), default_dir=self._default_dir(img))
+    def _builder(
+        self,
+        img: MetadataImage,
+        topic_name: str,
+        topic_id: str,
+        pid: int,
+        p: PartitionRegistration,
+        acceptable: Callable[[int], bool],
+    ) -> PartitionChangeBuilder:
+        b = PartitionChangeBuilder(
+            p,
+            topic_id,
+            pid,
+            acceptable,
+            self.metadata_version(),
+            self.min_isr(img, topic_name),
+            elr_enabled=self.elr_enabled(),
+            default_dir=self._default_dir(img),
+        )
         if self.unclean_enabled(img, topic_name):
             b.set_election(Election.UNCLEAN)
         return b
@@ -482,20 +507,28 @@ class QuorumController:
         if reg is None:
             return _error(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered")
         if reg.epoch != epoch:
-            return _error(Errors.STALE_BROKER_EPOCH,
-                          f"Expected broker epoch {reg.epoch}, but got broker epoch {epoch}")
+            return _error(
+                Errors.STALE_BROKER_EPOCH, f"Expected broker epoch {reg.epoch}, but got broker epoch {epoch}"
+            )
         return None
 
     def _fence_record(self, broker_id: int, epoch: int, fence: bool) -> RecordAndVersion:
         if self.metadata_version() >= MV_3_3_IV2:
-            return m.BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch,
-                                                    fenced=1 if fence else -1), 0
+            return m.BrokerRegistrationChangeRecord(
+                broker_id=broker_id, broker_epoch=epoch, fenced=1 if fence else -1
+            ), 0
         if fence:
             return m.FenceBrokerRecord(id=broker_id, epoch=epoch), 0
         return m.UnfenceBrokerRecord(id=broker_id, epoch=epoch), 0
 
-    def _remove_from_isrs(self, img: MetadataImage, broker_id: int, records: list[RecordAndVersion], *,
-                          unclean_shutdown: bool = False) -> None:
+    def _remove_from_isrs(
+        self,
+        img: MetadataImage,
+        broker_id: int,
+        records: list[RecordAndVersion],
+        *,
+        unclean_shutdown: bool = False,
+    ) -> None:
         """Kafka's ``generateLeaderAndIsrUpdates`` removing ``broker_id``: shrink ISRs, move leadership off.
 
         Visits only the broker's partitions (``broker_partitions``); ``unclean_shutdown`` also drops the
@@ -516,20 +549,27 @@ class QuorumController:
         per_topic: dict[str, tuple[int, bool]] = {}
         add = records.append
         for t, pid, p in self._broker_partitions(broker_id, img):
-            if not (broker_id in p.isr or p.leader == broker_id
-                    or (unclean_shutdown and (broker_id in p.elr or broker_id in p.last_known_elr))):
+            if not (
+                broker_id in p.isr
+                or p.leader == broker_id
+                or (unclean_shutdown and (broker_id in p.elr or broker_id in p.last_known_elr))
+            ):
                 continue
             topic_args = per_topic.get(t.name)
             if topic_args is None:
-                topic_args = per_topic[t.name] = (self.min_isr(img, t.name), self.unclean_enabled(img, t.name))
+                topic_args = per_topic[t.name] = (
+                    self.min_isr(img, t.name),
+                    self.unclean_enabled(img, t.name),
+                )
             if not unclean_shutdown and not topic_args[1]:
                 fast = isr_removal(p, t.id, pid, broker_id, acceptable, mv, topic_args[0], elr_enabled)
                 if fast is not UNDECIDED:
                     if fast is not None:
                         add(fast)  # type: ignore[arg-type]
                     continue
-            b = PartitionChangeBuilder(p, t.id, pid, acceptable, mv, topic_args[0],
-                                       elr_enabled=elr_enabled, default_dir=default_dir)
+            b = PartitionChangeBuilder(
+                p, t.id, pid, acceptable, mv, topic_args[0], elr_enabled=elr_enabled, default_dir=default_dir
+            )
             if topic_args[1]:
                 b.set_election(Election.UNCLEAN)
             b.set_target_isr(_without(p.isr, broker_id))
@@ -547,7 +587,9 @@ class QuorumController:
         keep = (self._committed,) if self._active and self._committed is not img else ()
         return self.broker_partitions.partitions(broker_id, img, keep)
 
-    def _elect_for_unfenced(self, img: MetadataImage, broker_id: int, records: list[RecordAndVersion]) -> None:
+    def _elect_for_unfenced(
+        self, img: MetadataImage, broker_id: int, records: list[RecordAndVersion]
+    ) -> None:
         """Leaderless partitions the newly unfenced broker can lead get it (Kafka's handleBrokerUnfenced)."""
         brokers = img.brokers
 
@@ -566,25 +608,40 @@ class QuorumController:
 
     # -- cluster: registration, heartbeats, fencing, controlled shutdown ------------------------------------
 
-    def handle_register_broker(self, req: BrokerRegistrationRequest, now_ms: int) -> ControllerResult[SimpleResponse]:
+    def handle_register_broker(
+        self, req: BrokerRegistrationRequest, now_ms: int
+    ) -> ControllerResult[SimpleResponse]:
         """BrokerRegistration: a RegisterBrokerRecord (fenced) whose epoch is its own offset."""
         img = self.image
         mv = self.metadata_version()
         features = req.features if req.features is not None else SUPPORTED_FEATURES
         lo, hi = features.get(METADATA_VERSION, (0, 0))
         if not lo <= mv <= hi:
-            return _fail(Errors.UNSUPPORTED_VERSION,
-                         f"Unable to register because the broker does not support finalized version {mv} of "
-                         f"metadata.version. The broker wants a version between {lo} and {hi}, inclusive.")
+            return _fail(
+                Errors.UNSUPPORTED_VERSION,
+                f"Unable to register because the broker does not support finalized version {mv} of "
+                f"metadata.version. The broker wants a version between {lo} and {hi}, inclusive.",
+            )
         for name, level in img.features.items():
-            if name != METADATA_VERSION and name in features and not features[name][0] <= level <= features[name][1]:
+            if (
+                name != METADATA_VERSION
+                and name in features
+                and not features[name][0] <= level <= features[name][1]
+            ):
                 return _fail(Errors.UNSUPPORTED_VERSION, f"broker does not support {name} level {level}")
         existing = img.brokers.get(req.broker_id)
         session = self.sessions.get(req.broker_id)
-        if (existing is not None and existing.incarnation_id != req.incarnation_id and session is not None
-                and not existing.fenced and now_ms - session.last_contact_ms < self.config.session_timeout_ms):
-            return _fail(Errors.DUPLICATE_BROKER_REGISTRATION,
-                         f"Another broker is registered with that broker id {req.broker_id}.")
+        if (
+            existing is not None
+            and existing.incarnation_id != req.incarnation_id
+            and session is not None
+            and not existing.fenced
+            and now_ms - session.last_contact_ms < self.config.session_timeout_ms
+        ):
+            return _fail(
+                Errors.DUPLICATE_BROKER_REGISTRATION,
+                f"Another broker is registered with that broker id {req.broker_id}.",
+            )
         records: list[RecordAndVersion] = []
         if existing is not None and req.previous_broker_epoch != existing.epoch:
             # an unclean shutdown: the broker may have lost its unflushed tail
@@ -598,12 +655,15 @@ class QuorumController:
             incarnation_id=req.incarnation_id,
             broker_epoch=epoch,
             end_points=tuple(
-                m.RegisterBrokerRecord.BrokerEndpoint(name=ep.name, host=ep.host, port=ep.port,
-                                                      security_protocol=ep.security_protocol)
+                m.RegisterBrokerRecord.BrokerEndpoint(
+                    name=ep.name, host=ep.host, port=ep.port, security_protocol=ep.security_protocol
+                )
                 for ep in req.listeners
             ),
             features=tuple(
-                m.RegisterBrokerRecord.BrokerFeature(name=n, min_supported_version=lo_, max_supported_version=hi_)
+                m.RegisterBrokerRecord.BrokerFeature(
+                    name=n, min_supported_version=lo_, max_supported_version=hi_
+                )
                 for n, (lo_, hi_) in sorted(features.items())
             ),
             rack=req.rack,
@@ -645,11 +705,22 @@ class QuorumController:
             fenced = True
         elif req.want_shutdown:
             # controlled shutdown: one result moving every leadership off and shrinking every ISR
-            records.append((m.BrokerRegistrationChangeRecord(broker_id=reg.id, broker_epoch=reg.epoch,
-                                                             in_controlled_shutdown=1), 1))
+            records.append(
+                (
+                    m.BrokerRegistrationChangeRecord(
+                        broker_id=reg.id, broker_epoch=reg.epoch, in_controlled_shutdown=1
+                    ),
+                    1,
+                )
+            )
             self._remove_from_isrs(img, reg.id, records)
-        return ControllerResult(tuple(records), SimpleResponse(
-            OK, {"is_fenced": fenced, "should_shut_down": shut_down, "is_caught_up": caught_up}), atomic=False)
+        return ControllerResult(
+            tuple(records),
+            SimpleResponse(
+                OK, {"is_fenced": fenced, "should_shut_down": shut_down, "is_caught_up": caught_up}
+            ),
+            atomic=False,
+        )
 
     def handle_fence_stale_broker(self, now_ms: int) -> ControllerResult[SimpleResponse] | None:
         """Fence the lowest-id unfenced broker silent for ``session_timeout_ms``; None if there is none.
@@ -679,7 +750,9 @@ class QuorumController:
         img = self.image
         reg = img.brokers.get(broker_id)
         if reg is None:
-            return _fail(Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered")
+            return _fail(
+                Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
+            )
         records: list[RecordAndVersion] = []
         self._remove_from_isrs(img, broker_id, records)
         records.append((m.UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=reg.epoch), 0))
@@ -691,15 +764,24 @@ class QuorumController:
     def _usable_brokers(self, img: MetadataImage) -> list[int]:
         return [b for b, r in img.brokers.items() if not r.fenced and not r.in_controlled_shutdown]
 
-    def _partition_record(self, img: MetadataImage, topic_id: str, pid: int, replicas: tuple[int, ...]) -> RecordAndVersion:
+    def _partition_record(
+        self, img: MetadataImage, topic_id: str, pid: int, replicas: tuple[int, ...]
+    ) -> RecordAndVersion:
         usable = self._acceptable(img)
         isr = tuple(r for r in replicas if usable(r))
         version = partition_record_version(self.metadata_version())
         default_dir = self._default_dir(img)
         rec = m.PartitionRecord(
-            partition_id=pid, topic_id=topic_id, replicas=replicas, isr=isr, removing_replicas=(),
-            adding_replicas=(), leader=isr[0] if isr else NO_LEADER, leader_recovery_state=RECOVERED,
-            leader_epoch=0, partition_epoch=0,
+            partition_id=pid,
+            topic_id=topic_id,
+            replicas=replicas,
+            isr=isr,
+            removing_replicas=(),
+            adding_replicas=(),
+            leader=isr[0] if isr else NO_LEADER,
+            leader_recovery_state=RECOVERED,
+            leader_epoch=0,
+            partition_epoch=0,
             directories=tuple(default_dir(r) for r in replicas) if version >= 1 else (),
             eligible_leader_replicas=() if version >= 2 else None,
             last_known_elr=() if version >= 2 else None,
@@ -708,13 +790,21 @@ class QuorumController:
 
     def _validate_assignment(self, img: MetadataImage, replicas: Sequence[int]) -> ApiError | None:
         if not replicas:
-            return _error(Errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list.")
+            return _error(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes an empty replica list.",
+            )
         if len(set(replicas)) != len(replicas):
-            return _error(Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes duplicate replicas {list(replicas)}.")
+            return _error(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes duplicate replicas {list(replicas)}.",
+            )
         for r in replicas:
             if r not in img.brokers:
-                return _error(Errors.INVALID_REPLICA_ASSIGNMENT,
-                              f"The manual partition assignment includes broker {r}, but no such broker is registered.")
+                return _error(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {r}, but no such broker is registered.",
+                )
         return None
 
     def handle_create_topics(self, topics: Sequence[CreatableTopic]) -> ControllerResult[TopicsResponse]:
@@ -729,26 +819,48 @@ class QuorumController:
                 results.append(TopicResult(t.name, err))
                 continue
             n = t.num_partitions if t.num_partitions != -1 else self.config.default_num_partitions
-            rf = t.replication_factor if t.replication_factor != -1 else self.config.default_replication_factor
+            rf = (
+                t.replication_factor if t.replication_factor != -1 else self.config.default_replication_factor
+            )
             if t.assignments:
-                bad = next((e for e in (self._validate_assignment(img, r) for r in t.assignments.values()) if e), None)
+                bad = next(
+                    (e for e in (self._validate_assignment(img, r) for r in t.assignments.values()) if e),
+                    None,
+                )
                 if bad is not None:
                     results.append(TopicResult(t.name, bad))
                     continue
                 if sorted(t.assignments) != list(range(len(t.assignments))):
-                    results.append(TopicResult(t.name, _error(Errors.INVALID_REPLICA_ASSIGNMENT,
-                                                              "partitions must be numbered 0..n-1")))
+                    results.append(
+                        TopicResult(
+                            t.name,
+                            _error(Errors.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0..n-1"),
+                        )
+                    )
                     continue
                 assignment = [tuple(t.assignments[p]) for p in range(len(t.assignments))]
                 n, rf = len(assignment), len(assignment[0])
             else:
                 if n <= 0:
-                    results.append(TopicResult(t.name, _error(Errors.INVALID_PARTITIONS,
-                                                              "Number of partitions was set to an invalid non-positive value.")))
+                    results.append(
+                        TopicResult(
+                            t.name,
+                            _error(
+                                Errors.INVALID_PARTITIONS,
+                                "Number of partitions was set to an invalid non-positive value.",
+                            ),
+                        )
+                    )
                     continue
                 if rf <= 0:
-                    results.append(TopicResult(t.name, _error(Errors.INVALID_REPLICATION_FACTOR,
-                                                              "Replication factor must be larger than 0.")))
+                    results.append(
+                        TopicResult(
+                            t.name,
+                            _error(
+                                Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+                            ),
+                        )
+                    )
                     continue
                 try:
                     assignment = place(self._usable_brokers(img), self._placement_start, n, rf)
@@ -760,8 +872,14 @@ class QuorumController:
             seen.add(t.name)
             records.append((m.TopicRecord(name=t.name, topic_id=topic_id), 0))
             for name in sorted(t.configs):
-                records.append((m.ConfigRecord(resource_type=TOPIC, resource_name=t.name, name=name,
-                                               value=t.configs[name]), 0))
+                records.append(
+                    (
+                        m.ConfigRecord(
+                            resource_type=TOPIC, resource_name=t.name, name=name, value=t.configs[name]
+                        ),
+                        0,
+                    )
+                )
             for pid, replicas in enumerate(assignment):
                 records.append(self._partition_record(img, topic_id, pid, replicas))
             results.append(TopicResult(t.name, OK, topic_id, n, rf))
@@ -774,8 +892,10 @@ class QuorumController:
         if name in img.topics_by_name or name in seen:
             return _error(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
-            return _error(Errors.INVALID_REQUEST,
-                          "Both numPartitions or replicationFactor and replicasAssignments were set.")
+            return _error(
+                Errors.INVALID_REQUEST,
+                "Both numPartitions or replicationFactor and replicasAssignments were set.",
+            )
         for key, value in t.configs.items():
             check = TOPIC_CONFIGS.get(key)
             if check is None:
@@ -793,17 +913,24 @@ class QuorumController:
         for name in names:
             t = img.topics_by_name.get(name)
             if t is None or name in done:
-                results.append(TopicResult(name, _error(Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                                        "This server does not host this topic-partition.")))
+                results.append(
+                    TopicResult(
+                        name,
+                        _error(
+                            Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                            "This server does not host this topic-partition.",
+                        ),
+                    )
+                )
                 continue
             done.add(name)
             records.append((m.RemoveTopicRecord(topic_id=t.id), 0))
             results.append(TopicResult(name, OK, t.id))
         return ControllerResult(tuple(records), TopicsResponse(tuple(results)))
 
-    def handle_create_partitions(self, counts: dict[str, int],
-                                 assignments: dict[str, list[tuple[int, ...]]] | None = None
-                                 ) -> ControllerResult[TopicsResponse]:
+    def handle_create_partitions(
+        self, counts: dict[str, int], assignments: dict[str, list[tuple[int, ...]]] | None = None
+    ) -> ControllerResult[TopicsResponse]:
         """CreatePartitions: PartitionRecords for the new partitions of each topic."""
         img = self.image
         records: list[RecordAndVersion] = []
@@ -811,25 +938,45 @@ class QuorumController:
         for name, count in counts.items():
             t = img.topics_by_name.get(name)
             if t is None:
-                results.append(TopicResult(name, _error(Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                                        "This server does not host this topic-partition.")))
+                results.append(
+                    TopicResult(
+                        name,
+                        _error(
+                            Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                            "This server does not host this topic-partition.",
+                        ),
+                    )
+                )
                 continue
             current = len(t.partitions)
             if count < current:
-                results.append(TopicResult(name, _error(Errors.INVALID_PARTITIONS,
-                                                        f"The topic {name} currently has {current} partition(s); "
-                                                        f"{count} would not be an increase.")))
+                results.append(
+                    TopicResult(
+                        name,
+                        _error(
+                            Errors.INVALID_PARTITIONS,
+                            f"The topic {name} currently has {current} partition(s); "
+                            f"{count} would not be an increase.",
+                        ),
+                    )
+                )
                 continue
             if count == current:
-                results.append(TopicResult(name, _error(Errors.INVALID_PARTITIONS,
-                                                        f"Topic already has {current} partition(s).")))
+                results.append(
+                    TopicResult(
+                        name, _error(Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+                    )
+                )
                 continue
             rf = len(t.partitions[0].replicas) if t.partitions else 1
             manual = (assignments or {}).get(name)
             if manual is not None:
                 if len(manual) != count - current:
-                    results.append(TopicResult(name, _error(Errors.INVALID_REPLICA_ASSIGNMENT,
-                                                            "wrong number of assignments")))
+                    results.append(
+                        TopicResult(
+                            name, _error(Errors.INVALID_REPLICA_ASSIGNMENT, "wrong number of assignments")
+                        )
+                    )
                     continue
                 bad = next((e for e in (self._validate_assignment(img, r) for r in manual) if e), None)
                 if bad is not None:
@@ -838,7 +985,9 @@ class QuorumController:
                 new = [tuple(r) for r in manual]
             else:
                 try:
-                    new = place(self._usable_brokers(img), self._placement_start + current, count - current, rf)
+                    new = place(
+                        self._usable_brokers(img), self._placement_start + current, count - current, rf
+                    )
                 except PlacementError as exc:
                     results.append(TopicResult(name, _error(Errors.INVALID_REPLICATION_FACTOR, str(exc))))
                     continue
@@ -891,25 +1040,34 @@ class QuorumController:
                 out[key] = (OK, after)
         return ControllerResult(tuple(records), SimpleResponse(OK, {"partitions": out}))
 
-    def _validate_alter(self, p: PartitionRegistration, u: Any, broker_id: int,
-                        acceptable: Callable[[int], bool]) -> ApiError | None:
+    def _validate_alter(
+        self, p: PartitionRegistration, u: Any, broker_id: int, acceptable: Callable[[int], bool]
+    ) -> ApiError | None:
         if u.leader_epoch != p.leader_epoch:
-            return _error(Errors.FENCED_LEADER_EPOCH,
-                          f"leader epoch {u.leader_epoch} does not match the current {p.leader_epoch}")
+            return _error(
+                Errors.FENCED_LEADER_EPOCH,
+                f"leader epoch {u.leader_epoch} does not match the current {p.leader_epoch}",
+            )
         if p.leader != broker_id:
             return _error(Errors.INVALID_REQUEST, f"broker {broker_id} is not the leader ({p.leader})")
         if u.partition_epoch != p.partition_epoch:
-            return _error(Errors.INVALID_UPDATE_VERSION,
-                          f"partition epoch {u.partition_epoch} does not match the current {p.partition_epoch}")
+            return _error(
+                Errors.INVALID_UPDATE_VERSION,
+                f"partition epoch {u.partition_epoch} does not match the current {p.partition_epoch}",
+            )
         isr = tuple(u.new_isr)
         if len(set(isr)) != len(isr) or not set(isr) <= set(p.replicas):
-            return _error(Errors.INVALID_REQUEST, f"ISR {list(isr)} is not a set of replicas {list(p.replicas)}")
+            return _error(
+                Errors.INVALID_REQUEST, f"ISR {list(isr)} is not a set of replicas {list(p.replicas)}"
+            )
         if p.leader not in isr:
             return _error(Errors.INVALID_REQUEST, "the new ISR must contain the leader")
         if u.leader_recovery_state == RECOVERING and len(isr) > 1:
             return _error(Errors.INVALID_REQUEST, "a recovering leader must be alone in the ISR")
         if p.leader_recovery_state == RECOVERED and u.leader_recovery_state == RECOVERING:
-            return _error(Errors.INVALID_REQUEST, "leader recovery state cannot go from RECOVERED to RECOVERING")
+            return _error(
+                Errors.INVALID_REQUEST, "leader recovery state cannot go from RECOVERED to RECOVERING"
+            )
         for r in isr:
             if r not in p.isr and not acceptable(r):
                 return _error(Errors.INELIGIBLE_REPLICA, f"replica {r} is fenced or shutting down")
@@ -943,10 +1101,13 @@ class QuorumController:
                         out[(name, pid)] = _error(
                             Errors.INVALID_REPLICA_ASSIGNMENT,
                             f"Unable to revert partition assignment for {name}:{pid} because it would require an "
-                            "unclean leader election.")
+                            "unclean leader election.",
+                        )
                         continue
                     b.set_election(Election.UNCLEAN)
-                b.set_target_replicas(original).set_target_isr(isr).set_target_adding(()).set_target_removing(())
+                b.set_target_replicas(original).set_target_isr(isr).set_target_adding(()).set_target_removing(
+                    ()
+                )
             else:
                 target = tuple(target)
                 bad = self._validate_assignment(img, target)
@@ -970,15 +1131,26 @@ class QuorumController:
         records: list[RecordAndVersion] = []
         for t in img.topics_by_id.values():
             for pid, p in t.partitions.items():
-                if p.replicas and p.leader != p.replicas[0] and p.replicas[0] in p.isr and acceptable(p.replicas[0]):
-                    rv = self._builder(img, t.name, t.id, pid, p, acceptable).set_election(Election.PREFERRED).build()
+                if (
+                    p.replicas
+                    and p.leader != p.replicas[0]
+                    and p.replicas[0] in p.isr
+                    and acceptable(p.replicas[0])
+                ):
+                    rv = (
+                        self._builder(img, t.name, t.id, pid, p, acceptable)
+                        .set_election(Election.PREFERRED)
+                        .build()
+                    )
                     if rv is not None:
                         records.append(rv)
         return ControllerResult(tuple(records), SimpleResponse(OK, {"elected": len(records)}), atomic=False)
 
     # -- configs, features, producer ids --------------------------------------------------------------------
 
-    def handle_incremental_alter_configs(self, changes: Sequence[ConfigChange]) -> ControllerResult[SimpleResponse]:
+    def handle_incremental_alter_configs(
+        self, changes: Sequence[ConfigChange]
+    ) -> ControllerResult[SimpleResponse]:
         """IncrementalAlterConfigs: ConfigRecords (a null value deletes); per-resource errors, all or nothing."""
         img = self.image
         by_resource: dict[tuple[int, str], list[ConfigChange]] = {}
@@ -993,8 +1165,9 @@ class QuorumController:
                 records.extend(recs)
         return ControllerResult(tuple(records), SimpleResponse(OK, {"resources": out}))
 
-    def _config_records(self, img: MetadataImage, rtype: int, rname: str,
-                        items: list[ConfigChange]) -> tuple[ApiError | None, list[RecordAndVersion]]:
+    def _config_records(
+        self, img: MetadataImage, rtype: int, rname: str, items: list[ConfigChange]
+    ) -> tuple[ApiError | None, list[RecordAndVersion]]:
         if rtype == TOPIC:
             if rname not in img.topics_by_name:
                 return _error(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{rname}' does not exist."), []
@@ -1020,7 +1193,11 @@ class QuorumController:
             elif c.op in (ConfigOp.APPEND, ConfigOp.SUBTRACT):
                 old = [v for v in (current.get(c.name) or "").split(",") if v]
                 add = [v for v in (c.value or "").split(",") if v]
-                new = old + [v for v in add if v not in old] if c.op == ConfigOp.APPEND else [v for v in old if v not in add]
+                new = (
+                    old + [v for v in add if v not in old]
+                    if c.op == ConfigOp.APPEND
+                    else [v for v in old if v not in add]
+                )
                 value = ",".join(new)
             else:
                 return _error(Errors.INVALID_REQUEST, f"Unknown config op {c.op}"), []
@@ -1030,7 +1207,9 @@ class QuorumController:
                 current.pop(c.name, None)
             else:
                 current[c.name] = value
-            recs.append((m.ConfigRecord(resource_type=rtype, resource_name=rname, name=c.name, value=value), 0))
+            recs.append(
+                (m.ConfigRecord(resource_type=rtype, resource_name=rname, name=c.name, value=value), 0)
+            )
         return None, recs
 
     def handle_update_features(self, updates: Sequence[FeatureUpdate]) -> ControllerResult[SimpleResponse]:
@@ -1043,37 +1222,53 @@ class QuorumController:
             out[u.name] = err or OK
             if err is None:
                 records.append((m.FeatureLevelRecord(name=u.name, feature_level=u.max_version_level), 0))
-                if u.name == ELR_FEATURE and u.max_version_level == 0 and img.features.get(ELR_FEATURE, 0) > 0:
+                if (
+                    u.name == ELR_FEATURE
+                    and u.max_version_level == 0
+                    and img.features.get(ELR_FEATURE, 0) > 0
+                ):
                     records.append((m.ClearElrRecord(topic_name=""), 0))
         if any(not e.ok for e in out.values()):
-            return ControllerResult((), SimpleResponse(_error(Errors.INVALID_UPDATE_VERSION), {"features": out}))
+            return ControllerResult(
+                (), SimpleResponse(_error(Errors.INVALID_UPDATE_VERSION), {"features": out})
+            )
         return ControllerResult(tuple(records), SimpleResponse(OK, {"features": out}))
 
     def _check_feature(self, img: MetadataImage, u: FeatureUpdate) -> ApiError | None:
         supported = SUPPORTED_FEATURES.get(u.name)
         if supported is None or u.name == "kraft.version":
-            return _error(Errors.INVALID_UPDATE_VERSION, f"The controller does not support the feature {u.name}")
+            return _error(
+                Errors.INVALID_UPDATE_VERSION, f"The controller does not support the feature {u.name}"
+            )
         current = img.features.get(u.name, 0)
         level = u.max_version_level
         if u.name == METADATA_VERSION and level < 1:
             return _error(Errors.INVALID_UPDATE_VERSION, "metadata.version cannot be removed")
         if level > supported[1]:
-            return _error(Errors.INVALID_UPDATE_VERSION, f"{u.name} level {level} is above the supported {supported[1]}")
+            return _error(
+                Errors.INVALID_UPDATE_VERSION, f"{u.name} level {level} is above the supported {supported[1]}"
+            )
         for b in img.brokers.values():
             ranges = dict(b.supported_features)
             r = ranges.get(u.name)
             if level > 0 and (r is None or not r.min <= level <= r.max):
-                return _error(Errors.INVALID_UPDATE_VERSION, f"broker {b.id} does not support {u.name} level {level}")
+                return _error(
+                    Errors.INVALID_UPDATE_VERSION, f"broker {b.id} does not support {u.name} level {level}"
+                )
         if level < current:
             if u.upgrade_type == UpgradeType.UPGRADE:
-                return _error(Errors.INVALID_UPDATE_VERSION,
-                              "Can't downgrade the version of this feature without setting the upgrade type "
-                              "to either safe or unsafe downgrade.")
+                return _error(
+                    Errors.INVALID_UPDATE_VERSION,
+                    "Can't downgrade the version of this feature without setting the upgrade type "
+                    "to either safe or unsafe downgrade.",
+                )
             if u.name == METADATA_VERSION:
                 return _error(Errors.INVALID_UPDATE_VERSION, "Unsupported metadata.version downgrade")
         return None
 
-    def handle_allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ControllerResult[SimpleResponse]:
+    def handle_allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int
+    ) -> ControllerResult[SimpleResponse]:
         """AllocateProducerIds: the next block of ``producer_id_block_size`` ids as a ProducerIdsRecord."""
         img = self.image
         err = self._check_broker(img, broker_id, broker_epoch)
@@ -1081,5 +1276,9 @@ class QuorumController:
             return ControllerResult((), SimpleResponse(err))
         first = max(img.next_producer_id, 0)
         size = self.config.producer_id_block_size
-        rec = m.ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=first + size)
-        return ControllerResult(((rec, 0),), SimpleResponse(OK, {"producer_id_start": first, "producer_id_len": size}))
+        rec = m.ProducerIdsRecord(
+            broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=first + size
+        )
+        return ControllerResult(
+            ((rec, 0),), SimpleResponse(OK, {"producer_id_start": first, "producer_id_len": size})
+        )

@@ -23,9 +23,17 @@ from kraftlake.wire.client_config import ClientSecurity
 class BackgroundFollower:
     """Starts following on construction; `stop` (or the context manager) ends it and closes the mirror."""
 
-    def __init__(self, bootstrap: Sequence[Endpoint], data_dir: str | Path, *,
-                 security: ClientSecurity | None = None, cluster_id: str | None = None,
-                 observer_id: int | None = None, fsync: bool = True, give_up_s: float | None = 60.0) -> None:
+    def __init__(
+        self,
+        bootstrap: Sequence[Endpoint],
+        data_dir: str | Path,
+        *,
+        security: ClientSecurity | None = None,
+        cluster_id: str | None = None,
+        observer_id: int | None = None,
+        fsync: bool = True,
+        give_up_s: float | None = 60.0,
+    ) -> None:
         self.mirror = MetadataMirror(data_dir, cluster_id=cluster_id, observer_id=observer_id, fsync=fsync)
         self.follower = Follower(bootstrap, self.mirror, security=security, give_up_s=give_up_s)
         self.error: BaseException | None = None
@@ -67,8 +75,10 @@ class BackgroundFollower:
                 return self.progress
             time.sleep(0.05)
         self.check()
-        raise FollowError(f"the mirror did not catch up within {timeout_s:.0f}s: {self.progress.line()} "
-                          f"{self.progress.last_error}")
+        raise FollowError(
+            f"the mirror did not catch up within {timeout_s:.0f}s: {self.progress.line()} "
+            f"{self.progress.last_error}"
+        )
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop following and wait for the thread (the mirror is closed by it)."""

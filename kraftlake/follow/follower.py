@@ -60,10 +60,12 @@ class FollowProgress:
     def line(self) -> str:
         """One progress line."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        return (f"offset {self.log_end}  high watermark {self.high_watermark}  lag {self.lag}  "
-                f"leader {self.leader_id} epoch {self.epoch}  {self.records} records "
-                f"({self.records / elapsed:,.0f}/s, {self.bytes / elapsed / 1e6:,.1f} MB/s)  "
-                f"snapshots {self.snapshots}")
+        return (
+            f"offset {self.log_end}  high watermark {self.high_watermark}  lag {self.lag}  "
+            f"leader {self.leader_id} epoch {self.epoch}  {self.records} records "
+            f"({self.records / elapsed:,.0f}/s, {self.bytes / elapsed / 1e6:,.1f} MB/s)  "
+            f"snapshots {self.snapshots}"
+        )
 
 
 class Follower:
@@ -85,19 +87,32 @@ class Follower:
         Called with each list of committed batches after it is durable (on the follower's thread).
     """
 
-    def __init__(self, bootstrap: Sequence[Endpoint], mirror: MetadataMirror, *,
-                 security: ClientSecurity | None = None, timeout_s: float = 10.0, max_wait_ms: int = 500,
-                 give_up_s: float | None = 60.0,
-                 on_commit: Callable[[Sequence[FetchedBatch]], None] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: Sequence[Endpoint],
+        mirror: MetadataMirror,
+        *,
+        security: ClientSecurity | None = None,
+        timeout_s: float = 10.0,
+        max_wait_ms: int = 500,
+        give_up_s: float | None = 60.0,
+        on_commit: Callable[[Sequence[FetchedBatch]], None] | None = None,
+    ) -> None:
         self.mirror = mirror
         self.security = security
         self.timeout_s = timeout_s
         self.give_up_s = give_up_s
         self.on_commit = on_commit
         position = mirror.position
-        self.observer = MetadataObserver(list(bootstrap), mirror.observer_id, directory_id=mirror.directory_id,
-                                         cluster_id=mirror.cluster_id, log_end=position.log_end,
-                                         last_epoch=max(position.last_epoch, 0), max_wait_ms=max_wait_ms)
+        self.observer = MetadataObserver(
+            list(bootstrap),
+            mirror.observer_id,
+            directory_id=mirror.directory_id,
+            cluster_id=mirror.cluster_id,
+            log_end=position.log_end,
+            last_epoch=max(position.last_epoch, 0),
+            max_wait_ms=max_wait_ms,
+        )
         self.progress = FollowProgress(log_end=position.log_end)
         self._connections: dict[Endpoint, KafkaConnection] = {}
         self._errors: dict[Endpoint, str] = {}
@@ -107,14 +122,20 @@ class Follower:
     def _connection(self, endpoint: Endpoint) -> KafkaConnection:
         conn = self._connections.get(endpoint)
         if conn is None or not conn.is_open:
-            conn = KafkaConnection(endpoint.host, endpoint.port, self.security, client_id="kraftlake-follow",
-                                   timeout_s=self.timeout_s)
+            conn = KafkaConnection(
+                endpoint.host,
+                endpoint.port,
+                self.security,
+                client_id="kraftlake-follow",
+                timeout_s=self.timeout_s,
+            )
             conn.open()
             if ApiKey.FETCH_SNAPSHOT not in conn.versions and ApiKey.VOTE not in conn.versions:
                 conn.close()
                 raise NotAControllerError(
                     f"{endpoint} is not a controller listener: it offers none of KRaft's RPCs (Vote, "
-                    f"FetchSnapshot), as a broker listener does (use a controller.quorum.bootstrap.servers address)")
+                    f"FetchSnapshot), as a broker listener does (use a controller.quorum.bootstrap.servers address)"
+                )
             conn.require(ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
             self._connections[endpoint] = conn
         return conn
@@ -183,12 +204,22 @@ class Follower:
         if self.give_up_s is None or time.monotonic() - self._last_answer < self.give_up_s:
             return
         causes = "; ".join(self._errors.values()) or "no answer"
-        kind = ConnectError if all("connect" in e for e in self._errors.values()) and self._errors else FollowError
+        kind = (
+            ConnectError
+            if all("connect" in e for e in self._errors.values()) and self._errors
+            else FollowError
+        )
         raise kind(f"no controller answered for {self.give_up_s:.0f}s: {causes}")
 
-    def run(self, stop: threading.Event | None = None, *, until_offset: int | None = None,
-            idle_stop_s: float | None = None, on_progress: Callable[[FollowProgress], None] | None = None,
-            progress_every_s: float = 5.0) -> FollowProgress:
+    def run(
+        self,
+        stop: threading.Event | None = None,
+        *,
+        until_offset: int | None = None,
+        idle_stop_s: float | None = None,
+        on_progress: Callable[[FollowProgress], None] | None = None,
+        progress_every_s: float = 5.0,
+    ) -> FollowProgress:
         """Follow until `stop` is set, the mirror reaches `until_offset`, or it has been caught up with the
         high watermark for `idle_stop_s` (a controller appends a NoOp every 500 ms, so a live quorum is never
         silent: caught up is as idle as it gets).
@@ -213,7 +244,11 @@ class Follower:
                     on_progress(self.progress)
                 if until_offset is not None and self.observer.log_end >= until_offset:
                     break
-                if idle_stop_s is not None and caught_up_since is not None and now - caught_up_since >= idle_stop_s:
+                if (
+                    idle_stop_s is not None
+                    and caught_up_since is not None
+                    and now - caught_up_since >= idle_stop_s
+                ):
                     break
         finally:
             self.close()

@@ -113,9 +113,16 @@ class MetadataMirror:
         What may be deleted (default: nothing).
     """
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, cluster_id: str | None = None,
-                 observer_id: int | None = None, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 fsync: bool = True, retention: MirrorRetention = KEEP_EVERYTHING) -> None:
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        cluster_id: str | None = None,
+        observer_id: int | None = None,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        fsync: bool = True,
+        retention: MirrorRetention = KEEP_EVERYTHING,
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.retention = retention
         self.partition_dir = self.data_dir / METADATA_PARTITION_DIR
@@ -129,10 +136,14 @@ class MetadataMirror:
             meta = read_meta_properties(meta_path)
             if cluster_id is not None and meta.cluster_id not in (None, cluster_id):
                 raise ClusterIdMismatchError(
-                    f"{meta_path} mirrors cluster {meta.cluster_id}, not {cluster_id}: use another --data-dir")
+                    f"{meta_path} mirrors cluster {meta.cluster_id}, not {cluster_id}: use another --data-dir"
+                )
             self.cluster_id = cluster_id or meta.cluster_id
-            self.observer_id = observer_id if observer_id is not None else (
-                meta.node_id if meta.node_id is not None else random.randint(*OBSERVER_ID_RANGE))
+            self.observer_id = (
+                observer_id
+                if observer_id is not None
+                else (meta.node_id if meta.node_id is not None else random.randint(*OBSERVER_ID_RANGE))
+            )
             self.directory_id = meta.directory_id or new_directory_id()
         else:
             self.cluster_id = cluster_id
@@ -147,8 +158,9 @@ class MetadataMirror:
         latest = snapshots[-1][0] if snapshots else None
         initial = latest.end_offset if latest is not None else 0
         try:
-            self.log = SegmentedLog(self.partition_dir, segment_bytes=segment_bytes, fsync=fsync,
-                                    initial_offset=initial)
+            self.log = SegmentedLog(
+                self.partition_dir, segment_bytes=segment_bytes, fsync=fsync, initial_offset=initial
+            )
         except LogFormatError as exc:
             raise MirrorError(f"cannot open the mirrored log in {self.partition_dir}: {exc}") from exc
         self.recovered_bytes = self.log.recovery.truncated_bytes if self.log.recovery is not None else 0
@@ -160,8 +172,11 @@ class MetadataMirror:
             self.log.roll(latest.end_offset)
 
     def _write_meta(self) -> None:
-        write_meta_properties(self._meta_path, MetaProperties(self.cluster_id, self.observer_id,
-                                                              directory_id=self.directory_id), fsync=self.fsync)
+        write_meta_properties(
+            self._meta_path,
+            MetaProperties(self.cluster_id, self.observer_id, directory_id=self.directory_id),
+            fsync=self.fsync,
+        )
 
     def _load_epochs(self) -> list[EpochEntry]:
         # rebuilt from the batches: a crash may have left the file behind the segments
@@ -222,8 +237,9 @@ class MetadataMirror:
                 last_epoch = batch.epoch
                 changed = True
         if error is not None:
-            raise MirrorError(f"cannot append the batch at offset {end} to {self.partition_dir}: "
-                              f"{error}") from error
+            raise MirrorError(
+                f"cannot append the batch at offset {end} to {self.partition_dir}: {error}"
+            ) from error
         self.log.flush()
         if changed:
             write_leader_epoch_checkpoint(self._epochs_path, self.epochs, fsync=self.fsync)
@@ -303,4 +319,3 @@ class MetadataMirror:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -156,7 +156,9 @@ class _Download:
     position: int = 0
 
 
-_HEAD = struct.Struct(">qiibI2xi")  # base offset, batch length, epoch, magic, crc, (attributes), last offset delta
+_HEAD = struct.Struct(
+    ">qiibI2xi"
+)  # base offset, batch length, epoch, magic, crc, (attributes), last offset delta
 _LOG_OVERHEAD = 12
 _MIN_BATCH = 61
 _CRC_START = 21
@@ -171,15 +173,20 @@ def for_version(send: Send, version: int) -> Any:
     message = send.message
     if send.api_key == ApiKey.FETCH:
         if version < 15:
-            message = message._replace(replica_id=message.replica_state.replica_id,
-                                       replica_state=type(message.replica_state)())
+            message = message._replace(
+                replica_id=message.replica_state.replica_id, replica_state=type(message.replica_state)()
+            )
         if version < 17:
-            topics = [t._replace(partitions=[p._replace(replica_directory_id=ZERO_UUID) for p in t.partitions])
-                      for t in message.topics]
+            topics = [
+                t._replace(partitions=[p._replace(replica_directory_id=ZERO_UUID) for p in t.partitions])
+                for t in message.topics
+            ]
             message = message._replace(topics=topics)
     elif send.api_key == ApiKey.FETCH_SNAPSHOT and version < 1:
-        topics = [t._replace(partitions=[p._replace(replica_directory_id=ZERO_UUID) for p in t.partitions])
-                  for t in message.topics]
+        topics = [
+            t._replace(partitions=[p._replace(replica_directory_id=ZERO_UUID) for p in t.partitions])
+            for t in message.topics
+        ]
         message = message._replace(topics=topics)
     return message
 
@@ -211,10 +218,12 @@ def split_batches(records: bytes, source: str) -> list[FetchedBatch]:
         if size > end - pos:
             break
         if magic != 2:
-            raise ObserverProtocolError(f"{source}: batch at byte {pos} (offset {base}) has magic {magic}, not 2")
-        if crc_of(view[pos + _CRC_START:pos + size]) != crc:
+            raise ObserverProtocolError(
+                f"{source}: batch at byte {pos} (offset {base}) has magic {magic}, not 2"
+            )
+        if crc_of(view[pos + _CRC_START : pos + size]) != crc:
             raise ObserverProtocolError(f"{source}: batch at byte {pos} (offset {base}) fails its CRC")
-        add(new_batch(FetchedBatch, (base, base + delta, epoch, bytes(data[pos:pos + size]))))
+        add(new_batch(FetchedBatch, (base, base + delta, epoch, bytes(data[pos : pos + size]))))
         pos += size
     return out
 
@@ -238,10 +247,20 @@ class MetadataObserver:
         The next offset to mirror and the epoch of the last mirrored batch (0, 0 for an empty mirror).
     """
 
-    def __init__(self, bootstrap: list[Endpoint], observer_id: int, *, directory_id: str = "AAAAAAAAAAAAAAAAAAAAAA",
-                 cluster_id: str | None = None, log_end: int = 0, last_epoch: int = 0,
-                 max_bytes: int = DEFAULT_MAX_BYTES, max_wait_ms: int = 500, retry_backoff_ms: int = 100,
-                 max_backoff_ms: int = 2000) -> None:
+    def __init__(
+        self,
+        bootstrap: list[Endpoint],
+        observer_id: int,
+        *,
+        directory_id: str = "AAAAAAAAAAAAAAAAAAAAAA",
+        cluster_id: str | None = None,
+        log_end: int = 0,
+        last_epoch: int = 0,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_wait_ms: int = 500,
+        retry_backoff_ms: int = 100,
+        max_backoff_ms: int = 2000,
+    ) -> None:
         if not bootstrap:
             raise ValueError("no bootstrap controllers")
         self.bootstrap = list(bootstrap)
@@ -301,24 +320,44 @@ class MetadataObserver:
         f = rpc.message_class("FetchRequest")
         # Kafka refuses (INVALID_REQUEST) a LastFetchedEpoch above CurrentLeaderEpoch: before the leader's epoch
         # is known (a resumed mirror asks at epoch 0 to be told the leader) the fetch is only a question
-        partition = f.FetchPartition(partition=0, current_leader_epoch=self.epoch, fetch_offset=self.fetch_offset,
-                                     last_fetched_epoch=min(self.fetch_epoch, self.epoch), log_start_offset=-1,
-                                     partition_max_bytes=self.max_bytes, replica_directory_id=self.directory_id)
-        return f(cluster_id=self.cluster_id,
-                 replica_state=f.ReplicaState(replica_id=self.observer_id, replica_epoch=-1),
-                 max_wait_ms=wait_ms, min_bytes=0, max_bytes=self.max_bytes, isolation_level=0,
-                 session_id=0, session_epoch=-1,
-                 topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])])
+        partition = f.FetchPartition(
+            partition=0,
+            current_leader_epoch=self.epoch,
+            fetch_offset=self.fetch_offset,
+            last_fetched_epoch=min(self.fetch_epoch, self.epoch),
+            log_start_offset=-1,
+            partition_max_bytes=self.max_bytes,
+            replica_directory_id=self.directory_id,
+        )
+        return f(
+            cluster_id=self.cluster_id,
+            replica_state=f.ReplicaState(replica_id=self.observer_id, replica_epoch=-1),
+            max_wait_ms=wait_ms,
+            min_bytes=0,
+            max_bytes=self.max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])],
+        )
 
     def _fetch_snapshot_request(self) -> Any:
         d = self.download
         assert d is not None
         f = rpc.message_class("FetchSnapshotRequest")
-        partition = f.PartitionSnapshot(partition=0, current_leader_epoch=self.epoch,
-                                        snapshot_id=f.SnapshotId(end_offset=d.end_offset, epoch=d.epoch),
-                                        position=d.position, replica_directory_id=self.directory_id)
-        return f(cluster_id=self.cluster_id, replica_id=self.observer_id, max_bytes=self.max_bytes,
-                 topics=[f.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])])
+        partition = f.PartitionSnapshot(
+            partition=0,
+            current_leader_epoch=self.epoch,
+            snapshot_id=f.SnapshotId(end_offset=d.end_offset, epoch=d.epoch),
+            position=d.position,
+            replica_directory_id=self.directory_id,
+        )
+        return f(
+            cluster_id=self.cluster_id,
+            replica_id=self.observer_id,
+            max_bytes=self.max_bytes,
+            topics=[f.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])],
+        )
 
     # -- what came back ---------------------------------------------------------------------------------
 
@@ -351,15 +390,18 @@ class MetadataObserver:
             raise AuthorizationError(
                 f"{send.endpoint} refused {what}: CLUSTER_AUTHORIZATION_FAILED (31): the principal needs the "
                 f"CLUSTER_ACTION operation on the cluster resource (kafka-acls --add --allow-principal "
-                f"User:<name> --operation ClusterAction --cluster)")
+                f"User:<name> --operation ClusterAction --cluster)"
+            )
         if error == Errors.INCONSISTENT_CLUSTER_ID:
             raise ClusterIdMismatchError(
                 f"{send.endpoint} refused {what}: INCONSISTENT_CLUSTER_ID (104): the quorum's cluster id is not "
-                f"{self.cluster_id!r}")
+                f"{self.cluster_id!r}"
+            )
         if error == Errors.UNKNOWN_TOPIC_ID:
             raise NotAControllerError(
                 f"{send.endpoint} does not know the metadata topic (UNKNOWN_TOPIC_ID 100): that is not a "
-                f"controller listener (use a controller.quorum.bootstrap.servers address)")
+                f"controller listener (use a controller.quorum.bootstrap.servers address)"
+            )
         if error in (Errors.INVALID_REQUEST, Errors.UNSUPPORTED_VERSION):
             raise ObserverProtocolError(f"{send.endpoint} refused {what} with error {error}")
 
@@ -428,7 +470,8 @@ class MetadataObserver:
                 if batch.base_offset != expected:
                     raise ObserverProtocolError(
                         f"Fetch response from {send.endpoint} starts a batch at offset {batch.base_offset}, "
-                        f"expected {expected}")
+                        f"expected {expected}"
+                    )
                 self.pending.append(batch)
                 expected = batch.last_offset + 1
         if partition.high_watermark > self.high_watermark or self.leader is not None:
@@ -456,7 +499,8 @@ class MetadataObserver:
         if end_offset < self.log_end:
             raise MirrorDivergedError(
                 f"the leader's log diverges at offset {end_offset} (epoch {epoch}) below the committed end "
-                f"{self.log_end} of the mirror: it is not a mirror of this quorum")
+                f"{self.log_end} of the mirror: it is not a mirror of this quorum"
+            )
         while self.pending and self.pending[-1].last_offset >= end_offset:
             self.pending.pop()
 
@@ -466,7 +510,9 @@ class MetadataObserver:
                 if partition.partition_index == 0:
                     return partition
         if response.error_code == Errors.NONE:
-            raise ObserverProtocolError(f"{send.endpoint} answered Fetch without partition 0 of {METADATA_TOPIC}")
+            raise ObserverProtocolError(
+                f"{send.endpoint} answered Fetch without partition 0 of {METADATA_TOPIC}"
+            )
         return rpc.message_class("FetchResponse").PartitionData(error_code=response.error_code)
 
     def _on_fetch_snapshot(self, send: Send, response: Any, now_ms: int) -> list[Effect]:
@@ -504,7 +550,9 @@ class MetadataObserver:
         if d.position < d.size and chunk:
             return []
         if d.position != d.size:
-            raise ObserverProtocolError(f"{send.endpoint} sent a snapshot of {d.position} bytes, announced {d.size}")
+            raise ObserverProtocolError(
+                f"{send.endpoint} sent a snapshot of {d.position} bytes, announced {d.size}"
+            )
         self.download = None
         self.pending.clear()
         self.log_end = d.end_offset

@@ -16,7 +16,22 @@ from kraftlake.image.snapshot import snapshot_bytes, snapshot_records, write_sna
 from kraftlake.image.source import image_at, load_log, load_path, load_snapshot
 
 __all__ = [
-    "EMPTY", "ImageLoader", "MetadataDelta", "MetadataImage", "OpenTransaction", "Provenance", "image_at",
-    "image_json", "load_log", "load_path", "load_records", "load_snapshot", "replay", "replay_all",
-    "shell_tree", "snapshot_bytes", "snapshot_records", "write_snapshot",
+    "EMPTY",
+    "ImageLoader",
+    "MetadataDelta",
+    "MetadataImage",
+    "OpenTransaction",
+    "Provenance",
+    "image_at",
+    "image_json",
+    "load_log",
+    "load_path",
+    "load_records",
+    "load_snapshot",
+    "replay",
+    "replay_all",
+    "shell_tree",
+    "snapshot_bytes",
+    "snapshot_records",
+    "write_snapshot",
 ]

@@ -101,7 +101,9 @@ def partition_from_record(record: Any) -> PartitionRegistration:
     key = (len(replicas), dirs)
     canonical_dirs = _DIRS.get(key)
     if canonical_dirs is None:
-        canonical_dirs = _canonical(_default_to_migrating(tuple(dirs) if dirs is not None else None, len(replicas)))
+        canonical_dirs = _canonical(
+            _default_to_migrating(tuple(dirs) if dirs is not None else None, len(replicas))
+        )
         if len(_DIRS) < _CANONICAL_MAX:
             _DIRS[key] = canonical_dirs
     return PartitionRegistration(
@@ -240,8 +242,9 @@ class _TopicDelta:
 
     __slots__ = ("base", "changes", "created", "name", "topic_id")
 
-    def __init__(self, name: str, topic_id: str, base: dict[int, PartitionRegistration],
-                 created: bool = False) -> None:
+    def __init__(
+        self, name: str, topic_id: str, base: dict[int, PartitionRegistration], created: bool = False
+    ) -> None:
         self.name = name
         self.topic_id = topic_id
         self.base = base
@@ -479,7 +482,13 @@ class MetadataDelta:
 
     def _acl(self, r: Any) -> None:
         self._acls[r.id] = Acl(
-            r.resource_type, r.resource_name, r.pattern_type, r.principal, r.host, r.operation, r.permission_type
+            r.resource_type,
+            r.resource_name,
+            r.pattern_type,
+            r.principal,
+            r.host,
+            r.operation,
+            r.permission_type,
         )
 
     def _remove_acl(self, r: Any) -> None:
@@ -553,7 +562,9 @@ class MetadataDelta:
             topic_ids=topic_ids,
             configs=configs,
             client_quotas=quotas,
-            next_producer_id=img.next_producer_id if self._next_producer_id is None else self._next_producer_id,
+            next_producer_id=img.next_producer_id
+            if self._next_producer_id is None
+            else self._next_producer_id,
             acls=img.acls.update(self._acls, _is_none) if self._acls else img.acls,
             scram=_apply_dict(img.scram, self._scram),
             delegation_tokens=_apply_dict(img.delegation_tokens, self._tokens),

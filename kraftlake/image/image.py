@@ -26,6 +26,7 @@ QuotaEntity = tuple[tuple[str, "str | None"], ...]
 ScramKey = tuple[int, str]
 """A SCRAM credential: (mechanism id, user name)."""
 
+
 class TopicsByName(Mapping[str, TopicImage]):
     """Topics by name: a persistent name -> topic id map read through ``topics_by_id``.
 

@@ -78,7 +78,9 @@ def replay(image: MetadataImage, mr: Any) -> MetadataImage:
     txn = image._txn
     if kind == BEGIN:
         if txn is not None:
-            raise TransactionError(f"offset {mr.offset}: BeginTransactionRecord while already in a transaction")
+            raise TransactionError(
+                f"offset {mr.offset}: BeginTransactionRecord while already in a transaction"
+            )
         return image._replace(provenance=prov, txn=(mr.record.name, mr.offset, None))
     if kind in (END, ABORT):
         if txn is None:
@@ -121,7 +123,11 @@ class ImageLoader:
         self._txn_name: str | None = None
         self._txn_begin = -1
         self._txn_records: list[Any] | None = None
-        self._chain: tuple[Any, int, list[Any] | None] = (None, 0, None)  # (chain, records in it, of which list)
+        self._chain: tuple[Any, int, list[Any] | None] = (
+            None,
+            0,
+            None,
+        )  # (chain, records in it, of which list)
         txn = image.transaction
         if txn is None:
             self._base = image
@@ -188,8 +194,9 @@ class ImageLoader:
             return
         raise ReplayError(f"Unknown metadata record type {kind}")
 
-    def feed_batch(self, records: Sequence[Any], base_offset: int, epoch: int,
-                   timestamps: int | Sequence[int] = -1) -> None:
+    def feed_batch(
+        self, records: Sequence[Any], base_offset: int, epoch: int, timestamps: int | Sequence[int] = -1
+    ) -> None:
         """Take typed metadata records (no envelopes, no control records) committed at consecutive offsets
         from ``base_offset`` in ``epoch``: what ``feed`` of their envelopes does, without building them (a
         controller replays 60k records of a controlled shutdown on each voter). ``timestamps``: one for all,
@@ -215,8 +222,7 @@ class ImageLoader:
             if fed:
                 self._dirty = True
                 fed = False
-            self.feed(_Envelope(base_offset + i, epoch, stamps[i], False,
-                                type(rec).__name__, rec))
+            self.feed(_Envelope(base_offset + i, epoch, stamps[i], False, type(rec).__name__, rec))
             delta = self._delta
             txn = self._txn_records
         if fed:

@@ -18,15 +18,48 @@ from kraftlake.image.model import (
 )
 
 SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
-CONFIG_RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+CONFIG_RESOURCE_TYPES = {
+    0: "UNKNOWN",
+    2: "TOPIC",
+    4: "BROKER",
+    8: "BROKER_LOGGER",
+    16: "CLIENT_METRICS",
+    32: "GROUP",
+}
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 # MetadataVersion feature level -> Kafka's name (Kafka 4.3.1's MetadataVersion enum)
 METADATA_VERSIONS = {
-    1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3",
-    8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1", 14: "3.6-IV2",
-    15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0",
-    22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0",
-    29: "4.2-IV1", 30: "4.3-IV0", 31: "4.4-IV0",
+    1: "3.0-IV1",
+    2: "3.1-IV0",
+    3: "3.2-IV0",
+    4: "3.3-IV0",
+    5: "3.3-IV1",
+    6: "3.3-IV2",
+    7: "3.3-IV3",
+    8: "3.4-IV0",
+    9: "3.5-IV0",
+    10: "3.5-IV1",
+    11: "3.5-IV2",
+    12: "3.6-IV0",
+    13: "3.6-IV1",
+    14: "3.6-IV2",
+    15: "3.7-IV0",
+    16: "3.7-IV1",
+    17: "3.7-IV2",
+    18: "3.7-IV3",
+    19: "3.7-IV4",
+    20: "3.8-IV0",
+    21: "3.9-IV0",
+    22: "4.0-IV0",
+    23: "4.0-IV1",
+    24: "4.0-IV2",
+    25: "4.0-IV3",
+    26: "4.1-IV0",
+    27: "4.1-IV1",
+    28: "4.2-IV0",
+    29: "4.2-IV1",
+    30: "4.3-IV0",
+    31: "4.4-IV0",
 }
 
 
@@ -35,8 +68,12 @@ def _b64(data: bytes) -> str:
 
 
 def _endpoint(e: Endpoint) -> dict[str, Any]:
-    return {"name": e.name, "host": e.host, "port": e.port,
-            "security_protocol": SECURITY_PROTOCOLS.get(e.security_protocol, str(e.security_protocol))}
+    return {
+        "name": e.name,
+        "host": e.host,
+        "port": e.port,
+        "security_protocol": SECURITY_PROTOCOLS.get(e.security_protocol, str(e.security_protocol)),
+    }
 
 
 def _broker(b: BrokerRegistration) -> dict[str, Any]:
@@ -88,38 +125,72 @@ def image_json(image: MetadataImage) -> dict[str, Any]:
     provenance: dict[str, Any] = {"offset": prov.offset, "epoch": prov.epoch, "timestamp": prov.timestamp}
     txn = image.transaction
     if txn is not None:
-        provenance["open_transaction"] = {"name": txn.name, "begin_offset": txn.begin_offset,
-                                          "pending_records": len(txn.records)}
+        provenance["open_transaction"] = {
+            "name": txn.name,
+            "begin_offset": txn.begin_offset,
+            "pending_records": len(txn.records),
+        }
     topics = []
     for name in sorted(image.topics_by_name):
         t = image.topics_by_name[name]
-        topics.append({"name": t.name, "topic_id": t.id,
-                       "partitions": [partition_json(pid, t.partitions[pid]) for pid in sorted(t.partitions)]})
+        topics.append(
+            {
+                "name": t.name,
+                "topic_id": t.id,
+                "partitions": [partition_json(pid, t.partitions[pid]) for pid in sorted(t.partitions)],
+            }
+        )
     configs = [
-        {"resource_type": CONFIG_RESOURCE_TYPES.get(rt, str(rt)), "resource_name": rn,
-         "configs": dict(sorted(image.configs[(rt, rn)].items()))}
+        {
+            "resource_type": CONFIG_RESOURCE_TYPES.get(rt, str(rt)),
+            "resource_name": rn,
+            "configs": dict(sorted(image.configs[(rt, rn)].items())),
+        }
         for rt, rn in sorted(image.configs)
     ]
     quotas = [
-        {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
-         "quotas": dict(sorted(image.client_quotas[entity].items()))}
+        {
+            "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+            "quotas": dict(sorted(image.client_quotas[entity].items())),
+        }
         for entity in sorted(image.client_quotas, key=repr)
     ]
     acls = []
     for acl_id in sorted(image.acls):
         a = image.acls[acl_id]
-        acls.append({"id": acl_id, "resource_type": a.resource_type, "resource_name": a.resource_name,
-                     "pattern_type": a.pattern_type, "principal": a.principal, "host": a.host,
-                     "operation": a.operation, "permission_type": a.permission_type})
+        acls.append(
+            {
+                "id": acl_id,
+                "resource_type": a.resource_type,
+                "resource_name": a.resource_name,
+                "pattern_type": a.pattern_type,
+                "principal": a.principal,
+                "host": a.host,
+                "operation": a.operation,
+                "permission_type": a.permission_type,
+            }
+        )
     scram = [
-        {"user": user, "mechanism": SCRAM_MECHANISMS.get(mech, str(mech)), "salt": _b64(s.salt),
-         "stored_key": _b64(s.stored_key), "server_key": _b64(s.server_key), "iterations": s.iterations}
+        {
+            "user": user,
+            "mechanism": SCRAM_MECHANISMS.get(mech, str(mech)),
+            "salt": _b64(s.salt),
+            "stored_key": _b64(s.stored_key),
+            "server_key": _b64(s.server_key),
+            "iterations": s.iterations,
+        }
         for (mech, user), s in sorted(image.scram.items())
     ]
     tokens = [
-        {"token_id": d.token_id, "owner": d.owner, "requester": d.requester, "renewers": list(d.renewers),
-         "issue_timestamp": d.issue_timestamp, "max_timestamp": d.max_timestamp,
-         "expiration_timestamp": d.expiration_timestamp}
+        {
+            "token_id": d.token_id,
+            "owner": d.owner,
+            "requester": d.requester,
+            "renewers": list(d.renewers),
+            "issue_timestamp": d.issue_timestamp,
+            "max_timestamp": d.max_timestamp,
+            "expiration_timestamp": d.expiration_timestamp,
+        }
         for _, d in sorted(image.delegation_tokens.items())
     ]
     return {
@@ -218,7 +289,9 @@ def shell_lines(image: MetadataImage) -> list[str]:
     out.append(("/image/provenance", f"offset {p.offset}, epoch {p.epoch}, time {_java_time(p.timestamp)}"))
     for name, level in image.features.items():
         if name == METADATA_VERSION:
-            out.append(("/image/features/metadataVersion", f"Optional[{METADATA_VERSIONS.get(level, level)}]"))
+            out.append(
+                ("/image/features/metadataVersion", f"Optional[{METADATA_VERSIONS.get(level, level)}]")
+            )
         else:
             out.append((f"/image/features/finalized_{name}", str(level)))
     for bid, b in image.brokers.items():
@@ -244,19 +317,35 @@ def shell_lines(image: MetadataImage) -> list[str]:
     for acl_id, a in image.acls.items():
         out.append((f"/image/acls/byId/{acl_id}", repr(a)))
     for (mech, user), s in image.scram.items():
-        out.append((f"/image/scram/{SCRAM_MECHANISMS.get(mech, mech)}/{user}", (
-            f"ScramCredentialData(salt={s.salt.hex()}, storedKey={s.stored_key.hex()}, "
-            f"serverKey={s.server_key.hex()}, iterations={s.iterations})")))
+        out.append(
+            (
+                f"/image/scram/{SCRAM_MECHANISMS.get(mech, mech)}/{user}",
+                (
+                    f"ScramCredentialData(salt={s.salt.hex()}, storedKey={s.stored_key.hex()}, "
+                    f"serverKey={s.server_key.hex()}, iterations={s.iterations})"
+                ),
+            )
+        )
     for token_id, d in image.delegation_tokens.items():
         out.append((f"/image/delegationToken/{token_id}", repr(d)))
     out.sort()
     return [f"{path}: {value}" for path, value in out]
 
 
-_EMPTY_DIRS = ("/image/acls/byId", "/image/clientQuotas", "/image/cluster/brokers", "/image/cluster/controllers",
-               "/image/configs", "/image/delegationToken", "/image/features", "/image/producerIds",
-               "/image/scram/SCRAM-SHA-256", "/image/scram/SCRAM-SHA-512", "/image/topics/byId",
-               "/image/topics/byName")
+_EMPTY_DIRS = (
+    "/image/acls/byId",
+    "/image/clientQuotas",
+    "/image/cluster/brokers",
+    "/image/cluster/controllers",
+    "/image/configs",
+    "/image/delegationToken",
+    "/image/features",
+    "/image/producerIds",
+    "/image/scram/SCRAM-SHA-256",
+    "/image/scram/SCRAM-SHA-512",
+    "/image/topics/byId",
+    "/image/topics/byName",
+)
 
 
 def shell_tree(image: MetadataImage) -> str:

@@ -129,42 +129,63 @@ def _snapshot_items(image: MetadataImage) -> Iterator[tuple[Any, int] | _TopicPa
         yield m.FeatureLevelRecord(name=name, feature_level=features[name]), 0
     for bid in sorted(image.brokers):
         b = image.brokers[bid]
-        version = 4 if b.cordoned_directories is not None else 3 if b.directories else 2 if b.is_migrating_zk_broker else (
-            1 if b.in_controlled_shutdown else 0)
-        yield m.RegisterBrokerRecord(
-            broker_id=b.id,
-            is_migrating_zk_broker=b.is_migrating_zk_broker,
-            incarnation_id=b.incarnation_id,
-            broker_epoch=b.epoch,
-            end_points=tuple(
-                m.RegisterBrokerRecord.BrokerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                for e in b.listeners
+        version = (
+            4
+            if b.cordoned_directories is not None
+            else 3
+            if b.directories
+            else 2
+            if b.is_migrating_zk_broker
+            else (1 if b.in_controlled_shutdown else 0)
+        )
+        yield (
+            m.RegisterBrokerRecord(
+                broker_id=b.id,
+                is_migrating_zk_broker=b.is_migrating_zk_broker,
+                incarnation_id=b.incarnation_id,
+                broker_epoch=b.epoch,
+                end_points=tuple(
+                    m.RegisterBrokerRecord.BrokerEndpoint(
+                        name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
+                    )
+                    for e in b.listeners
+                ),
+                features=tuple(
+                    m.RegisterBrokerRecord.BrokerFeature(
+                        name=n, min_supported_version=r.min, max_supported_version=r.max
+                    )
+                    for n, r in b.supported_features
+                ),
+                rack=b.rack,
+                fenced=b.fenced,
+                in_controlled_shutdown=b.in_controlled_shutdown,
+                log_dirs=b.directories,
+                cordoned_log_dirs=b.cordoned_directories,
             ),
-            features=tuple(
-                m.RegisterBrokerRecord.BrokerFeature(name=n, min_supported_version=r.min, max_supported_version=r.max)
-                for n, r in b.supported_features
-            ),
-            rack=b.rack,
-            fenced=b.fenced,
-            in_controlled_shutdown=b.in_controlled_shutdown,
-            log_dirs=b.directories,
-            cordoned_log_dirs=b.cordoned_directories,
-        ), version
+            version,
+        )
     for cid in sorted(image.controllers):
         c = image.controllers[cid]
-        yield m.RegisterControllerRecord(
-            controller_id=c.id,
-            incarnation_id=c.incarnation_id,
-            zk_migration_ready=c.zk_migration_ready,
-            end_points=tuple(
-                m.RegisterControllerRecord.ControllerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                for e in c.listeners
+        yield (
+            m.RegisterControllerRecord(
+                controller_id=c.id,
+                incarnation_id=c.incarnation_id,
+                zk_migration_ready=c.zk_migration_ready,
+                end_points=tuple(
+                    m.RegisterControllerRecord.ControllerEndpoint(
+                        name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
+                    )
+                    for e in c.listeners
+                ),
+                features=tuple(
+                    m.RegisterControllerRecord.ControllerFeature(
+                        name=n, min_supported_version=r.min, max_supported_version=r.max
+                    )
+                    for n, r in c.supported_features
+                ),
             ),
-            features=tuple(
-                m.RegisterControllerRecord.ControllerFeature(name=n, min_supported_version=r.min, max_supported_version=r.max)
-                for n, r in c.supported_features
-            ),
-        ), 0
+            0,
+        )
     for topic_id in sorted(image.topics_by_id, key=uuid_sort_key):
         t = image.topics_by_id[topic_id]
         yield m.TopicRecord(name=t.name, topic_id=t.id), 0
@@ -182,42 +203,66 @@ def _snapshot_items(image: MetadataImage) -> Iterator[tuple[Any, int] | _TopicPa
         yield m.ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id), 0
     for acl_id in sorted(image.acls, key=uuid_sort_key):
         a = image.acls[acl_id]
-        yield m.AccessControlEntryRecord(
-            id=acl_id,
-            resource_type=a.resource_type,
-            resource_name=a.resource_name,
-            pattern_type=a.pattern_type,
-            principal=a.principal,
-            host=a.host,
-            operation=a.operation,
-            permission_type=a.permission_type,
-        ), 0
+        yield (
+            m.AccessControlEntryRecord(
+                id=acl_id,
+                resource_type=a.resource_type,
+                resource_name=a.resource_name,
+                pattern_type=a.pattern_type,
+                principal=a.principal,
+                host=a.host,
+                operation=a.operation,
+                permission_type=a.permission_type,
+            ),
+            0,
+        )
     for mech, user in sorted(image.scram):
         s = image.scram[(mech, user)]
-        yield m.UserScramCredentialRecord(
-            name=user, mechanism=mech, salt=s.salt, stored_key=s.stored_key, server_key=s.server_key,
-            iterations=s.iterations,
-        ), 0
+        yield (
+            m.UserScramCredentialRecord(
+                name=user,
+                mechanism=mech,
+                salt=s.salt,
+                stored_key=s.stored_key,
+                server_key=s.server_key,
+                iterations=s.iterations,
+            ),
+            0,
+        )
     for token_id in sorted(image.delegation_tokens):
         d = image.delegation_tokens[token_id]
-        yield m.DelegationTokenRecord(
-            owner=d.owner, requester=d.requester, renewers=d.renewers, issue_timestamp=d.issue_timestamp,
-            max_timestamp=d.max_timestamp, expiration_timestamp=d.expiration_timestamp, token_id=d.token_id,
-        ), 0
+        yield (
+            m.DelegationTokenRecord(
+                owner=d.owner,
+                requester=d.requester,
+                renewers=d.renewers,
+                issue_timestamp=d.issue_timestamp,
+                max_timestamp=d.max_timestamp,
+                expiration_timestamp=d.expiration_timestamp,
+                token_id=d.token_id,
+            ),
+            0,
+        )
 
 
-def snapshot_bytes(image: MetadataImage, records_per_batch: int = RECORDS_PER_BATCH,
-                   encoder: SnapshotValues | None = None) -> bytes:
+def snapshot_bytes(
+    image: MetadataImage, records_per_batch: int = RECORDS_PER_BATCH, encoder: SnapshotValues | None = None
+) -> bytes:
     """The bytes of a ``.checkpoint`` file holding ``image`` (`encoder`: the writer of the previous ones)."""
     epoch = max(image.provenance.epoch, 0)
     ts = max(image.provenance.timestamp, 0)
     out = bytearray()
     header = m.SnapshotHeaderRecord(version=0, last_contained_log_timestamp=image.provenance.timestamp)
-    out += build_control_batch(0, epoch, ts, [(ControlRecordType.SNAPSHOT_HEADER, encode_control_body(header))])
+    out += build_control_batch(
+        0, epoch, ts, [(ControlRecordType.SNAPSHOT_HEADER, encode_control_body(header))]
+    )
     offset = 1
     values: list[bytes] = []
-    encoded = (encoder.values(image) if encoder is not None
-               else (encode_metadata_record(rec, version) for rec, version in snapshot_records(image)))
+    encoded = (
+        encoder.values(image)
+        if encoder is not None
+        else (encode_metadata_record(rec, version) for rec, version in snapshot_records(image))
+    )
     for value in encoded:
         values.append(value)
         if len(values) == records_per_batch:
@@ -239,8 +284,9 @@ def snapshot_name(image: MetadataImage) -> str:
     return f"{image.provenance.offset + 1:020d}-{max(image.provenance.epoch, 0):010d}.checkpoint"
 
 
-def write_snapshot(image: MetadataImage, directory: str | os.PathLike[str],
-                   encoder: SnapshotValues | None = None) -> Path:
+def write_snapshot(
+    image: MetadataImage, directory: str | os.PathLike[str], encoder: SnapshotValues | None = None
+) -> Path:
     """Write ``image`` as a snapshot into ``directory`` (atomically, via a ``.part`` file); return its path."""
     d = Path(directory)
     path = d / snapshot_name(image)

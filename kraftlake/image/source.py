@@ -64,7 +64,9 @@ def snapshots(path: str | os.PathLike[str]) -> list[SnapshotFile]:
     one checks it)."""
     d = partition_dir(path)
     found = [
-        SnapshotFile(d / n, int(m.group(1)), int(m.group(2))) for n in os.listdir(d) if (m := _CHECKPOINT.match(n))
+        SnapshotFile(d / n, int(m.group(1)), int(m.group(2)))
+        for n in os.listdir(d)
+        if (m := _CHECKPOINT.match(n))
     ]
     return sorted(found, key=lambda s: (s.end_offset, s.epoch))
 
@@ -121,7 +123,9 @@ def load_snapshot(path: str | os.PathLike[str]) -> MetadataImage:
     header = False
     mr = None
     try:
-        for mr in snapshot_file_records(p):  # streamed: a 2M-partition snapshot is never held as a record list
+        for mr in snapshot_file_records(
+            p
+        ):  # streamed: a 2M-partition snapshot is never held as a record list
             if not mr.is_control:
                 feed(mr)
             elif not header and mr.type == "SnapshotHeaderRecord":
@@ -135,7 +139,9 @@ def load_snapshot(path: str | os.PathLike[str]) -> MetadataImage:
     return image.with_provenance(_snapshot_provenance(p, ts))
 
 
-def load_log(path: str | os.PathLike[str], offset: int | None = None, image: MetadataImage = EMPTY) -> MetadataImage:
+def load_log(
+    path: str | os.PathLike[str], offset: int | None = None, image: MetadataImage = EMPTY
+) -> MetadataImage:
     """The image of a log (a directory, or one segment file) at ``offset`` (None = its end), on ``image``.
 
     The segments must continue ``image`` without a hole: the one holding the offset after ``image``'s (0 on
@@ -201,16 +207,28 @@ class _Tail:
                 return
             self.current = seg
             if base > expected:
-                before = (f"the state replayed ends at offset {self.start - 1}" if expected == self.start
-                          else f"the segment before ends at offset {expected - 1}")
-                raise located(ImageError(f"the segment starts at offset {base}: records {expected}..{base - 1} "
-                                         f"are missing ({before})"), str(seg), None)
+                before = (
+                    f"the state replayed ends at offset {self.start - 1}"
+                    if expected == self.start
+                    else f"the segment before ends at offset {expected - 1}"
+                )
+                raise located(
+                    ImageError(
+                        f"the segment starts at offset {base}: records {expected}..{base - 1} "
+                        f"are missing ({before})"
+                    ),
+                    str(seg),
+                    None,
+                )
             yield from iter_records(self._batches(seg), source=str(seg))
             expected = max(expected, self.last_offset + 1)
 
 
-def image_at(log_dir: str | os.PathLike[str], offset: int | None = None,
-             on_skip: Callable[[Path, KraftlakeError], None] | None = None) -> MetadataImage:
+def image_at(
+    log_dir: str | os.PathLike[str],
+    offset: int | None = None,
+    on_skip: Callable[[Path, KraftlakeError], None] | None = None,
+) -> MetadataImage:
     """The state at ``offset`` (including the record at it; None = the log end) of a metadata log directory.
 
     Starts from the newest snapshot that does not pass ``offset`` and replays the log's tail. A snapshot that
@@ -247,14 +265,18 @@ def image_at(log_dir: str | os.PathLike[str], offset: int | None = None,
         if not segs or segs[0][0] > 0:
             start = segs[0][0] if segs else None
             unusable = f" (unusable: {', '.join(skipped)})" if skipped else ""
-            raise ImageError(f"{d}: " + ("no segments" if start is None else f"the log starts at offset {start}")
-                             + f" and no usable snapshot covers offset {0 if offset is None else offset}"
-                             + unusable)
+            raise ImageError(
+                f"{d}: "
+                + ("no segments" if start is None else f"the log starts at offset {start}")
+                + f" and no usable snapshot covers offset {0 if offset is None else offset}"
+                + unusable
+            )
         image = EMPTY
     result = load_log(d, offset, image) if segs else image
     if offset is not None and result.provenance.offset != offset and offset > _log_end(segs):
-        raise ImageError(f"{d}: offset {offset} is past the end of the log (its last offset is "
-                         f"{result.provenance.offset})")
+        raise ImageError(
+            f"{d}: offset {offset} is past the end of the log (its last offset is {result.provenance.offset})"
+        )
     return result
 
 
@@ -262,8 +284,11 @@ def _warn_skipped(path: Path, exc: KraftlakeError) -> None:
     warnings.warn(f"skipped snapshot {path}: {exc}", SkippedSnapshotWarning, stacklevel=3)
 
 
-def load_path(path: str | os.PathLike[str], offset: int | None = None,
-              on_skip: Callable[[Path, KraftlakeError], None] | None = None) -> MetadataImage:
+def load_path(
+    path: str | os.PathLike[str],
+    offset: int | None = None,
+    on_skip: Callable[[Path, KraftlakeError], None] | None = None,
+) -> MetadataImage:
     """The image of a log directory, a segment or a ``.checkpoint`` file (``kraftlake image PATH``).
 
     Raises
@@ -288,8 +313,10 @@ def load_path(path: str | os.PathLike[str], offset: int | None = None,
         raise ImageError(f"{p}: not a segment (.log), a snapshot (.checkpoint) or a log directory")
     img = load_log(p, offset)
     if offset is not None and img.provenance.offset != offset:
-        raise ImageError(f"{p}: offset {offset} is past the end of the segment (its last offset is "
-                         f"{img.provenance.offset})")
+        raise ImageError(
+            f"{p}: offset {offset} is past the end of the segment (its last offset is "
+            f"{img.provenance.offset})"
+        )
     return img
 
 

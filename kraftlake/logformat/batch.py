@@ -202,7 +202,9 @@ class RecordBatch:
             return Compression(codec)
         except ValueError:
             raise CompressionError(
-                f"unknown compression codec id {codec}", source=self.source, position=self.position,
+                f"unknown compression codec id {codec}",
+                source=self.source,
+                position=self.position,
                 offset=self.base_offset,
             ) from None
 
@@ -281,7 +283,9 @@ class RecordBatch:
             return None
         data = _records_area(self)
         pos = HEADER_SIZE if data is self.raw else 0
-        if type(data) is not bytes:  # a batch built over a bytearray or memoryview: values are bytes all the same
+        if (
+            type(data) is not bytes
+        ):  # a batch built over a bytearray or memoryview: values are bytes all the same
             data = bytes(data)
         return _kraft_values(self.record_count, data, pos)
 

@@ -53,8 +53,9 @@ def read_checkpoint_lines(path: str | os.PathLike[str], version: int, fields: in
     for lineno, line in enumerate(lines[2:], start=3):
         parts = split_fields(line)
         if len(parts) != fields:
-            raise MalformedFileError(f"malformed line {line!r} (expected {fields} fields)", source=source,
-                                     line=lineno)
+            raise MalformedFileError(
+                f"malformed line {line!r} (expected {fields} fields)", source=source, line=lineno
+            )
         entries.append(parts)
     if len(entries) != expected:
         raise MalformedFileError(f"expected {expected} entries but found {len(entries)}", source=source)
@@ -77,8 +78,12 @@ def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> list[EpochEntr
     FileAccessError, MalformedFileError
     """
     source = str(path)
-    return [EpochEntry(java_int(epoch, source, lineno, "epoch"), java_int(offset, source, lineno, "start offset", INT64))
-            for lineno, (epoch, offset) in enumerate(read_checkpoint_lines(path, 0, 2), start=3)]
+    return [
+        EpochEntry(
+            java_int(epoch, source, lineno, "epoch"), java_int(offset, source, lineno, "start offset", INT64)
+        )
+        for lineno, (epoch, offset) in enumerate(read_checkpoint_lines(path, 0, 2), start=3)
+    ]
 
 
 def write_leader_epoch_checkpoint(
@@ -98,8 +103,9 @@ def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[tuple[str, int]
     source = str(path)
     out = {}
     for lineno, (topic, partition, offset) in enumerate(read_checkpoint_lines(path, 0, 3), start=3):
-        out[(topic, java_int(partition, source, lineno, "partition"))] = java_int(offset, source, lineno, "offset",
-                                                                                  INT64)
+        out[(topic, java_int(partition, source, lineno, "partition"))] = java_int(
+            offset, source, lineno, "offset", INT64
+        )
     return out
 
 

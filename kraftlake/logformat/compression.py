@@ -205,7 +205,9 @@ def _check_zstd_frames(data: bytes) -> None:
                 raise DecompressError(f"truncated zstd skippable frame at {pos}")
             pos += 8 + int.from_bytes(data[pos + 4 : pos + 8], "little")
             if pos > end:
-                raise DecompressError("truncated zstd skippable frame: its size runs past the end of the data")
+                raise DecompressError(
+                    "truncated zstd skippable frame: its size runs past the end of the data"
+                )
             continue
         if magic != _ZSTD_MAGIC:
             raise DecompressError(f"unknown zstd frame descriptor {magic:#010x} at {pos}")

@@ -23,7 +23,12 @@ class LogFormatError(KraftlakeError):
     """
 
     def __init__(
-        self, reason: str, *, source: str = "<bytes>", position: int | None = None, offset: int | None = None,
+        self,
+        reason: str,
+        *,
+        source: str = "<bytes>",
+        position: int | None = None,
+        offset: int | None = None,
         line: int | None = None,
     ) -> None:
         self.reason = reason

@@ -193,14 +193,16 @@ def read_partition_metadata(path: str | os.PathLike[str]) -> tuple[int, str]:
     source = str(path)
     lines = read_text_lines(path)
     if not lines or not lines[0].startswith("version: ") or len(split_fields(lines[0])) != 2:
-        raise MalformedFileError(f"expected 'version: N', got {lines[0] if lines else ''!r}", source=source,
-                                 line=1)
+        raise MalformedFileError(
+            f"expected 'version: N', got {lines[0] if lines else ''!r}", source=source, line=1
+        )
     version = java_int(split_fields(lines[0])[1], source, 1, "version")
     if version != 0:
         raise MalformedFileError(f"unsupported partition.metadata version {version}", source=source, line=1)
     if len(lines) < 2 or not lines[1].startswith("topic_id: ") or len(split_fields(lines[1])) != 2:
-        raise MalformedFileError(f"expected 'topic_id: ID', got {lines[1] if len(lines) > 1 else ''!r}",
-                                 source=source, line=2)
+        raise MalformedFileError(
+            f"expected 'topic_id: ID', got {lines[1] if len(lines) > 1 else ''!r}", source=source, line=2
+        )
     topic_id = split_fields(lines[1])[1]
     if not is_uuid(topic_id):
         raise MalformedFileError(f"topic id {topic_id!r} is not a uuid", source=source, line=2)

@@ -116,12 +116,14 @@ class QuorumStateFile:
                 raise MalformedFileError(f"version {version} requires field {name!r}", source=source, line=1)
             value: Any = doc[name]
             if not isinstance(value, kind) or isinstance(value, bool):
-                raise MalformedFileError(f"field {name!r} is not a {kind.__name__}: {value!r}", source=source,
-                                         line=1)
+                raise MalformedFileError(
+                    f"field {name!r} is not a {kind.__name__}: {value!r}", source=source, line=1
+                )
             if kind is int and not _in_range(value, bounds):
                 bits = 32 if bounds == INT32 else 64
-                raise MalformedFileError(f"field {name!r} is out of the range of an int{bits}: {value}",
-                                         source=source, line=1)
+                raise MalformedFileError(
+                    f"field {name!r} is out of the range of an int{bits}: {value}", source=source, line=1
+                )
             return value
 
         common = {
@@ -132,15 +134,19 @@ class QuorumStateFile:
         if version == 1:
             directory = field("votedDirectoryId", str)
             if not is_uuid(directory):
-                raise MalformedFileError(f"field 'votedDirectoryId' is not a uuid: {directory!r}", source=source,
-                                         line=1)
+                raise MalformedFileError(
+                    f"field 'votedDirectoryId' is not a uuid: {directory!r}", source=source, line=1
+                )
             return cls(data_version=1, voted_directory_id=directory, **common)
         voters = doc.get("currentVoters", "missing")
         if voters == "missing":
             raise MalformedFileError("version 0 requires field 'currentVoters'", source=source, line=1)
         if voters is not None:
-            ids = [v.get("voterId") if isinstance(v, dict) else None for v in voters] if isinstance(voters, list) \
+            ids = (
+                [v.get("voterId") if isinstance(v, dict) else None for v in voters]
+                if isinstance(voters, list)
                 else [None]
+            )
             if not all(_is_int32(i) for i in ids):
                 raise MalformedFileError(f"bad currentVoters: {voters!r}", source=source, line=1)
             voters = tuple(ids)

@@ -275,13 +275,24 @@ class SegmentedLog:
                     raw = b.data
                     size = len(raw)
                     if b.base_offset != end:
-                        raise SegmentError(f"batch base offset {b.base_offset} is not the log end offset {end}",
-                                           source=str(self.directory), offset=b.base_offset)
-                    if size < _VERIFIED_MIN or check(raw) != (end, size - LOG_OVERHEAD, b.epoch, 2,
-                                                              b.last_offset - end):
-                        raise SegmentError(f"a batch of {size} bytes whose header is not (base offset {end}, "
-                                           f"last offset {b.last_offset}, epoch {b.epoch}, magic 2)",
-                                           source=str(self.directory), offset=end)
+                        raise SegmentError(
+                            f"batch base offset {b.base_offset} is not the log end offset {end}",
+                            source=str(self.directory),
+                            offset=b.base_offset,
+                        )
+                    if size < _VERIFIED_MIN or check(raw) != (
+                        end,
+                        size - LOG_OVERHEAD,
+                        b.epoch,
+                        2,
+                        b.last_offset - end,
+                    ):
+                        raise SegmentError(
+                            f"a batch of {size} bytes whose header is not (base offset {end}, "
+                            f"last offset {b.last_offset}, epoch {b.epoch}, magic 2)",
+                            source=str(self.directory),
+                            offset=end,
+                        )
                     if pos > 0 and pos + size > self.segment_bytes:
                         break  # roll
                     add(BatchLocation(end, b.last_offset, pos, size, b.epoch))

@@ -126,21 +126,35 @@ def check_snapshot_batches(batches: Iterable[RecordBatch], source: str) -> Itera
             if not batch.is_control or not batch.records:
                 raise SnapshotFormatError(
                     "not a snapshot: the first batch is not a control batch with at least one record",
-                    source=source, position=batch.position, offset=batch.base_offset)
+                    source=source,
+                    position=batch.position,
+                    offset=batch.base_offset,
+                )
             first = _control_type(batch, 0)
             if first != ControlRecordType.SNAPSHOT_HEADER.name:
                 raise SnapshotFormatError(
                     f"not a snapshot: the first control record is not a SnapshotHeader ({first})",
-                    source=source, position=batch.position, offset=batch.base_offset)
+                    source=source,
+                    position=batch.position,
+                    offset=batch.base_offset,
+                )
         last = batch
         yield batch
     if last is None:
-        raise SnapshotFormatError("not a snapshot: the file holds no batch (no SnapshotHeader)", source=source,
-                                  position=0)
-    if not last.is_control or not last.records or _control_type(last, -1) != ControlRecordType.SNAPSHOT_FOOTER.name:
         raise SnapshotFormatError(
-            "the snapshot is cut short: its last batch does not end with a SnapshotFooter", source=source,
-            position=last.position, offset=last.base_offset)
+            "not a snapshot: the file holds no batch (no SnapshotHeader)", source=source, position=0
+        )
+    if (
+        not last.is_control
+        or not last.records
+        or _control_type(last, -1) != ControlRecordType.SNAPSHOT_FOOTER.name
+    ):
+        raise SnapshotFormatError(
+            "the snapshot is cut short: its last batch does not end with a SnapshotFooter",
+            source=source,
+            position=last.position,
+            offset=last.base_offset,
+        )
 
 
 def iter_valid_snapshot(path: str | os.PathLike[str], **options: Any) -> Iterator[RecordBatch]:

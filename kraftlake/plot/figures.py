@@ -76,9 +76,13 @@ def _size(frame: pd.DataFrame) -> dict[str, Any]:
 
 
 def _segment_tooltip(*first: alt.Tooltip) -> list[alt.Tooltip]:
-    return [*first, alt.Tooltip("from_offset:Q", title="from offset", format="d"),
-            alt.Tooltip("until:N", title="until offset"),
-            alt.Tooltip("from_time:N", title="from"), alt.Tooltip("to_time:N", title="to")]
+    return [
+        *first,
+        alt.Tooltip("from_offset:Q", title="from offset", format="d"),
+        alt.Tooltip("until:N", title="until offset"),
+        alt.Tooltip("from_time:N", title="from"),
+        alt.Tooltip("to_time:N", title="to"),
+    ]
 
 
 def _segments(frame: pd.DataFrame) -> pd.DataFrame:
@@ -93,31 +97,48 @@ def _segments(frame: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["start_ms", "end_ms", "to_offset"])
 
 
-def under_replicated_figure(counts: pd.DataFrame, title: str = "Under-replicated and offline partitions",
-                            subtitle: str = "") -> alt.Chart:
+def under_replicated_figure(
+    counts: pd.DataFrame, title: str = "Under-replicated and offline partitions", subtitle: str = ""
+) -> alt.Chart:
     """Two step lines (under-replicated, offline) over time; the tooltip gives the offset each count starts at
     and the partitions existing then."""
     data = counts.copy()
     data["start"] = _time(counts["timestamp_ms"])
     data["time"] = counts["timestamp_ms"].map(utc_text)
     data = data.drop(columns=["timestamp_ms"])
-    long = data.melt(id_vars=["offset", "start", "time", "partitions"], value_vars=["under_replicated", "offline"],
-                     var_name="series", value_name="count")
+    long = data.melt(
+        id_vars=["offset", "start", "time", "partitions"],
+        value_vars=["under_replicated", "offline"],
+        var_name="series",
+        value_name="count",
+    )
     long["series"] = long["series"].map({"under_replicated": "under-replicated", "offline": "offline"})
-    return (alt.Chart(long, title=alt.Title(title, subtitle=subtitle))
-            .mark_line(interpolate="step-after", point=True)
-            .encode(x=_x(), y=alt.Y("count:Q", title="partitions"),
-                    color=alt.Color("series:N", title=None,
-                                    scale=alt.Scale(domain=["under-replicated", "offline"],
-                                                    range=["#f58518", "#e45756"])),
-                    tooltip=[alt.Tooltip("series:N", title="series"), alt.Tooltip("count:Q", title="count"),
-                             alt.Tooltip("offset:Q", title="from offset", format="d"),
-                             alt.Tooltip("time:N", title="time"),
-                             alt.Tooltip("partitions:Q", title="partitions in all")])
-            .properties(width=WIDTH, height=300))
+    return (
+        alt.Chart(long, title=alt.Title(title, subtitle=subtitle))
+        .mark_line(interpolate="step-after", point=True)
+        .encode(
+            x=_x(),
+            y=alt.Y("count:Q", title="partitions"),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=["under-replicated", "offline"], range=["#f58518", "#e45756"]),
+            ),
+            tooltip=[
+                alt.Tooltip("series:N", title="series"),
+                alt.Tooltip("count:Q", title="count"),
+                alt.Tooltip("offset:Q", title="from offset", format="d"),
+                alt.Tooltip("time:N", title="time"),
+                alt.Tooltip("partitions:Q", title="partitions in all"),
+            ],
+        )
+        .properties(width=WIDTH, height=300)
+    )
 
 
-def partition_figure(segments: pd.DataFrame, topic: str, partition: int, subtitle: str = "") -> alt.LayerChart:
+def partition_figure(
+    segments: pd.DataFrame, topic: str, partition: int, subtitle: str = ""
+) -> alt.LayerChart:
     """One lane per broker: a bar while it is in the ISR and a narrower one on top while it leads; periods
     without a leader (leader -1) on a lane of their own."""
     data = _segments(segments)
@@ -128,10 +149,18 @@ def partition_figure(segments: pd.DataFrame, topic: str, partition: int, subtitl
     brokers = sorted(int(b) for b in data.loc[~offline, "broker"].unique())
     lanes = [f"broker {b}" for b in brokers] + (["no leader"] if offline.any() else [])
     base = alt.Chart(data).encode(
-        x=_x(), x2="end:T", y=alt.Y("lane:N", title=None, sort=lanes),
-        color=alt.Color("role_name:N", title=None,
-                        scale=alt.Scale(domain=list(_ROLE_NAMES.values()), range=list(_ROLE_COLOURS))),
-        tooltip=_segment_tooltip(alt.Tooltip("lane:N", title="replica"), alt.Tooltip("role_name:N", title="role")))
+        x=_x(),
+        x2="end:T",
+        y=alt.Y("lane:N", title=None, sort=lanes),
+        color=alt.Color(
+            "role_name:N",
+            title=None,
+            scale=alt.Scale(domain=list(_ROLE_NAMES.values()), range=list(_ROLE_COLOURS)),
+        ),
+        tooltip=_segment_tooltip(
+            alt.Tooltip("lane:N", title="replica"), alt.Tooltip("role_name:N", title="role")
+        ),
+    )
     isr = base.transform_filter(alt.datum.role == "isr").mark_bar(size=16)
     lead = base.transform_filter(alt.datum.role == "leader").mark_bar(size=7)
     title = alt.Title(f"Leader and ISR of {topic}-{partition}", subtitle=subtitle)
@@ -143,17 +172,29 @@ def broker_figure(segments: pd.DataFrame, subtitle: str = "") -> alt.Chart:
     data = _segments(segments)
     data["lane"] = data["broker"].map(lambda b: f"broker {b}")
     lanes = [f"broker {b}" for b in sorted(int(b) for b in data["broker"].unique())]
-    return (alt.Chart(data, title=alt.Title("Broker states", subtitle=subtitle)).mark_bar(size=16)
-            .encode(x=_x(), x2="end:T", y=alt.Y("lane:N", title=None, sort=lanes),
-                    color=alt.Color("state:N", title=None,
-                                    scale=alt.Scale(domain=list(BROKER_STATES), range=list(_BROKER_COLOURS))),
-                    tooltip=_segment_tooltip(alt.Tooltip("lane:N", title="broker"),
-                                             alt.Tooltip("state:N", title="state")))
-            .properties(**_size(data)))
+    return (
+        alt.Chart(data, title=alt.Title("Broker states", subtitle=subtitle))
+        .mark_bar(size=16)
+        .encode(
+            x=_x(),
+            x2="end:T",
+            y=alt.Y("lane:N", title=None, sort=lanes),
+            color=alt.Color(
+                "state:N",
+                title=None,
+                scale=alt.Scale(domain=list(BROKER_STATES), range=list(_BROKER_COLOURS)),
+            ),
+            tooltip=_segment_tooltip(
+                alt.Tooltip("lane:N", title="broker"), alt.Tooltip("state:N", title="state")
+            ),
+        )
+        .properties(**_size(data))
+    )
 
 
-def config_figure(segments: pd.DataFrame, resource_type: str, resource_name: str,
-                  subtitle: str = "") -> alt.LayerChart:
+def config_figure(
+    segments: pd.DataFrame, resource_type: str, resource_name: str, subtitle: str = ""
+) -> alt.LayerChart:
     """One lane per config key: a bar per value it held (a gap where it was unset), the value written at the
     bar's start."""
     data = _segments(segments)
@@ -161,10 +202,13 @@ def config_figure(segments: pd.DataFrame, resource_type: str, resource_name: str
     data["value"] = data["value"].astype(str)
     name = resource_name if resource_name else "<default>"
     base = alt.Chart(data).encode(
-        x=_x(), y=alt.Y("lane:N", title=None, sort=sorted(data["lane"].unique())),
-        tooltip=_segment_tooltip(alt.Tooltip("lane:N", title="key"), alt.Tooltip("value:N", title="value")))
+        x=_x(),
+        y=alt.Y("lane:N", title=None, sort=sorted(data["lane"].unique())),
+        tooltip=_segment_tooltip(alt.Tooltip("lane:N", title="key"), alt.Tooltip("value:N", title="value")),
+    )
     bars = base.mark_bar(size=16, stroke="white", strokeWidth=1).encode(
-        x2="end:T", color=alt.Color("value:N", legend=None, scale=alt.Scale(scheme="tableau20")))
+        x2="end:T", color=alt.Color("value:N", legend=None, scale=alt.Scale(scheme="tableau20"))
+    )
     labels = base.mark_text(align="left", dx=3, fontSize=10, color="black").encode(text="value:N")
     title = alt.Title(f"Configs of {resource_type.lower()} {name}", subtitle=subtitle)
     return alt.LayerChart(layer=[bars, labels], title=title, **_size(data))

@@ -43,7 +43,9 @@ def parse_bound(text: str) -> Bound:
     try:
         at = datetime.fromisoformat(value)
     except ValueError:
-        raise PlotError(f"{text!r} is neither an offset nor an ISO-8601 time (e.g. 2026-11-22T07:00:00Z)") from None
+        raise PlotError(
+            f"{text!r} is neither an offset nor an ISO-8601 time (e.g. 2026-11-22T07:00:00Z)"
+        ) from None
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return Bound(time_ms=int(at.timestamp() * 1000), text=text)
@@ -55,8 +57,10 @@ def parse_resource(text: str) -> tuple[str, str]:
     kind, sep, name = text.partition(":")
     names = {v.lower(): v for k, v in CONFIG_RESOURCE_TYPES.items() if k}
     if not sep or kind.strip().lower() not in names:
-        raise PlotError(f"--resource {text!r}: expected TYPE:NAME with TYPE one of "
-                        f"{', '.join(sorted(names))} (e.g. topic:orders, broker:1, broker: for the defaults)")
+        raise PlotError(
+            f"--resource {text!r}: expected TYPE:NAME with TYPE one of "
+            f"{', '.join(sorted(names))} (e.g. topic:orders, broker:1, broker: for the defaults)"
+        )
     return names[kind.strip().lower()], name
 
 
@@ -83,9 +87,20 @@ class PlotRequest:
         if self.partition is not None and self.partition < 0:
             raise PlotError(f"--partition {self.partition} is negative")
         s, e = self.start, self.end
-        if s is not None and e is not None and s.offset is not None and e.offset is not None and s.offset > e.offset:
+        if (
+            s is not None
+            and e is not None
+            and s.offset is not None
+            and e.offset is not None
+            and s.offset > e.offset
+        ):
             raise PlotError(f"--from {s.offset} is above --to {e.offset}")
-        if s is not None and e is not None and s.time_ms is not None and e.time_ms is not None \
-                and s.time_ms > e.time_ms:
+        if (
+            s is not None
+            and e is not None
+            and s.time_ms is not None
+            and e.time_ms is not None
+            and s.time_ms > e.time_ms
+        ):
             raise PlotError(f"--from {s.text} is after --to {e.text}")
         return self

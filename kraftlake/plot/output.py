@@ -29,8 +29,10 @@ def check_output(path: str | Path) -> Path:
     if suffix not in FORMATS:
         raise PlotError(f"--out {out}: write .html (or .png with vl-convert-python installed)")
     if suffix == ".png" and not _has_vl_convert():
-        raise PlotError(f"--out {out}: PNG needs the vl-convert-python package, which is not installed "
-                        "(pip install vl-convert-python), or write .html")
+        raise PlotError(
+            f"--out {out}: PNG needs the vl-convert-python package, which is not installed "
+            "(pip install vl-convert-python), or write .html"
+        )
     if out.parent.exists() and not out.parent.is_dir():
         raise PlotError(f"--out {out}: {out.parent} is not a directory")
     return out

@@ -11,5 +11,13 @@ from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.messages import MESSAGE_CLASSES, Record, spec_of
 from kraftlake.protocol.spec import MessageSpec, load_all
 
-__all__ = ["MESSAGE_CLASSES", "MessageSpec", "ProtocolError", "Record", "decode_body", "encode_body",
-           "load_all", "spec_of"]
+__all__ = [
+    "MESSAGE_CLASSES",
+    "MessageSpec",
+    "ProtocolError",
+    "Record",
+    "decode_body",
+    "encode_body",
+    "load_all",
+    "spec_of",
+]

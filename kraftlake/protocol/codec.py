@@ -74,8 +74,10 @@ def decode_body(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: 
     except (IndexError, struct.error) as exc:
         raise LengthPastEndError(f"{spec.name} v{version} runs past the end of the value", end) from exc
     except UnicodeDecodeError as exc:
-        raise InvalidFieldError(f"{spec.name} v{version}: a string is not valid UTF-8 ({exc.reason})",
-                                runtime.utf8_error_position(buf, exc)) from exc
+        raise InvalidFieldError(
+            f"{spec.name} v{version}: a string is not valid UTF-8 ({exc.reason})",
+            runtime.utf8_error_position(buf, exc),
+        ) from exc
     if stop != end:
         if stop > end:
             raise LengthPastEndError(f"{spec.name} v{version} runs past the end of the value", end)

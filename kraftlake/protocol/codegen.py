@@ -20,8 +20,16 @@ from kraftlake.protocol.versions import Versions
 
 CLASS_MODULE = "kraftlake.protocol.messages"
 
-_FIXED = {"int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i", 4), "int64": ("q", 8),
-          "float64": ("d", 8), "bool": ("?", 1), "uuid": ("16s", 16)}
+_FIXED = {
+    "int8": ("b", 1),
+    "int16": ("h", 2),
+    "uint16": ("H", 2),
+    "int32": ("i", 4),
+    "int64": ("q", 8),
+    "float64": ("d", 8),
+    "bool": ("?", 1),
+    "uuid": ("16s", 16),
+}
 
 _VARLEN = ("string", "bytes", "records")
 
@@ -114,7 +122,7 @@ _UUID_ARRAY_CACHE_MAX = 1 << 14
 
 def _uuid_tuple(buf: bytes, start: int, end: int) -> tuple[str, ...]:
     raw = bytes(buf[start:end])
-    out = tuple(runtime.uuid_str(raw[i:i + 16]) for i in range(0, len(raw), 16))
+    out = tuple(runtime.uuid_str(raw[i : i + 16]) for i in range(0, len(raw), 16))
     if len(_UUID_ARRAY_CACHE) < _UUID_ARRAY_CACHE_MAX:
         _UUID_ARRAY_CACHE[raw] = out
     return out
@@ -177,8 +185,9 @@ def _uvarint_read(e: _Emitter, out: list[str], ind: str, var: str) -> None:
     out.append(f"{ind}else: {var}, pos = _uv(buf, pos)")
 
 
-def _fast_length_path(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str, bound: str, label: str,
-                      n: str) -> bool:
+def _fast_length_path(
+    e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str, bound: str, label: str, n: str
+) -> bool:
     """Emit the common case of a string, bytes, int32 array or uuid array: a non-null one-byte length.
 
     The length varint, the null test, the ``- 1`` and the size table lookup fold into one range test on the
@@ -220,8 +229,17 @@ def _fast_length_path(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: 
     return False
 
 
-def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str, version: int, bound: str,
-                  struct_decoders: dict[tuple[str, int], str], flexible: bool = True) -> None:
+def _decode_value(
+    e: _Emitter,
+    out: list[str],
+    ind: str,
+    f: FieldSpec,
+    var: str,
+    version: int,
+    bound: str,
+    struct_decoders: dict[tuple[str, int], str],
+    flexible: bool = True,
+) -> None:
     """Emit code reading one (non-tagged-framing) value of field ``f`` into ``var``.
 
     ``flexible`` is whether the message version is flexible: lengths are then compact unsigned varints (length
@@ -257,7 +275,9 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
             end = e.temp()
             out.append(f"{ind2}{end} = pos + {n}")
             if base == "string":
-                out.append(f"{ind2}if {end} > {bound} or {n} > 32767: raise _strerr({label}, pos, {n}, {bound})")
+                out.append(
+                    f"{ind2}if {end} > {bound} or {n} > 32767: raise _strerr({label}, pos, {n}, {bound})"
+                )
                 out.append(f"{ind2}{var} = buf[pos:{end}].decode()")
             else:  # bytes, records
                 out.append(f"{ind2}if {end} > {bound}: raise _past({label}, pos, {n}, {bound})")
@@ -273,7 +293,9 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
                 out.append(f"{ind2}{var} = (_I32A[{n}] if {n} < 64 else _i32a({n})).unpack_from(buf, pos)")
             else:
                 st = e.const(struct.Struct(">" + fmt))
-                out.append(f"{ind2}{var} = _tuple({st}.unpack_from(buf, p)[0] for p in _range(pos, {end}, {size}))")
+                out.append(
+                    f"{ind2}{var} = _tuple({st}.unpack_from(buf, p)[0] for p in _range(pos, {end}, {size}))"
+                )
             out.append(f"{ind2}pos = {end}")
             return
         if base == "uuid":
@@ -299,8 +321,14 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
             fn = struct_decoders[(f.struct.qualname, version)]
             out.append(f"{ind3}{elem}, pos = {fn}(buf, pos, {bound})")
         else:  # string elements
-            sub = FieldSpec(**{**f.__dict__, "is_array": False, "kafka_type": base,
-                               "nullable_versions": f.nullable_versions.__class__(1, 0)})
+            sub = FieldSpec(
+                **{
+                    **f.__dict__,
+                    "is_array": False,
+                    "kafka_type": base,
+                    "nullable_versions": f.nullable_versions.__class__(1, 0),
+                }
+            )
             _decode_value(e, out, ind3, sub, elem, version, bound, struct_decoders, flexible)
         out.append(f"{ind3}{items}.append({elem})")
         out.append(f"{ind2}{var} = _tuple({items})")
@@ -318,13 +346,22 @@ def _decode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
         out.append(f"{ind}{var} = _ucget({var}) or _uuid({var})")
 
 
-def gen_decoder(e: _Emitter, s: StructSpec, version: int, fn: str, cls_const: str,
-                struct_decoders: dict[tuple[str, int], str], flexible: bool = True) -> None:
+def gen_decoder(
+    e: _Emitter,
+    s: StructSpec,
+    version: int,
+    fn: str,
+    cls_const: str,
+    struct_decoders: dict[tuple[str, int], str],
+    flexible: bool = True,
+) -> None:
     out = [f"def {fn}(buf, pos, end):"]
     ind = "    "
     body = [(i, f) for i, f in enumerate(s.fields) if version in f.versions and not f.tagged_in(version)]
-    tagged = sorted(((i, f) for i, f in enumerate(s.fields) if version in f.versions and f.tagged_in(version)),
-                    key=lambda x: x[1].tag or 0)
+    tagged = sorted(
+        ((i, f) for i, f in enumerate(s.fields) if version in f.versions and f.tagged_in(version)),
+        key=lambda x: x[1].tag or 0,
+    )
     k = 0
     while k < len(body):
         # Group consecutive fixed-width fields into one unpack.
@@ -388,9 +425,18 @@ def gen_decoder(e: _Emitter, s: StructSpec, version: int, fn: str, cls_const: st
     e.lines.extend(out)
 
 
-def _encode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str, version: int, w: str,
-                  struct_encoders: dict[tuple[str, int], str], struct_classes: dict[str, str],
-                  flexible: bool = True) -> None:
+def _encode_value(
+    e: _Emitter,
+    out: list[str],
+    ind: str,
+    f: FieldSpec,
+    var: str,
+    version: int,
+    w: str,
+    struct_encoders: dict[tuple[str, int], str],
+    struct_classes: dict[str, str],
+    flexible: bool = True,
+) -> None:
     label = e.const(f.name)
     nullable = f.nullable_in(version)
     base = f.base_type
@@ -406,6 +452,7 @@ def _encode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
 
             def length(x: str) -> str:
                 return f"{st}.pack({x})"
+
         out.append(f"{ind}if {var} is None:")
         out.append(f"{ind}    {w} += {null}" if nullable else f"{ind}    raise _wnull({label})")
         out.append(f"{ind}else:")
@@ -426,14 +473,22 @@ def _encode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
             return
         elem = e.temp()
         out.append(f"{ind2}for {elem} in {var}:")
-        sub = FieldSpec(**{**f.__dict__, "is_array": False, "kafka_type": base,
-                           "nullable_versions": f.nullable_versions.__class__(1, 0)})
+        sub = FieldSpec(
+            **{
+                **f.__dict__,
+                "is_array": False,
+                "kafka_type": base,
+                "nullable_versions": f.nullable_versions.__class__(1, 0),
+            }
+        )
         _encode_value(e, out, ind2 + "    ", sub, elem, version, w, struct_encoders, struct_classes, flexible)
         return
     if f.struct is not None:
         cls = struct_classes[f.struct.qualname]
-        out.append(f"{ind}if _type({var}) is not {cls}: raise _InvalidField("
-                   f"'field %s: expected %s, got %r' % ({label}, {cls}.__qualname__, {var}))")
+        out.append(
+            f"{ind}if _type({var}) is not {cls}: raise _InvalidField("
+            f"'field %s: expected %s, got %r' % ({label}, {cls}.__qualname__, {var}))"
+        )
         out.append(f"{ind}{struct_encoders[(f.struct.qualname, version)]}({var}, {w})")
         return
     fmt, _ = _FIXED[base]
@@ -444,9 +499,16 @@ def _encode_value(e: _Emitter, out: list[str], ind: str, f: FieldSpec, var: str,
         out.append(f"{ind}{w} += {st}.pack({var})")
 
 
-def gen_encoder(e: _Emitter, s: StructSpec, version: int, fn: str, message: str,
-                struct_encoders: dict[tuple[str, int], str], struct_classes: dict[str, str],
-                flexible: bool = True) -> None:
+def gen_encoder(
+    e: _Emitter,
+    s: StructSpec,
+    version: int,
+    fn: str,
+    message: str,
+    struct_encoders: dict[tuple[str, int], str],
+    struct_classes: dict[str, str],
+    flexible: bool = True,
+) -> None:
     out = [f"def {fn}(o, w):"]
     ind = "    "
     n = len(s.fields)
@@ -462,8 +524,10 @@ def gen_encoder(e: _Emitter, s: StructSpec, version: int, fn: str, message: str,
     if not flexible:
         e.lines.extend(out)
         return
-    tagged = sorted(((i, f) for i, f in enumerate(s.fields) if version in f.versions and f.tagged_in(version)),
-                    key=lambda x: x[1].tag or 0)
+    tagged = sorted(
+        ((i, f) for i, f in enumerate(s.fields) if version in f.versions and f.tagged_in(version)),
+        key=lambda x: x[1].tag or 0,
+    )
     if not tagged:
         out.append(f"{ind}w.append(0)")
     else:
@@ -481,9 +545,13 @@ def gen_encoder(e: _Emitter, s: StructSpec, version: int, fn: str, message: str,
     e.lines.extend(out)
 
 
-def generate_codecs(structs: list[StructSpec], versions: range, classes: dict[str, type], message: str,
-                    flexible_versions: Versions | None = None,
-                    ) -> tuple[dict[int, Decoder], dict[int, Encoder], str]:
+def generate_codecs(
+    structs: list[StructSpec],
+    versions: range,
+    classes: dict[str, type],
+    message: str,
+    flexible_versions: Versions | None = None,
+) -> tuple[dict[int, Decoder], dict[int, Encoder], str]:
     """Compile the decoders and encoders of every struct of one message, for each version in ``versions``.
 
     ``flexible_versions`` are the message's flexible versions (None: every version is flexible, as for records).

@@ -22,23 +22,46 @@ from kraftlake.protocol.spec import PRIMITIVES, snake_case
 NAMESPACE = "kraftlake.kafka.rpc"
 
 RPC_SPEC_NAMES: tuple[str, ...] = (
-    "RequestHeader", "ResponseHeader",
-    "ApiVersionsRequest", "ApiVersionsResponse",
-    "SaslHandshakeRequest", "SaslHandshakeResponse",
-    "SaslAuthenticateRequest", "SaslAuthenticateResponse",
-    "FetchRequest", "FetchResponse",
-    "FetchSnapshotRequest", "FetchSnapshotResponse",
-    "VoteRequest", "VoteResponse",
-    "BeginQuorumEpochRequest", "BeginQuorumEpochResponse",
-    "EndQuorumEpochRequest", "EndQuorumEpochResponse",
-    "DescribeQuorumRequest", "DescribeQuorumResponse",
-    "DescribeClusterRequest", "DescribeClusterResponse",
+    "RequestHeader",
+    "ResponseHeader",
+    "ApiVersionsRequest",
+    "ApiVersionsResponse",
+    "SaslHandshakeRequest",
+    "SaslHandshakeResponse",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
+    "FetchRequest",
+    "FetchResponse",
+    "FetchSnapshotRequest",
+    "FetchSnapshotResponse",
+    "VoteRequest",
+    "VoteResponse",
+    "BeginQuorumEpochRequest",
+    "BeginQuorumEpochResponse",
+    "EndQuorumEpochRequest",
+    "EndQuorumEpochResponse",
+    "DescribeQuorumRequest",
+    "DescribeQuorumResponse",
+    "DescribeClusterRequest",
+    "DescribeClusterResponse",
 )
 """The Kafka messages kraftlake encodes and decodes: the headers, the KRaft RPCs, what an observer and
 ``kafka-metadata-quorum`` need, and SASL."""
 
-_KEYS = ("name", "type", "versions", "nullableVersions", "taggedVersions", "tag", "default", "mapKey",
-         "flexibleVersions", "entityType", "ignorable", "about")
+_KEYS = (
+    "name",
+    "type",
+    "versions",
+    "nullableVersions",
+    "taggedVersions",
+    "tag",
+    "default",
+    "mapKey",
+    "flexibleVersions",
+    "entityType",
+    "ignorable",
+    "about",
+)
 
 
 def strip_comments(text: str) -> str:
@@ -76,7 +99,9 @@ class _Converter:
         self.common = common
         self.emitted: set[str] = set()
 
-    def struct(self, name: str, fields: list[dict[str, Any]], namespace: str, versions: str) -> dict[str, Any]:
+    def struct(
+        self, name: str, fields: list[dict[str, Any]], namespace: str, versions: str
+    ) -> dict[str, Any]:
         # Kafka flattens nested structs into classes of the message: one namespace per message.
         return {
             "type": "record",
@@ -165,8 +190,9 @@ def read_specs_from_jar(jar: Path, names: tuple[str, ...] = RPC_SPEC_NAMES) -> d
 
 def clients_jar(jars_dir: Path) -> Path:
     """The ``kafka-clients-*.jar`` of a jar cache directory."""
-    found = sorted(p for p in jars_dir.glob("kafka-clients-*.jar") if re.fullmatch(r"kafka-clients-[\d.]+\.jar",
-                                                                                   p.name))
+    found = sorted(
+        p for p in jars_dir.glob("kafka-clients-*.jar") if re.fullmatch(r"kafka-clients-[\d.]+\.jar", p.name)
+    )
     if not found:
         raise SchemaError(f"no kafka-clients jar in {jars_dir} (run make setup)")
     return found[-1]

@@ -126,8 +126,9 @@ def _codec(name: str) -> _Codec:
                 deps = dict(classes)
             classes[s.qualname] = make_class(s, deps)
         valid = spec.valid_versions
-        decs, encs, _ = generate_codecs(spec.structs(), range(valid.lowest, valid.highest + 1), classes, name,
-                                        spec.flexible_versions)
+        decs, encs, _ = generate_codecs(
+            spec.structs(), range(valid.lowest, valid.highest + 1), classes, name, spec.flexible_versions
+        )
         codec = _Codec(classes[spec.name], decs, encs)
         _CODECS[name] = codec
         _SPEC_OF[codec.cls] = spec
@@ -163,8 +164,9 @@ def encode(message: Record, version: int, out: bytearray | None = None) -> bytea
     return w
 
 
-def decode(name: str, version: int, buf: bytes, pos: int = 0, end: int | None = None,
-           whole: bool = True) -> tuple[Any, int]:
+def decode(
+    name: str, version: int, buf: bytes, pos: int = 0, end: int | None = None, whole: bool = True
+) -> tuple[Any, int]:
     """``(message, next position)`` of a `name` body at `version` in ``buf[pos:end]``.
 
     With `whole`, bytes left over after the body are an error (as in Kafka).
@@ -224,8 +226,13 @@ def encode_request(message: Record, version: int, correlation_id: int, client_id
     if key is None:
         raise InvalidFieldError(f"{spec.name} is not a request")
     out = bytearray(4)
-    header = make("RequestHeader", request_api_key=key, request_api_version=version,
-                  correlation_id=correlation_id, client_id=client_id)
+    header = make(
+        "RequestHeader",
+        request_api_key=key,
+        request_api_version=version,
+        correlation_id=correlation_id,
+        client_id=client_id,
+    )
     encode(header, request_header_version(key, version), out)
     encode(message, version, out)
     return frame(out)
@@ -242,7 +249,9 @@ def decode_request_header(payload: bytes) -> tuple[RequestHeader, int]:
     if versions is None or key not in apis():
         raise UnsupportedVersionError(f"API key {key} is not one kraftlake speaks")
     if version not in versions:
-        raise UnsupportedVersionError(f"{api(key).name} v{version} is not supported (kraftlake speaks {versions})")
+        raise UnsupportedVersionError(
+            f"{api(key).name} v{version} is not supported (kraftlake speaks {versions})"
+        )
     if request_header_version(key, version) == 2:
         _, pos = decode("RequestHeader", 2, payload, 0, whole=False)
     return RequestHeader(key, version, corr, client_id), pos
@@ -254,7 +263,9 @@ def peek_request(payload: bytes) -> tuple[int, int, int, str | None, int]:
     Every request header starts with this v1 part, whatever the API and version.
     """
     if len(payload) < 10:
-        raise LengthPastEndError(f"request of {len(payload)} bytes is shorter than a request header", len(payload))
+        raise LengthPastEndError(
+            f"request of {len(payload)} bytes is shorter than a request header", len(payload)
+        )
     key, version = _KEY_VERSION.unpack_from(payload, 0)
     (corr,) = _CORR.unpack_from(payload, 4)
     (n,) = struct.unpack_from(">h", payload, 8)
@@ -263,7 +274,7 @@ def peek_request(payload: bytes) -> tuple[int, int, int, str | None, int]:
     if n >= 0:
         if pos + n > len(payload):
             raise LengthPastEndError("request header client id runs past the end of the frame", len(payload))
-        client_id = payload[pos:pos + n].decode("utf-8", errors="replace")
+        client_id = payload[pos : pos + n].decode("utf-8", errors="replace")
         pos += n
     return key, version, corr, client_id, pos
 
@@ -314,5 +325,6 @@ def choose_version(api_key: int, theirs: tuple[int, int], peer: str) -> int:
     low, high = max(ours.lowest, theirs[0]), min(ours.highest, theirs[1])
     if low > high:
         raise UnsupportedVersionError(
-            f"{peer} speaks {api(api_key).name} v{theirs[0]}-{theirs[1]}, kraftlake v{ours}: no version in common")
+            f"{peer} speaks {api(api_key).name} v{theirs[0]}-{theirs[1]}, kraftlake v{ours}: no version in common"
+        )
     return high

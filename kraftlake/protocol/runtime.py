@@ -119,7 +119,9 @@ def tagged_size_mismatch(tag: int, start: int, size: int, used: int) -> InvalidF
 
 
 def write_unsupported(message: str, field: str, version: int) -> UnsupportedVersionError:
-    return UnsupportedVersionError(f"attempted to write a non-default {field} at version {version} of {message}")
+    return UnsupportedVersionError(
+        f"attempted to write a non-default {field} at version {version} of {message}"
+    )
 
 
 def write_null(field: str) -> InvalidFieldError:

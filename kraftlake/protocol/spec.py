@@ -208,8 +208,14 @@ def _avro_items(avro_type: Any) -> Any:
     return avro_type, False
 
 
-def _load_struct(avro: dict[str, Any], qualname: str, namespace: str, versions: Versions,
-                 named: dict[str, StructSpec], where: str) -> StructSpec:
+def _load_struct(
+    avro: dict[str, Any],
+    qualname: str,
+    namespace: str,
+    versions: Versions,
+    named: dict[str, StructSpec],
+    where: str,
+) -> StructSpec:
     ns = avro.get("namespace", namespace)
     fullname = f"{ns}.{avro['name']}"
     fields: list[FieldSpec] = []
@@ -222,7 +228,9 @@ def _load_struct(avro: dict[str, Any], qualname: str, namespace: str, versions: 
         base = ktype[2:] if is_array else ktype
         items, avro_is_array = _avro_items(af["type"])
         if avro_is_array != is_array:
-            raise SchemaError(f"{where}.{ann['name']}: Avro type and Kafka type {ktype} disagree on arrayness")
+            raise SchemaError(
+                f"{where}.{ann['name']}: Avro type and Kafka type {ktype} disagree on arrayness"
+            )
         sub: StructSpec | None = None
         if base not in PRIMITIVES:
             if isinstance(items, str):
@@ -232,9 +240,14 @@ def _load_struct(avro: dict[str, Any], qualname: str, namespace: str, versions: 
             else:
                 ann_s = items.get("kafka", {})
                 # Kafka flattens nested structs into classes of the message itself (VotersRecord.Endpoint).
-                sub = _load_struct(items, f"{qualname.split('.')[0]}.{items['name']}", ns,
-                                   Versions.parse(ann_s.get("versions", ann["versions"])), named,
-                                   f"{where}.{items['name']}")
+                sub = _load_struct(
+                    items,
+                    f"{qualname.split('.')[0]}.{items['name']}",
+                    ns,
+                    Versions.parse(ann_s.get("versions", ann["versions"])),
+                    named,
+                    f"{where}.{items['name']}",
+                )
                 named[sub.avro_fullname] = sub
         elif items != PRIMITIVES[base]:
             raise SchemaError(f"{where}.{ann['name']}: Avro type {items!r} is not the mapping of {base}")
@@ -246,19 +259,33 @@ def _load_struct(avro: dict[str, Any], qualname: str, namespace: str, versions: 
         nullable = Versions.parse(ann.get("nullableVersions"))
         if default_text == "null" and nullable.empty:
             raise SchemaError(f"{where}.{ann['name']}: default null on a non-nullable field")
-        fields.append(FieldSpec(
-            name=ann["name"], attr=af["name"], kafka_type=ktype, base_type=base, is_array=is_array,
-            struct=sub, versions=Versions.parse(ann["versions"]), nullable_versions=nullable,
-            tagged_versions=tagged, tag=tag,
-            default=_python_default(base, is_array, default_text, f"{where}.{ann['name']}"),
-            default_text=default_text, map_key=bool(ann.get("mapKey", False)), about=ann.get("about", ""),
-            avro=af,
-            flexible_versions=Versions.parse(ann["flexibleVersions"]) if "flexibleVersions" in ann else None,
-        ))
+        fields.append(
+            FieldSpec(
+                name=ann["name"],
+                attr=af["name"],
+                kafka_type=ktype,
+                base_type=base,
+                is_array=is_array,
+                struct=sub,
+                versions=Versions.parse(ann["versions"]),
+                nullable_versions=nullable,
+                tagged_versions=tagged,
+                tag=tag,
+                default=_python_default(base, is_array, default_text, f"{where}.{ann['name']}"),
+                default_text=default_text,
+                map_key=bool(ann.get("mapKey", False)),
+                about=ann.get("about", ""),
+                avro=af,
+                flexible_versions=Versions.parse(ann["flexibleVersions"])
+                if "flexibleVersions" in ann
+                else None,
+            )
+        )
         if af["name"] != snake_case(ann["name"]):
             raise SchemaError(f"{where}: Avro name {af['name']} is not the snake_case of {ann['name']}")
-    return StructSpec(name=avro["name"], qualname=qualname, versions=versions, fields=tuple(fields),
-                      avro_fullname=fullname)
+    return StructSpec(
+        name=avro["name"], qualname=qualname, versions=versions, fields=tuple(fields), avro_fullname=fullname
+    )
 
 
 def load_message(path: Path | Traversable) -> MessageSpec:
@@ -279,9 +306,17 @@ def load_message(path: Path | Traversable) -> MessageSpec:
         # Every KRaft record is flexible in all its versions; a record schema that says otherwise is wrong.
         raise SchemaError(f"{path}: a record must be flexible in every version")
     struct = _load_struct(avro, avro["name"], avro.get("namespace", ""), valid, {}, avro["name"])
-    return MessageSpec(name=avro["name"], kind=kind, api_key=ann.get("apiKey"),
-                       control_type=ann.get("controlType"), valid_versions=valid, flexible_versions=flexible,
-                       struct=struct, avro=avro, path=path)
+    return MessageSpec(
+        name=avro["name"],
+        kind=kind,
+        api_key=ann.get("apiKey"),
+        control_type=ann.get("controlType"),
+        valid_versions=valid,
+        flexible_versions=flexible,
+        struct=struct,
+        avro=avro,
+        path=path,
+    )
 
 
 @cache
@@ -290,7 +325,9 @@ def load_rpcs() -> dict[str, MessageSpec]:
     rpc_dir = schemas_dir() / "rpc"
     if not rpc_dir.is_dir():
         raise SchemaError(f"no RPC schemas in {rpc_dir}")
-    specs = [load_message(p) for p in sorted(rpc_dir.iterdir(), key=lambda p: p.name) if p.name.endswith(".avsc")]
+    specs = [
+        load_message(p) for p in sorted(rpc_dir.iterdir(), key=lambda p: p.name) if p.name.endswith(".avsc")
+    ]
     out = {s.name: s for s in specs}
     for s in specs:
         if s.kind == "metadata" or s.kind == "control":
@@ -302,7 +339,9 @@ def load_rpcs() -> dict[str, MessageSpec]:
 def load_all() -> tuple[MessageSpec, ...]:
     """Every message under :func:`schemas_dir`, sorted by kind (metadata first) then apiKey / control type."""
     specs = [load_message(p) for p in schema_files()]
-    specs.sort(key=lambda s: (s.kind != "metadata", s.api_key if s.api_key is not None else s.control_type or 0))
+    specs.sort(
+        key=lambda s: (s.kind != "metadata", s.api_key if s.api_key is not None else s.control_type or 0)
+    )
     seen: set[tuple[str, int | None]] = set()
     for s in specs:
         key = (s.kind, s.api_key if s.kind == "metadata" else s.control_type)

@@ -62,8 +62,14 @@ class QuorumConfig:
             raise InvalidConfigError("a quorum needs at least one voter")
         if any(v < 0 for v in self.voters):
             raise InvalidConfigError(f"voter ids must be >= 0: {sorted(self.voters)}")
-        for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms", "max_batch_bytes",
-                     "max_fetch_bytes", "snapshot_chunk_bytes"):
+        for name in (
+            "election_timeout_ms",
+            "fetch_timeout_ms",
+            "request_timeout_ms",
+            "max_batch_bytes",
+            "max_fetch_bytes",
+            "snapshot_chunk_bytes",
+        ):
             if getattr(self, name) <= 0:
                 raise InvalidConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         for name in ("election_backoff_max_ms", "append_linger_ms", "retry_backoff_ms", "max_fetch_wait_ms"):

@@ -66,11 +66,18 @@ class MemoryRaftLog:
             return
         first, last = entries[0], entries[-1]
         end = self.end_offset
-        if (n > 2 and first.offset == end and last.offset == end + n - 1 and first.epoch == last.epoch
-                and first.epoch >= self.last_epoch()):
+        if (
+            n > 2
+            and first.offset == end
+            and last.offset == end + n - 1
+            and first.epoch == last.epoch
+            and first.epoch >= self.last_epoch()
+        ):
             # one leader write (the common case): check the offsets in one pass, then extend in bulk
-            if list(map(_OFFSET, entries)) != list(range(end, end + n)) or \
-                    list(map(_EPOCH, entries)).count(first.epoch) != n:
+            if (
+                list(map(_OFFSET, entries)) != list(range(end, end + n))
+                or list(map(_EPOCH, entries)).count(first.epoch) != n
+            ):
                 raise RaftStorageError(f"append of non-contiguous entries at offset {end}")
             if not self._epochs or self._epochs[-1][0] != first.epoch:
                 self._epochs.append((first.epoch, first.offset))
@@ -94,7 +101,12 @@ class MemoryRaftLog:
         self._flushed = min(self._flushed, offset)
         # keep the first cache entry: it may describe the snapshot the log starts from
         self._epochs = [e for i, e in enumerate(self._epochs) if e[1] < offset or i == 0]
-        if self._epochs and self._epochs[0][1] >= offset and not self._entries and self.latest_snapshot() is None:
+        if (
+            self._epochs
+            and self._epochs[0][1] >= offset
+            and not self._entries
+            and self.latest_snapshot() is None
+        ):
             self._epochs = []
 
     def flush(self, end_offset: int | None = None) -> None:
@@ -111,7 +123,9 @@ class MemoryRaftLog:
         return lost
 
     # -- reads ---------------------------------------------------------------------------------------------
-    def read(self, start: int, end: int, max_bytes: int | None = None, whole_batches: bool = False) -> list[Entry]:
+    def read(
+        self, start: int, end: int, max_bytes: int | None = None, whole_batches: bool = False
+    ) -> list[Entry]:
         """Entries in [start, end), at least one if any, stopping once ``max_bytes`` of values are read;
         ``whole_batches``: the cut steps back to the start of the leader batch it falls in (unless that is the
         first entry), so a follower copies whole batches."""

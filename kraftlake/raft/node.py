@@ -168,12 +168,22 @@ class RaftNode:
         if not isinstance(state, LeaderState):
             return ()
         out = []
-        for rid, rep in sorted(state.replicas.items(), key=lambda kv: (kv[0] not in self.quorum.voters, kv[0])):
+        for rid, rep in sorted(
+            state.replicas.items(), key=lambda kv: (kv[0] not in self.quorum.voters, kv[0])
+        ):
             if rid == self.node_id:
                 out.append(ReplicaStatus(rid, self.directory_id, self.log.end_offset, now_ms, now_ms, True))
             else:
-                out.append(ReplicaStatus(rid, rep.directory_id, rep.end_offset, rep.last_fetch_ms,
-                                         rep.last_caught_up_ms, rid in self.quorum.voters))
+                out.append(
+                    ReplicaStatus(
+                        rid,
+                        rep.directory_id,
+                        rep.end_offset,
+                        rep.last_fetch_ms,
+                        rep.last_caught_up_ms,
+                        rid in self.quorum.voters,
+                    )
+                )
         return tuple(out)
 
     # -- driver API ----------------------------------------------------------------------------------------
@@ -184,8 +194,19 @@ class RaftNode:
         refusal = self._refusal(message)
         if refusal is not None:
             self._refuse(message, refusal)
-        elif isinstance(message, (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
-                                  FetchSnapshotResponse)) and message.epoch > MAX_USABLE_EPOCH:
+        elif (
+            isinstance(
+                message,
+                (
+                    VoteResponse,
+                    BeginQuorumEpochResponse,
+                    EndQuorumEpochResponse,
+                    FetchResponse,
+                    FetchSnapshotResponse,
+                ),
+            )
+            and message.epoch > MAX_USABLE_EPOCH
+        ):
             pass  # an epoch nobody could act on: the answer of no voter of ours
         elif isinstance(message, VoteRequest):
             self.handle_vote_request(message, now_ms)
@@ -229,8 +250,19 @@ class RaftNode:
         """Answer a refused request with `error` and what this node knows; nothing changes."""
         src, corr, epoch, leader = request.src, request.correlation_id, self.epoch, self.leader_id
         if isinstance(request, VoteRequest):
-            self._send(VoteResponse(self.node_id, src, corr, epoch, leader, False, request.pre_vote,
-                                    request.candidate_epoch, error))
+            self._send(
+                VoteResponse(
+                    self.node_id,
+                    src,
+                    corr,
+                    epoch,
+                    leader,
+                    False,
+                    request.pre_vote,
+                    request.candidate_epoch,
+                    error,
+                )
+            )
         elif isinstance(request, BeginQuorumEpochRequest):
             self._send(BeginQuorumEpochResponse(self.node_id, src, corr, epoch, leader, error))
         elif isinstance(request, EndQuorumEpochRequest):
@@ -238,8 +270,20 @@ class RaftNode:
         elif isinstance(request, FetchRequest):
             self._send(FetchResponse(self.node_id, src, corr, epoch, leader, self._hw, error=error))
         elif isinstance(request, FetchSnapshotRequest):
-            self._send(FetchSnapshotResponse(self.node_id, src, corr, epoch, leader, request.snapshot_id, 0,
-                                             request.position, b"", error))
+            self._send(
+                FetchSnapshotResponse(
+                    self.node_id,
+                    src,
+                    corr,
+                    epoch,
+                    leader,
+                    request.snapshot_id,
+                    0,
+                    request.position,
+                    b"",
+                    error,
+                )
+            )
 
     def tick(self, now_ms: int) -> Ready:
         """Let time pass to `now_ms`: fire the timers that are due."""
@@ -298,8 +342,11 @@ class RaftNode:
             state.linger_deadline_ms = now_ms + self.config.append_linger_ms
         self._pending.extend(values)
         self._pending_bytes += sum(len(v) for v in values)
-        if self._pending_bytes >= self.config.max_batch_bytes or self.config.append_linger_ms == 0 or (
-                self.config.append_when_idle and self._leader_idle(state)):
+        if (
+            self._pending_bytes >= self.config.max_batch_bytes
+            or self.config.append_linger_ms == 0
+            or (self.config.append_when_idle and self._leader_idle(state))
+        ):
             self._write_pending(state, now_ms)
         return AppendResult(base, base + len(values) - 1, state.epoch)
 
@@ -317,7 +364,9 @@ class RaftNode:
             raise RaftStorageError(f"snapshot at {end_offset} beyond the applied offset {self._applied_end}")
         floor = snapshot_floor(self.log)
         if end_offset <= floor:
-            raise RaftStorageError(f"snapshot at {end_offset} not past the latest snapshot or log start {floor}")
+            raise RaftStorageError(
+                f"snapshot at {end_offset} not past the latest snapshot or log start {floor}"
+            )
         snapshot_id = SnapshotId(end_offset, self.log.epoch_at(end_offset - 1))
         self.log.create_snapshot(snapshot_id, data)
         self.log.delete_before_snapshot(retention_bytes)
@@ -334,8 +383,11 @@ class RaftNode:
         elif isinstance(state, ProspectiveState):
             times.append(state.election_deadline_ms)
         elif isinstance(state, CandidateState):
-            times.append(state.backoff_deadline_ms if state.backoff_deadline_ms is not None
-                         else state.election_deadline_ms)
+            times.append(
+                state.backoff_deadline_ms
+                if state.backoff_deadline_ms is not None
+                else state.election_deadline_ms
+            )
         elif isinstance(state, LeaderState):
             times.append(state.linger_deadline_ms)
             times.append(self._check_quorum_deadline(state))
@@ -419,8 +471,16 @@ class RaftNode:
 
     def build_vote_request(self, voter: int, candidate_epoch: int, pre_vote: bool) -> VoteRequest:
         """A (pre-)vote request describing our log."""
-        return VoteRequest(self.node_id, voter, self._next_corr(), candidate_epoch, self.node_id,
-                           self.log.last_epoch(), self.log.end_offset, pre_vote)
+        return VoteRequest(
+            self.node_id,
+            voter,
+            self._next_corr(),
+            candidate_epoch,
+            self.node_id,
+            self.log.last_epoch(),
+            self.log.end_offset,
+            pre_vote,
+        )
 
     def _maybe_become_candidate(self, state: ProspectiveState, now_ms: int) -> bool:
         if len(state.granted) < self.config.majority or state.epoch >= MAX_USABLE_EPOCH:
@@ -439,9 +499,15 @@ class RaftNode:
         epoch_start = self.log.end_offset
         leader = self.quorum.transition_to_leader(epoch_start, now_ms)
         self._sync_state(now_ms)
-        control = Entry(epoch_start, leader.epoch, True,
-                        encode_leader_change(self.node_id, self.quorum.voters, leader.granting_voters),
-                        now_ms + self.timestamp_base_ms, epoch_start, LEADER_CHANGE_CONTROL_TYPE)
+        control = Entry(
+            epoch_start,
+            leader.epoch,
+            True,
+            encode_leader_change(self.node_id, self.quorum.voters, leader.granting_voters),
+            now_ms + self.timestamp_base_ms,
+            epoch_start,
+            LEADER_CHANGE_CONTROL_TYPE,
+        )
         self.log.append([control])
         self._appended.append(control)
         self._send_begin_quorum_epoch(leader, now_ms)
@@ -466,12 +532,24 @@ class RaftNode:
             granted = self._may_grant_vote(request)
             if granted:
                 self.quorum.transition_to_voted(request.candidate_epoch, request.candidate_id, now_ms)
-        self._send(VoteResponse(self.node_id, request.src, request.correlation_id, self.epoch, self.leader_id,
-                                granted, request.pre_vote, request.candidate_epoch))
+        self._send(
+            VoteResponse(
+                self.node_id,
+                request.src,
+                request.correlation_id,
+                self.epoch,
+                self.leader_id,
+                granted,
+                request.pre_vote,
+                request.candidate_epoch,
+            )
+        )
 
     def _may_grant_vote(self, request: VoteRequest) -> bool:
         state = self.quorum.state
-        if request.candidate_epoch != state.epoch or not isinstance(state, (UnattachedState, ProspectiveState)):
+        if request.candidate_epoch != state.epoch or not isinstance(
+            state, (UnattachedState, ProspectiveState)
+        ):
             return False
         if state.voted_id not in (None, request.candidate_id):
             return False
@@ -479,8 +557,11 @@ class RaftNode:
 
     def _has_live_leader(self, state: FollowerState, now_ms: int) -> bool:
         contact = state.last_leader_contact_ms
-        return (not state.leader_resigned and contact is not None
-                and now_ms - contact < self.config.fetch_timeout_ms)
+        return (
+            not state.leader_resigned
+            and contact is not None
+            and now_ms - contact < self.config.fetch_timeout_ms
+        )
 
     def handle_vote_response(self, response: VoteResponse, now_ms: int) -> None:
         """Count a (pre-)vote; a higher epoch or a known leader ends the election."""
@@ -492,14 +573,19 @@ class RaftNode:
         if isinstance(state, ProspectiveState) and response.pre_vote:
             (state.granted if response.vote_granted else state.rejected).add(response.src)
             self._maybe_become_candidate(state, now_ms)
-        elif isinstance(state, CandidateState) and not response.pre_vote and state.backoff_deadline_ms is None:
+        elif (
+            isinstance(state, CandidateState) and not response.pre_vote and state.backoff_deadline_ms is None
+        ):
             (state.granted if response.vote_granted else state.rejected).add(response.src)
             self._maybe_become_leader(state, now_ms)
 
     def _observe_epoch(self, epoch: int, leader_id: int | None, now_ms: int) -> bool:
         """Adopt a higher epoch or a newly learned leader; True if the state changed."""
-        usable_leader = leader_id if leader_id is not None and leader_id != self.node_id and \
-            leader_id in self.quorum.voters else None
+        usable_leader = (
+            leader_id
+            if leader_id is not None and leader_id != self.node_id and leader_id in self.quorum.voters
+            else None
+        )
         if epoch > self.epoch:
             if usable_leader is not None:
                 self.quorum.transition_to_follower(epoch, usable_leader, now_ms)
@@ -507,10 +593,13 @@ class RaftNode:
                 self.quorum.transition_to_unattached(epoch, now_ms)
             return True
         state = self.quorum.state
-        if (epoch == self.epoch and usable_leader is not None
-                and not isinstance(state, (FollowerState, LeaderState, ResignedState))
-                # a Prospective that gave up on this leader must not be pulled back by hearsay about it
-                and not (isinstance(state, ProspectiveState) and state.last_leader == usable_leader)):
+        if (
+            epoch == self.epoch
+            and usable_leader is not None
+            and not isinstance(state, (FollowerState, LeaderState, ResignedState))
+            # a Prospective that gave up on this leader must not be pulled back by hearsay about it
+            and not (isinstance(state, ProspectiveState) and state.last_leader == usable_leader)
+        ):
             self.quorum.transition_to_follower(epoch, usable_leader, now_ms)
             return True
         return False
@@ -534,8 +623,11 @@ class RaftNode:
         if isinstance(state, FollowerState) and state.leader == request.src and state.epoch == request.epoch:
             state.last_leader_contact_ms = now_ms
             state.fetch_deadline_ms = max(state.fetch_deadline_ms, now_ms + self.config.fetch_timeout_ms)
-        self._send(BeginQuorumEpochResponse(self.node_id, request.src, request.correlation_id, self.epoch,
-                                            self.leader_id))
+        self._send(
+            BeginQuorumEpochResponse(
+                self.node_id, request.src, request.correlation_id, self.epoch, self.leader_id
+            )
+        )
 
     def handle_begin_quorum_epoch_response(self, response: BeginQuorumEpochResponse, now_ms: int) -> None:
         """Only a higher epoch matters."""
@@ -559,7 +651,11 @@ class RaftNode:
         if request.epoch >= self.epoch:
             self._observe_epoch(request.epoch, request.leader_id, now_ms)
         state = self.quorum.state
-        if isinstance(state, FollowerState) and state.epoch == request.epoch and state.leader == request.leader_id:
+        if (
+            isinstance(state, FollowerState)
+            and state.epoch == request.epoch
+            and state.leader == request.leader_id
+        ):
             state.leader_resigned = True
             if self.node_id in request.preferred_successors:
                 rank = request.preferred_successors.index(self.node_id)
@@ -567,8 +663,11 @@ class RaftNode:
             else:
                 backoff = self.config.election_backoff_max_ms
             state.fetch_deadline_ms = min(state.fetch_deadline_ms, now_ms + backoff)
-        self._send(EndQuorumEpochResponse(self.node_id, request.src, request.correlation_id, self.epoch,
-                                          self.leader_id))
+        self._send(
+            EndQuorumEpochResponse(
+                self.node_id, request.src, request.correlation_id, self.epoch, self.leader_id
+            )
+        )
 
     def handle_end_quorum_epoch_response(self, response: EndQuorumEpochResponse, now_ms: int) -> None:
         """Only a higher epoch matters."""
@@ -592,8 +691,11 @@ class RaftNode:
         if needed == 0:
             return None
         times = sorted(
-            (r.last_fetch_ms if r.last_fetch_ms is not None else state.elected_ms
-             for v, r in state.replicas.items() if v in self.quorum.voters and v != self.node_id),
+            (
+                r.last_fetch_ms if r.last_fetch_ms is not None else state.elected_ms
+                for v, r in state.replicas.items()
+                if v in self.quorum.voters and v != self.node_id
+            ),
             reverse=True,
         )
         return times[needed - 1] + self.config.check_quorum_timeout_ms
@@ -606,8 +708,10 @@ class RaftNode:
         ts = now_ms + self.timestamp_base_ms
         epoch = state.epoch
         new = tuple.__new__
-        entries = [new(Entry, (start + i, epoch, False, v, ts, start, NO_CONTROL_TYPE))
-                   for i, v in enumerate(self._pending)]
+        entries = [
+            new(Entry, (start + i, epoch, False, v, ts, start, NO_CONTROL_TYPE))
+            for i, v in enumerate(self._pending)
+        ]
         self._pending.clear()
         self._pending_bytes = 0
         state.linger_deadline_ms = None
@@ -621,13 +725,16 @@ class RaftNode:
 
     def _maybe_update_high_watermark(self, state: LeaderState, now_ms: int) -> bool:
         ends = sorted(
-            (self.log.flushed_end_offset if v == self.node_id else state.replicas[v].end_offset
-             for v in self.quorum.voters),
+            (
+                self.log.flushed_end_offset if v == self.node_id else state.replicas[v].end_offset
+                for v in self.quorum.voters
+            ),
             reverse=True,
         )
         candidate = ends[len(ends) // 2]
-        if candidate > state.epoch_start_offset and (state.high_watermark is None
-                                                      or candidate > state.high_watermark):
+        if candidate > state.epoch_start_offset and (
+            state.high_watermark is None or candidate > state.high_watermark
+        ):
             state.high_watermark = candidate
             self._hw = max(self._hw, candidate)
             if self._pending and self.config.append_when_idle and self._leader_idle(state):
@@ -643,12 +750,30 @@ class RaftNode:
             self._observe_epoch(request.epoch, None, now_ms)
         state = self.quorum.state
         if not isinstance(state, LeaderState):
-            self._send(FetchResponse(self.node_id, request.src, request.correlation_id, self.epoch,
-                                     self.leader_id, self._hw, error=Errors.NOT_LEADER_OR_FOLLOWER))
+            self._send(
+                FetchResponse(
+                    self.node_id,
+                    request.src,
+                    request.correlation_id,
+                    self.epoch,
+                    self.leader_id,
+                    self._hw,
+                    error=Errors.NOT_LEADER_OR_FOLLOWER,
+                )
+            )
             return
         if request.epoch < state.epoch:
-            self._send(FetchResponse(self.node_id, request.src, request.correlation_id, state.epoch,
-                                     self.node_id, self._hw, error=Errors.FENCED_LEADER_EPOCH))
+            self._send(
+                FetchResponse(
+                    self.node_id,
+                    request.src,
+                    request.correlation_id,
+                    state.epoch,
+                    self.node_id,
+                    self._hw,
+                    error=Errors.FENCED_LEADER_EPOCH,
+                )
+            )
             return
         replica = state.replicas.setdefault(request.replica_id, type(state.replicas[self.node_id])())
         replica.last_fetch_ms = now_ms
@@ -666,8 +791,13 @@ class RaftNode:
                 advanced = self._maybe_update_high_watermark(state, now_ms)
             if advanced:
                 response = self._build_fetch_response(state, request)
-        if (not response.entries and response.diverging_epoch is None and response.snapshot_id is None
-                and request.max_wait_ms > 0 and not advanced):
+        if (
+            not response.entries
+            and response.diverging_epoch is None
+            and response.snapshot_id is None
+            and request.max_wait_ms > 0
+            and not advanced
+        ):
             state.parked[request.replica_id] = (request, now_ms + request.max_wait_ms)
             return
         self._send(response)
@@ -677,8 +807,9 @@ class RaftNode:
         hw = state.high_watermark if state.high_watermark is not None else 0
 
         def reply(**kwargs: object) -> FetchResponse:
-            return FetchResponse(self.node_id, request.src, request.correlation_id, state.epoch, self.node_id,
-                                 hw, **kwargs)  # type: ignore[arg-type]
+            return FetchResponse(
+                self.node_id, request.src, request.correlation_id, state.epoch, self.node_id, hw, **kwargs
+            )  # type: ignore[arg-type]
 
         snapshot = log.latest_snapshot()
         if request.fetch_offset < log.log_start_offset and snapshot is not None:
@@ -709,9 +840,20 @@ class RaftNode:
         state = self.quorum.state
 
         def reply(error: Errors, size: int = 0, chunk: bytes = b"") -> None:
-            self._send(FetchSnapshotResponse(self.node_id, request.src, request.correlation_id, self.epoch,
-                                             self.leader_id, request.snapshot_id, size, request.position, chunk,
-                                             error))
+            self._send(
+                FetchSnapshotResponse(
+                    self.node_id,
+                    request.src,
+                    request.correlation_id,
+                    self.epoch,
+                    self.leader_id,
+                    request.snapshot_id,
+                    size,
+                    request.position,
+                    chunk,
+                    error,
+                )
+            )
 
         if not isinstance(state, LeaderState):
             reply(Errors.NOT_LEADER_OR_FOLLOWER)
@@ -738,16 +880,31 @@ class RaftNode:
         if self._retry_at is not None and now_ms >= self._retry_at:
             self._retry_at = None
             self._send_fetch(now_ms)
-        elif self._inflight_fetch is not None and now_ms >= self._inflight_fetch[1] + self.config.request_timeout_ms:
+        elif (
+            self._inflight_fetch is not None
+            and now_ms >= self._inflight_fetch[1] + self.config.request_timeout_ms
+        ):
             self._inflight_fetch = None
             self._send_fetch(now_ms)
 
     def _probe_for_leader(self, state: UnattachedState, now_ms: int) -> None:
         """An observer without a leader asks a random voter (as Kafka's bootstrap servers are used)."""
         voter = self.rng.choice(sorted(self.quorum.voters))
-        state.next_probe_ms = now_ms + min(self.config.request_timeout_ms, 10 * self.config.retry_backoff_ms + 100)
-        self._send(FetchRequest(self.node_id, voter, self._next_corr(), self.epoch, self.node_id,
-                                self.log.end_offset, self.log.last_epoch(), 0))
+        state.next_probe_ms = now_ms + min(
+            self.config.request_timeout_ms, 10 * self.config.retry_backoff_ms + 100
+        )
+        self._send(
+            FetchRequest(
+                self.node_id,
+                voter,
+                self._next_corr(),
+                self.epoch,
+                self.node_id,
+                self.log.end_offset,
+                self.log.last_epoch(),
+                0,
+            )
+        )
 
     def _send_fetch(self, now_ms: int) -> None:
         state = self.quorum.state
@@ -767,8 +924,17 @@ class RaftNode:
         """A fetch from our log end offset, naming the epoch of our last entry."""
         corr = self._next_corr()
         self._inflight_fetch = (corr, now_ms)
-        return FetchRequest(self.node_id, state.leader, corr, state.epoch, self.node_id, self.log.end_offset,
-                            self.log.last_epoch(), self.config.max_fetch_wait_ms, self.directory_id)
+        return FetchRequest(
+            self.node_id,
+            state.leader,
+            corr,
+            state.epoch,
+            self.node_id,
+            self.log.end_offset,
+            self.log.last_epoch(),
+            self.config.max_fetch_wait_ms,
+            self.directory_id,
+        )
 
     def build_fetch_snapshot_request(
         self, state: FollowerState, snapshot_id: SnapshotId, position: int, now_ms: int
@@ -776,8 +942,16 @@ class RaftNode:
         """Ask for the next chunk of the snapshot being downloaded."""
         corr = self._next_corr()
         self._inflight_fetch = (corr, now_ms)
-        return FetchSnapshotRequest(self.node_id, state.leader, corr, state.epoch, self.node_id, snapshot_id,
-                                    position, self.config.snapshot_chunk_bytes)
+        return FetchSnapshotRequest(
+            self.node_id,
+            state.leader,
+            corr,
+            state.epoch,
+            self.node_id,
+            snapshot_id,
+            position,
+            self.config.snapshot_chunk_bytes,
+        )
 
     def _accept_response(self, response: FetchResponse | FetchSnapshotResponse, now_ms: int) -> bool:
         """Common checks of a fetch-type response; True if the follower should process its body."""
@@ -811,7 +985,8 @@ class RaftNode:
             if response.entries[0].offset != self.log.end_offset:
                 raise RaftStorageError(
                     f"node {self.node_id}: fetch response at {response.entries[0].offset}, "
-                    f"log end {self.log.end_offset}")
+                    f"log end {self.log.end_offset}"
+                )
             self.log.append(response.entries)
             self._appended.extend(response.entries)
         new_hw = min(response.high_watermark, self.log.end_offset)
@@ -826,7 +1001,8 @@ class RaftNode:
         if target < self._hw:
             raise LogTruncationError(
                 f"node {self.node_id}: DivergingEpoch {diverging} would truncate to {target}, "
-                f"below the high watermark {self._hw}")
+                f"below the high watermark {self._hw}"
+            )
         self.log.truncate_to(target)
 
     def handle_fetch_snapshot_response(self, response: FetchSnapshotResponse, now_ms: int) -> None:

@@ -119,15 +119,19 @@ class QuorumState:
             # lead it again after losing unflushed entries (an (offset, epoch) names one entry only).
             return ResignedState(stored.epoch, self.node_id, now_ms + self.random_election_timeout_ms())
         if stored.leader_id is not None and stored.leader_id != self.node_id:
-            return FollowerState(stored.epoch, stored.leader_id, stored.voted_id,
-                                 now_ms + self.config.fetch_timeout_ms)
+            return FollowerState(
+                stored.epoch, stored.leader_id, stored.voted_id, now_ms + self.config.fetch_timeout_ms
+            )
         return self._unattached(stored.epoch, stored.voted_id, now_ms)
 
-    def _unattached(self, epoch: int, voted: int | None, now_ms: int, deadline: int | None = None) -> UnattachedState:
+    def _unattached(
+        self, epoch: int, voted: int | None, now_ms: int, deadline: int | None = None
+    ) -> UnattachedState:
         if not self.is_voter:
             return UnattachedState(epoch, None, _NO_DEADLINE)
-        return UnattachedState(epoch, voted, deadline if deadline is not None else
-                               now_ms + self.random_election_timeout_ms())
+        return UnattachedState(
+            epoch, voted, deadline if deadline is not None else now_ms + self.random_election_timeout_ms()
+        )
 
     def _set(self, state: EpochState) -> None:
         if state.epoch > MAX_USABLE_EPOCH:
@@ -178,14 +182,16 @@ class QuorumState:
         retries = 1
         if isinstance(current, (ProspectiveState, CandidateState)):
             retries = current.retries + 1
-        self._set(ProspectiveState(
-            current.epoch,
-            voted=current.voted_id,
-            last_leader=current.leader_id if isinstance(current, FollowerState) else None,
-            election_deadline_ms=now_ms + self.random_election_timeout_ms(),
-            granted={self.node_id},
-            retries=retries,
-        ))
+        self._set(
+            ProspectiveState(
+                current.epoch,
+                voted=current.voted_id,
+                last_leader=current.leader_id if isinstance(current, FollowerState) else None,
+                election_deadline_ms=now_ms + self.random_election_timeout_ms(),
+                granted={self.node_id},
+                retries=retries,
+            )
+        )
 
     def transition_to_candidate(self, now_ms: int) -> None:
         """Pre-vote won: bump the epoch and vote for ourselves."""
@@ -194,8 +200,17 @@ class QuorumState:
             raise self._illegal("Candidate", "only a Prospective may become Candidate")
         if len(current.granted) < self.config.majority:
             raise self._illegal("Candidate", "no majority of pre-votes")
-        self._set(CandidateState(current.epoch + 1, self.node_id, now_ms + self.random_election_timeout_ms(),
-                                 None, {self.node_id}, set(), current.retries))
+        self._set(
+            CandidateState(
+                current.epoch + 1,
+                self.node_id,
+                now_ms + self.random_election_timeout_ms(),
+                None,
+                {self.node_id},
+                set(),
+                current.retries,
+            )
+        )
 
     def transition_to_leader(self, epoch_start_offset: int, now_ms: int) -> LeaderState:
         """Election won: lead the candidate's epoch from `epoch_start_offset`."""
@@ -207,8 +222,14 @@ class QuorumState:
         replicas = {v: ReplicaState() for v in self.voters}
         replicas[self.node_id] = ReplicaState(0, now_ms)
         leader = LeaderState(
-            current.epoch, self.node_id, epoch_start_offset, frozenset(current.granted), None, replicas,
-            now_ms, now_ms,
+            current.epoch,
+            self.node_id,
+            epoch_start_offset,
+            frozenset(current.granted),
+            None,
+            replicas,
+            now_ms,
+            now_ms,
         )
         self._set(leader)
         return leader
@@ -230,5 +251,8 @@ class QuorumState:
         current = self.state
         if not isinstance(current, LeaderState):
             raise self._illegal("Resigned", "only a Leader may resign")
-        self._set(ResignedState(current.epoch, self.node_id, now_ms + self.random_election_timeout_ms(),
-                                preferred_successors))
+        self._set(
+            ResignedState(
+                current.epoch, self.node_id, now_ms + self.random_election_timeout_ms(), preferred_successors
+            )
+        )

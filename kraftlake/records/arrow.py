@@ -12,8 +12,12 @@ from kraftlake.protocol.spec import MessageSpec, load_all
 from kraftlake.records.layout import ENVELOPE_COLUMNS, record_column, record_specs
 
 _PRIMITIVES: dict[str, pa.DataType] = {
-    "int": pa.int32(), "long": pa.int64(), "double": pa.float64(), "boolean": pa.bool_(),
-    "string": pa.string(), "bytes": pa.binary(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "string": pa.string(),
+    "bytes": pa.binary(),
 }
 
 

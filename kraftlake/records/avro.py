@@ -39,7 +39,9 @@ def parsed_metadata_log_schema() -> dict[str, Any]:
     return parsed
 
 
-def write_records(out: BinaryIO, records: Iterable[Record], name: str | None = None, codec: str = "null") -> int:
+def write_records(
+    out: BinaryIO, records: Iterable[Record], name: str | None = None, codec: str = "null"
+) -> int:
     """Write records of one type to an Avro container file; returns how many were written."""
     items = list(records)
     if name is None:

@@ -12,8 +12,15 @@ class RecordsError(KraftlakeError):
 class RecordDecodeError(RecordsError):
     """Raised when a record value in a log cannot be decoded; names the source, byte position and offset."""
 
-    def __init__(self, message: str, *, source: str, position: int | None, offset: int | None,
-                 cause: Exception | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str,
+        position: int | None,
+        offset: int | None,
+        cause: Exception | None = None,
+    ) -> None:
         where = f"{source}"
         if position is not None:
             where += f" at byte {position}"

@@ -99,7 +99,7 @@ def java_double(value: float) -> str:
     if 1e-3 <= a < 1e7:
         if sci >= 0:
             intpart = ds[: sci + 1].ljust(sci + 1, "0")
-            frac = ds[sci + 1:] or "0"
+            frac = ds[sci + 1 :] or "0"
         else:
             intpart = "0"
             frac = "0" * (-sci - 1) + ds
@@ -117,7 +117,9 @@ def _escape(s: str) -> str:
         elif ch == "\\":
             out.append("\\\\")
         elif o < 0x20:
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}.get(ch, f"\\u{o:04X}"))
+            out.append(
+                {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}.get(ch, f"\\u{o:04X}")
+            )
         else:
             out.append(ch)
     out.append('"')
@@ -176,9 +178,17 @@ class _WriterEmitter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
-            "_c": _c_string, "_jd": java_double, "_b64": _b64_json, "_str": str, "_map": map,
-            "_CJ": ",".join, "_UJ": '","'.join, "_TF": ("false", "true"), "_slow": _reference_text,
-            "_IF": _INT_FORMATS, "_len": len,
+            "_c": _c_string,
+            "_jd": java_double,
+            "_b64": _b64_json,
+            "_str": str,
+            "_map": map,
+            "_CJ": ",".join,
+            "_UJ": '","'.join,
+            "_TF": ("false", "true"),
+            "_slow": _reference_text,
+            "_IF": _INT_FORMATS,
+            "_len": len,
         }
         self._consts: dict[tuple[type, Any], str] = {}
 
@@ -193,9 +203,11 @@ class _WriterEmitter:
 
 
 def _has_strings(s: StructSpec, version: int) -> bool:
-    return any(version in f.versions and (f.base_type == "string" or (f.struct is not None
-                                                                       and _has_strings(f.struct, version)))
-               for f in s.fields)
+    return any(
+        version in f.versions
+        and (f.base_type == "string" or (f.struct is not None and _has_strings(f.struct, version)))
+        for f in s.fields
+    )
 
 
 def _element_text(e: _WriterEmitter, f: FieldSpec, writers: dict[str, str]) -> tuple[str, bool]:
@@ -262,7 +274,9 @@ def _struct_body(e: _WriterEmitter, s: StructSpec, version: int, writers: dict[s
             if f.default is not None and not isinstance(f.default, (int, float, str, bytes, tuple)):
                 raise NotImplementedError(f"tagged field {f.name} has a default the writer cannot compare")
             value = _value_expr(e, f, f"f{i}", version, writers)
-            pieces.append("{" + f"{e.const(key)} + {value} if f{i} != {e.const(f.default)} else {e.const('')}" + "}")
+            pieces.append(
+                "{" + f"{e.const(key)} + {value} if f{i} != {e.const(f.default)} else {e.const('')}" + "}"
+            )
         elif not f.is_array and f.struct is None and f.base_type in INT_RANGES and not f.nullable_in(version):
             pieces.append(key + "{f" + str(i) + "}")  # an int formats itself inside the f-string
         elif not f.is_array and f.base_type == "uuid" and not f.nullable_in(version):
@@ -282,8 +296,15 @@ def _literal(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _gen_writer(e: _WriterEmitter, s: StructSpec, version: int, name: str, writers: dict[str, str],
-                top: bool, wrap: tuple[str, str] | None = None) -> list[str]:
+def _gen_writer(
+    e: _WriterEmitter,
+    s: StructSpec,
+    version: int,
+    name: str,
+    writers: dict[str, str],
+    top: bool,
+    wrap: tuple[str, str] | None = None,
+) -> list[str]:
     """One writer: ``def name(r) -> str``, the JSON object of struct ``s`` at ``version``; with ``wrap``
     (prefix, suffix), ``def name(r, h) -> str``: ``h + prefix + object + suffix`` in one string."""
     out = [f"def {name}(r{', h' if wrap else ''}):"]
@@ -300,7 +321,11 @@ def _gen_writer(e: _WriterEmitter, s: StructSpec, version: int, name: str, write
         out.append(f"    {assign}f{head + '{{' + body + '}}' + tail!r}")
     if check:
         # the text of a record with a \u in it (see _c_string) is written again the reference way
-        slow = f"h + {e.const(wrap[0])} + _slow(r, {version}) + {e.const(wrap[1])}" if wrap else f"_slow(r, {version})"
+        slow = (
+            f"h + {e.const(wrap[0])} + _slow(r, {version}) + {e.const(wrap[1])}"
+            if wrap
+            else f"_slow(r, {version})"
+        )
         out.append(f"    if {e.const(_BACKSLASH_U)} in t: return {slow}")
         out.append("    return t")
     return out
@@ -360,7 +385,9 @@ def line_writer(cls: type[Record], version: int, prefix: str, suffix: str) -> Li
         e = _EMITTERS[cls.__qualname__]
         writers = {s.qualname: f"_w{k}_v{version}" for k, s in enumerate(spec.structs())}
         name = f"_line{len(_LINE_WRITERS)}"
-        source = "\n".join(_gen_writer(e, spec.struct, version, name, writers, top=True, wrap=(prefix, suffix)))
+        source = "\n".join(
+            _gen_writer(e, spec.struct, version, name, writers, top=True, wrap=(prefix, suffix))
+        )
         exec(compile(source + "\n", f"<kraftlake json line writer {spec.name} v{version}>", "exec"), e.ns)
         fn = _LINE_WRITERS[key] = e.ns[name]
     return fn

@@ -54,7 +54,10 @@ class MetadataRecord(NamedTuple):
 
 def _decode_control(key: bytes | None, value: bytes) -> tuple[str, int, int, Record | None]:
     ctype = decode_control_key(key)
-    if not isinstance(ctype, ControlRecordType) or ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+    if not isinstance(ctype, ControlRecordType) or ctype in (
+        ControlRecordType.ABORT,
+        ControlRecordType.COMMIT,
+    ):
         name = ctype.name if isinstance(ctype, ControlRecordType) else f"UNKNOWN({ctype})"
         return name, int(ctype), 0, None
     spec = control_spec(ctype)
@@ -85,8 +88,9 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
                     type_name, api_key, version, rec = _decode_control(r.key, value)
                 except ProtocolError as exc:
                     raise _wrap(exc, name, batch.position, r.offset, "control record") from exc
-                yield MetadataRecord(r.offset, epoch, r.timestamp, base, True, type_name, api_key, version, rec,
-                                     value)
+                yield MetadataRecord(
+                    r.offset, epoch, r.timestamp, base, True, type_name, api_key, version, rec, value
+                )
             continue
         # Batches as KRaft writes them (every record: null key, no headers, deltas = index and 0) come as bare
         # values, already framed and checked, and are decoded one by one as the consumer asks. A record is built
@@ -133,18 +137,23 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
             yield tnew(envelope, (offset, epoch, ts, base, False, t, a, v, r, value))
 
 
-def _other_records(batch: Any, name: str, memo: dict[bytes, tuple[str, int, int, Record]],
-                   ) -> Iterator[MetadataRecord]:
+def _other_records(
+    batch: Any,
+    name: str,
+    memo: dict[bytes, tuple[str, int, int, Record]],
+) -> Iterator[MetadataRecord]:
     """The records of a data batch not shaped as KRaft writes them, through ``batch.records``."""
     for offset, timestamp, _key, value, _headers in batch.records:
         if value is None:
-            raise RecordDecodeError("metadata record has a null value", source=name,
-                                    position=batch.position, offset=offset)
+            raise RecordDecodeError(
+                "metadata record has a null value", source=name, position=batch.position, offset=offset
+            )
         hit = memo.get(value)
         if hit is not None:
             t, a, v, r = hit
-            yield MetadataRecord(offset, batch.partition_leader_epoch, timestamp, batch.base_offset, False,
-                                 t, a, v, r, value)
+            yield MetadataRecord(
+                offset, batch.partition_leader_epoch, timestamp, batch.base_offset, False, t, a, v, r, value
+            )
             continue
         yield _checked_record(value, offset, timestamp, batch, name)
 
@@ -155,8 +164,18 @@ def _checked_record(value: bytes, offset: int, timestamp: int, batch: Any, name:
         rec, version = decode_metadata_record(value)
     except ProtocolError as exc:
         raise _wrap(exc, name, batch.position, offset, "metadata record") from exc
-    return MetadataRecord(offset, batch.partition_leader_epoch, timestamp, batch.base_offset, False,
-                          type(rec).__name__, rec._api_key or 0, version, rec, value)
+    return MetadataRecord(
+        offset,
+        batch.partition_leader_epoch,
+        timestamp,
+        batch.base_offset,
+        False,
+        type(rec).__name__,
+        rec._api_key or 0,
+        version,
+        rec,
+        value,
+    )
 
 
 _MEMO_MAX_VALUE = 24
@@ -171,7 +190,9 @@ _DISPATCH: list[_Entry | None] = [None] * 65536
 
 
 def _no_decoder(value: bytes, pos: int, end: int) -> Any:
-    raise ValueError("no compiled decoder")  # sends the record to the checked path, which raises the typed error
+    raise ValueError(
+        "no compiled decoder"
+    )  # sends the record to the checked path, which raises the typed error
 
 
 _NO_DECODER: _Entry = (_no_decoder, "", 0, 0)
@@ -189,11 +210,18 @@ def _dispatch_entry(key: int) -> _Entry:
 
 
 def _wrap(exc: ProtocolError, source: str, position: int, offset: int, what: str) -> RecordDecodeError:
-    return RecordDecodeError(f"bad {what} in the batch at this position: {exc} within the value", source=source,
-                             position=position, offset=offset, cause=exc)
+    return RecordDecodeError(
+        f"bad {what} in the batch at this position: {exc} within the value",
+        source=source,
+        position=position,
+        offset=offset,
+        cause=exc,
+    )
 
 
-def decode_values(values: Sequence[bytes], first_offset: int, source: str, position: int = -1) -> list[Record]:
+def decode_values(
+    values: Sequence[bytes], first_offset: int, source: str, position: int = -1
+) -> list[Record]:
     """The typed records of metadata record values at consecutive offsets from ``first_offset`` (a KRaft data
     batch's values, no envelopes built): :func:`iter_records`' fast path, and the checked decoder for a value it
     cannot take, whose :class:`RecordDecodeError` names ``source``, the batch ``position`` and the offset."""

@@ -59,7 +59,11 @@ def metadata_header(record: Record, version: int) -> bytes:
         raise InvalidFieldError(f"{spec.name} is not a metadata record")
     if version not in spec.valid_versions:
         raise UnsupportedVersionError(f"{spec.name} has no version {version} (valid: {spec.valid_versions})")
-    return runtime.uvarint_bytes(FRAME_VERSION) + runtime.uvarint_bytes(spec.api_key) + runtime.uvarint_bytes(version)
+    return (
+        runtime.uvarint_bytes(FRAME_VERSION)
+        + runtime.uvarint_bytes(spec.api_key)
+        + runtime.uvarint_bytes(version)
+    )
 
 
 def encode_metadata_record(record: Record, version: int) -> bytes:
@@ -94,7 +98,8 @@ def _lookup(api_key: int, version: int, pos: int) -> object:
         raise UnknownApiKeyError(f"unknown metadata record apiKey {api_key}", pos)
     if version not in spec.valid_versions:
         raise UnsupportedVersionError(
-            f"unsupported version {version} of {spec.name} (valid: {spec.valid_versions})", pos)
+            f"unsupported version {version} of {spec.name} (valid: {spec.valid_versions})", pos
+        )
     fn = decoder(spec, version)
     _DECODER_CACHE[(api_key, version)] = fn
     return fn
@@ -119,8 +124,11 @@ def decode_metadata_record(value: bytes) -> tuple[Record, int]:
         else:
             frame, pos = _read_uvarint(value, 0)
         if frame != FRAME_VERSION:
-            raise FrameVersionError(f"unsupported metadata record frame version {frame}"
-                                    + (" (the 2.8 preview format)" if frame == 0 else ""), 0)
+            raise FrameVersionError(
+                f"unsupported metadata record frame version {frame}"
+                + (" (the 2.8 preview format)" if frame == 0 else ""),
+                0,
+            )
         api_key = value[pos]
         if api_key < 128:
             pos += 1
@@ -139,12 +147,15 @@ def decode_metadata_record(value: bytes) -> tuple[Record, int]:
     except IndexError as exc:
         raise LengthPastEndError("metadata record runs past the end of the value", end) from exc
     except UnicodeDecodeError as exc:
-        raise InvalidFieldError(f"a string is not valid UTF-8 ({exc.reason})",
-                                runtime.utf8_error_position(value, exc)) from exc
+        raise InvalidFieldError(
+            f"a string is not valid UTF-8 ({exc.reason})", runtime.utf8_error_position(value, exc)
+        ) from exc
     except Exception as exc:  # struct.error: a fixed-width read past the end
         raise LengthPastEndError(f"metadata record runs past the end of the value ({exc})", end) from exc
     if stop != end:
         if stop > end:
             raise LengthPastEndError("metadata record runs past the end of the value", end)
-        raise GarbageAtEndError(f"{end - stop} bytes of garbage after {type(record).__name__} v{version}", stop)
+        raise GarbageAtEndError(
+            f"{end - stop} bytes of garbage after {type(record).__name__} v{version}", stop
+        )
     return record, version

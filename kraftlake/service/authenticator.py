@@ -25,7 +25,10 @@ from kraftlake.wire.sasl_server import SaslServerMechanism
 
 log = logging.getLogger(__name__)
 
-SASL_SERVED: dict[int, Versions] = {ApiKey.SASL_HANDSHAKE: Versions(1, 1), ApiKey.SASL_AUTHENTICATE: Versions(0, 2)}
+SASL_SERVED: dict[int, Versions] = {
+    ApiKey.SASL_HANDSHAKE: Versions(1, 1),
+    ApiKey.SASL_AUTHENTICATE: Versions(0, 2),
+}
 """What a SASL listener adds to its ApiVersions."""
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
@@ -47,7 +50,9 @@ class SaslHandshake:
         For log lines.
     """
 
-    def __init__(self, security: ListenerSecurity, api_versions: Callable[[int, int], bytes], peer: str) -> None:
+    def __init__(
+        self, security: ListenerSecurity, api_versions: Callable[[int, int], bytes], peer: str
+    ) -> None:
         self.security = security
         self.api_versions = api_versions
         self.peer = peer
@@ -93,7 +98,9 @@ class SaslHandshake:
         self._mechanism = self.security.sasl_server(mechanism)
         if self._mechanism is None:
             log.warning("%s asked for SASL mechanism %r; enabled: %s", self.peer, mechanism, enabled)
-            answer = rpc.make("SaslHandshakeResponse", error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled)
+            answer = rpc.make(
+                "SaslHandshakeResponse", error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
+            )
             return rpc.encode_response(answer, ApiKey.SASL_HANDSHAKE, version, corr), False
         self._state = "authenticate"
         answer = rpc.make("SaslHandshakeResponse", error_code=0, mechanisms=enabled)
@@ -110,14 +117,25 @@ class SaslHandshake:
         try:
             token = mechanism.respond(bytes(body.auth_bytes))
         except AuthenticationError as exc:
-            log.warning("SASL %s authentication from %s failed: %s", mechanism.mechanism_name, self.peer,
-                        exc.reason)
-            answer = rpc.make("SaslAuthenticateResponse", error_code=SASL_AUTHENTICATION_FAILED,
-                              error_message=exc.reason, auth_bytes=b"", session_lifetime_ms=0)
+            log.warning(
+                "SASL %s authentication from %s failed: %s", mechanism.mechanism_name, self.peer, exc.reason
+            )
+            answer = rpc.make(
+                "SaslAuthenticateResponse",
+                error_code=SASL_AUTHENTICATION_FAILED,
+                error_message=exc.reason,
+                auth_bytes=b"",
+                session_lifetime_ms=0,
+            )
             return rpc.encode_response(answer, ApiKey.SASL_AUTHENTICATE, version, corr), False
         if mechanism.complete:
             self._state = "complete"
             self.principal = f"User:{mechanism.username}"
-        answer = rpc.make("SaslAuthenticateResponse", error_code=0, error_message=None, auth_bytes=token,
-                          session_lifetime_ms=0)
+        answer = rpc.make(
+            "SaslAuthenticateResponse",
+            error_code=0,
+            error_message=None,
+            auth_bytes=token,
+            session_lifetime_ms=0,
+        )
         return rpc.encode_response(answer, ApiKey.SASL_AUTHENTICATE, version, corr), True

@@ -126,22 +126,32 @@ def authorizer_from_properties(properties: Mapping[str, str], source: str) -> Cl
     acl_keys = [k for k in properties if k.startswith(ACL_PREFIX)]
     if not name:
         if acl_keys or properties.get("super.users", "").strip():
-            raise ServiceError(f"{source}: super.users and {ACL_PREFIX}* need authorizer.class.name="
-                               f"{STANDARD_AUTHORIZER} (without it nothing is enforced)")
+            raise ServiceError(
+                f"{source}: super.users and {ACL_PREFIX}* need authorizer.class.name="
+                f"{STANDARD_AUTHORIZER} (without it nothing is enforced)"
+            )
         return OPEN
     if name != STANDARD_AUTHORIZER:
-        raise ServiceError(f"{source}: authorizer.class.name: {name} is not supported (only {STANDARD_AUTHORIZER})")
+        raise ServiceError(
+            f"{source}: authorizer.class.name: {name} is not supported (only {STANDARD_AUTHORIZER})"
+        )
     operations = {op.value.lower(): op for op in Operation}
     acls: dict[Operation, frozenset[str]] = {}
     for key in acl_keys:
-        spelled = key[len(ACL_PREFIX):]
+        spelled = key[len(ACL_PREFIX) :]
         op = operations.get(spelled.replace("_", "").lower())
         if op is None:
-            raise ServiceError(f"{source}: {key}: unknown operation {spelled!r} (expected one of "
-                               f"{', '.join(o.value for o in Operation)})")
+            raise ServiceError(
+                f"{source}: {key}: unknown operation {spelled!r} (expected one of "
+                f"{', '.join(o.value for o in Operation)})"
+            )
         acls[op] = parse_principals(properties[key], f"{source}: {key}")
     allow = properties.get("allow.everyone.if.no.acl.found", "false").strip().lower()
     if allow not in ("true", "false"):
         raise ServiceError(f"{source}: allow.everyone.if.no.acl.found: {allow!r} is not true or false")
-    return ClusterAuthorizer(True, parse_principals(properties.get("super.users", ""), f"{source}: super.users"),
-                             acls, allow == "true")
+    return ClusterAuthorizer(
+        True,
+        parse_principals(properties.get("super.users", ""), f"{source}: super.users"),
+        acls,
+        allow == "true",
+    )

@@ -35,7 +35,9 @@ _CRC = struct.Struct(">I")
 _VARINTS: tuple[bytes, ...] = tuple(encode_varint(i) for i in range(1 << 15))
 _MAX_VALUE = (1 << 15) - 32
 # attributes 0, timestamp delta 0, offset delta i, key length -1 (null)
-KRAFT_RECORD_PREFIXES: tuple[bytes, ...] = tuple(b"\x00\x00" + encode_varint(i) + b"\x01" for i in range(8192))
+KRAFT_RECORD_PREFIXES: tuple[bytes, ...] = tuple(
+    b"\x00\x00" + encode_varint(i) + b"\x01" for i in range(8192)
+)
 
 
 def kraft_data_batch(base_offset: int, epoch: int, timestamp_ms: int, values: Sequence[bytes]) -> bytes:
@@ -55,8 +57,23 @@ def kraft_data_batch(base_offset: int, epoch: int, timestamp_ms: int, values: Se
         add(value)
         add(b"\x00")
     body = b"".join(parts)
-    head = bytearray(_HEADER.pack(base_offset, HEADER_SIZE - LOG_OVERHEAD + len(body), epoch, MAGIC, 0, 0, n - 1,
-                                  timestamp_ms, timestamp_ms, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, n))
+    head = bytearray(
+        _HEADER.pack(
+            base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(body),
+            epoch,
+            MAGIC,
+            0,
+            0,
+            n - 1,
+            timestamp_ms,
+            timestamp_ms,
+            NO_PRODUCER_ID,
+            NO_PRODUCER_EPOCH,
+            NO_SEQUENCE,
+            n,
+        )
+    )
     crc = crc32c.crc32c(body, crc32c.crc32c(memoryview(head)[CRC_START:]))
     _CRC.pack_into(head, 17, crc)
     return bytes(head) + body
@@ -112,16 +129,18 @@ def uniform_values(raw: bytes, count: int) -> list[bytes] | None:
         if dls == 1:
             if data[k:end:stride] != _DELTA1[lo:hi]:
                 return None
-        elif data[k:end:stride] != _DELTA2_LOW[lo - 64:hi - 64] or \
-                data[k + 1:end:stride] != _DELTA2_HIGH[lo - 64:hi - 64]:
+        elif (
+            data[k:end:stride] != _DELTA2_LOW[lo - 64 : hi - 64]
+            or data[k + 1 : end : stride] != _DELTA2_HIGH[lo - 64 : hi - 64]
+        ):
             return None
         k += dls
         for b in tail:
             if data[k:end:stride] != bytes((b,)) * m:
                 return None
             k += 1
-        if data[k + n:end:stride] != bytes(m):  # the headers count of every record: 0
+        if data[k + n : end : stride] != bytes(m):  # the headers count of every record: 0
             return None
-        out += [data[s:s + n] for s in range(k, end, stride)]
+        out += [data[s : s + n] for s in range(k, end, stride)]
         pos = end
     return out if pos == len(data) else None

@@ -85,8 +85,14 @@ def _picklable(security: ClientSecurity | None) -> ClientSecurity | None:
 class _KafkaClient:
     """One `KafkaConnection` at a time, rotating through the bootstrap list on failure."""
 
-    def __init__(self, bootstrap: Sequence[Endpoint], timeout_s: float, max_frame_bytes: int,
-                 client_id: str, security: ClientSecurity | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: Sequence[Endpoint],
+        timeout_s: float,
+        max_frame_bytes: int,
+        client_id: str,
+        security: ClientSecurity | None = None,
+    ) -> None:
         if not bootstrap:
             raise ServiceError("a client needs at least one bootstrap endpoint")
         self.bootstrap = [(h, int(p)) for h, p in bootstrap]
@@ -113,8 +119,14 @@ class _KafkaClient:
 
     def open(self, endpoint: Endpoint) -> KafkaConnection:
         """A connection to `endpoint` (ApiVersions negotiated); raises `TransportError`."""
-        conn = KafkaConnection(endpoint[0], endpoint[1], self.security, client_id=self.client_id,
-                               timeout_s=min(self.timeout_s, 5.0), max_frame_bytes=self.max_frame_bytes)
+        conn = KafkaConnection(
+            endpoint[0],
+            endpoint[1],
+            self.security,
+            client_id=self.client_id,
+            timeout_s=min(self.timeout_s, 5.0),
+            max_frame_bytes=self.max_frame_bytes,
+        )
         try:
             conn.open()
         except (AuthenticationError, TlsError, SecurityConfigError):
@@ -147,11 +159,15 @@ class _KafkaClient:
             version = conn.version(api_key)
         except KeyError:
             self.close()
-            raise RemoteError(KafkaErrors.UNSUPPORTED_VERSION,
-                              f"{conn.peer} does not serve {rpc.api(api_key).name}") from None
+            raise RemoteError(
+                KafkaErrors.UNSUPPORTED_VERSION, f"{conn.peer} does not serve {rpc.api(api_key).name}"
+            ) from None
         try:
-            return conn.request(api_key, for_version(Send(None, api_key, message), version),  # type: ignore[arg-type]
-                                extra_wait_s=extra_wait_s)
+            return conn.request(
+                api_key,
+                for_version(Send(None, api_key, message), version),  # type: ignore[arg-type]
+                extra_wait_s=extra_wait_s,
+            )
         except WireTimeoutError as exc:
             self._fail()
             raise RequestTimeoutError(str(exc)) from exc
@@ -181,8 +197,15 @@ class ObserverClient:
         (`RemoteError` code 31).
     """
 
-    def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, *, timeout_s: float = 10.0,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, security: ClientSecurity | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: Sequence[Endpoint],
+        cluster_id: str,
+        *,
+        timeout_s: float = 10.0,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self._conn = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-observer", security)
         self.cluster_id = cluster_id
         self.high_watermark = 0
@@ -192,12 +215,26 @@ class ObserverClient:
     def _fetch(self, from_offset: int, max_wait_ms: int, max_bytes: int) -> Any:
         """One Fetch (retried once per bootstrap server on a connection failure); its metadata partition."""
         f = rpc.message_class("FetchRequest")
-        partition = f.FetchPartition(partition=0, current_leader_epoch=ANY_EPOCH, fetch_offset=from_offset,
-                                     last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=max_bytes,
-                                     replica_directory_id=ZERO_UUID)
-        request = f(cluster_id=self.cluster_id, replica_state=f.ReplicaState(replica_id=OBSERVER_ID, replica_epoch=-1),
-                    max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes, isolation_level=0, session_id=0,
-                    session_epoch=-1, topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])])
+        partition = f.FetchPartition(
+            partition=0,
+            current_leader_epoch=ANY_EPOCH,
+            fetch_offset=from_offset,
+            last_fetched_epoch=-1,
+            log_start_offset=-1,
+            partition_max_bytes=max_bytes,
+            replica_directory_id=ZERO_UUID,
+        )
+        request = f(
+            cluster_id=self.cluster_id,
+            replica_state=f.ReplicaState(replica_id=OBSERVER_ID, replica_epoch=-1),
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])],
+        )
         last: Exception | None = None
         for _ in range(len(self._conn.bootstrap) + 1):
             try:
@@ -208,14 +245,16 @@ class ObserverClient:
             peer = self._conn.peer
             if body.error_code == KafkaErrors.INCONSISTENT_CLUSTER_ID:
                 self._conn.close()
-                raise ClusterIdMismatchError(f"{peer} refused cluster id {self.cluster_id!r}: "
-                                             f"INCONSISTENT_CLUSTER_ID (104)")
+                raise ClusterIdMismatchError(
+                    f"{peer} refused cluster id {self.cluster_id!r}: INCONSISTENT_CLUSTER_ID (104)"
+                )
             if body.error_code:
                 raise RemoteError(body.error_code, f"{peer} refused the fetch from {from_offset}")
             p = next((p for t in body.responses for p in t.partitions if p.partition_index == 0), None)
             if p is None:
-                raise RemoteError(KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION, f"{peer} answered without the metadata "
-                                  f"partition")
+                raise RemoteError(
+                    KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION, f"{peer} answered without the metadata partition"
+                )
             if p.high_watermark >= 0:
                 self.high_watermark = p.high_watermark
             if p.log_start_offset >= 0:
@@ -225,8 +264,13 @@ class ObserverClient:
             return p
         raise TransportError(f"fetch failed on every bootstrap server: {last}")
 
-    def fetch(self, from_offset: int, max_records: int = 1000, max_wait_ms: int = 500,
-              max_bytes: int = 8 * 1024 * 1024) -> list[CommittedEntry]:
+    def fetch(
+        self,
+        from_offset: int,
+        max_records: int = 1000,
+        max_wait_ms: int = 500,
+        max_bytes: int = 8 * 1024 * 1024,
+    ) -> list[CommittedEntry]:
         """Committed entries from `from_offset` (at most `max_records`); waits up to `max_wait_ms` for new ones.
 
         Returns an empty list when nothing new is committed in time. A failed server is replaced by the next
@@ -238,11 +282,18 @@ class ObserverClient:
             `ClusterIdMismatchError`, `TransportError` (no server reachable), `SnapshotRequiredError` (the offset
             is below the log start offset), `RemoteError`, `RequestTimeoutError`.
         """
-        return [CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value, e.control_type)
-                for e in self.fetch_entries(from_offset, max_records, max_wait_ms, max_bytes)]
+        return [
+            CommittedEntry(e.offset, e.epoch, e.timestamp, e.is_control, e.value, e.control_type)
+            for e in self.fetch_entries(from_offset, max_records, max_wait_ms, max_bytes)
+        ]
 
-    def fetch_entries(self, from_offset: int, max_records: int = 1000, max_wait_ms: int = 500,
-                      max_bytes: int = 8 * 1024 * 1024) -> list[Entry]:
+    def fetch_entries(
+        self,
+        from_offset: int,
+        max_records: int = 1000,
+        max_wait_ms: int = 500,
+        max_bytes: int = 8 * 1024 * 1024,
+    ) -> list[Entry]:
         """As `fetch`, but the raft `Entry` tuples themselves (they also carry ``batch_base``, the first offset
         of the leader write holding each entry, which a reader needs to lay records out as in the log files).
 
@@ -254,10 +305,15 @@ class ObserverClient:
         if snapshot.end_offset >= 0 and snapshot.epoch >= 0:
             snapshot_id = OffsetAndEpoch(snapshot.end_offset, snapshot.epoch)
             raise SnapshotRequiredError(
-                KafkaErrors.OFFSET_OUT_OF_RANGE, f"fetch from {from_offset}: log starts at {self.log_start_offset}; "
-                f"load snapshot {snapshot_id} (fetch_snapshot) and fetch on from its end", snapshot_id)
+                KafkaErrors.OFFSET_OUT_OF_RANGE,
+                f"fetch from {from_offset}: log starts at {self.log_start_offset}; "
+                f"load snapshot {snapshot_id} (fetch_snapshot) and fetch on from its end",
+                snapshot_id,
+            )
         if p.error_code:
-            raise RemoteError(p.error_code, f"fetch from {from_offset}: log starts at {self.log_start_offset}")
+            raise RemoteError(
+                p.error_code, f"fetch from {from_offset}: log starts at {self.log_start_offset}"
+            )
         end = min(p.high_watermark, from_offset + max(1, max_records))
         try:
             entries, _ = decode_records(p.records, from_offset, f"Fetch response from {self._conn.peer}", end)
@@ -290,17 +346,26 @@ class ObserverClient:
         s = rpc.message_class("FetchSnapshotRequest")
         data = bytearray()
         while True:
-            partition = s.PartitionSnapshot(partition=0, current_leader_epoch=ANY_EPOCH,
-                                            snapshot_id=s.SnapshotId(end_offset=snapshot_id.offset,
-                                                                     epoch=snapshot_id.epoch),
-                                            position=len(data), replica_directory_id=ZERO_UUID)
-            request = s(cluster_id=self.cluster_id, replica_id=OBSERVER_ID, max_bytes=chunk_bytes,
-                        topics=[s.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])])
+            partition = s.PartitionSnapshot(
+                partition=0,
+                current_leader_epoch=ANY_EPOCH,
+                snapshot_id=s.SnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch),
+                position=len(data),
+                replica_directory_id=ZERO_UUID,
+            )
+            request = s(
+                cluster_id=self.cluster_id,
+                replica_id=OBSERVER_ID,
+                max_bytes=chunk_bytes,
+                topics=[s.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])],
+            )
             body = self._conn.request(ApiKey.FETCH_SNAPSHOT, request)
             if body.error_code == KafkaErrors.INCONSISTENT_CLUSTER_ID:
                 raise ClusterIdMismatchError(f"{self._conn.peer} refused cluster id {self.cluster_id!r}")
             p = next((p for t in body.topics for p in t.partitions if p.index == 0), None)
-            code = body.error_code or (p.error_code if p is not None else KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION)
+            code = body.error_code or (
+                p.error_code if p is not None else KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION
+            )
             if code or p is None:
                 raise RemoteError(code, f"snapshot {snapshot_id} at position {len(data)}")
             chunk = p.unaligned_records or b""
@@ -316,8 +381,15 @@ class ObserverClient:
 class _AppendConnection:
     """Blocking append requests over one socket (Kafka framing, the service's API key 1000)."""
 
-    def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, timeout_s: float,
-                 max_frame_bytes: int, credential: str = "", security: ClientSecurity | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: Sequence[Endpoint],
+        cluster_id: str,
+        timeout_s: float,
+        max_frame_bytes: int,
+        credential: str = "",
+        security: ClientSecurity | None = None,
+    ) -> None:
         if not bootstrap:
             raise ServiceError("a client needs at least one bootstrap endpoint")
         self.bootstrap = [(h, int(p)) for h, p in bootstrap]
@@ -346,8 +418,11 @@ class _AppendConnection:
     def connect(self, endpoint: Endpoint | None = None) -> None:
         """Connect to `endpoint`, or to the next reachable bootstrap endpoint."""
         self.close()
-        candidates = [endpoint] if endpoint is not None else [
-            self.bootstrap[(self._next + i) % len(self.bootstrap)] for i in range(len(self.bootstrap))]
+        candidates = (
+            [endpoint]
+            if endpoint is not None
+            else [self.bootstrap[(self._next + i) % len(self.bootstrap)] for i in range(len(self.bootstrap))]
+        )
         errors = []
         for target in candidates:
             try:
@@ -366,8 +441,14 @@ class _AppendConnection:
             return sock
         # TLS and SASL as Kafka's clients open a connection (ApiVersions, SaslHandshake, SaslAuthenticate);
         # a wrong password or certificate is raised as it is (AuthenticationError, TlsError)
-        conn = KafkaConnection(target[0], target[1], self.security, client_id="kraftlake-client",
-                               timeout_s=min(self.timeout_s, 5.0), max_frame_bytes=self.max_frame_bytes)
+        conn = KafkaConnection(
+            target[0],
+            target[1],
+            self.security,
+            client_id="kraftlake-client",
+            timeout_s=min(self.timeout_s, 5.0),
+            max_frame_bytes=self.max_frame_bytes,
+        )
         return conn.open().raw_socket
 
     def _recv_exact(self, n: int) -> bytes:
@@ -385,10 +466,13 @@ class _AppendConnection:
         """Send one append and return its answer (a refusal of the whole frame is raised as a typed error)."""
         self._corr = (self._corr + 1) & 0x7FFFFFFF
         corr = self._corr
-        frame = encode_append_request(AppendRequest(self.cluster_id, values, self.credential), corr, "kraftlake-client")
+        frame = encode_append_request(
+            AppendRequest(self.cluster_id, values, self.credential), corr, "kraftlake-client"
+        )
         if len(frame) > self.max_frame_bytes:
-            raise FrameTooLargeError(f"append frame of {len(frame)} bytes exceeds {self.max_frame_bytes}",
-                                     len(frame))
+            raise FrameTooLargeError(
+                f"append frame of {len(frame)} bytes exceeds {self.max_frame_bytes}", len(frame)
+            )
         if self._sock is None:
             self.connect()
         assert self._sock is not None
@@ -428,11 +512,20 @@ class QuorumClient:
     need ALTER and describe needs DESCRIBE on the cluster (`kraftlake.service.authorizer`).
     """
 
-    def __init__(self, bootstrap: Sequence[Endpoint], cluster_id: str, *, timeout_s: float = 10.0,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, append_secret: str | Path | None = None,
-                 security: ClientSecurity | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: Sequence[Endpoint],
+        cluster_id: str,
+        *,
+        timeout_s: float = 10.0,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        append_secret: str | Path | None = None,
+        security: ClientSecurity | None = None,
+    ) -> None:
         credential = "" if append_secret is None else Path(append_secret).read_text(encoding="ascii").strip()
-        self._conn = _AppendConnection(bootstrap, cluster_id, timeout_s, max_frame_bytes, credential, security)
+        self._conn = _AppendConnection(
+            bootstrap, cluster_id, timeout_s, max_frame_bytes, credential, security
+        )
         self._admin = _KafkaClient(bootstrap, timeout_s, max_frame_bytes, "kraftlake-quorum-client", security)
         self.cluster_id = cluster_id
 
@@ -452,8 +545,13 @@ class QuorumClient:
                 self._conn.connect(parse_endpoint(reply.leader_endpoint))
             elif not reply.leader_endpoint:
                 self._conn.close()
-            raise NotLeaderError(reply.node_id, reply.epoch, reply.leader_id, reply.leader_endpoint or None,
-                                 reply.message or "")
+            raise NotLeaderError(
+                reply.node_id,
+                reply.epoch,
+                reply.leader_id,
+                reply.leader_endpoint or None,
+                reply.message or "",
+            )
         if reply.error == KafkaErrors.INCONSISTENT_CLUSTER_ID:
             raise ClusterIdMismatchError(reply.message or "INCONSISTENT_CLUSTER_ID")
         if reply.error == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED:
@@ -487,18 +585,33 @@ class QuorumClient:
         ClusterIdMismatchError
             If the quorum's cluster id is not this client's.
         """
-        cluster = self._admin.request(ApiKey.DESCRIBE_CLUSTER, rpc.make(
-            "DescribeClusterRequest", include_cluster_authorized_operations=False,
-            endpoint_type=CONTROLLER_ENDPOINT_TYPE))
+        cluster = self._admin.request(
+            ApiKey.DESCRIBE_CLUSTER,
+            rpc.make(
+                "DescribeClusterRequest",
+                include_cluster_authorized_operations=False,
+                endpoint_type=CONTROLLER_ENDPOINT_TYPE,
+            ),
+        )
         if cluster.error_code:
             raise RemoteError(cluster.error_code, f"DescribeCluster: {cluster.error_message or ''}")
         if cluster.cluster_id != self.cluster_id:
             self._admin.close()
-            raise ClusterIdMismatchError(f"the quorum at {self._admin.peer} is not cluster {self.cluster_id!r}")
-        request = rpc.make("DescribeQuorumRequest", topics=[rpc.message_class("DescribeQuorumRequest").TopicData(
-            topic_name=METADATA_TOPIC, partitions=[rpc.message_class("DescribeQuorumRequest").PartitionData(
-                partition_index=0)])])
-        leader = next(((b.host, b.port) for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
+            raise ClusterIdMismatchError(
+                f"the quorum at {self._admin.peer} is not cluster {self.cluster_id!r}"
+            )
+        request = rpc.make(
+            "DescribeQuorumRequest",
+            topics=[
+                rpc.message_class("DescribeQuorumRequest").TopicData(
+                    topic_name=METADATA_TOPIC,
+                    partitions=[rpc.message_class("DescribeQuorumRequest").PartitionData(partition_index=0)],
+                )
+            ],
+        )
+        leader = next(
+            ((b.host, b.port) for b in cluster.brokers if b.broker_id == cluster.controller_id), None
+        )
         if leader is not None:
             try:
                 conn = self._admin.open(leader)

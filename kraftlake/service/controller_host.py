@@ -67,12 +67,27 @@ def batch_records(batch: Batch) -> list[MetadataRecord]:
                 name = type(rec).__name__
             except Exception:  # a control type without a KRaft message: only its offset matters here
                 rec, name = None, f"UNKNOWN({e.control_type})"
-            out.append(MetadataRecord(e.offset, e.epoch, e.timestamp, base, True, name, e.control_type, 0, rec,
-                                      e.value))
+            out.append(
+                MetadataRecord(
+                    e.offset, e.epoch, e.timestamp, base, True, name, e.control_type, 0, rec, e.value
+                )
+            )
         else:
             rec, version = decode_metadata_record(e.value)
-            out.append(MetadataRecord(e.offset, e.epoch, e.timestamp, base, False, type(rec).__name__,
-                                      int(rec._api_key or 0), version, rec, e.value))
+            out.append(
+                MetadataRecord(
+                    e.offset,
+                    e.epoch,
+                    e.timestamp,
+                    base,
+                    False,
+                    type(rec).__name__,
+                    int(rec._api_key or 0),
+                    version,
+                    rec,
+                    e.value,
+                )
+            )
     return out
 
 
@@ -137,8 +152,12 @@ def snapshot_image(reader: SnapshotReader) -> MetadataImage:
         # KRaft-shaped data batches (all of ours) are decoded straight into the loader, in bulk
         values = None if batch.is_control else batch.kraft_values()
         if values is not None:
-            loader.feed_batch(decode_values(values, batch.base_offset, source, batch.position), batch.base_offset,
-                              batch.partition_leader_epoch, batch.base_timestamp)
+            loader.feed_batch(
+                decode_values(values, batch.base_offset, source, batch.position),
+                batch.base_offset,
+                batch.partition_leader_epoch,
+                batch.base_timestamp,
+            )
             continue
         for mr in iter_records([batch], source=source):
             if not mr.is_control:
@@ -197,8 +216,13 @@ class _Appender:
         result = service.runner.append_assigned(values, resolve)
         if result.epoch != epoch:
             # raft moved to another epoch under the controller: these offsets are not the controller's
-            raise NotLeaderError(service.node_id, result.epoch, service.leader_id, None,
-                                 f"appended in epoch {result.epoch}, controller epoch {epoch}")
+            raise NotLeaderError(
+                service.node_id,
+                result.epoch,
+                service.leader_id,
+                None,
+                f"appended in epoch {result.epoch}, controller epoch {epoch}",
+            )
         self.last_commit = commit
         self.appended += 1
         stats = self.host.stats
@@ -231,8 +255,14 @@ class ControllerHost:
     as the service's listener and `host.snapshot_values` as its snapshot provider.
     """
 
-    def __init__(self, node_id: int, config: ControllerConfig | None = None, *, seed: int | None = None,
-                 clock: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        config: ControllerConfig | None = None,
+        *,
+        seed: int | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         self.node_id = node_id
         self.config = config or ControllerConfig()
         self.seed = seed if seed is not None else node_id
@@ -305,8 +335,13 @@ class ControllerHost:
         c = self.controller
         if c.active and batch.epoch != c.epoch:
             # entries of another leader where this controller appended: its uncommitted state is void
-            log.error("node %d: committed batch of epoch %d at %d while active in epoch %d; deactivating",
-                      self.node_id, batch.epoch, batch.base_offset, c.epoch)
+            log.error(
+                "node %d: committed batch of epoch %d at %d while active in epoch %d; deactivating",
+                self.node_id,
+                batch.epoch,
+                batch.base_offset,
+                c.epoch,
+            )
             self._deactivate()
         if c.active:
             # the active controller replayed these records when it appended them: it needs only the offset
@@ -326,8 +361,12 @@ class ControllerHost:
             if not e.is_control:
                 self._last_data = max(self._last_data, e.offset)
                 break
-        if (self._claim_epoch is not None and batch.epoch == self._claim_epoch and not c.active
-                and not self._activation_scheduled):
+        if (
+            self._claim_epoch is not None
+            and batch.epoch == self._claim_epoch
+            and not c.active
+            and not self._activation_scheduled
+        ):
             # the LeaderChange of our epoch (its first entry) is committed: everything before it is replayed
             self._activation_scheduled = True
             self.service.service_loop.loop.call_soon(self._activate, self._claim_epoch)
@@ -488,7 +527,13 @@ class ControllerHost:
         service = self._service
         node = service.runner.node if service is not None and service.started else None
         c = self.controller
-        if node is None or not node.is_leader or node.epoch != epoch or c.active or self._claim_epoch != epoch:
+        if (
+            node is None
+            or not node.is_leader
+            or node.epoch != epoch
+            or c.active
+            or self._claim_epoch != epoch
+        ):
             return
         before = self.stats.records_replayed
         offset = c.committed_image.offset
@@ -499,8 +544,12 @@ class ControllerHost:
             self._deactivate()
             return
         self.stats.activations.append(Activation(epoch, offset, before, boot is not None, time.monotonic()))
-        log.info("node %d: active controller in epoch %d from the hot image at offset %d", self.node_id, epoch,
-                 offset)
+        log.info(
+            "node %d: active controller in epoch %d from the hot image at offset %d",
+            self.node_id,
+            epoch,
+            offset,
+        )
 
     def _deactivate(self) -> None:
         if self.controller.active:
@@ -522,8 +571,9 @@ class ControllerHost:
 
     def _reset(self, image: MetadataImage) -> None:
         self._deactivate()
-        self.controller = QuorumController(self.config, node_id=self.node_id, seed=hash((self.seed, image.offset)),
-                                           image=image)
+        self.controller = QuorumController(
+            self.config, node_id=self.node_id, seed=hash((self.seed, image.offset)), image=image
+        )
         self._set_applied(image.offset)
         self._last_data = image.offset
         self.stats.resets += 1
@@ -542,16 +592,31 @@ class ControllerQuorum:
         Host ``i`` seeds its controller with ``seed + i``.
     """
 
-    def __init__(self, voters: int, data_dir: str | Path, cluster_id: str, *,
-                 config: ControllerConfig | None = None, seed: int = 0, fsync: bool = True,
-                 quorum: QuorumConfig | None = None, node_options: dict[str, Any] | None = None,
-                 clock: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        voters: int,
+        data_dir: str | Path,
+        cluster_id: str,
+        *,
+        config: ControllerConfig | None = None,
+        seed: int = 0,
+        fsync: bool = True,
+        quorum: QuorumConfig | None = None,
+        node_options: dict[str, Any] | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         self.hosts = {i: ControllerHost(i, config, seed=seed + i, clock=clock) for i in range(1, voters + 1)}
-        self.local = LocalQuorum(voters, data_dir, cluster_id, fsync=fsync, quorum=quorum,
-                                 listeners={i: [h] for i, h in self.hosts.items()},
-                                 snapshot_providers={i: h.snapshot_values for i, h in self.hosts.items()},
-                                 node_options=node_options,
-                                 on_service=lambda service: self.hosts[service.node_id].attach(service))
+        self.local = LocalQuorum(
+            voters,
+            data_dir,
+            cluster_id,
+            fsync=fsync,
+            quorum=quorum,
+            listeners={i: [h] for i, h in self.hosts.items()},
+            snapshot_providers={i: h.snapshot_values for i, h in self.hosts.items()},
+            node_options=node_options,
+            on_service=lambda service: self.hosts[service.node_id].attach(service),
+        )
 
     @property
     def data_dir(self) -> Path:
@@ -575,8 +640,11 @@ class ControllerQuorum:
         self.stop()
 
     def running(self) -> list[ControllerHost]:
-        return [h for i, h in self.hosts.items() if self.local.services.get(i) is not None
-                and self.local.services[i].started]
+        return [
+            h
+            for i, h in self.hosts.items()
+            if self.local.services.get(i) is not None and self.local.services[i].started
+        ]
 
     def active_host(self) -> ControllerHost | None:
         """The running host whose controller is active (the highest epoch if, briefly, two are)."""
@@ -616,7 +684,9 @@ class ControllerQuorum:
     def wait_applied(self, offset: int, timeout: float = 15.0) -> None:
         """Block until every running host has been handed the committed records through `offset`."""
         if not self.applied(offset, timeout):
-            raise ServiceError(f"hosts did not apply offset {offset} within {timeout} s: {self.applied_offsets()}")
+            raise ServiceError(
+                f"hosts did not apply offset {offset} within {timeout} s: {self.applied_offsets()}"
+            )
 
     def applied_offsets(self) -> dict[int, int]:
         """Each running host's applied offset."""

@@ -13,12 +13,19 @@ class ServiceError(KraftlakeError):
 class NotLeaderError(ServiceError):
     """Raised when an append reaches a node that does not lead; carries the leader it knows of (or None)."""
 
-    def __init__(self, node_id: int, epoch: int, leader_id: int | None, leader_endpoint: str | None = None,
-                 reason: str = "") -> None:
+    def __init__(
+        self,
+        node_id: int,
+        epoch: int,
+        leader_id: int | None,
+        leader_endpoint: str | None = None,
+        reason: str = "",
+    ) -> None:
         where = f" at {leader_endpoint}" if leader_endpoint else ""
         extra = f": {reason}" if reason else ""
         super().__init__(
-            f"node {node_id} is not the leader of epoch {epoch} (known leader: {leader_id}{where}){extra}")
+            f"node {node_id} is not the leader of epoch {epoch} (known leader: {leader_id}{where}){extra}"
+        )
         self.node_id = node_id
         self.epoch = epoch
         self.leader_id = leader_id

@@ -87,9 +87,15 @@ class FileRaftLog:
         Roll to a new segment at this size (default: Kafka's 1 GiB).
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = True,
-                 clock: Callable[[], int] = _wall_ms, segment_bytes: int | None = None,
-                 raw_cache_bytes: int = RAW_BATCH_CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        fsync: bool = True,
+        clock: Callable[[], int] = _wall_ms,
+        segment_bytes: int | None = None,
+        raw_cache_bytes: int = RAW_BATCH_CACHE_BYTES,
+    ) -> None:
         self.directory = Path(directory)
         self._raw: dict[int, bytes] = {}  # batch base offset -> the batch's bytes, in log order
         self._raw_bytes = 0
@@ -99,12 +105,17 @@ class FileRaftLog:
         self.fsync = fsync
         self.clock = clock
         self._mem = MemoryRaftLog()
-        self._segments = (SegmentedLog(self.directory, fsync=fsync) if segment_bytes is None
-                          else SegmentedLog(self.directory, fsync=fsync, segment_bytes=segment_bytes))
+        self._segments = (
+            SegmentedLog(self.directory, fsync=fsync)
+            if segment_bytes is None
+            else SegmentedLog(self.directory, fsync=fsync, segment_bytes=segment_bytes)
+        )
         self.recovery: RecoveryReport | None = self._segments.recovery
         # the log starts at the oldest snapshot the segments continue from (older ones are retained for
         # readers behind the latest); a latest snapshot past the segments was installed from the leader
-        snapshots = [(SnapshotId(fid.end_offset, fid.epoch), path) for fid, path in list_snapshots(self.directory)]
+        snapshots = [
+            (SnapshotId(fid.end_offset, fid.epoch), path) for fid, path in list_snapshots(self.directory)
+        ]
         seg_start, seg_end = self._segments.log_start_offset, self._segments.end_offset
         covered = [(sid, path) for sid, path in snapshots if seg_start <= sid.offset <= seg_end]
         if snapshots and (not covered or covered[-1][0] != snapshots[-1][0]):
@@ -117,13 +128,27 @@ class FileRaftLog:
             # the snapshot is past the segments (installed from the leader) or the segments skip a gap
             self._segments.reset(start)
         for batch in self._segments.read(start):
-            epoch, control, ts, base = (batch.partition_leader_epoch, batch.is_control, batch.base_timestamp,
-                                        batch.base_offset)
-            self._mem.append([
-                Entry(rec.offset, epoch, control, rec.value or b"", ts, base,
-                      control_record_type(rec.key) if control else NO_CONTROL_TYPE)
-                for rec in batch.records if rec.offset >= start
-            ])
+            epoch, control, ts, base = (
+                batch.partition_leader_epoch,
+                batch.is_control,
+                batch.base_timestamp,
+                batch.base_offset,
+            )
+            self._mem.append(
+                [
+                    Entry(
+                        rec.offset,
+                        epoch,
+                        control,
+                        rec.value or b"",
+                        ts,
+                        base,
+                        control_record_type(rec.key) if control else NO_CONTROL_TYPE,
+                    )
+                    for rec in batch.records
+                    if rec.offset >= start
+                ]
+            )
             if base >= start:
                 self._remember(base, batch.raw)
         # a batch straddling the snapshot end leaves a segment tail before `start`: nothing to fix, reads
@@ -167,7 +192,9 @@ class FileRaftLog:
     def read_snapshot(self, snapshot_id: SnapshotId) -> bytes:
         data = self._mem.snapshot_data(snapshot_id)
         if data is None:  # an older retained snapshot: read from its file (see `_forget_older_snapshot_data`)
-            return (self.directory / FileSnapshotId(snapshot_id.offset, snapshot_id.epoch).filename).read_bytes()
+            return (
+                self.directory / FileSnapshotId(snapshot_id.offset, snapshot_id.epoch).filename
+            ).read_bytes()
         return data
 
     def _forget_older_snapshot_data(self) -> None:
@@ -194,13 +221,21 @@ class FileRaftLog:
             # entries from a driver that does not stamp them (tests): one batch stamped now
             now = self.clock()
             base = entries[0].offset
-            entries = [e if e.timestamp >= 0 and e.batch_base >= 0 else
-                       Entry(e.offset, e.epoch, e.is_control, e.value, now, base, e.control_type) for e in entries]
+            entries = [
+                e
+                if e.timestamp >= 0 and e.batch_base >= 0
+                else Entry(e.offset, e.epoch, e.is_control, e.value, now, base, e.control_type)
+                for e in entries
+            ]
         timed = entries
         self._mem.append(timed)  # validates offsets and epochs first
         first, last = timed[0], timed[-1]
-        if (first.batch_base == last.batch_base and first.epoch == last.epoch and first.timestamp == last.timestamp
-                and first.is_control == last.is_control):
+        if (
+            first.batch_base == last.batch_base
+            and first.epoch == last.epoch
+            and first.timestamp == last.timestamp
+            and first.is_control == last.is_control
+        ):
             # one leader write (batch bases only grow along the log, so the entries between agree too)
             self._write_batch(timed)
             if not self._epochs_written or self._epochs_written[-1][0] != last.epoch:
@@ -209,8 +244,12 @@ class FileRaftLog:
         start = 0
         first = timed[0]
         for i, entry in enumerate(timed):
-            if entry.batch_base != first.batch_base or entry.epoch != first.epoch \
-                    or entry.is_control != first.is_control or entry.timestamp != first.timestamp:
+            if (
+                entry.batch_base != first.batch_base
+                or entry.epoch != first.epoch
+                or entry.is_control != first.is_control
+                or entry.timestamp != first.timestamp
+            ):
                 self._write_batch(timed[start:i])
                 start, first = i, entry
         self._write_batch(timed[start:])
@@ -222,8 +261,9 @@ class FileRaftLog:
         raw = self._offered.pop(first.offset, None) if self._offered else None
         if raw is None or not _holds(raw, first, len(group)):
             if first.is_control:
-                raw = build_control_batch(first.offset, first.epoch, first.timestamp,
-                                          [(e.control_type, e.value) for e in group])
+                raw = build_control_batch(
+                    first.offset, first.epoch, first.timestamp, [(e.control_type, e.value) for e in group]
+                )
             else:
                 raw = kraft_data_batch(first.offset, first.epoch, first.timestamp, [e.value for e in group])
         self._segments.append(raw)
@@ -266,16 +306,28 @@ class FileRaftLog:
             return
         self._generation += 1
         self._forget_raw_from(offset)
-        kept = self._mem.read(self._segments_batch_start(offset), offset) if offset > self.log_start_offset \
+        kept = (
+            self._mem.read(self._segments_batch_start(offset), offset)
+            if offset > self.log_start_offset
             else []
+        )
         self._mem.truncate_to(offset)
         self._segments.truncate_to(offset)
         # the segment log drops whole batches: write back the part of the cut batch below `offset`
         redo = [e for e in kept if e.offset >= self._segments.end_offset]
         if redo:
-            group = [Entry(e.offset, e.epoch, e.is_control, e.value,
-                           e.timestamp if e.timestamp >= 0 else self.clock(), redo[0].offset, e.control_type)
-                     for e in redo]
+            group = [
+                Entry(
+                    e.offset,
+                    e.epoch,
+                    e.is_control,
+                    e.value,
+                    e.timestamp if e.timestamp >= 0 else self.clock(),
+                    redo[0].offset,
+                    e.control_type,
+                )
+                for e in redo
+            ]
             self._write_batch(group)
             self._segments.flush()
         self._write_epoch_checkpoint()
@@ -312,15 +364,20 @@ class FileRaftLog:
     def write_snapshot_file(self, snapshot_id: SnapshotId, data: bytes) -> None:
         """Write a snapshot's file ahead of `create_snapshot` (safe from another thread: it touches only the
         new ``.checkpoint`` file); `create_snapshot` with the same bytes then does not write it again."""
-        write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
-                       fsync=self.fsync)
+        write_snapshot(
+            self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data], fsync=self.fsync
+        )
         self._prewritten = (snapshot_id, len(data))
 
     def create_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         self._mem.create_snapshot(snapshot_id, data)
         if self._prewritten != (snapshot_id, len(data)):
-            write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
-                           fsync=self.fsync)
+            write_snapshot(
+                self.directory,
+                FileSnapshotId(snapshot_id.offset, snapshot_id.epoch),
+                [data],
+                fsync=self.fsync,
+            )
         self._prewritten = None
 
     def delete_before_snapshot(self, retention_bytes: int = 0) -> None:
@@ -337,8 +394,9 @@ class FileRaftLog:
         self._generation += 1
         self._raw.clear()
         self._raw_bytes = 0
-        write_snapshot(self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data],
-                       fsync=self.fsync)
+        write_snapshot(
+            self.directory, FileSnapshotId(snapshot_id.offset, snapshot_id.epoch), [data], fsync=self.fsync
+        )
         self._mem.install_snapshot(snapshot_id, data)
         self._segments.reset(snapshot_id.offset)
         for fid, path in list_snapshots(self.directory):
@@ -348,7 +406,9 @@ class FileRaftLog:
 
     def snapshot_batches(self, snapshot_id: SnapshotId) -> list[object]:
         """The record batches of a stored snapshot file (when its data is Kafka batches)."""
-        return list(read_snapshot(self.directory / FileSnapshotId(snapshot_id.offset, snapshot_id.epoch).filename))
+        return list(
+            read_snapshot(self.directory / FileSnapshotId(snapshot_id.offset, snapshot_id.epoch).filename)
+        )
 
     # -- leader-epoch cache file ---------------------------------------------------------------------------
     def _epoch_entries(self) -> list[tuple[int, int]]:
@@ -365,10 +425,10 @@ class FileRaftLog:
         entries = self._epoch_entries()
         if entries == self._epochs_written and (self.directory / LEADER_EPOCH_CHECKPOINT).exists():
             return
-        write_leader_epoch_checkpoint(self.directory / LEADER_EPOCH_CHECKPOINT,
-                                      [EpochEntry(e, o) for e, o in entries], fsync=False)
+        write_leader_epoch_checkpoint(
+            self.directory / LEADER_EPOCH_CHECKPOINT, [EpochEntry(e, o) for e, o in entries], fsync=False
+        )
         self._epochs_written = entries
-
 
 
 def _holds(raw: bytes, first: Entry, count: int) -> bool:
@@ -377,6 +437,11 @@ def _holds(raw: bytes, first: Entry, count: int) -> bool:
         return False
     base, _, epoch, magic = _RAW_HEAD.unpack_from(raw, 0)
     attributes, delta = _RAW_DELTA.unpack_from(raw, 21)
-    return (base == first.offset and epoch == first.epoch and magic == 2 and delta == count - 1
-            and bool(attributes & CONTROL_MASK) == first.is_control
-            and _RAW_TS.unpack_from(raw, 27)[0] == first.timestamp)
+    return (
+        base == first.offset
+        and epoch == first.epoch
+        and magic == 2
+        and delta == count - 1
+        and bool(attributes & CONTROL_MASK) == first.is_control
+        and _RAW_TS.unpack_from(raw, 27)[0] == first.timestamp
+    )

@@ -103,7 +103,6 @@ SERVED: dict[int, Versions] = {
 """What a voter answers (its ApiVersions): Kafka's RPCs a controller quorum needs, and the append RPC."""
 
 
-
 def warm_up() -> None:
     """Generate the codecs of every RPC a voter sends or answers (once per process: a second or so of
     compiling), so that a voter's first election or fetch does not wait for them."""
@@ -116,8 +115,13 @@ def warm_up() -> None:
             rpc.message_class(api.response.name)
 
 
-RESPONSE_TYPES = (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
-                  FetchSnapshotResponse)
+RESPONSE_TYPES = (
+    VoteResponse,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+    FetchResponse,
+    FetchSnapshotResponse,
+)
 
 
 class KafkaErrors:
@@ -195,11 +199,15 @@ def metadata_partition(topics: Sequence[Any], name_attr: str, what: str) -> Any:
     topic = topics[0]
     name = getattr(topic, name_attr)
     if name_attr == "topic_id" and name != METADATA_TOPIC_ID:
-        raise RequestRefused(KafkaErrors.UNKNOWN_TOPIC_ID, f"{what} of topic id {name}: only the metadata topic "
-                             f"{METADATA_TOPIC_ID} is served")
+        raise RequestRefused(
+            KafkaErrors.UNKNOWN_TOPIC_ID,
+            f"{what} of topic id {name}: only the metadata topic {METADATA_TOPIC_ID} is served",
+        )
     if name_attr != "topic_id" and name != METADATA_TOPIC:
-        raise RequestRefused(KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION,
-                             f"{what} of topic {name!r}: only {METADATA_TOPIC} is served")
+        raise RequestRefused(
+            KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION,
+            f"{what} of topic {name!r}: only {METADATA_TOPIC} is served",
+        )
     partition = topic.partitions[0]
     index = partition[0]  # partition_index / partition: the first field of every KRaft partition struct
     if index != 0:
@@ -216,8 +224,7 @@ def check_cluster_id(sent: str | None, ours: str) -> None:
         INCONSISTENT_CLUSTER_ID, naming the id sent (never ours).
     """
     if sent is not None and sent != ours:
-        raise RequestRefused(KafkaErrors.INCONSISTENT_CLUSTER_ID,
-                             f"cluster id {sent!r} is not this quorum's")
+        raise RequestRefused(KafkaErrors.INCONSISTENT_CLUSTER_ID, f"cluster id {sent!r} is not this quorum's")
 
 
 # -- entries as record batches -------------------------------------------------------------------------------
@@ -236,8 +243,9 @@ def build_batch(group: Sequence[Entry]) -> bytes:
     """The batch of one leader write (entries of one batch base, epoch, timestamp and kind) at its first offset."""
     first = group[0]
     if first.is_control:
-        return build_control_batch(first.offset, first.epoch, first.timestamp,
-                                   [(e.control_type, e.value) for e in group])
+        return build_control_batch(
+            first.offset, first.epoch, first.timestamp, [(e.control_type, e.value) for e in group]
+        )
     return kraft_data_batch(first.offset, first.epoch, first.timestamp, [e.value for e in group])
 
 
@@ -260,8 +268,12 @@ def encode_entries(entries: Sequence[Entry], raw_batch: Callable[[int], bytes | 
         raw = raw_batch(base) if raw_batch is not None and base >= 0 else None
         if raw is not None:
             j = batch_last_offset(raw) - first_offset + 1
-            if i < j <= n and entries[j - 1].batch_base == base and entries[j - 1].epoch == e.epoch \
-                    and _EPOCH_AT.unpack_from(raw, 12)[0] == e.epoch:
+            if (
+                i < j <= n
+                and entries[j - 1].batch_base == base
+                and entries[j - 1].epoch == e.epoch
+                and _EPOCH_AT.unpack_from(raw, 12)[0] == e.epoch
+            ):
                 parts.append(raw)
                 i = j
                 continue
@@ -277,8 +289,9 @@ def encode_entries(entries: Sequence[Entry], raw_batch: Callable[[int], bytes | 
     return b"".join(parts)
 
 
-def decode_records(records: bytes | None, from_offset: int, source: str,
-                   end_offset: int | None = None) -> tuple[list[Entry], list[bytes]]:
+def decode_records(
+    records: bytes | None, from_offset: int, source: str, end_offset: int | None = None
+) -> tuple[list[Entry], list[bytes]]:
     """The entries at or above `from_offset` (and below `end_offset`, if given: batches past it are not even
     decoded) in a Fetch response's records, and the whole batches that start at or above it (to be written
     unchanged).
@@ -310,8 +323,20 @@ def decode_records(records: bytes | None, from_offset: int, source: str,
             if batch.attributes & CONTROL_MASK:
                 for rec in batch.records:
                     if rec.offset >= from_offset:
-                        add(new(Entry, (rec.offset, epoch, True, rec.value or b"", ts, base,
-                                        control_record_type(rec.key))))
+                        add(
+                            new(
+                                Entry,
+                                (
+                                    rec.offset,
+                                    epoch,
+                                    True,
+                                    rec.value or b"",
+                                    ts,
+                                    base,
+                                    control_record_type(rec.key),
+                                ),
+                            )
+                        )
             else:
                 values = uniform_values(raw, batch.record_count) if not batch.attributes else None
                 if values is None:
@@ -332,6 +357,7 @@ def decode_records(records: bytes | None, from_offset: int, source: str,
 
 # -- raft requests -> Kafka ----------------------------------------------------------------------------------
 
+
 def _leader_endpoints(cls: Any, ctx: WireContext) -> list[Any]:
     endpoint = ctx.endpoints.get(ctx.node_id)
     if endpoint is None:
@@ -344,51 +370,109 @@ def kafka_request(message: Message, ctx: WireContext) -> tuple[int, int, Any]:
     cid = ctx.cluster_id
     if isinstance(message, FetchRequest):
         f = _cls("FetchRequest")
-        partition = f.FetchPartition(partition=0, current_leader_epoch=message.epoch,
-                                     fetch_offset=message.fetch_offset,
-                                     last_fetched_epoch=message.last_fetched_epoch, log_start_offset=-1,
-                                     partition_max_bytes=MAX_FETCH_BYTES,
-                                     replica_directory_id=_dir(message.replica_directory_id))
-        return ApiKey.FETCH, FETCH_VERSION, f(
-            cluster_id=cid, replica_state=f.ReplicaState(replica_id=message.replica_id, replica_epoch=-1),
-            max_wait_ms=message.max_wait_ms, min_bytes=0, max_bytes=MAX_FETCH_BYTES, isolation_level=0,
-            session_id=0, session_epoch=-1,
-            topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])])
+        partition = f.FetchPartition(
+            partition=0,
+            current_leader_epoch=message.epoch,
+            fetch_offset=message.fetch_offset,
+            last_fetched_epoch=message.last_fetched_epoch,
+            log_start_offset=-1,
+            partition_max_bytes=MAX_FETCH_BYTES,
+            replica_directory_id=_dir(message.replica_directory_id),
+        )
+        return (
+            ApiKey.FETCH,
+            FETCH_VERSION,
+            f(
+                cluster_id=cid,
+                replica_state=f.ReplicaState(replica_id=message.replica_id, replica_epoch=-1),
+                max_wait_ms=message.max_wait_ms,
+                min_bytes=0,
+                max_bytes=MAX_FETCH_BYTES,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])],
+            ),
+        )
     if isinstance(message, VoteRequest):
         v = rpc.message_class("VoteRequest")
-        partition = v.PartitionData(partition_index=0, replica_epoch=message.candidate_epoch,
-                                    replica_id=message.candidate_id, replica_directory_id=_dir(ctx.directory_id),
-                                    voter_directory_id=ZERO_UUID, last_offset_epoch=message.last_epoch,
-                                    last_offset=message.last_epoch_end_offset, pre_vote=message.pre_vote)
-        return ApiKey.VOTE, VOTE_VERSION, v(
-            cluster_id=cid, voter_id=message.dst,
-            topics=[v.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])])
+        partition = v.PartitionData(
+            partition_index=0,
+            replica_epoch=message.candidate_epoch,
+            replica_id=message.candidate_id,
+            replica_directory_id=_dir(ctx.directory_id),
+            voter_directory_id=ZERO_UUID,
+            last_offset_epoch=message.last_epoch,
+            last_offset=message.last_epoch_end_offset,
+            pre_vote=message.pre_vote,
+        )
+        return (
+            ApiKey.VOTE,
+            VOTE_VERSION,
+            v(
+                cluster_id=cid,
+                voter_id=message.dst,
+                topics=[v.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
+            ),
+        )
     if isinstance(message, BeginQuorumEpochRequest):
         b = rpc.message_class("BeginQuorumEpochRequest")
-        partition = b.PartitionData(partition_index=0, voter_directory_id=ZERO_UUID, leader_id=message.leader_id,
-                                    leader_epoch=message.epoch)
-        return ApiKey.BEGIN_QUORUM_EPOCH, BEGIN_QUORUM_EPOCH_VERSION, b(
-            cluster_id=cid, voter_id=message.dst,
-            topics=[b.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
-            leader_endpoints=_leader_endpoints(b, ctx))
+        partition = b.PartitionData(
+            partition_index=0,
+            voter_directory_id=ZERO_UUID,
+            leader_id=message.leader_id,
+            leader_epoch=message.epoch,
+        )
+        return (
+            ApiKey.BEGIN_QUORUM_EPOCH,
+            BEGIN_QUORUM_EPOCH_VERSION,
+            b(
+                cluster_id=cid,
+                voter_id=message.dst,
+                topics=[b.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
+                leader_endpoints=_leader_endpoints(b, ctx),
+            ),
+        )
     if isinstance(message, EndQuorumEpochRequest):
         q = rpc.message_class("EndQuorumEpochRequest")
         partition = q.PartitionData(
-            partition_index=0, leader_id=message.leader_id, leader_epoch=message.epoch,
-            preferred_candidates=[q.ReplicaInfo(candidate_id=c, candidate_directory_id=ZERO_UUID)
-                                  for c in message.preferred_successors])
-        return ApiKey.END_QUORUM_EPOCH, END_QUORUM_EPOCH_VERSION, q(
-            cluster_id=cid, topics=[q.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
-            leader_endpoints=_leader_endpoints(q, ctx))
+            partition_index=0,
+            leader_id=message.leader_id,
+            leader_epoch=message.epoch,
+            preferred_candidates=[
+                q.ReplicaInfo(candidate_id=c, candidate_directory_id=ZERO_UUID)
+                for c in message.preferred_successors
+            ],
+        )
+        return (
+            ApiKey.END_QUORUM_EPOCH,
+            END_QUORUM_EPOCH_VERSION,
+            q(
+                cluster_id=cid,
+                topics=[q.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
+                leader_endpoints=_leader_endpoints(q, ctx),
+            ),
+        )
     if isinstance(message, FetchSnapshotRequest):
         s = rpc.message_class("FetchSnapshotRequest")
         sid = message.snapshot_id
-        partition = s.PartitionSnapshot(partition=0, current_leader_epoch=message.epoch,
-                                        snapshot_id=s.SnapshotId(end_offset=sid.offset, epoch=sid.epoch),
-                                        position=message.position, replica_directory_id=_dir(ctx.directory_id))
-        return ApiKey.FETCH_SNAPSHOT, FETCH_SNAPSHOT_VERSION, s(
-            cluster_id=cid, replica_id=message.replica_id, max_bytes=message.max_bytes,
-            topics=[s.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])])
+        partition = s.PartitionSnapshot(
+            partition=0,
+            current_leader_epoch=message.epoch,
+            snapshot_id=s.SnapshotId(end_offset=sid.offset, epoch=sid.epoch),
+            position=message.position,
+            replica_directory_id=_dir(ctx.directory_id),
+        )
+        return (
+            ApiKey.FETCH_SNAPSHOT,
+            FETCH_SNAPSHOT_VERSION,
+            s(
+                cluster_id=cid,
+                replica_id=message.replica_id,
+                max_bytes=message.max_bytes,
+                topics=[s.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])],
+            ),
+        )
     raise CodecError(f"no Kafka request for {type(message).__name__}")
 
 
@@ -400,13 +484,15 @@ def encode_raft_request(message: Message, correlation_id: int, ctx: WireContext)
 
 # -- Kafka requests -> raft ----------------------------------------------------------------------------------
 
+
 def fetch_replica_id(body: Any, version: int) -> int:
     """The sender of a Fetch: ``ReplicaState.ReplicaId`` from v15, ``ReplicaId`` before."""
     return int(body.replica_state.replica_id if version >= 15 else body.replica_id)
 
 
-def raft_request(api_key: int, version: int, correlation_id: int, body: Any, node_id: int,
-                 cluster_id: str) -> Message:
+def raft_request(
+    api_key: int, version: int, correlation_id: int, body: Any, node_id: int, cluster_id: str
+) -> Message:
     """The raft request a voter steps for a Kafka request addressed to it (node `node_id`).
 
     Raises
@@ -420,40 +506,71 @@ def raft_request(api_key: int, version: int, correlation_id: int, body: Any, nod
         check_cluster_id(body.cluster_id, cluster_id)
         p = metadata_partition(body.topics, "topic_id", "Fetch")
         replica = fetch_replica_id(body, version)
-        return FetchRequest(replica, node_id, corr, p.current_leader_epoch, replica, p.fetch_offset,
-                            p.last_fetched_epoch, body.max_wait_ms,
-                            _undir(p.replica_directory_id) if version >= 17 else "")
+        return FetchRequest(
+            replica,
+            node_id,
+            corr,
+            p.current_leader_epoch,
+            replica,
+            p.fetch_offset,
+            p.last_fetched_epoch,
+            body.max_wait_ms,
+            _undir(p.replica_directory_id) if version >= 17 else "",
+        )
     if api_key == ApiKey.VOTE:
         check_cluster_id(body.cluster_id, cluster_id)
         if version >= 1 and body.voter_id >= 0 and body.voter_id != node_id:
-            raise RequestRefused(KafkaErrors.INCONSISTENT_VOTER_SET,
-                                 f"Vote for voter {body.voter_id} reached node {node_id}")
+            raise RequestRefused(
+                KafkaErrors.INCONSISTENT_VOTER_SET, f"Vote for voter {body.voter_id} reached node {node_id}"
+            )
         p = metadata_partition(body.topics, "topic_name", "Vote")
-        return VoteRequest(p.replica_id, node_id, corr, p.replica_epoch, p.replica_id, p.last_offset_epoch,
-                           p.last_offset, bool(p.pre_vote) if version >= 2 else False)
+        return VoteRequest(
+            p.replica_id,
+            node_id,
+            corr,
+            p.replica_epoch,
+            p.replica_id,
+            p.last_offset_epoch,
+            p.last_offset,
+            bool(p.pre_vote) if version >= 2 else False,
+        )
     if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
         check_cluster_id(body.cluster_id, cluster_id)
         if version >= 1 and body.voter_id >= 0 and body.voter_id != node_id:
-            raise RequestRefused(KafkaErrors.INCONSISTENT_VOTER_SET,
-                                 f"BeginQuorumEpoch for voter {body.voter_id} reached node {node_id}")
+            raise RequestRefused(
+                KafkaErrors.INCONSISTENT_VOTER_SET,
+                f"BeginQuorumEpoch for voter {body.voter_id} reached node {node_id}",
+            )
         p = metadata_partition(body.topics, "topic_name", "BeginQuorumEpoch")
         return BeginQuorumEpochRequest(p.leader_id, node_id, corr, p.leader_epoch, p.leader_id)
     if api_key == ApiKey.END_QUORUM_EPOCH:
         check_cluster_id(body.cluster_id, cluster_id)
         p = metadata_partition(body.topics, "topic_name", "EndQuorumEpoch")
-        successors = tuple(p.preferred_successors) if version == 0 else tuple(
-            c.candidate_id for c in p.preferred_candidates)
+        successors = (
+            tuple(p.preferred_successors)
+            if version == 0
+            else tuple(c.candidate_id for c in p.preferred_candidates)
+        )
         return EndQuorumEpochRequest(p.leader_id, node_id, corr, p.leader_epoch, p.leader_id, successors)
     if api_key == ApiKey.FETCH_SNAPSHOT:
         check_cluster_id(body.cluster_id, cluster_id)
         p = metadata_partition(body.topics, "name", "FetchSnapshot")
         sid = p.snapshot_id
-        return FetchSnapshotRequest(body.replica_id, node_id, corr, p.current_leader_epoch, body.replica_id,
-                                    SnapshotId(sid.end_offset, sid.epoch), p.position, body.max_bytes)
+        return FetchSnapshotRequest(
+            body.replica_id,
+            node_id,
+            corr,
+            p.current_leader_epoch,
+            body.replica_id,
+            SnapshotId(sid.end_offset, sid.epoch),
+            p.position,
+            body.max_bytes,
+        )
     raise RequestRefused(KafkaErrors.INVALID_REQUEST, f"API key {api_key} is not a raft RPC")
 
 
 # -- raft responses -> Kafka ---------------------------------------------------------------------------------
+
 
 def _node_endpoints(cls: Any, ctx: WireContext, leader_id: int | None) -> list[Any]:
     """The leader's endpoint (Kafka sends the endpoints of the leader it names)."""
@@ -463,39 +580,73 @@ def _node_endpoints(cls: Any, ctx: WireContext, leader_id: int | None) -> list[A
     return [cls.NodeEndpoint(node_id=leader_id, host=host, port=port)]
 
 
-def kafka_response(message: Message, version: int, ctx: WireContext,
-                   raw_batch: Callable[[int], bytes | None] | None = None, log_start_offset: int = -1) -> Any:
+def kafka_response(
+    message: Message,
+    version: int,
+    ctx: WireContext,
+    raw_batch: Callable[[int], bytes | None] | None = None,
+    log_start_offset: int = -1,
+) -> Any:
     """The Kafka response body of a raft response (to a request of `version`: NodeEndpoints only in the versions
     that have them)."""
     if isinstance(message, FetchResponse):
         return fetch_response(
-            error=message.error.value, leader_id=message.leader_id, epoch=message.epoch,
-            high_watermark=message.high_watermark, log_start_offset=log_start_offset,
+            error=message.error.value,
+            leader_id=message.leader_id,
+            epoch=message.epoch,
+            high_watermark=message.high_watermark,
+            log_start_offset=log_start_offset,
             records=encode_entries(message.entries, raw_batch) if message.entries else None,
-            diverging_epoch=message.diverging_epoch, snapshot_id=message.snapshot_id,
+            diverging_epoch=message.diverging_epoch,
+            snapshot_id=message.snapshot_id,
             node_endpoints=_node_endpoints(_cls("FetchResponse"), ctx, message.leader_id)
-            if message.error is not Errors.NONE and version >= 16 else ())
+            if message.error is not Errors.NONE and version >= 16
+            else (),
+        )
     endpoints = version >= 1
     if isinstance(message, VoteResponse):
         v = rpc.message_class("VoteResponse")
-        partition = v.PartitionData(partition_index=0, error_code=message.error.value,
-                                    leader_id=_node(message.leader_id), leader_epoch=message.epoch,
-                                    vote_granted=message.vote_granted)
-        return v(error_code=0, topics=[v.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
-                 node_endpoints=_node_endpoints(v, ctx, message.leader_id) if endpoints else [])
+        partition = v.PartitionData(
+            partition_index=0,
+            error_code=message.error.value,
+            leader_id=_node(message.leader_id),
+            leader_epoch=message.epoch,
+            vote_granted=message.vote_granted,
+        )
+        return v(
+            error_code=0,
+            topics=[v.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
+            node_endpoints=_node_endpoints(v, ctx, message.leader_id) if endpoints else [],
+        )
     if isinstance(message, (BeginQuorumEpochResponse, EndQuorumEpochResponse)):
-        name = "BeginQuorumEpochResponse" if isinstance(message, BeginQuorumEpochResponse) \
+        name = (
+            "BeginQuorumEpochResponse"
+            if isinstance(message, BeginQuorumEpochResponse)
             else "EndQuorumEpochResponse"
+        )
         b = rpc.message_class(name)
-        partition = b.PartitionData(partition_index=0, error_code=message.error.value,
-                                    leader_id=_node(message.leader_id), leader_epoch=message.epoch)
-        return b(error_code=0, topics=[b.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
-                 node_endpoints=_node_endpoints(b, ctx, message.leader_id) if endpoints else [])
+        partition = b.PartitionData(
+            partition_index=0,
+            error_code=message.error.value,
+            leader_id=_node(message.leader_id),
+            leader_epoch=message.epoch,
+        )
+        return b(
+            error_code=0,
+            topics=[b.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
+            node_endpoints=_node_endpoints(b, ctx, message.leader_id) if endpoints else [],
+        )
     if isinstance(message, FetchSnapshotResponse):
-        return fetch_snapshot_response(message.error.value, message.leader_id, message.epoch, message.snapshot_id,
-                                       message.size, message.position, message.chunk,
-                                       _node_endpoints(_cls("FetchSnapshotResponse"), ctx, message.leader_id)
-                                       if endpoints else ())
+        return fetch_snapshot_response(
+            message.error.value,
+            message.leader_id,
+            message.epoch,
+            message.snapshot_id,
+            message.size,
+            message.position,
+            message.chunk,
+            _node_endpoints(_cls("FetchSnapshotResponse"), ctx, message.leader_id) if endpoints else (),
+        )
     raise CodecError(f"no Kafka response for {type(message).__name__}")
 
 
@@ -515,36 +666,72 @@ def _no_snapshot() -> Any:
     return _cls("FetchResponse").SnapshotId(end_offset=-1, epoch=-1)
 
 
-def fetch_response(*, error: int, leader_id: int | None, epoch: int, high_watermark: int, log_start_offset: int,
-                   records: bytes | None, diverging_epoch: OffsetAndEpoch | None = None,
-                   snapshot_id: SnapshotId | None = None, node_endpoints: Sequence[Any] = (),
-                   top_level_error: int = 0) -> Any:
+def fetch_response(
+    *,
+    error: int,
+    leader_id: int | None,
+    epoch: int,
+    high_watermark: int,
+    log_start_offset: int,
+    records: bytes | None,
+    diverging_epoch: OffsetAndEpoch | None = None,
+    snapshot_id: SnapshotId | None = None,
+    node_endpoints: Sequence[Any] = (),
+    top_level_error: int = 0,
+) -> Any:
     """A Fetch response body for partition 0 of the metadata topic."""
     f = _cls("FetchResponse")
     partition = f.PartitionData(
-        partition_index=0, error_code=error, high_watermark=high_watermark, last_stable_offset=high_watermark,
+        partition_index=0,
+        error_code=error,
+        high_watermark=high_watermark,
+        last_stable_offset=high_watermark,
         log_start_offset=log_start_offset,
-        diverging_epoch=_no_diverging() if diverging_epoch is None else f.EpochEndOffset(
-            epoch=diverging_epoch.epoch, end_offset=diverging_epoch.offset),
+        diverging_epoch=_no_diverging()
+        if diverging_epoch is None
+        else f.EpochEndOffset(epoch=diverging_epoch.epoch, end_offset=diverging_epoch.offset),
         current_leader=f.LeaderIdAndEpoch(leader_id=_node(leader_id), leader_epoch=epoch),
-        snapshot_id=_no_snapshot() if snapshot_id is None else f.SnapshotId(end_offset=snapshot_id.offset,
-                                                                         epoch=snapshot_id.epoch),
-        records=records)
-    return f(throttle_time_ms=0, error_code=top_level_error, session_id=0,
-             responses=[f.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=[partition])],
-             node_endpoints=list(node_endpoints))
+        snapshot_id=_no_snapshot()
+        if snapshot_id is None
+        else f.SnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch),
+        records=records,
+    )
+    return f(
+        throttle_time_ms=0,
+        error_code=top_level_error,
+        session_id=0,
+        responses=[f.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=[partition])],
+        node_endpoints=list(node_endpoints),
+    )
 
 
-def fetch_snapshot_response(error: int, leader_id: int | None, epoch: int, snapshot_id: SnapshotId, size: int,
-                            position: int, chunk: bytes, node_endpoints: Sequence[Any] = ()) -> Any:
+def fetch_snapshot_response(
+    error: int,
+    leader_id: int | None,
+    epoch: int,
+    snapshot_id: SnapshotId,
+    size: int,
+    position: int,
+    chunk: bytes,
+    node_endpoints: Sequence[Any] = (),
+) -> Any:
     """A FetchSnapshot response body for partition 0 of the metadata topic."""
     s = _cls("FetchSnapshotResponse")
     partition = s.PartitionSnapshot(
-        index=0, error_code=error, snapshot_id=s.SnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch),
-        current_leader=s.LeaderIdAndEpoch(leader_id=_node(leader_id), leader_epoch=epoch), size=size,
-        position=position, unaligned_records=chunk)
-    return s(throttle_time_ms=0, error_code=0, topics=[s.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])],
-             node_endpoints=list(node_endpoints))
+        index=0,
+        error_code=error,
+        snapshot_id=s.SnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch),
+        current_leader=s.LeaderIdAndEpoch(leader_id=_node(leader_id), leader_epoch=epoch),
+        size=size,
+        position=position,
+        unaligned_records=chunk,
+    )
+    return s(
+        throttle_time_ms=0,
+        error_code=0,
+        topics=[s.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])],
+        node_endpoints=list(node_endpoints),
+    )
 
 
 def error_response(api_key: int, version: int, code: int, message: str = "") -> Any:
@@ -553,16 +740,23 @@ def error_response(api_key: int, version: int, code: int, message: str = "") -> 
     if api_key == ApiKey.API_VERSIONS:
         return rpc.make("ApiVersionsResponse", error_code=code)
     if api_key == ApiKey.DESCRIBE_QUORUM:
-        return rpc.make("DescribeQuorumResponse", error_code=code, error_message=message if version >= 2 else None)
+        return rpc.make(
+            "DescribeQuorumResponse", error_code=code, error_message=message if version >= 2 else None
+        )
     if api_key == ApiKey.DESCRIBE_CLUSTER:
         return rpc.make("DescribeClusterResponse", error_code=code, error_message=message, cluster_id="")
-    names = {ApiKey.FETCH: "FetchResponse", ApiKey.VOTE: "VoteResponse",
-             ApiKey.BEGIN_QUORUM_EPOCH: "BeginQuorumEpochResponse", ApiKey.END_QUORUM_EPOCH: "EndQuorumEpochResponse",
-             ApiKey.FETCH_SNAPSHOT: "FetchSnapshotResponse"}
+    names = {
+        ApiKey.FETCH: "FetchResponse",
+        ApiKey.VOTE: "VoteResponse",
+        ApiKey.BEGIN_QUORUM_EPOCH: "BeginQuorumEpochResponse",
+        ApiKey.END_QUORUM_EPOCH: "EndQuorumEpochResponse",
+        ApiKey.FETCH_SNAPSHOT: "FetchSnapshotResponse",
+    }
     return rpc.make(names[api_key], error_code=code)
 
 
 # -- Kafka responses -> raft ---------------------------------------------------------------------------------
+
 
 def _response_partition(topics: Sequence[Any], what: str) -> Any:
     for topic in topics:
@@ -596,20 +790,39 @@ def raft_response(api_key: int, body: Any, request: Message) -> tuple[Message, l
         diverging = p.diverging_epoch
         snapshot = p.snapshot_id
         return FetchResponse(
-            src, dst, corr, leader.leader_epoch, _leader(leader.leader_id), p.high_watermark, tuple(entries),
+            src,
+            dst,
+            corr,
+            leader.leader_epoch,
+            _leader(leader.leader_id),
+            p.high_watermark,
+            tuple(entries),
             OffsetAndEpoch(diverging.end_offset, diverging.epoch)
-            if diverging.end_offset >= 0 and diverging.epoch >= 0 else None,
-            SnapshotId(snapshot.end_offset, snapshot.epoch) if snapshot.end_offset >= 0 and snapshot.epoch >= 0
+            if diverging.end_offset >= 0 and diverging.epoch >= 0
             else None,
-            raft_error(p.error_code)), raws
+            SnapshotId(snapshot.end_offset, snapshot.epoch)
+            if snapshot.end_offset >= 0 and snapshot.epoch >= 0
+            else None,
+            raft_error(p.error_code),
+        ), raws
     if api_key == ApiKey.VOTE:
         assert isinstance(request, VoteRequest)
         if top:
-            return VoteResponse(src, dst, corr, -1, None, False, request.pre_vote, request.candidate_epoch,
-                                raft_error(top)), []
+            return VoteResponse(
+                src, dst, corr, -1, None, False, request.pre_vote, request.candidate_epoch, raft_error(top)
+            ), []
         p = _response_partition(body.topics, "Vote")
-        return VoteResponse(src, dst, corr, p.leader_epoch, _leader(p.leader_id), bool(p.vote_granted),
-                            request.pre_vote, request.candidate_epoch, raft_error(p.error_code)), []
+        return VoteResponse(
+            src,
+            dst,
+            corr,
+            p.leader_epoch,
+            _leader(p.leader_id),
+            bool(p.vote_granted),
+            request.pre_vote,
+            request.candidate_epoch,
+            raft_error(p.error_code),
+        ), []
     if api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
         cls = BeginQuorumEpochResponse if api_key == ApiKey.BEGIN_QUORUM_EPOCH else EndQuorumEpochResponse
         if top:
@@ -619,18 +832,30 @@ def raft_response(api_key: int, body: Any, request: Message) -> tuple[Message, l
     if api_key == ApiKey.FETCH_SNAPSHOT:
         assert isinstance(request, FetchSnapshotRequest)
         if top:
-            return FetchSnapshotResponse(src, dst, corr, -1, None, request.snapshot_id, 0, request.position, b"",
-                                         raft_error(top)), []
+            return FetchSnapshotResponse(
+                src, dst, corr, -1, None, request.snapshot_id, 0, request.position, b"", raft_error(top)
+            ), []
         p = _response_partition(body.topics, "FetchSnapshot")
         leader = p.current_leader
         sid = p.snapshot_id
-        return FetchSnapshotResponse(src, dst, corr, leader.leader_epoch, _leader(leader.leader_id),
-                                     SnapshotId(sid.end_offset, sid.epoch), p.size, p.position,
-                                     p.unaligned_records or b"", raft_error(p.error_code)), []
+        return FetchSnapshotResponse(
+            src,
+            dst,
+            corr,
+            leader.leader_epoch,
+            _leader(leader.leader_id),
+            SnapshotId(sid.end_offset, sid.epoch),
+            p.size,
+            p.position,
+            p.unaligned_records or b"",
+            raft_error(p.error_code),
+        ), []
     raise CodecError(f"API key {api_key} is not a raft RPC")
 
 
-def decode_raft_response(payload: bytes, api_key: int, version: int, request: Message) -> tuple[Message, list[bytes]]:
+def decode_raft_response(
+    payload: bytes, api_key: int, version: int, request: Message
+) -> tuple[Message, list[bytes]]:
     """`raft_response` of a response frame's payload (the bytes after the size).
 
     Raises
@@ -687,7 +912,7 @@ class _Reader:
     def raw(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.buf):
             raise CodecError(f"frame truncated at byte {self.pos} (needs {n} more bytes)")
-        out = self.buf[self.pos:self.pos + n]
+        out = self.buf[self.pos : self.pos + n]
         self.pos += n
         return bytes(out)
 
@@ -755,8 +980,17 @@ def encode_append_request(request: AppendRequest, correlation_id: int, client_id
     """An append request frame (request header v2)."""
     values = request.values
     n = len(values)
-    parts = [b"", struct.pack(">hhi", APPEND_API_KEY, 0, correlation_id), _string(client_id), b"\x00",
-             _string(request.cluster_id), _string(request.credential), _I32.pack(n), struct.pack(f">{n}i", *map(len, values)), *values]
+    parts = [
+        b"",
+        struct.pack(">hhi", APPEND_API_KEY, 0, correlation_id),
+        _string(client_id),
+        b"\x00",
+        _string(request.cluster_id),
+        _string(request.credential),
+        _I32.pack(n),
+        struct.pack(f">{n}i", *map(len, values)),
+        *values,
+    ]
     parts[0] = _SIZE.pack(sum(map(len, parts)))
     return b"".join(parts)
 
@@ -783,17 +1017,25 @@ def decode_append_request(payload: bytes, body_start: int) -> AppendRequest:
     values: list[bytes] = []
     add = values.append
     for length in lengths:
-        add(payload[pos:pos + length])
+        add(payload[pos : pos + length])
         pos += length
     return AppendRequest(cluster_id, tuple(values), credential)
 
 
 def encode_append_response(response: AppendResponse, correlation_id: int) -> bytes:
     """An append response frame (response header v1)."""
-    body = b"".join((_I32.pack(correlation_id), b"\x00", _I16.pack(response.error), _string(response.message),
-                     _I32.pack(response.node_id), _I32.pack(_node(response.leader_id)),
-                     _string(response.leader_endpoint),
-                     _APPEND_TAIL.pack(response.epoch, response.base_offset, response.last_offset)))
+    body = b"".join(
+        (
+            _I32.pack(correlation_id),
+            b"\x00",
+            _I16.pack(response.error),
+            _string(response.message),
+            _I32.pack(response.node_id),
+            _I32.pack(_node(response.leader_id)),
+            _string(response.leader_endpoint),
+            _APPEND_TAIL.pack(response.epoch, response.base_offset, response.last_offset),
+        )
+    )
     return _SIZE.pack(len(body)) + body
 
 
@@ -854,7 +1096,9 @@ def split_endpoint(text: str) -> tuple[str, int]:
     return (host.strip("[]"), int(port)) if host and port.isdigit() else ("", -1)
 
 
-def describe_quorum_response(description: QuorumDescription, version: int, is_leader: bool, node_id: int) -> Any:
+def describe_quorum_response(
+    description: QuorumDescription, version: int, is_leader: bool, node_id: int
+) -> Any:
     """Kafka's DescribeQuorum response for `description` (the answering node's `describe()`).
 
     Only the leader answers in full; another voter answers NOT_LEADER_OR_FOLLOWER with what it knows (the
@@ -863,35 +1107,66 @@ def describe_quorum_response(description: QuorumDescription, version: int, is_le
     cls = rpc.message_class("DescribeQuorumResponse")
 
     def state(node: int, directory_id: str, leo: int, fetch: int = -1, caught_up: int = -1) -> Any:
-        return cls.ReplicaState(replica_id=node, replica_directory_id=_dir(directory_id) if version >= 2 else ZERO_UUID,
-                                log_end_offset=leo, last_fetch_timestamp=fetch if version >= 1 else -1,
-                                last_caught_up_timestamp=caught_up if version >= 1 else -1)
+        return cls.ReplicaState(
+            replica_id=node,
+            replica_directory_id=_dir(directory_id) if version >= 2 else ZERO_UUID,
+            log_end_offset=leo,
+            last_fetch_timestamp=fetch if version >= 1 else -1,
+            last_caught_up_timestamp=caught_up if version >= 1 else -1,
+        )
 
     rows = {r.node_id: r for r in description.replicas} if is_leader else {}
     voters = []
     for v in description.voters:
         r = rows.get(v.node_id)
-        voters.append(state(v.node_id, v.directory_id, -1) if r is None else
-                      state(v.node_id, r.directory_id or v.directory_id, r.log_end_offset, r.last_fetch_timestamp,
-                            r.last_caught_up_timestamp))
-    observers = [state(r.node_id, r.directory_id, r.log_end_offset, r.last_fetch_timestamp,
-                       r.last_caught_up_timestamp) for r in description.replicas if r.status == "Observer"]
+        voters.append(
+            state(v.node_id, v.directory_id, -1)
+            if r is None
+            else state(
+                v.node_id,
+                r.directory_id or v.directory_id,
+                r.log_end_offset,
+                r.last_fetch_timestamp,
+                r.last_caught_up_timestamp,
+            )
+        )
+    observers = [
+        state(r.node_id, r.directory_id, r.log_end_offset, r.last_fetch_timestamp, r.last_caught_up_timestamp)
+        for r in description.replicas
+        if r.status == "Observer"
+    ]
     error = KafkaErrors.NONE if is_leader else KafkaErrors.NOT_LEADER_OR_FOLLOWER
-    text = None if is_leader or version < 2 else \
-        f"node {node_id} is not the leader (leader: {description.leader_id}, epoch {description.leader_epoch})"
-    partition = cls.PartitionData(partition_index=0, error_code=error, error_message=text,
-                                  leader_id=description.leader_id, leader_epoch=description.leader_epoch,
-                                  high_watermark=description.high_watermark, current_voters=voters,
-                                  observers=observers if is_leader else [])
+    text = (
+        None
+        if is_leader or version < 2
+        else f"node {node_id} is not the leader (leader: {description.leader_id}, epoch {description.leader_epoch})"
+    )
+    partition = cls.PartitionData(
+        partition_index=0,
+        error_code=error,
+        error_message=text,
+        leader_id=description.leader_id,
+        leader_epoch=description.leader_epoch,
+        high_watermark=description.high_watermark,
+        current_voters=voters,
+        observers=observers if is_leader else [],
+    )
     nodes = []
     if version >= 2:
         for v in description.voters:
             host, port = split_endpoint(v.endpoint)
             if port >= 0:
-                nodes.append(cls.Node(node_id=v.node_id, listeners=[cls.Listener(name=LISTENER_NAME, host=host,
-                                                                                  port=port)]))
-    return cls(error_code=0, error_message=None,
-               topics=[cls.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])], nodes=nodes)
+                nodes.append(
+                    cls.Node(
+                        node_id=v.node_id, listeners=[cls.Listener(name=LISTENER_NAME, host=host, port=port)]
+                    )
+                )
+    return cls(
+        error_code=0,
+        error_message=None,
+        topics=[cls.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
+        nodes=nodes,
+    )
 
 
 def description_from_response(cluster_id: str, body: Any) -> tuple[QuorumDescription, int]:
@@ -910,8 +1185,10 @@ def description_from_response(cluster_id: str, body: Any) -> tuple[QuorumDescrip
     for node in body.nodes:
         for listener in node.listeners[:1]:
             endpoints[node.node_id] = f"{listener.host}:{listener.port}"
-    voters = tuple(VoterInfo(r.replica_id, _undir(r.replica_directory_id), endpoints.get(r.replica_id, ""))
-                   for r in p.current_voters)
+    voters = tuple(
+        VoterInfo(r.replica_id, _undir(r.replica_directory_id), endpoints.get(r.replica_id, ""))
+        for r in p.current_voters
+    )
     replicas: list[ReplicaInfo] = []
     if p.error_code == KafkaErrors.NONE:
         leader = next((r for r in p.current_voters if r.replica_id == p.leader_id), None)
@@ -919,11 +1196,28 @@ def description_from_response(cluster_id: str, body: Any) -> tuple[QuorumDescrip
         for rows, kind in ((p.current_voters, "Follower"), (p.observers, "Observer")):
             for r in rows:
                 status = "Leader" if r.replica_id == p.leader_id and kind == "Follower" else kind
-                replicas.append(ReplicaInfo(r.replica_id, _undir(r.replica_directory_id), r.log_end_offset,
-                                            leo - r.log_end_offset, r.last_fetch_timestamp,
-                                            r.last_caught_up_timestamp, status))
+                replicas.append(
+                    ReplicaInfo(
+                        r.replica_id,
+                        _undir(r.replica_directory_id),
+                        r.log_end_offset,
+                        leo - r.log_end_offset,
+                        r.last_fetch_timestamp,
+                        r.last_caught_up_timestamp,
+                        status,
+                    )
+                )
         replicas.sort(key=lambda r: {"Leader": 0, "Follower": 1}.get(r.status, 2))
     lag, lag_ms = follower_lag(replicas)
     observers = tuple(r.replica_id for r in p.observers)
-    return QuorumDescription(cluster_id, p.leader_id, p.leader_epoch, p.high_watermark, lag, lag_ms, voters,
-                             observers, tuple(replicas)), p.error_code
+    return QuorumDescription(
+        cluster_id,
+        p.leader_id,
+        p.leader_epoch,
+        p.high_watermark,
+        lag,
+        lag_ms,
+        voters,
+        observers,
+        tuple(replicas),
+    ), p.error_code

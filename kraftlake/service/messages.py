@@ -82,15 +82,31 @@ class QuorumDescription:
 
     def replication_lines(self) -> list[str]:
         """The `describe --replication` table."""
-        header = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
-                  "LastCaughtUpTimestamp", "Status")
+        header = (
+            "NodeId",
+            "DirectoryId",
+            "LogEndOffset",
+            "Lag",
+            "LastFetchTimestamp",
+            "LastCaughtUpTimestamp",
+            "Status",
+        )
         rows = [header] + [
-            (str(r.node_id), r.directory_id, str(r.log_end_offset), str(r.lag), str(r.last_fetch_timestamp),
-             str(r.last_caught_up_timestamp), r.status)
+            (
+                str(r.node_id),
+                r.directory_id,
+                str(r.log_end_offset),
+                str(r.lag),
+                str(r.last_fetch_timestamp),
+                str(r.last_caught_up_timestamp),
+                r.status,
+            )
             for r in self.replicas
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        return [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+        ]
 
 
 def _node_text(node_id: int, directory_id: str, endpoint: str) -> str:
@@ -115,6 +131,8 @@ def follower_lag(replicas: tuple[ReplicaInfo, ...] | list[ReplicaInfo]) -> tuple
     if worst is leader:
         return 0, 0
     if leader.last_caught_up_timestamp >= 0 and worst.last_caught_up_timestamp >= 0:
-        return leader.log_end_offset - worst.log_end_offset, \
-            leader.last_caught_up_timestamp - worst.last_caught_up_timestamp
+        return (
+            leader.log_end_offset - worst.log_end_offset,
+            leader.last_caught_up_timestamp - worst.last_caught_up_timestamp,
+        )
     return leader.log_end_offset - worst.log_end_offset, -1

@@ -32,8 +32,13 @@ def client_tls(security: ClientSecurity | None) -> ssl.SSLContext | None:
     return security.ssl_context() if security is not None else None
 
 
-async def sasl_login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, security: ClientSecurity,
-                     peer: str, client_id: str) -> None:
+async def sasl_login(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    security: ClientSecurity,
+    peer: str,
+    client_id: str,
+) -> None:
     """Authenticate a fresh connection with `security`'s mechanism and credentials.
 
     Raises
@@ -54,24 +59,34 @@ async def sasl_login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             payload = await read_frame(reader, _MAX_AUTH_FRAME)
             got, answer = rpc.decode_response(payload, api_key, version)
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
-            raise AuthenticationError(name, f"{peer} closed the connection during the SASL exchange "
-                                      "(is its listener SASL_PLAINTEXT or SASL_SSL?)") from exc
+            raise AuthenticationError(
+                name,
+                f"{peer} closed the connection during the SASL exchange "
+                "(is its listener SASL_PLAINTEXT or SASL_SSL?)",
+            ) from exc
         except (ProtocolError, struct.error) as exc:
-            raise AuthenticationError(name, f"{peer} did not answer the SASL exchange as a SASL listener "
-                                      f"does: {exc}") from exc
+            raise AuthenticationError(
+                name, f"{peer} did not answer the SASL exchange as a SASL listener does: {exc}"
+            ) from exc
         if got != corr:
             raise AuthenticationError(name, f"{peer} answered correlation id {got}, expected {corr}")
         return answer
 
-    handshake = await exchange(ApiKey.SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION,
-                               rpc.make("SaslHandshakeRequest", mechanism=name))
+    handshake = await exchange(
+        ApiKey.SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, rpc.make("SaslHandshakeRequest", mechanism=name)
+    )
     if handshake.error_code:
         offered = ", ".join(handshake.mechanisms) or "none"
-        raise AuthenticationError(name, f"{peer} does not enable it (it offers {offered}: check sasl.mechanism)")
+        raise AuthenticationError(
+            name, f"{peer} does not enable it (it offers {offered}: check sasl.mechanism)"
+        )
     token: bytes | None = mechanism.initial_response()
     while token is not None:
-        answer = await exchange(ApiKey.SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION,
-                                rpc.make("SaslAuthenticateRequest", auth_bytes=token))
+        answer = await exchange(
+            ApiKey.SASL_AUTHENTICATE,
+            SASL_AUTHENTICATE_VERSION,
+            rpc.make("SaslAuthenticateRequest", auth_bytes=token),
+        )
         if answer.error_code:
             raise AuthenticationError(name, f"{peer}: {answer.error_message or answer.error_code}")
         token = mechanism.respond(answer.auth_bytes)

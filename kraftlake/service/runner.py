@@ -129,7 +129,9 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except OSError:
         return False
-    return bool(infos) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
+    return bool(infos) and all(
+        ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos
+    )
 
 
 def _mono_ms() -> int:
@@ -146,8 +148,15 @@ SASL_MAX_RECEIVE_BYTES = 512 * 1024
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 """Kafka's OBSERVER_SESSION_TIMEOUT_MS: an observer leaves DescribeQuorum this long after its last fetch."""
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the start of every request header
-_RAFT_FLOW_ERRORS = frozenset({Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER,
-                               Errors.UNKNOWN_LEADER_EPOCH, Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE})
+_RAFT_FLOW_ERRORS = frozenset(
+    {
+        Errors.FENCED_LEADER_EPOCH,
+        Errors.NOT_LEADER_OR_FOLLOWER,
+        Errors.UNKNOWN_LEADER_EPOCH,
+        Errors.SNAPSHOT_NOT_FOUND,
+        Errors.POSITION_OUT_OF_RANGE,
+    }
+)
 """Errors that are part of the raft protocol's course (leader changes, snapshots); others are logged."""
 
 
@@ -172,8 +181,12 @@ class _PendingAppend:
 class NodeRunner:
     """One voter on the running asyncio loop: its server, peer channels, log files and raft node."""
 
-    def __init__(self, config: NodeConfig, listeners: list[Listener] | None = None,
-                 snapshot_provider: SnapshotProvider | None = None) -> None:
+    def __init__(
+        self,
+        config: NodeConfig,
+        listeners: list[Listener] | None = None,
+        snapshot_provider: SnapshotProvider | None = None,
+    ) -> None:
         self.config = config
         self.snapshot_provider = snapshot_provider
         self.snapshot_policy = SnapshotPolicy(config.snapshot_max_bytes, config.snapshot_interval_ms)
@@ -205,7 +218,9 @@ class NodeRunner:
         self._peer_errors: dict[int, Errors] = {}
         self._ctx = WireContext(config.cluster_id, self.node_id, "", self.voters)
         self._authorizer = config.authorizer
-        self._server_tls = config.listener_security.ssl_context()  # a store that cannot be loaded fails here, at once
+        self._server_tls = (
+            config.listener_security.ssl_context()
+        )  # a store that cannot be loaded fails here, at once
         self._peer_tls = client_tls(config.peer_security)
 
     # -- life cycle ----------------------------------------------------------------------------------------
@@ -217,10 +232,16 @@ class NodeRunner:
         if not listener.secured and not self.config.allow_plaintext and not is_loopback(host):
             raise ServiceError(
                 f"node {self.node_id} would listen on {host} in PLAINTEXT: anyone who reaches it could vote in a "
-                f"voter's name; secure the listener (--listener-config) or allow it (--allow-plaintext)")
+                f"voter's name; secure the listener (--listener-config) or allow it (--allow-plaintext)"
+            )
         self._ready = asyncio.Event()
-        self.server = await serve(host, self.port, self._handle_connection, self._server_tls,
-                                  self.config.quorum_config.request_timeout_ms / 1000)
+        self.server = await serve(
+            host,
+            self.port,
+            self._handle_connection,
+            self._server_tls,
+            self.config.quorum_config.request_timeout_ms / 1000,
+        )
         self.port = self.server.sockets[0].getsockname()[1]
         return self.port
 
@@ -232,26 +253,44 @@ class NodeRunner:
             await self.bind()
         self._prepare_log_dir()
         warm_up()
-        self.log_store = FileRaftLog(self.partition_dir, fsync=self.config.fsync,
-                                     segment_bytes=self.config.segment_bytes)
+        self.log_store = FileRaftLog(
+            self.partition_dir, fsync=self.config.fsync, segment_bytes=self.config.segment_bytes
+        )
         self._flusher = concurrent.futures.ThreadPoolExecutor(1, f"kraftlake-fsync-{self.node_id}")
         if self.log_store.recovery is not None and self.log_store.recovery.truncated_bytes:
             log.warning("node %d: recovered log tail: %s", self.node_id, self.log_store.recovery)
         stored = read_quorum_state(self.partition_dir / "quorum-state")
         election = None
         if stored is not None and stored.leader_epoch >= 0:
-            election = ElectionState(stored.leader_epoch, stored.leader_id if stored.leader_id >= 0 else None,
-                                     stored.voted_id if stored.voted_id >= 0 else None)
+            election = ElectionState(
+                stored.leader_epoch,
+                stored.leader_id if stored.leader_id >= 0 else None,
+                stored.voted_id if stored.voted_id >= 0 else None,
+            )
         rng = random.Random(self.config.seed)
         now = _mono_ms()
-        self.node = RaftNode(self.node_id, self.config.quorum_config, self.log_store, election, rng, now,
-                             timestamp_base_ms=int(time.time() * 1000) - now, directory_id=self.directory_id)
+        self.node = RaftNode(
+            self.node_id,
+            self.config.quorum_config,
+            self.log_store,
+            election,
+            rng,
+            now,
+            timestamp_base_ms=int(time.time() * 1000) - now,
+            directory_id=self.directory_id,
+        )
         self._ctx = WireContext(self.config.cluster_id, self.node_id, self.directory_id, self.voters)
         for peer, endpoint in self.voters.items():
             if peer != self.node_id:
-                channel = PeerChannel(endpoint, self._on_peer_frame, self.config.max_frame_bytes,
-                                      self.config.quorum_config.request_timeout_ms, self.config.reconnect_backoff_ms,
-                                      tls=self._peer_tls, login=self._peer_login(endpoint))
+                channel = PeerChannel(
+                    endpoint,
+                    self._on_peer_frame,
+                    self.config.max_frame_bytes,
+                    self.config.quorum_config.request_timeout_ms,
+                    self.config.reconnect_backoff_ms,
+                    tls=self._peer_tls,
+                    login=self._peer_login(endpoint),
+                )
                 channel.start()
                 self._peers[peer] = channel
         self._running = True
@@ -268,8 +307,9 @@ class NodeRunner:
         security = self.config.peer_security
         if security is None or not security.uses_sasl:
             return None
-        return functools.partial(sasl_login, security=security, peer=format_endpoint(endpoint),
-                                 client_id=self._ctx.client_id())
+        return functools.partial(
+            sasl_login, security=security, peer=format_endpoint(endpoint), client_id=self._ctx.client_id()
+        )
 
     def _prepare_log_dir(self) -> None:
         self.partition_dir.mkdir(parents=True, exist_ok=True)
@@ -280,12 +320,15 @@ class NodeRunner:
             if meta.cluster_id != self.config.cluster_id or meta.node_id != self.node_id:
                 raise ServiceError(
                     f"{meta_path} belongs to cluster {meta.cluster_id} node {meta.node_id}, not "
-                    f"{self.config.cluster_id} node {self.node_id}")
+                    f"{self.config.cluster_id} node {self.node_id}"
+                )
             self.directory_id = meta.directory_id or ""
         else:
             self.directory_id = new_uuid()
-            write_meta_properties(meta_path, MetaProperties(self.config.cluster_id, self.node_id,
-                                                            directory_id=self.directory_id))
+            write_meta_properties(
+                meta_path,
+                MetaProperties(self.config.cluster_id, self.node_id, directory_id=self.directory_id),
+            )
 
     async def stop(self) -> None:
         """Stop serving, close the log; pending appends fail with `ServiceStoppedError`."""
@@ -376,7 +419,8 @@ class NodeRunner:
                 log.error("node %d: writing snapshot %s failed: %s", self.node_id, job.snapshot_id, job.error)
 
         loop.run_in_executor(None, job.build_and_write).add_done_callback(
-            lambda f: loop.call_soon_threadsafe(done, f))
+            lambda f: loop.call_soon_threadsafe(done, f)
+        )
 
     def _prepare_snapshot(self) -> SnapshotJob | None:
         node, store = self.node, self.log_store
@@ -407,8 +451,13 @@ class NodeRunner:
             log.exception("node %d: installing snapshot %s failed", self.node_id, job.snapshot_id)
             return None
         self.snapshot_policy.written(now)
-        log.info("node %d: snapshot %s written (%d bytes); log starts at %d", self.node_id, job.snapshot_id,
-                 len(job.data), store.log_start_offset)
+        log.info(
+            "node %d: snapshot %s written (%d bytes); log starts at %d",
+            self.node_id,
+            job.snapshot_id,
+            len(job.data),
+            store.log_start_offset,
+        )
         return job.snapshot_id
 
     def _persist_election(self, election: ElectionState) -> None:
@@ -487,8 +536,11 @@ class NodeRunner:
             if pending.last_offset > end:
                 remaining.append(pending)
                 continue
-            epoch = self.log_store.epoch_at(pending.last_offset) if self.log_store and \
-                pending.last_offset >= self.log_store.log_start_offset else pending.epoch
+            epoch = (
+                self.log_store.epoch_at(pending.last_offset)
+                if self.log_store and pending.last_offset >= self.log_store.log_start_offset
+                else pending.epoch
+            )
             if epoch == pending.epoch:
                 pending.resolve((pending.base_offset, pending.last_offset))
             else:
@@ -524,8 +576,9 @@ class NodeRunner:
         except Exception as exc:
             resolve(exc)
 
-    def append_assigned(self, values: list[bytes],
-                        resolve: Callable[[tuple[int, int] | BaseException], None]) -> AppendResult:
+    def append_assigned(
+        self, values: list[bytes], resolve: Callable[[tuple[int, int] | BaseException], None]
+    ) -> AppendResult:
         """Append on the leader and return where the values will land (base, last offset, epoch) at once.
 
         `resolve` gets (base offset, last offset) once they are committed in that epoch, or `NotLeaderError`
@@ -577,7 +630,9 @@ class NodeRunner:
         statuses = node.replica_states(now_mono)
         dir_ids = {rep.node_id: rep.directory_id for rep in statuses}
         dir_ids[self.node_id] = self.directory_id
-        voters = tuple(VoterInfo(v, dir_ids.get(v, ""), format_endpoint(e)) for v, e in sorted(self.voters.items()))
+        voters = tuple(
+            VoterInfo(v, dir_ids.get(v, ""), format_endpoint(e)) for v, e in sorted(self.voters.items())
+        )
         replicas: list[ReplicaInfo] = []
         observers: list[int] = []
         leo = store.end_offset
@@ -587,8 +642,17 @@ class NodeRunner:
             if not rep.is_voter:
                 observers.append(rep.node_id)
             caught_up = rep.last_caught_up_ms if rep.log_end_offset < leo else rep.last_fetch_ms
-            replicas.append(ReplicaInfo(rep.node_id, rep.directory_id, rep.log_end_offset,
-                                        leo - rep.log_end_offset, wall(rep.last_fetch_ms), wall(caught_up), status))
+            replicas.append(
+                ReplicaInfo(
+                    rep.node_id,
+                    rep.directory_id,
+                    rep.log_end_offset,
+                    leo - rep.log_end_offset,
+                    wall(rep.last_fetch_ms),
+                    wall(caught_up),
+                    status,
+                )
+            )
         if node.is_leader:
             # the observers this node served (the service answers observers itself, not through the node)
             self._sweep_observers(now_mono)
@@ -596,13 +660,29 @@ class NodeRunner:
                 if rid in observers or rid in self.voters:
                     continue
                 observers.append(rid)
-                replicas.append(ReplicaInfo(rid, "" if obs.directory_id == ZERO_UUID else obs.directory_id,
-                                            obs.log_end_offset, leo - obs.log_end_offset, wall(obs.last_fetch_ms),
-                                            wall(obs.last_caught_up_ms), "Observer"))
+                replicas.append(
+                    ReplicaInfo(
+                        rid,
+                        "" if obs.directory_id == ZERO_UUID else obs.directory_id,
+                        obs.log_end_offset,
+                        leo - obs.log_end_offset,
+                        wall(obs.last_fetch_ms),
+                        wall(obs.last_caught_up_ms),
+                        "Observer",
+                    )
+                )
         max_lag, max_lag_ms = follower_lag(replicas)
         return QuorumDescription(
-            self.config.cluster_id, -1 if node.leader_id is None else node.leader_id, node.epoch,
-            node.high_watermark, max_lag, max_lag_ms, voters, tuple(observers), tuple(replicas))
+            self.config.cluster_id,
+            -1 if node.leader_id is None else node.leader_id,
+            node.epoch,
+            node.high_watermark,
+            max_lag,
+            max_lag_ms,
+            voters,
+            tuple(observers),
+            tuple(replicas),
+        )
 
     # -- network: raft peers -------------------------------------------------------------------------------
     def _send(self, message: Message) -> None:
@@ -616,8 +696,13 @@ class NodeRunner:
             body = kafka_response(message, version, self._ctx, store.raw_batch, store.log_start_offset)
             frame = encode_response(body, api_key, version, message.correlation_id)
             if len(frame) > self.config.max_frame_bytes:
-                log.error("node %d: dropping a %d-byte %s (limit %d)", self.node_id, len(frame),
-                          type(message).__name__, self.config.max_frame_bytes)
+                log.error(
+                    "node %d: dropping a %d-byte %s (limit %d)",
+                    self.node_id,
+                    len(frame),
+                    type(message).__name__,
+                    self.config.max_frame_bytes,
+                )
                 return
             conn.send(frame)
             return
@@ -641,8 +726,13 @@ class NodeRunner:
         error = message.error  # type: ignore[attr-defined]
         if error is not Errors.NONE and error not in _RAFT_FLOW_ERRORS:
             if self._peer_errors.get(request.dst) != error:
-                log.warning("node %d: node %d refused a %s: %s", self.node_id, request.dst,
-                            type(request).__name__, error.name)
+                log.warning(
+                    "node %d: node %d refused a %s: %s",
+                    self.node_id,
+                    request.dst,
+                    type(request).__name__,
+                    error.name,
+                )
             self._peer_errors[request.dst] = error
         elif request.dst in self._peer_errors:
             del self._peer_errors[request.dst]
@@ -661,13 +751,17 @@ class NodeRunner:
         listener = self.config.listener_security
         if listener.uses_sasl:  # no principal until the SASL exchange completes
             peer = writer.get_extra_info("peername")
-            conn.handshake = SaslHandshake(listener, self._api_versions, f"{peer[0]}:{peer[1]}" if peer else "?")
+            conn.handshake = SaslHandshake(
+                listener, self._api_versions, f"{peer[0]}:{peer[1]}" if peer else "?"
+            )
         elif listener.uses_tls:
             conn.principal = principal_of_certificate(writer.get_extra_info("peercert"))
         else:
             conn.principal = ANONYMOUS
         if len(self._connections) >= self.config.max_connections:
-            log.warning("node %d: %d connections open, closing a new one", self.node_id, len(self._connections))
+            log.warning(
+                "node %d: %d connections open, closing a new one", self.node_id, len(self._connections)
+            )
             conn.close()
             return
         self._connections.add(conn)
@@ -676,7 +770,9 @@ class NodeRunner:
         body_timeout_s = self.config.quorum_config.request_timeout_ms / 1000
         try:
             if self._ready is not None and not self._ready.is_set():
-                await self._ready.wait()  # bound early (a local quorum learns its ports), serving once started
+                await (
+                    self._ready.wait()
+                )  # bound early (a local quorum learns its ports), serving once started
             while self._running:
                 if conn.pending is not None:
                     await conn.pending
@@ -692,8 +788,13 @@ class NodeRunner:
                         with contextlib.suppress(Exception):
                             head = await asyncio.wait_for(reader.readexactly(8), 1.0)
                     api_key, _, corr = _HEAD.unpack(head) if len(head) == 8 else (-1, -1, -1)
-                    self._refuse(conn, api_key, corr, KafkaErrors.MESSAGE_TOO_LARGE,
-                                 f"request frame of {exc.size} bytes exceeds the maximum of {limit}")
+                    self._refuse(
+                        conn,
+                        api_key,
+                        corr,
+                        KafkaErrors.MESSAGE_TOO_LARGE,
+                        f"request frame of {exc.size} bytes exceeds the maximum of {limit}",
+                    )
                     await writer.drain()
                     return
                 if not self._on_request(payload, conn):
@@ -709,8 +810,15 @@ class NodeRunner:
 
     def _refuse(self, conn: InboundConnection, api_key: int, corr: int, code: int, text: str) -> bool:
         """Answer a request that cannot be read or served with a refusal frame; the connection is then closed."""
-        log.warning("node %d: refusing a request (API key %d, correlation id %d) and closing the connection: "
-                    "error %d: %s", self.node_id, api_key, corr, code, text)
+        log.warning(
+            "node %d: refusing a request (API key %d, correlation id %d) and closing the connection: "
+            "error %d: %s",
+            self.node_id,
+            api_key,
+            corr,
+            code,
+            text,
+        )
         conn.send(encode_refusal(corr, code, text, header_v1=api_key == APPEND_API_KEY))
         return False
 
@@ -731,40 +839,66 @@ class NodeRunner:
             return True
         if api_key == APPEND_API_KEY:
             if version != 0:
-                return self._refuse(conn, api_key, corr, KafkaErrors.UNSUPPORTED_VERSION,
-                                    f"append v{version} is not supported (v0 is)")
+                return self._refuse(
+                    conn,
+                    api_key,
+                    corr,
+                    KafkaErrors.UNSUPPORTED_VERSION,
+                    f"append v{version} is not supported (v0 is)",
+                )
             if not self._authorizer.allows(principal, api_key):
                 self._log_denied(principal, api_key)
-                conn.send(encode_append_response(AppendResponse(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL,
-                                                                self.node_id), corr))
+                conn.send(
+                    encode_append_response(
+                        AppendResponse(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL, self.node_id), corr
+                    )
+                )
                 return True
             try:
                 request = decode_append_request(payload, body_start)
             except CodecError as exc:
-                return self._refuse(conn, api_key, corr, KafkaErrors.INVALID_REQUEST, f"malformed append: {exc}")
+                return self._refuse(
+                    conn, api_key, corr, KafkaErrors.INVALID_REQUEST, f"malformed append: {exc}"
+                )
             self._serve_append(request, corr, conn)
             return True
         versions = SERVED.get(api_key)
         if versions is None:
-            return self._refuse(conn, api_key, corr, KafkaErrors.UNSUPPORTED_VERSION,
-                                f"API key {api_key} is not served by a kraftlake voter (see ApiVersions)")
+            return self._refuse(
+                conn,
+                api_key,
+                corr,
+                KafkaErrors.UNSUPPORTED_VERSION,
+                f"API key {api_key} is not served by a kraftlake voter (see ApiVersions)",
+            )
         name = rpc.api(api_key).name
         if version not in versions:
-            return self._refuse(conn, api_key, corr, KafkaErrors.UNSUPPORTED_VERSION,
-                                f"{name} v{version} is not supported (kraftlake serves v{versions})")
+            return self._refuse(
+                conn,
+                api_key,
+                corr,
+                KafkaErrors.UNSUPPORTED_VERSION,
+                f"{name} v{version} is not supported (kraftlake serves v{versions})",
+            )
         try:
             _, body = rpc.decode_request(payload)
         except ProtocolError as exc:
-            return self._refuse(conn, api_key, corr, KafkaErrors.INVALID_REQUEST,
-                                f"malformed {name} v{version} request: {exc}")
+            return self._refuse(
+                conn,
+                api_key,
+                corr,
+                KafkaErrors.INVALID_REQUEST,
+                f"malformed {name} v{version} request: {exc}",
+            )
         try:
             if not self._authorizer.allows(principal, api_key):
                 self._log_denied(principal, api_key)
                 raise RequestRefused(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL)
             self._dispatch(api_key, version, corr, body, conn)
         except RequestRefused as exc:
-            conn.send(encode_response(error_response(api_key, version, exc.code, str(exc)), api_key, version,
-                                      corr))
+            conn.send(
+                encode_response(error_response(api_key, version, exc.code, str(exc)), api_key, version, corr)
+            )
         return True
 
     def _authenticate(self, payload: bytes, conn: InboundConnection) -> bool:
@@ -793,7 +927,9 @@ class NodeRunner:
         if api_key == ApiKey.FETCH:
             replica = fetch_replica_id(body, version)
             if replica == self.node_id:
-                raise RequestRefused(KafkaErrors.INVALID_REQUEST, f"Fetch from replica {replica}: this node's id")
+                raise RequestRefused(
+                    KafkaErrors.INVALID_REQUEST, f"Fetch from replica {replica}: this node's id"
+                )
             if replica not in self.voters:
                 check_cluster_id(body.cluster_id, self.config.cluster_id)
                 self._serve_observer_fetch(version, corr, body, conn)
@@ -804,8 +940,10 @@ class NodeRunner:
             return
         message = raft_request(api_key, version, corr, body, self.node_id, self.config.cluster_id)
         if message.src not in self.voters or message.src == self.node_id:
-            raise RequestRefused(KafkaErrors.INCONSISTENT_VOTER_SET,
-                                 f"{rpc.api(api_key).name} from node {message.src}, not a voter of this quorum")
+            raise RequestRefused(
+                KafkaErrors.INCONSISTENT_VOTER_SET,
+                f"{rpc.api(api_key).name} from node {message.src}, not a voter of this quorum",
+            )
         self._routes[(message.src, corr)] = (conn, api_key, version)
         if len(self._routes) > 10_000:  # answers that never came: forget the oldest
             for key in list(self._routes)[:1000]:
@@ -815,8 +953,12 @@ class NodeRunner:
 
     def _api_versions(self, version: int, corr: int) -> bytes:
         served = {**SERVED, **SASL_SERVED} if self.config.listener_security.uses_sasl else SERVED
-        keys = [rpc.message_class("ApiVersionsResponse").ApiVersion(api_key=k, min_version=v.lowest, max_version=v.highest)
-                for k, v in sorted(served.items())]
+        keys = [
+            rpc.message_class("ApiVersionsResponse").ApiVersion(
+                api_key=k, min_version=v.lowest, max_version=v.highest
+            )
+            for k, v in sorted(served.items())
+        ]
         if version not in SERVED[ApiKey.API_VERSIONS]:
             # Kafka's answer to a version it lacks: UNSUPPORTED_VERSION in a v0 body listing its ranges
             body = rpc.make("ApiVersionsResponse", error_code=KafkaErrors.UNSUPPORTED_VERSION, api_keys=keys)
@@ -829,14 +971,27 @@ class NodeRunner:
         assert node is not None
         cls = rpc.message_class("DescribeClusterResponse")
         if version >= 1 and body.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
-            return cls(error_code=KafkaErrors.MISMATCHED_ENDPOINT_TYPE,
-                       error_message="kraftlake voters are controllers: ask with EndpointType 2 "
-                                     "(--bootstrap-controller)", endpoint_type=body.endpoint_type, cluster_id="")
-        brokers = [cls.DescribeClusterBroker(broker_id=v, host=host, port=port, rack=None)
-                   for v, (host, port) in sorted(self.voters.items())]
+            return cls(
+                error_code=KafkaErrors.MISMATCHED_ENDPOINT_TYPE,
+                error_message="kraftlake voters are controllers: ask with EndpointType 2 "
+                "(--bootstrap-controller)",
+                endpoint_type=body.endpoint_type,
+                cluster_id="",
+            )
+        brokers = [
+            cls.DescribeClusterBroker(broker_id=v, host=host, port=port, rack=None)
+            for v, (host, port) in sorted(self.voters.items())
+        ]
         extra = {"endpoint_type": CONTROLLER_ENDPOINT_TYPE} if version >= 1 else {}
-        return cls(throttle_time_ms=0, error_code=0, error_message=None, cluster_id=self.config.cluster_id,
-                   controller_id=-1 if node.leader_id is None else node.leader_id, brokers=brokers, **extra)
+        return cls(
+            throttle_time_ms=0,
+            error_code=0,
+            error_message=None,
+            cluster_id=self.config.cluster_id,
+            controller_id=-1 if node.leader_id is None else node.leader_id,
+            brokers=brokers,
+            **extra,
+        )
 
     def _describe_quorum(self, version: int, body: Any) -> Any:
         node = self.node
@@ -844,9 +999,12 @@ class NodeRunner:
         cls = rpc.message_class("DescribeQuorumResponse")
         check = [(t.topic_name, [p.partition_index for p in t.partitions]) for t in body.topics]
         if check != [(METADATA_TOPIC, [0])]:
-            return cls(error_code=KafkaErrors.INVALID_REQUEST,
-                       error_message=f"DescribeQuorum of {check}: only {METADATA_TOPIC} partition 0 has a quorum"
-                       if version >= 2 else None)
+            return cls(
+                error_code=KafkaErrors.INVALID_REQUEST,
+                error_message=f"DescribeQuorum of {check}: only {METADATA_TOPIC} partition 0 has a quorum"
+                if version >= 2
+                else None,
+            )
         return describe_quorum_response(self.describe(), version, node.is_leader, self.node_id)
 
     # -- observers (Kafka's Fetch and FetchSnapshot from a replica id that is not a voter) -------------------
@@ -863,7 +1021,10 @@ class NodeRunner:
         return KafkaErrors.NONE if node.is_leader else KafkaErrors.NOT_LEADER_OR_FOLLOWER
 
     def _voter_endpoints(self, cls: Any) -> list[Any]:
-        return [cls.NodeEndpoint(node_id=v, host=host, port=port) for v, (host, port) in sorted(self.voters.items())]
+        return [
+            cls.NodeEndpoint(node_id=v, host=host, port=port)
+            for v, (host, port) in sorted(self.voters.items())
+        ]
 
     def _serve_observer_fetch(self, version: int, corr: int, body: Any, conn: InboundConnection) -> None:
         node, store = self.node, self.log_store
@@ -873,36 +1034,69 @@ class NodeRunner:
         endpoints = self._voter_endpoints(rpc.message_class("FetchResponse")) if version >= 16 else []
         error = self._observer_check(p.current_leader_epoch)
         if error:
-            conn.send(encode_response(fetch_response(
-                error=error, leader_id=node.leader_id, epoch=node.epoch, high_watermark=node.applied_end,
-                log_start_offset=store.log_start_offset, records=None, node_endpoints=endpoints),
-                ApiKey.FETCH, version, corr))
+            conn.send(
+                encode_response(
+                    fetch_response(
+                        error=error,
+                        leader_id=node.leader_id,
+                        epoch=node.epoch,
+                        high_watermark=node.applied_end,
+                        log_start_offset=store.log_start_offset,
+                        records=None,
+                        node_endpoints=endpoints,
+                    ),
+                    ApiKey.FETCH,
+                    version,
+                    corr,
+                )
+            )
             return
         now = _mono_ms()
         if replica >= 0:
             tracked = self._observers.get(replica)
-            caught_up = now if p.fetch_offset >= node.applied_end else (tracked.last_caught_up_ms if tracked else None)
+            caught_up = (
+                now
+                if p.fetch_offset >= node.applied_end
+                else (tracked.last_caught_up_ms if tracked else None)
+            )
             directory = p.replica_directory_id if version >= 17 else ZERO_UUID
             self._observers[replica] = _Observer(directory, p.fetch_offset, now, caught_up)
             if len(self._observers) > 1000 or now - self._observers_swept > 10_000:
                 self._sweep_observers(now)
-        max_bytes = max(1, min(p.partition_max_bytes, body.max_bytes, self.config.quorum_config.max_fetch_bytes))
+        max_bytes = max(
+            1, min(p.partition_max_bytes, body.max_bytes, self.config.quorum_config.max_fetch_bytes)
+        )
         conn.pending = asyncio.get_running_loop().create_task(
-            self._answer_observer_fetch(version, corr, p, max_bytes, body.max_wait_ms, endpoints, conn))
+            self._answer_observer_fetch(version, corr, p, max_bytes, body.max_wait_ms, endpoints, conn)
+        )
 
     def _sweep_observers(self, now: int) -> None:
         self._observers_swept = now
-        for rid in [r for r, o in self._observers.items() if now - o.last_fetch_ms > OBSERVER_SESSION_TIMEOUT_MS]:
+        for rid in [
+            r for r, o in self._observers.items() if now - o.last_fetch_ms > OBSERVER_SESSION_TIMEOUT_MS
+        ]:
             del self._observers[rid]
 
-    async def _answer_observer_fetch(self, version: int, corr: int, p: Any, max_bytes: int, max_wait_ms: int,
-                                     endpoints: list[Any], conn: InboundConnection) -> None:
+    async def _answer_observer_fetch(
+        self,
+        version: int,
+        corr: int,
+        p: Any,
+        max_bytes: int,
+        max_wait_ms: int,
+        endpoints: list[Any],
+        conn: InboundConnection,
+    ) -> None:
         node, store = self.node, self.log_store
         assert node is not None and store is not None
         offset = p.fetch_offset
         deadline = time.monotonic() + max(0, max_wait_ms) / 1000
-        while self._running and node.applied_end <= offset and time.monotonic() < deadline \
-                and offset >= store.log_start_offset:
+        while (
+            self._running
+            and node.applied_end <= offset
+            and time.monotonic() < deadline
+            and offset >= store.log_start_offset
+        ):
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._hw_waiters.append(waiter)
             with contextlib.suppress(asyncio.TimeoutError):
@@ -916,8 +1110,14 @@ class NodeRunner:
             snapshot = store.latest_snapshot()
             if snapshot is None:
                 error = KafkaErrors.OFFSET_OUT_OF_RANGE
-        elif last_epoch >= 0 and offset > 0 and offset <= store.end_offset and (
-                (found := store.end_offset_for_epoch(last_epoch)).epoch != last_epoch or found.offset < offset):
+        elif (
+            last_epoch >= 0
+            and offset > 0
+            and offset <= store.end_offset
+            and (
+                (found := store.end_offset_for_epoch(last_epoch)).epoch != last_epoch or found.offset < offset
+            )
+        ):
             if found.epoch < 0 or found.offset < start:
                 snapshot = store.latest_snapshot()
                 diverging = None if snapshot is not None else OffsetAndEpoch(0, 0)
@@ -930,9 +1130,17 @@ class NodeRunner:
                 base = store.read_all(offset, offset + 1)[0].batch_base
                 begin = base if start <= base <= offset else offset
                 records = encode_entries(store.read(begin, end, max_bytes), store.raw_batch)
-        body = fetch_response(error=error, leader_id=node.leader_id, epoch=node.epoch, high_watermark=hw,
-                              log_start_offset=start, records=records, diverging_epoch=diverging,
-                              snapshot_id=snapshot, node_endpoints=endpoints)
+        body = fetch_response(
+            error=error,
+            leader_id=node.leader_id,
+            epoch=node.epoch,
+            high_watermark=hw,
+            log_start_offset=start,
+            records=records,
+            diverging_epoch=diverging,
+            snapshot_id=snapshot,
+            node_endpoints=endpoints,
+        )
         conn.send(encode_response(body, ApiKey.FETCH, version, corr))
 
     def _serve_observer_snapshot(self, version: int, corr: int, body: Any, conn: InboundConnection) -> None:
@@ -954,8 +1162,10 @@ class NodeRunner:
                 error, size = KafkaErrors.POSITION_OUT_OF_RANGE, len(data)
             else:
                 limit = max(1, min(body.max_bytes, self.config.quorum_config.snapshot_chunk_bytes))
-                size, chunk = len(data), data[p.position:p.position + limit]
-        response = fetch_snapshot_response(error, node.leader_id, node.epoch, sid, size, p.position, chunk, endpoints)
+                size, chunk = len(data), data[p.position : p.position + limit]
+        response = fetch_snapshot_response(
+            error, node.leader_id, node.epoch, sid, size, p.position, chunk, endpoints
+        )
         conn.send(encode_response(response, ApiKey.FETCH_SNAPSHOT, version, corr))
 
     # -- the append RPC ------------------------------------------------------------------------------------
@@ -965,20 +1175,36 @@ class NodeRunner:
             assert node is not None
             me = self.node_id
             if isinstance(outcome, NotLeaderError):
-                response = AppendResponse(KafkaErrors.NOT_LEADER_OR_FOLLOWER, str(outcome), me, outcome.leader_id,
-                                          outcome.leader_endpoint or "", outcome.epoch)
+                response = AppendResponse(
+                    KafkaErrors.NOT_LEADER_OR_FOLLOWER,
+                    str(outcome),
+                    me,
+                    outcome.leader_id,
+                    outcome.leader_endpoint or "",
+                    outcome.epoch,
+                )
             elif isinstance(outcome, BaseException):
-                response = AppendResponse(KafkaErrors.UNKNOWN_SERVER_ERROR, str(outcome), me, node.leader_id, "",
-                                          node.epoch)
+                response = AppendResponse(
+                    KafkaErrors.UNKNOWN_SERVER_ERROR, str(outcome), me, node.leader_id, "", node.epoch
+                )
             else:
-                response = AppendResponse(KafkaErrors.NONE, None, me, me, "", node.epoch, outcome[0], outcome[1])
+                response = AppendResponse(
+                    KafkaErrors.NONE, None, me, me, "", node.epoch, outcome[0], outcome[1]
+                )
             conn.send(encode_append_response(response, corr))
 
         if not hmac.compare_digest(request.credential.encode(), self._append_secret.encode()):
             # says nothing a stranger could use: not the secret, not the cluster id
-            conn.send(encode_append_response(AppendResponse(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED,
-                                                            "append refused: no valid append credential",
-                                                            self.node_id), corr))
+            conn.send(
+                encode_append_response(
+                    AppendResponse(
+                        KafkaErrors.CLUSTER_AUTHORIZATION_FAILED,
+                        "append refused: no valid append credential",
+                        self.node_id,
+                    ),
+                    corr,
+                )
+            )
             return
         try:
             check_cluster_id(request.cluster_id, self.config.cluster_id)
@@ -993,4 +1219,3 @@ class NodeRunner:
 
 def _committed(entry: Entry) -> CommittedEntry:
     return tuple.__new__(CommittedEntry, (entry[0], entry[1], entry[4], entry[2], entry[3], entry[6]))
-

@@ -81,8 +81,13 @@ class RaftService:
         one, snapshots hold every committed data value.
     """
 
-    def __init__(self, config: NodeConfig, listeners: list[Listener] | None = None,
-                 loop: ServiceLoop | None = None, snapshot_provider: SnapshotProvider | None = None) -> None:
+    def __init__(
+        self,
+        config: NodeConfig,
+        listeners: list[Listener] | None = None,
+        loop: ServiceLoop | None = None,
+        snapshot_provider: SnapshotProvider | None = None,
+    ) -> None:
         self.config = config
         self._own_loop = loop is None
         self._loop = loop or ServiceLoop(f"kraftlake-raft-{config.node_id}")
@@ -229,13 +234,22 @@ class LocalQuorum:
         PLAINTEXT.
     """
 
-    def __init__(self, voters: int, data_dir: str | Path, cluster_id: str, *, fsync: bool = True,
-                 quorum: QuorumConfig | None = None, ports: dict[int, int] | None = None,
-                 listeners: dict[int, list[Listener]] | None = None,
-                 snapshot_providers: dict[int, SnapshotProvider] | None = None,
-                 node_options: dict[str, Any] | None = None,
-                 on_service: Callable[[RaftService], None] | None = None,
-                 listener_security: ListenerSecurity | None = None, security: ClientSecurity | None = None) -> None:
+    def __init__(
+        self,
+        voters: int,
+        data_dir: str | Path,
+        cluster_id: str,
+        *,
+        fsync: bool = True,
+        quorum: QuorumConfig | None = None,
+        ports: dict[int, int] | None = None,
+        listeners: dict[int, list[Listener]] | None = None,
+        snapshot_providers: dict[int, SnapshotProvider] | None = None,
+        node_options: dict[str, Any] | None = None,
+        on_service: Callable[[RaftService], None] | None = None,
+        listener_security: ListenerSecurity | None = None,
+        security: ClientSecurity | None = None,
+    ) -> None:
         if voters < 1:
             raise ServiceError("a quorum needs at least one voter")
         self.data_dir = Path(data_dir)
@@ -252,14 +266,27 @@ class LocalQuorum:
         if security is not None:
             self.node_options["peer_security"] = security
         self.on_service = on_service
-        self.endpoints: dict[int, tuple[str, int]] = {i: (HOST, self.ports.get(i, 0)) for i in range(1, voters + 1)}
+        self.endpoints: dict[int, tuple[str, int]] = {
+            i: (HOST, self.ports.get(i, 0)) for i in range(1, voters + 1)
+        }
         self.services: dict[int, RaftService] = {}
 
     def _make(self, node_id: int) -> RaftService:
-        config = NodeConfig(node_id, dict(self.endpoints), self.data_dir / f"node-{node_id}", self.cluster_id,
-                            fsync=self.fsync, quorum=self.quorum, **self.node_options)
-        service = RaftService(config, self.listeners.get(node_id), loop=self.loop,
-                              snapshot_provider=self.snapshot_providers.get(node_id))
+        config = NodeConfig(
+            node_id,
+            dict(self.endpoints),
+            self.data_dir / f"node-{node_id}",
+            self.cluster_id,
+            fsync=self.fsync,
+            quorum=self.quorum,
+            **self.node_options,
+        )
+        service = RaftService(
+            config,
+            self.listeners.get(node_id),
+            loop=self.loop,
+            snapshot_provider=self.snapshot_providers.get(node_id),
+        )
         if self.on_service is not None:
             self.on_service(service)
         return service

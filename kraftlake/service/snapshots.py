@@ -37,8 +37,13 @@ _BATCH_BYTES = 1024 * 1024
 _BATCH_RECORDS = 2000
 
 
-def build_checkpoint(snapshot_id: SnapshotId, values: Iterable[bytes], last_timestamp_ms: int,
-                     append_timestamp_ms: int, previous: bytes = b"") -> bytes:
+def build_checkpoint(
+    snapshot_id: SnapshotId,
+    values: Iterable[bytes],
+    last_timestamp_ms: int,
+    append_timestamp_ms: int,
+    previous: bytes = b"",
+) -> bytes:
     """The bytes of a ``.checkpoint`` file: header, `values` in data batches from offset 0, footer.
 
     Parameters
@@ -55,8 +60,12 @@ def build_checkpoint(snapshot_id: SnapshotId, values: Iterable[bytes], last_time
         A checkpoint whose data batches come first, copied as they are (its values precede `values`).
     """
     epoch = snapshot_id.epoch
-    header = encode_control_body(SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_timestamp_ms))
-    out = [build_control_batch(0, epoch, append_timestamp_ms, [(int(ControlRecordType.SNAPSHOT_HEADER), header)])]
+    header = encode_control_body(
+        SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_timestamp_ms)
+    )
+    out = [
+        build_control_batch(0, epoch, append_timestamp_ms, [(int(ControlRecordType.SNAPSHOT_HEADER), header)])
+    ]
     offset = 1
     if previous:
         data_batches, count = checkpoint_data_batches(previous)
@@ -66,8 +75,11 @@ def build_checkpoint(snapshot_id: SnapshotId, values: Iterable[bytes], last_time
         out.append(kraft_data_batch(offset, epoch, append_timestamp_ms, chunk))
         offset += len(chunk)
     footer = encode_control_body(SnapshotFooterRecord(version=0))
-    out.append(build_control_batch(offset, epoch, append_timestamp_ms,
-                                   [(int(ControlRecordType.SNAPSHOT_FOOTER), footer)]))
+    out.append(
+        build_control_batch(
+            offset, epoch, append_timestamp_ms, [(int(ControlRecordType.SNAPSHOT_FOOTER), footer)]
+        )
+    )
     return b"".join(out)
 
 
@@ -108,8 +120,12 @@ def checkpoint_data_batches(data: bytes) -> tuple[bytes, int]:
 
 def checkpoint_values(data: bytes, source: str = "<snapshot>") -> list[bytes]:
     """The data record values of a ``.checkpoint`` file's bytes (control batches skipped)."""
-    return [rec.value or b"" for batch in read_batches(data, source) if not batch.is_control
-            for rec in batch.records]
+    return [
+        rec.value or b""
+        for batch in read_batches(data, source)
+        if not batch.is_control
+        for rec in batch.records
+    ]
 
 
 @dataclass(slots=True)
@@ -128,8 +144,9 @@ class SnapshotJob:
     def build_and_write(self) -> None:
         """Encode the checkpoint and write its file (the log installs it later, on the loop)."""
         try:
-            self.data = build_checkpoint(self.snapshot_id, self.values, self.last_timestamp_ms,
-                                         int(time.time() * 1000), self.previous)
+            self.data = build_checkpoint(
+                self.snapshot_id, self.values, self.last_timestamp_ms, int(time.time() * 1000), self.previous
+            )
             self.log.write_snapshot_file(self.snapshot_id, self.data)
         except Exception as exc:  # reported by the runner on the loop
             self.error = exc

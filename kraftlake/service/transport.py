@@ -33,7 +33,9 @@ Login = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 """Authenticates a fresh outgoing connection (SASL) before any request goes on it; raises to refuse it."""
 
 
-async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int, body_timeout_s: float | None = None) -> bytes:
+async def read_frame(
+    reader: asyncio.StreamReader, max_frame_bytes: int, body_timeout_s: float | None = None
+) -> bytes:
     """The payload of the next frame; once its length arrived, the rest must within `body_timeout_s`.
 
     Raises
@@ -100,9 +102,17 @@ class PeerChannel:
         Run on each new connection before anything is sent on it (the SASL exchange).
     """
 
-    def __init__(self, endpoint: tuple[str, int], on_frame: Callable[[bytes, Any], None], max_frame_bytes: int,
-                 request_timeout_ms: int, backoff_ms: tuple[int, int] = (20, 1000), *,
-                 tls: ssl.SSLContext | None = None, login: Login | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: tuple[str, int],
+        on_frame: Callable[[bytes, Any], None],
+        max_frame_bytes: int,
+        request_timeout_ms: int,
+        backoff_ms: tuple[int, int] = (20, 1000),
+        *,
+        tls: ssl.SSLContext | None = None,
+        login: Login | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.tls = tls
         self.login = login
@@ -194,8 +204,12 @@ class PeerChannel:
         host, port = self.endpoint
         timeout = self.request_timeout_ms / 1000
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                host, port, ssl=self.tls, server_hostname=host if self.tls is not None else None), timeout)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    host, port, ssl=self.tls, server_hostname=host if self.tls is not None else None
+                ),
+                timeout,
+            )
         except ssl.SSLError as exc:
             self._refused(f"TLS handshake with {host}:{port} failed: {describe_tls_failure(exc)}")
             raise
@@ -243,10 +257,20 @@ class PeerChannel:
             self.on_frame(payload, self._pending.pop(corr, None))
 
 
-async def serve(host: str, port: int,
-                handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
-                tls: ssl.SSLContext | None = None, handshake_timeout_s: float = 10.0) -> asyncio.Server:
+async def serve(
+    host: str,
+    port: int,
+    handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    tls: ssl.SSLContext | None = None,
+    handshake_timeout_s: float = 10.0,
+) -> asyncio.Server:
     """Listen on (host, port); port 0 picks a free port. With `tls`, `handler` gets a connection only once its
     TLS handshake succeeded (a failed one is closed by asyncio; its client sees the alert)."""
-    return await asyncio.start_server(handler, host, port, reuse_address=True, ssl=tls,
-                                      ssl_handshake_timeout=handshake_timeout_s if tls is not None else None)
+    return await asyncio.start_server(
+        handler,
+        host,
+        port,
+        reuse_address=True,
+        ssl=tls,
+        ssl_handshake_timeout=handshake_timeout_s if tls is not None else None,
+    )

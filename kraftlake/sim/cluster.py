@@ -164,14 +164,23 @@ class ClusterSimConfig:
         ------
         SimError
         """
-        for name, low in (("brokers", 1), ("topics", 0), ("partitions_per_topic", 1), ("replication_factor", 1),
-                          ("events", 0), ("tick_ms", 1), ("min_insync_replicas", 1), ("check_every", 0)):
+        for name, low in (
+            ("brokers", 1),
+            ("topics", 0),
+            ("partitions_per_topic", 1),
+            ("replication_factor", 1),
+            ("events", 0),
+            ("tick_ms", 1),
+            ("min_insync_replicas", 1),
+            ("check_every", 0),
+        ):
             value = getattr(self, name)
             if value < low:
                 raise SimError(f"{name} is {value}: at least {low}")
         if self.replication_factor > self.brokers:
-            raise SimError(f"replication factor {self.replication_factor} is above the broker count "
-                           f"{self.brokers}")
+            raise SimError(
+                f"replication factor {self.replication_factor} is above the broker count {self.brokers}"
+            )
 
 
 @dataclass
@@ -241,8 +250,13 @@ class ClusterSimulator:
         # brokers registered again whose replicas have not all rejoined their ISRs: broker -> the partitions
         # left to catch up (None until the broker is unfenced)
         self._catching_up: dict[int, list[tuple[str, int]] | None] = {}
-        self.weights = config.weights if config.weights is not None else scaled_weights(
-            config.brokers, config.topics * config.partitions_per_topic, config.replication_factor)
+        self.weights = (
+            config.weights
+            if config.weights is not None
+            else scaled_weights(
+                config.brokers, config.topics * config.partitions_per_topic, config.replication_factor
+            )
+        )
         self._kinds = list(self.weights)
         self._cum_weights = list(itertools.accumulate(self.weights[k] for k in self._kinds))
         self.summary = SimSummary()
@@ -275,8 +289,12 @@ class ClusterSimulator:
 
     def _register(self, b: SimBroker) -> None:
         req = BrokerRegistrationRequest(
-            b.id, b.incarnation, (Listener("PLAINTEXT", f"broker-{b.id}", 9092),), rack=None,
-            log_dirs=(b.log_dir,), previous_broker_epoch=b.last_clean_epoch,
+            b.id,
+            b.incarnation,
+            (Listener("PLAINTEXT", f"broker-{b.id}", 9092),),
+            rack=None,
+            log_dirs=(b.log_dir,),
+            previous_broker_epoch=b.last_clean_epoch,
         )
         resp = self._run(self.active.handle_register_broker(req, self.now_ms), "register")
         if resp.error.ok:
@@ -329,10 +347,20 @@ class ClusterSimulator:
     def setup(self) -> None:
         """Bootstrap, register every broker, let them unfence, then create the initial topics."""
         self._begin_epoch()
-        self._run(self.active.handle_incremental_alter_configs([
-            ConfigChange(ResourceType.BROKER, "", "min.insync.replicas", ConfigOp.SET,
-                         str(self.config.min_insync_replicas)),
-        ]), "config")
+        self._run(
+            self.active.handle_incremental_alter_configs(
+                [
+                    ConfigChange(
+                        ResourceType.BROKER,
+                        "",
+                        "min.insync.replicas",
+                        ConfigOp.SET,
+                        str(self.config.min_insync_replicas),
+                    ),
+                ]
+            ),
+            "config",
+        )
         for b in self.brokers.values():
             self._register(b)
         self._settle(self.config.heartbeat_interval_ms + self.config.tick_ms)
@@ -343,7 +371,9 @@ class ClusterSimulator:
         name = f"topic-{self.topic_seq:06d}"
         self.topic_seq += 1
         rf = min(self.config.replication_factor, max(1, self._usable_count()))
-        resp = self._run(self.active.handle_create_topics([CreatableTopic(name, partitions, rf)]), "create_topic")
+        resp = self._run(
+            self.active.handle_create_topics([CreatableTopic(name, partitions, rf)]), "create_topic"
+        )
         if resp.by_name()[name].error.ok:
             self._names.add(name)
 
@@ -355,8 +385,14 @@ class ClusterSimulator:
     def _can_rejoin(self, broker_id: int) -> bool:
         b = self.brokers.get(broker_id)
         reg = self.image.brokers.get(broker_id)
-        return (b is not None and b.alive and not b.shutting_down and reg is not None and not reg.fenced
-                and not reg.in_controlled_shutdown)
+        return (
+            b is not None
+            and b.alive
+            and not b.shutting_down
+            and reg is not None
+            and not reg.fenced
+            and not reg.in_controlled_shutdown
+        )
 
     def _catch_up(self) -> None:
         """A broker back after a restart fetches until its replicas are in sync; their leaders add it to the ISRs,
@@ -375,8 +411,10 @@ class ClusterSimulator:
                 continue
             if todo is None:
                 todo = self._catching_up[broker_id] = [
-                    (t.id, pid) for t, pid, p in self.active.broker_partitions.partitions(broker_id, img)
-                    if broker_id not in p.isr]
+                    (t.id, pid)
+                    for t, pid, p in self.active.broker_partitions.partitions(broker_id, img)
+                    if broker_id not in p.isr
+                ]
                 todo.reverse()  # popped from the end: index order
             by_leader: dict[int, list[PartitionIsrUpdate]] = {}
             while todo and budget > 0:
@@ -389,7 +427,9 @@ class ClusterSimulator:
                 del self._catching_up[broker_id]
             for leader_id, updates in by_leader.items():
                 leader = self.brokers[leader_id]
-                self._alter_partition(AlterPartitionRequest(leader.id, leader.epoch, tuple(updates)), "catch_up")
+                self._alter_partition(
+                    AlterPartitionRequest(leader.id, leader.epoch, tuple(updates)), "catch_up"
+                )
 
     def _isr_addition(self, topic_id: str, pid: int, broker_id: int) -> tuple[int, PartitionIsrUpdate] | None:
         """The leader and its AlterPartition entry that adds `broker_id` to the partition's ISR, if it can."""
@@ -400,7 +440,9 @@ class ClusterSimulator:
         leader = self.brokers.get(p.leader)
         if leader is None or not leader.alive or leader.shutting_down:
             return None
-        return p.leader, PartitionIsrUpdate(topic_id, pid, p.leader_epoch, p.partition_epoch, (*p.isr, broker_id), 0)
+        return p.leader, PartitionIsrUpdate(
+            topic_id, pid, p.leader_epoch, p.partition_epoch, (*p.isr, broker_id), 0
+        )
 
     # -- events ---------------------------------------------------------------------------------------------
 
@@ -437,8 +479,11 @@ class ClusterSimulator:
             return
         dropped = self.rng.choice(followers)
         new_isr = tuple(r for r in p.isr if r != dropped)
-        req = AlterPartitionRequest(leader.id, leader.epoch, (
-            PartitionIsrUpdate(t.id, pid, p.leader_epoch, p.partition_epoch, new_isr, 0),))
+        req = AlterPartitionRequest(
+            leader.id,
+            leader.epoch,
+            (PartitionIsrUpdate(t.id, pid, p.leader_epoch, p.partition_epoch, new_isr, 0),),
+        )
         if self._alter_partition(req, "alter_partition"):
             self._lagging.add((t.id, pid, dropped))
 
@@ -452,7 +497,9 @@ class ClusterSimulator:
             if found is None:
                 continue
             leader = self.brokers[found[0]]
-            self._alter_partition(AlterPartitionRequest(leader.id, leader.epoch, (found[1],)), "alter_partition")
+            self._alter_partition(
+                AlterPartitionRequest(leader.id, leader.epoch, (found[1],)), "alter_partition"
+            )
             return
 
     def _alter_partition(self, req: AlterPartitionRequest, kind: str) -> bool:
@@ -501,7 +548,12 @@ class ClusterSimulator:
         b = self.brokers[self._rolling[0]]
         if b.alive and not b.shutting_down and b.epoch >= 0:
             reg = self.image.brokers.get(b.id)
-            if reg is not None and not reg.fenced and b.restart_at_ms < 0 and not getattr(b, "_rolled", False):
+            if (
+                reg is not None
+                and not reg.fenced
+                and b.restart_at_ms < 0
+                and not getattr(b, "_rolled", False)
+            ):
                 b.shutting_down = True
                 b._rolled = True  # type: ignore[attr-defined]
                 self._heartbeat(b)
@@ -523,7 +575,9 @@ class ClusterSimulator:
         found = self._random_partition()
         if found is not None:
             t = found[0]
-            self._run(self.active.handle_create_partitions({t.name: len(t.partitions) + 1}), "create_partitions")
+            self._run(
+                self.active.handle_create_partitions({t.name: len(t.partitions) + 1}), "create_partitions"
+            )
 
     def _reassign(self) -> None:
         found = self._random_partition()
@@ -552,11 +606,13 @@ class ClusterSimulator:
         if self.rng.random() < 0.2:
             change = ConfigChange(ResourceType.TOPIC, name, "retention.ms", ConfigOp.DELETE)
         else:
-            key, value = self.rng.choice([
-                ("retention.ms", str(self.rng.randrange(3_600_000, 604_800_000))),
-                ("cleanup.policy", self.rng.choice(["delete", "compact", "compact,delete"])),
-                ("max.message.bytes", str(self.rng.randrange(1_000_000, 10_000_000))),
-            ])
+            key, value = self.rng.choice(
+                [
+                    ("retention.ms", str(self.rng.randrange(3_600_000, 604_800_000))),
+                    ("cleanup.policy", self.rng.choice(["delete", "compact", "compact,delete"])),
+                    ("max.message.bytes", str(self.rng.randrange(1_000_000, 10_000_000))),
+                ]
+            )
             change = ConfigChange(ResourceType.TOPIC, name, key, ConfigOp.SET, value)
         self._run(self.active.handle_incremental_alter_configs([change]), "config_change")
 
@@ -642,7 +698,9 @@ class ClusterSimulator:
         img = self.active.image
         for c in self.controllers[1:]:
             if not c.committed_image.state_equals(img):
-                raise InvariantViolation("standby", f"controller {c.node_id}'s replayed image differs from the active")
+                raise InvariantViolation(
+                    "standby", f"controller {c.node_id}'s replayed image differs from the active"
+                )
 
 
 def check_image(img: MetadataImage, *, elr_enabled: bool) -> None:
@@ -657,7 +715,9 @@ def check_image(img: MetadataImage, *, elr_enabled: bool) -> None:
             if len(set(p.isr)) != len(p.isr) or not set(p.isr) <= replicas:
                 raise InvariantViolation("isr", f"{where}: ISR {p.isr} not a subset of replicas {p.replicas}")
             if not set(p.elr) <= replicas or set(p.elr) & set(p.isr):
-                raise InvariantViolation("elr", f"{where}: ELR {p.elr} vs ISR {p.isr} / replicas {p.replicas}")
+                raise InvariantViolation(
+                    "elr", f"{where}: ELR {p.elr} vs ISR {p.isr} / replicas {p.replicas}"
+                )
             if not set(p.adding_replicas) <= replicas or not set(p.removing_replicas) <= replicas:
                 raise InvariantViolation("reassignment", f"{where}: adding/removing outside replicas")
             if p.leader != NO_LEADER:
@@ -665,10 +725,14 @@ def check_image(img: MetadataImage, *, elr_enabled: bool) -> None:
                     raise InvariantViolation("leader", f"{where}: leader {p.leader} not in ISR {p.isr}")
                 reg = brokers.get(p.leader)
                 if reg is None or reg.fenced:
-                    raise InvariantViolation("leader", f"{where}: leader {p.leader} is fenced or unregistered")
+                    raise InvariantViolation(
+                        "leader", f"{where}: leader {p.leader} is fenced or unregistered"
+                    )
             if not p.isr and not elr_enabled:
                 raise InvariantViolation("isr", f"{where}: empty ISR without ELR")
             if len(p.directories) != len(p.replicas):
-                raise InvariantViolation("directories", f"{where}: {len(p.directories)} dirs, {len(p.replicas)} replicas")
+                raise InvariantViolation(
+                    "directories", f"{where}: {len(p.directories)} dirs, {len(p.replicas)} replicas"
+                )
             if p.leader_epoch < 0 or p.partition_epoch < 0:
                 raise InvariantViolation("epochs", f"{where}: negative epoch")

@@ -73,8 +73,10 @@ class LocalMetadataLog:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         directory_id = base64.urlsafe_b64encode(cluster_id.encode()[:16].ljust(16, b"_")).decode().rstrip("=")
-        write_meta_properties(self.data_dir / "meta.properties",
-                              MetaProperties(cluster_id=cluster_id, node_id=node_id, directory_id=directory_id))
+        write_meta_properties(
+            self.data_dir / "meta.properties",
+            MetaProperties(cluster_id=cluster_id, node_id=node_id, directory_id=directory_id),
+        )
         self.partition_dir = self.data_dir / METADATA_PARTITION_DIR
         self.log = SegmentedLog(self.partition_dir, segment_bytes=segment_bytes)
         self.node_id = node_id
@@ -98,17 +100,32 @@ class LocalMetadataLog:
         self.epoch = epoch
         offset = self.log.end_offset
         voter = m.LeaderChangeMessage.Voter(voter_id=self.node_id)
-        msg = m.LeaderChangeMessage(version=0, leader_id=self.node_id, voters=(voter,), granting_voters=(voter,))
-        batch = build_control_batch(offset, epoch, self.clock(),
-                                    [(ControlRecordType.LEADER_CHANGE, encode_control_body(msg))])
+        msg = m.LeaderChangeMessage(
+            version=0, leader_id=self.node_id, voters=(voter,), granting_voters=(voter,)
+        )
+        batch = build_control_batch(
+            offset, epoch, self.clock(), [(ControlRecordType.LEADER_CHANGE, encode_control_body(msg))]
+        )
         self.log.append(batch)
         self.records_by_type["LeaderChangeMessage"] += 1
         self.batches += 1
         self.epochs.append(EpochEntry(epoch, offset))
-        write_leader_epoch_checkpoint(self.partition_dir / LEADER_EPOCH_CHECKPOINT_FILE, self.epochs, fsync=False)
+        write_leader_epoch_checkpoint(
+            self.partition_dir / LEADER_EPOCH_CHECKPOINT_FILE, self.epochs, fsync=False
+        )
         self.committed_offset = offset
-        control = MetadataRecord(offset, epoch, self.clock(), offset, True, "LeaderChangeMessage",
-                                 int(ControlRecordType.LEADER_CHANGE), 0, msg, b"")
+        control = MetadataRecord(
+            offset,
+            epoch,
+            self.clock(),
+            offset,
+            True,
+            "LeaderChangeMessage",
+            int(ControlRecordType.LEADER_CHANGE),
+            0,
+            msg,
+            b"",
+        )
         for listener in self.listeners:
             listener([control])
 
@@ -125,7 +142,11 @@ class LocalMetadataLog:
         for i, ((rec, version), raw) in enumerate(zip(records, values, strict=True)):
             name = type(rec).__name__
             self.records_by_type[name] += 1
-            envelopes.append(MetadataRecord(base + i, epoch, ts, base, False, name, int(rec._api_key or 0), version, rec, raw))
+            envelopes.append(
+                MetadataRecord(
+                    base + i, epoch, ts, base, False, name, int(rec._api_key or 0), version, rec, raw
+                )
+            )
         self.committed_offset = base + len(records) - 1
         for listener in self.listeners:
             listener(envelopes)

@@ -58,7 +58,8 @@ class InvariantChecker:
         elif known != digest and self.check_durability:
             raise InvariantViolation(
                 "committed-data-identical",
-                f"node {node_id} committed different data at offset {entry.offset} (epoch {entry.epoch})")
+                f"node {node_id} committed different data at offset {entry.offset} (epoch {entry.epoch})",
+            )
 
     def on_snapshot_load(self, node_id: int, end_offset: int, digest: bytes) -> None:
         """A node loaded a snapshot of the state up to `end_offset`."""
@@ -66,8 +67,9 @@ class InvariantChecker:
         if known is None:
             self.digests[end_offset] = digest
         elif known != digest and end_offset > 0 and self.check_durability:
-            raise InvariantViolation("committed-data-identical",
-                                     f"node {node_id} loaded a snapshot at {end_offset} that differs")
+            raise InvariantViolation(
+                "committed-data-identical", f"node {node_id} loaded a snapshot at {end_offset} that differs"
+            )
 
     def on_ack(self, acked: Acked) -> None:
         """A client's append was acknowledged."""
@@ -84,13 +86,17 @@ class InvariantChecker:
             if ack.offset < log.log_start_offset:
                 continue
             if ack.offset >= log.end_offset:
-                raise InvariantViolation("acked-append-kept",
-                                         f"leader {node.node_id} of epoch {node.epoch} lacks acked offset {ack.offset}")
+                raise InvariantViolation(
+                    "acked-append-kept",
+                    f"leader {node.node_id} of epoch {node.epoch} lacks acked offset {ack.offset}",
+                )
             entry = log.read(ack.offset, ack.offset + 1)[0]
             if (entry.epoch, entry.value) != (ack.epoch, ack.value):
-                raise InvariantViolation("acked-append-kept",
-                                         f"leader {node.node_id} of epoch {node.epoch} has another entry at "
-                                         f"acked offset {ack.offset}")
+                raise InvariantViolation(
+                    "acked-append-kept",
+                    f"leader {node.node_id} of epoch {node.epoch} has another entry at "
+                    f"acked offset {ack.offset}",
+                )
 
     def forget_node(self, node_id: int) -> None:
         """The node's disk was wiped: its persisted epoch is gone."""
@@ -107,11 +113,14 @@ class InvariantChecker:
             if node.is_leader or isinstance(node.quorum.state, ResignedState):
                 leader = self.leaders.setdefault(node.epoch, nid)
                 if leader != nid:
-                    raise InvariantViolation("one-leader-per-epoch",
-                                             f"nodes {leader} and {nid} both lead epoch {node.epoch}")
+                    raise InvariantViolation(
+                        "one-leader-per-epoch", f"nodes {leader} and {nid} both lead epoch {node.epoch}"
+                    )
             last = self.epochs.get(nid, 0)
             if node.epoch < last:
-                raise InvariantViolation("monotonic-epoch", f"node {nid} went from epoch {last} to {node.epoch}")
+                raise InvariantViolation(
+                    "monotonic-epoch", f"node {nid} went from epoch {last} to {node.epoch}"
+                )
             self.epochs[nid] = node.epoch
             key = (nid, sim_node.incarnation)
             hw = node.high_watermark
@@ -122,7 +131,9 @@ class InvariantChecker:
             snap = node.log.latest_snapshot()
             start = node.log.log_start_offset
             if (snap is None and start != 0) or (snap is not None and snap.offset != start):
-                raise InvariantViolation("snapshot-at-log-start", f"node {nid}: log start {start}, snapshot {snap}")
+                raise InvariantViolation(
+                    "snapshot-at-log-start", f"node {nid}: log start {start}, snapshot {snap}"
+                )
         if self.check_majority_hw and self.global_hw > 0:
             self._check_majority_holds_hw(nodes)
 
@@ -137,5 +148,6 @@ class InvariantChecker:
             if hw <= log.log_start_offset or epoch is None or log.epoch_at(hw - 1) == epoch:
                 holders.append(vid)
         if len(holders) < len(self.voters) // 2 + 1:
-            raise InvariantViolation("majority-holds-hw",
-                                     f"only voters {sorted(holders)} durably hold the log up to HW {hw}")
+            raise InvariantViolation(
+                "majority-holds-hw", f"only voters {sorted(holders)} durably hold the log up to HW {hw}"
+            )

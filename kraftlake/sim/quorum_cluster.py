@@ -53,8 +53,15 @@ class QuorumClusterSimulator(ClusterSimulator):
         waits.
     """
 
-    def __init__(self, config: ClusterSimConfig, quorum: ControllerQuorum, *, events_per_call: int = 20,
-                 max_uncommitted: int = 50_000, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        config: ClusterSimConfig,
+        quorum: ControllerQuorum,
+        *,
+        events_per_call: int = 20,
+        max_uncommitted: int = 50_000,
+        timeout: float = 60.0,
+    ) -> None:
         super().__init__(config)  # its in-memory log and controllers are replaced by the quorum's below
         self.quorum = quorum
         self.events_per_call = max(1, events_per_call)
@@ -142,12 +149,14 @@ class QuorumClusterSimulator(ClusterSimulator):
         while True:
             host, controller = self._host, self.active
             target = controller.next_offset - 1 - uncommitted
-            done = (self.quorum.applied(target, 0.1) if every_host else host.wait_applied(target, 0.1))
+            done = self.quorum.applied(target, 0.1) if every_host else host.wait_applied(target, 0.1)
             if done:
                 return
             if time.monotonic() > deadline:
-                raise ServiceError(f"the active controller's records up to offset {target} were not applied "
-                                   f"within {self.timeout} s: {self.quorum.applied_offsets()}")
+                raise ServiceError(
+                    f"the active controller's records up to offset {target} were not applied "
+                    f"within {self.timeout} s: {self.quorum.applied_offsets()}"
+                )
             if not host.active or host.controller is not controller:
                 self._on_loop(lambda: None)  # binds the controller active now
 
@@ -155,8 +164,9 @@ class QuorumClusterSimulator(ClusterSimulator):
     def setup(self) -> None:
         """`ClusterSimulator.setup`, each action a call of its own on the loop thread."""
         self._begin_epoch()
-        change = ConfigChange(ResourceType.BROKER, "", "min.insync.replicas", ConfigOp.SET,
-                              str(self.config.min_insync_replicas))
+        change = ConfigChange(
+            ResourceType.BROKER, "", "min.insync.replicas", ConfigOp.SET, str(self.config.min_insync_replicas)
+        )
         self._on_loop(lambda: self._run(self.active.handle_incremental_alter_configs([change]), "config"))
         for b in list(self.brokers.values()):
             self._on_loop(lambda b=b: self._register(b))  # type: ignore[misc]
@@ -219,10 +229,13 @@ def default_fetch_timeout_ms(brokers: int, partitions: int, replication_factor: 
     return max(2000, round(replicas_per_broker(brokers, partitions, replication_factor) / 6))
 
 
-def sim_quorum_config(config: ClusterSimConfig, voters: int = 3, fetch_timeout_ms: int | None = None) -> QuorumConfig:
+def sim_quorum_config(
+    config: ClusterSimConfig, voters: int = 3, fetch_timeout_ms: int | None = None
+) -> QuorumConfig:
     """Kafka's quorum defaults, with the fetch timeout for the simulated cluster's size (or `fetch_timeout_ms`)."""
     timeout = fetch_timeout_ms or default_fetch_timeout_ms(
-        config.brokers, config.topics * config.partitions_per_topic, config.replication_factor)
+        config.brokers, config.topics * config.partitions_per_topic, config.replication_factor
+    )
     return QuorumConfig(voters=frozenset(range(1, voters + 1)), fetch_timeout_ms=timeout)
 
 
@@ -260,12 +273,20 @@ class QuorumSimResult:
         return self.node_dirs[self.leader_id] / METADATA_PARTITION_DIR
 
 
-def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
-                       progress: Callable[[int], None] | None = None, *, voters: int = 3,
-                       cluster_id: str = DEFAULT_CLUSTER_ID, snapshot_bytes: int = DEFAULT_SNAPSHOT_MAX_BYTES,
-                       segment_bytes: int | None = None, fsync: bool = True, quorum: QuorumConfig | None = None,
-                       events_per_call: int = 20,
-                       setup_progress: Callable[[int], None] | None = None) -> QuorumSimResult:
+def simulate_on_quorum(
+    config: ClusterSimConfig,
+    data_dir: str | Path,
+    progress: Callable[[int], None] | None = None,
+    *,
+    voters: int = 3,
+    cluster_id: str = DEFAULT_CLUSTER_ID,
+    snapshot_bytes: int = DEFAULT_SNAPSHOT_MAX_BYTES,
+    segment_bytes: int | None = None,
+    fsync: bool = True,
+    quorum: QuorumConfig | None = None,
+    events_per_call: int = 20,
+    setup_progress: Callable[[int], None] | None = None,
+) -> QuorumSimResult:
     """Run `config` against `voters` controllers on a local raft quorum writing under `data_dir`.
 
     Each voter's log directory is ``<data_dir>/node-<id>`` (``meta.properties``, ``__cluster_metadata-0``
@@ -278,8 +299,16 @@ def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
     if segment_bytes is not None:
         options["segment_bytes"] = segment_bytes
     started = time.perf_counter()
-    cq = ControllerQuorum(voters, data, cluster_id, config=config.controller, seed=config.seed, fsync=fsync,
-                          quorum=quorum or sim_quorum_config(config, voters), node_options=options)
+    cq = ControllerQuorum(
+        voters,
+        data,
+        cluster_id,
+        config=config.controller,
+        seed=config.seed,
+        fsync=fsync,
+        quorum=quorum or sim_quorum_config(config, voters),
+        node_options=options,
+    )
     cq.start()
     try:
         sim = QuorumClusterSimulator(config, cq, events_per_call=events_per_call)
@@ -300,7 +329,17 @@ def simulate_on_quorum(config: ClusterSimConfig, data_dir: str | Path,
     node_dirs = {i: cq.node_dir(i) for i in cq.hosts}
     parts = {i: d / METADATA_PARTITION_DIR for i, d in node_dirs.items()}
     return QuorumSimResult(
-        summary, image, data, node_dirs, leader, end, records, batches,
+        summary,
+        image,
+        data,
+        node_dirs,
+        leader,
+        end,
+        records,
+        batches,
         {i: sorted(p.glob("*.checkpoint")) for i, p in parts.items()},
         {i: sorted(p.glob("*.log")) for i, p in parts.items()},
-        sim.failover_seconds, time.perf_counter() - started, leader_epoch)
+        sim.failover_seconds,
+        time.perf_counter() - started,
+        leader_epoch,
+    )

@@ -59,8 +59,15 @@ def describe(message: Message) -> str:
 
 
 def _entry(entry: Entry) -> str:
-    body = ("LeaderChange" if entry.control_type == LEADER_CHANGE_CONTROL_TYPE else f"control{entry.control_type}") \
-        if entry.is_control else entry.value.decode(errors="replace")
+    body = (
+        (
+            "LeaderChange"
+            if entry.control_type == LEADER_CHANGE_CONTROL_TYPE
+            else f"control{entry.control_type}"
+        )
+        if entry.is_control
+        else entry.value.decode(errors="replace")
+    )
     return f"{entry.offset}@{entry.epoch}:{body}"
 
 
@@ -185,7 +192,9 @@ class ScriptedQuorum:
         return out
 
     def _leader(self) -> int:
-        leaders = [(d.node.epoch, i) for i, d in self.disks.items() if d.node is not None and d.node.is_leader]
+        leaders = [
+            (d.node.epoch, i) for i, d in self.disks.items() if d.node is not None and d.node.is_leader
+        ]
         if not leaders:
             raise SimError("no leader")
         return max(leaders)[1]
@@ -267,9 +276,11 @@ class ScriptedQuorum:
             if node is None:
                 out.append(f"{node_id}: down")
                 continue
-            out.append(f"{node_id}: {node.role} epoch={node.epoch} leader={node.leader_id} "
-                       f"hw={node.high_watermark} log=[{disk.log.log_start_offset},{disk.log.end_offset}) "
-                       f"last_epoch={disk.log.last_epoch()} applied={disk.sm.next_offset}")
+            out.append(
+                f"{node_id}: {node.role} epoch={node.epoch} leader={node.leader_id} "
+                f"hw={node.high_watermark} log=[{disk.log.log_start_offset},{disk.log.end_offset}) "
+                f"last_epoch={disk.log.last_epoch()} applied={disk.sm.next_offset}"
+            )
         return out
 
     def cmd_log(self, args: list[str]) -> list[str]:

@@ -62,7 +62,9 @@ class SimNode:
         return self.node is not None
 
 
-NodeFactory = Callable[[int, QuorumConfig, MemoryRaftLog, "ElectionState | None", random.Random, int], RaftNode]
+NodeFactory = Callable[
+    [int, QuorumConfig, MemoryRaftLog, "ElectionState | None", random.Random, int], RaftNode
+]
 
 
 class Simulation:
@@ -219,7 +221,9 @@ class Simulation:
         sim_node.pending_acks = {}
         rng = random.Random(self.rng.getrandbits(64))
         try:
-            sim_node.node = self.node_factory(node_id, self.config, sim_node.log, sim_node.stored, rng, self.now)
+            sim_node.node = self.node_factory(
+                node_id, self.config, sim_node.log, sim_node.stored, rng, self.now
+            )
         except RaftError as exc:
             raise InvariantViolation("protocol-error", f"node {node_id} failed to start: {exc}") from exc
         self._log(f"start node {node_id} (epoch {sim_node.node.epoch}, {sim_node.node.role})")
@@ -332,9 +336,11 @@ class Simulation:
     # -- liveness helpers ----------------------------------------------------------------------------------
     def await_leader(self, within_ms: int, what: str = "leader elected") -> int:
         """Run until some alive node leads and has committed in its epoch; raise if it takes too long."""
+
         def ready() -> bool:
             leader = self.leader()
             return leader is not None and self.nodes[leader].node.high_watermark > 0  # type: ignore[union-attr]
+
         if not self.run_until(self.now + within_ms, ready):
             raise InvariantViolation("liveness", f"no {what} within {within_ms} ms")
         leader = self.leader()

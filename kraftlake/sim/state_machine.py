@@ -26,7 +26,9 @@ class DigestStateMachine:
     def apply(self, entry: Entry) -> bytes:
         """Apply one entry; it must be the next offset."""
         if entry.offset != self.next_offset:
-            raise InvariantViolation("contiguous-apply", f"applied offset {entry.offset}, expected {self.next_offset}")
+            raise InvariantViolation(
+                "contiguous-apply", f"applied offset {entry.offset}, expected {self.next_offset}"
+            )
         self.digest = chain(self.digest, entry)
         self.next_offset += 1
         return self.digest

@@ -72,7 +72,9 @@ def configured_catalog(conf: Mapping[str, str]) -> str:
     return conf.get("spark.sql.catalogImplementation", "in-memory")
 
 
-def open_session(app_name: str, warehouse: str | Path, metastore_dir: str | Path | None = None) -> SparkSession:
+def open_session(
+    app_name: str, warehouse: str | Path, metastore_dir: str | Path | None = None
+) -> SparkSession:
     """A session over the embedded Derby metastore of ``warehouse`` (its derby.log kept beside it)."""
     from kraftlake.spark.session import build_session
 
@@ -84,8 +86,10 @@ def open_session(app_name: str, warehouse: str | Path, metastore_dir: str | Path
     if system.getProperty("derby.stream.error.file") is None:
         system.setProperty("derby.stream.error.file", str(ms / "derby.log"))
     if _catalog_of(spark) != "hive":
-        raise CatalogError("the running session has no Hive support (a session started before this one, or "
-                           "spark-submit without spark.sql.catalogImplementation=hive)")
+        raise CatalogError(
+            "the running session has no Hive support (a session started before this one, or "
+            "spark-submit without spark.sql.catalogImplementation=hive)"
+        )
     return spark
 
 
@@ -100,7 +104,8 @@ def _explain(exc: Exception, spark: SparkSession) -> Exception:
         return CatalogError(
             f"the embedded Derby metastore ({url}) is open in another process: embedded Derby allows one JVM "
             "at a time; stop that process, or share the functions through a Hive metastore service "
-            "(spark.hadoop.hive.metastore.uris=thrift://...)")
+            "(spark.hadoop.hive.metastore.uris=thrift://...)"
+        )
     return exc
 
 
@@ -122,8 +127,9 @@ def _register_tables(spark: SparkSession, warehouse: str | Path, database: str) 
     return out
 
 
-def create_functions(spark: SparkSession, warehouse: str | Path, database: str = DEFAULT_DATABASE,
-                     tables: bool = True) -> FunctionsResult:
+def create_functions(
+    spark: SparkSession, warehouse: str | Path, database: str = DEFAULT_DATABASE, tables: bool = True
+) -> FunctionsResult:
     """Create ``database`` and the persistent table functions over ``warehouse`` in ``spark``'s catalog.
 
     Idempotent (``CREATE OR REPLACE``). Raises :class:`CatalogError` when the session's catalog is Spark's
@@ -131,21 +137,26 @@ def create_functions(spark: SparkSession, warehouse: str | Path, database: str =
     """
     catalog = _catalog_of(spark)
     if catalog != "hive":
-        raise CatalogError(f"the session's catalog is {catalog!r}: persistent functions need a persistent "
-                           "catalog (spark.sql.catalogImplementation=hive with a metastore)")
+        raise CatalogError(
+            f"the session's catalog is {catalog!r}: persistent functions need a persistent "
+            "catalog (spark.sql.catalogImplementation=hive with a metastore)"
+        )
     if not Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
         raise CatalogError(f"{warehouse} holds no kraftlake warehouse (no {OFFSETS} table): run ingest first")
     result = FunctionsResult(database, catalog)
     try:
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}` "
-                  f"COMMENT 'kraftlake: the metadata log state at offset N over {Path(warehouse).resolve()}'")
+        spark.sql(
+            f"CREATE DATABASE IF NOT EXISTS `{database}` "
+            f"COMMENT 'kraftlake: the metadata log state at offset N over {Path(warehouse).resolve()}'"
+        )
         result.functions = register(spark, warehouse, temporary=False, database=database)
         if tables:
             result.tables = _register_tables(spark, warehouse, database)
     except Exception as exc:
         raise _explain(exc, spark) from exc
-    result.metastore = spark.sparkContext.getConf().get("spark.hadoop.javax.jdo.option.ConnectionURL", None) or \
-        spark.sparkContext.getConf().get("spark.hadoop.hive.metastore.uris", None)
+    result.metastore = spark.sparkContext.getConf().get(
+        "spark.hadoop.javax.jdo.option.ConnectionURL", None
+    ) or spark.sparkContext.getConf().get("spark.hadoop.hive.metastore.uris", None)
     return result
 
 

@@ -55,39 +55,121 @@ class Entity:
         return tuple(n for n, _ in self.columns)
 
 
-ENTITIES: dict[str, Entity] = {e.table: e for e in (
-    Entity("brokers", ("id",), (
-        ("id", "INT"), ("epoch", "BIGINT"), ("incarnation_id", "STRING"), ("endpoints", _ENDPOINTS),
-        ("rack", "STRING"), ("fenced", "BOOLEAN"), ("in_controlled_shutdown", "BOOLEAN"),
-        ("is_migrating_zk_broker", "BOOLEAN"), ("log_dirs", "ARRAY<STRING>"),
-        ("cordoned_log_dirs", "ARRAY<STRING>"), ("features", _FEATURES))),
-    Entity("controllers", ("id",), (
-        ("id", "INT"), ("incarnation_id", "STRING"), ("zk_migration_ready", "BOOLEAN"),
-        ("endpoints", _ENDPOINTS), ("features", _FEATURES))),
-    Entity("topics", ("topic_id",), (("name", "STRING"), ("topic_id", "STRING"))),
-    Entity("partitions", ("topic_id", "partition"), (
-        ("topic", "STRING"), ("topic_id", "STRING"), ("partition", "INT"), ("replicas", "ARRAY<INT>"),
-        ("isr", "ARRAY<INT>"), ("removing_replicas", "ARRAY<INT>"), ("adding_replicas", "ARRAY<INT>"),
-        ("leader", "INT"), ("leader_recovery_state", "INT"), ("leader_epoch", "INT"),
-        ("partition_epoch", "INT"), ("directories", "ARRAY<STRING>"),
-        ("eligible_leader_replicas", "ARRAY<INT>"), ("last_known_elr", "ARRAY<INT>"))),
-    Entity("configs", ("resource_type", "resource_name", "name"), (
-        ("resource_type", "STRING"), ("resource_name", "STRING"), ("name", "STRING"), ("value", "STRING"))),
-    Entity("features", ("name",), (("name", "STRING"), ("level", "INT"))),
-    Entity("client_quotas", ("entity_key", "key"), (
-        ("entity", "ARRAY<STRUCT<entity_type: STRING, entity_name: STRING>>"), ("entity_key", "STRING"),
-        ("key", "STRING"), ("value", "DOUBLE"))),
-    Entity("producer_ids", (), (("next_producer_id", "BIGINT"),)),
-    Entity("acls", ("id",), (
-        ("id", "STRING"), ("resource_type", "INT"), ("resource_name", "STRING"), ("pattern_type", "INT"),
-        ("principal", "STRING"), ("host", "STRING"), ("operation", "INT"), ("permission_type", "INT"))),
-    Entity("scram", ("user", "mechanism"), (
-        ("user", "STRING"), ("mechanism", "STRING"), ("salt", "STRING"), ("stored_key", "STRING"),
-        ("server_key", "STRING"), ("iterations", "INT"))),
-    Entity("delegation_tokens", ("token_id",), (
-        ("token_id", "STRING"), ("owner", "STRING"), ("requester", "STRING"), ("renewers", "ARRAY<STRING>"),
-        ("issue_timestamp", "BIGINT"), ("max_timestamp", "BIGINT"), ("expiration_timestamp", "BIGINT"))),
-)}
+ENTITIES: dict[str, Entity] = {
+    e.table: e
+    for e in (
+        Entity(
+            "brokers",
+            ("id",),
+            (
+                ("id", "INT"),
+                ("epoch", "BIGINT"),
+                ("incarnation_id", "STRING"),
+                ("endpoints", _ENDPOINTS),
+                ("rack", "STRING"),
+                ("fenced", "BOOLEAN"),
+                ("in_controlled_shutdown", "BOOLEAN"),
+                ("is_migrating_zk_broker", "BOOLEAN"),
+                ("log_dirs", "ARRAY<STRING>"),
+                ("cordoned_log_dirs", "ARRAY<STRING>"),
+                ("features", _FEATURES),
+            ),
+        ),
+        Entity(
+            "controllers",
+            ("id",),
+            (
+                ("id", "INT"),
+                ("incarnation_id", "STRING"),
+                ("zk_migration_ready", "BOOLEAN"),
+                ("endpoints", _ENDPOINTS),
+                ("features", _FEATURES),
+            ),
+        ),
+        Entity("topics", ("topic_id",), (("name", "STRING"), ("topic_id", "STRING"))),
+        Entity(
+            "partitions",
+            ("topic_id", "partition"),
+            (
+                ("topic", "STRING"),
+                ("topic_id", "STRING"),
+                ("partition", "INT"),
+                ("replicas", "ARRAY<INT>"),
+                ("isr", "ARRAY<INT>"),
+                ("removing_replicas", "ARRAY<INT>"),
+                ("adding_replicas", "ARRAY<INT>"),
+                ("leader", "INT"),
+                ("leader_recovery_state", "INT"),
+                ("leader_epoch", "INT"),
+                ("partition_epoch", "INT"),
+                ("directories", "ARRAY<STRING>"),
+                ("eligible_leader_replicas", "ARRAY<INT>"),
+                ("last_known_elr", "ARRAY<INT>"),
+            ),
+        ),
+        Entity(
+            "configs",
+            ("resource_type", "resource_name", "name"),
+            (
+                ("resource_type", "STRING"),
+                ("resource_name", "STRING"),
+                ("name", "STRING"),
+                ("value", "STRING"),
+            ),
+        ),
+        Entity("features", ("name",), (("name", "STRING"), ("level", "INT"))),
+        Entity(
+            "client_quotas",
+            ("entity_key", "key"),
+            (
+                ("entity", "ARRAY<STRUCT<entity_type: STRING, entity_name: STRING>>"),
+                ("entity_key", "STRING"),
+                ("key", "STRING"),
+                ("value", "DOUBLE"),
+            ),
+        ),
+        Entity("producer_ids", (), (("next_producer_id", "BIGINT"),)),
+        Entity(
+            "acls",
+            ("id",),
+            (
+                ("id", "STRING"),
+                ("resource_type", "INT"),
+                ("resource_name", "STRING"),
+                ("pattern_type", "INT"),
+                ("principal", "STRING"),
+                ("host", "STRING"),
+                ("operation", "INT"),
+                ("permission_type", "INT"),
+            ),
+        ),
+        Entity(
+            "scram",
+            ("user", "mechanism"),
+            (
+                ("user", "STRING"),
+                ("mechanism", "STRING"),
+                ("salt", "STRING"),
+                ("stored_key", "STRING"),
+                ("server_key", "STRING"),
+                ("iterations", "INT"),
+            ),
+        ),
+        Entity(
+            "delegation_tokens",
+            ("token_id",),
+            (
+                ("token_id", "STRING"),
+                ("owner", "STRING"),
+                ("requester", "STRING"),
+                ("renewers", "ARRAY<STRING>"),
+                ("issue_timestamp", "BIGINT"),
+                ("max_timestamp", "BIGINT"),
+                ("expiration_timestamp", "BIGINT"),
+            ),
+        ),
+    )
+}
 
 
 # -- entity rows (the image JSON's names) ------------------------------------------------------------------
@@ -98,9 +180,15 @@ def _b64(data: bytes) -> str:
 
 
 def _endpoints(listeners: tuple[Endpoint, ...]) -> list[dict[str, Any]]:
-    return [{"name": e.name, "host": e.host, "port": e.port,
-             "security_protocol": SECURITY_PROTOCOLS.get(e.security_protocol, str(e.security_protocol))}
-            for e in listeners]
+    return [
+        {
+            "name": e.name,
+            "host": e.host,
+            "port": e.port,
+            "security_protocol": SECURITY_PROTOCOLS.get(e.security_protocol, str(e.security_protocol)),
+        }
+        for e in listeners
+    ]
 
 
 def _features(features: Any) -> list[dict[str, Any]]:
@@ -108,26 +196,49 @@ def _features(features: Any) -> list[dict[str, Any]]:
 
 
 def broker_row(b: BrokerRegistration) -> dict[str, Any]:
-    return {"id": b.id, "epoch": b.epoch, "incarnation_id": b.incarnation_id, "endpoints": _endpoints(b.listeners),
-            "rack": b.rack, "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown,
-            "is_migrating_zk_broker": b.is_migrating_zk_broker, "log_dirs": list(b.directories),
-            "cordoned_log_dirs": None if b.cordoned_directories is None else list(b.cordoned_directories),
-            "features": _features(b.supported_features)}
+    return {
+        "id": b.id,
+        "epoch": b.epoch,
+        "incarnation_id": b.incarnation_id,
+        "endpoints": _endpoints(b.listeners),
+        "rack": b.rack,
+        "fenced": b.fenced,
+        "in_controlled_shutdown": b.in_controlled_shutdown,
+        "is_migrating_zk_broker": b.is_migrating_zk_broker,
+        "log_dirs": list(b.directories),
+        "cordoned_log_dirs": None if b.cordoned_directories is None else list(b.cordoned_directories),
+        "features": _features(b.supported_features),
+    }
 
 
 def controller_row(c: ControllerRegistration) -> dict[str, Any]:
-    return {"id": c.id, "incarnation_id": c.incarnation_id, "zk_migration_ready": c.zk_migration_ready,
-            "endpoints": _endpoints(c.listeners), "features": _features(c.supported_features)}
+    return {
+        "id": c.id,
+        "incarnation_id": c.incarnation_id,
+        "zk_migration_ready": c.zk_migration_ready,
+        "endpoints": _endpoints(c.listeners),
+        "features": _features(c.supported_features),
+    }
 
 
 def partition_row(topic: str, topic_id: str, pid: int, p: PartitionRegistration) -> dict[str, Any]:
     # the registration's tuples as they are (Arrow and JSON take them as lists): no copy per version
-    return {"topic": topic, "topic_id": topic_id, "partition": pid, "replicas": p.replicas,
-            "isr": p.isr, "removing_replicas": p.removing_replicas,
-            "adding_replicas": p.adding_replicas, "leader": p.leader,
-            "leader_recovery_state": p.leader_recovery_state, "leader_epoch": p.leader_epoch,
-            "partition_epoch": p.partition_epoch, "directories": p.directories,
-            "eligible_leader_replicas": p.elr, "last_known_elr": p.last_known_elr}
+    return {
+        "topic": topic,
+        "topic_id": topic_id,
+        "partition": pid,
+        "replicas": p.replicas,
+        "isr": p.isr,
+        "removing_replicas": p.removing_replicas,
+        "adding_replicas": p.adding_replicas,
+        "leader": p.leader,
+        "leader_recovery_state": p.leader_recovery_state,
+        "leader_epoch": p.leader_epoch,
+        "partition_epoch": p.partition_epoch,
+        "directories": p.directories,
+        "eligible_leader_replicas": p.elr,
+        "last_known_elr": p.last_known_elr,
+    }
 
 
 def quota_entity_key(entity: tuple[tuple[str, str | None], ...]) -> str:
@@ -175,9 +286,16 @@ def _quota_rows(entity: Any, quotas: dict[str, float]) -> Iterator[tuple[tuple[A
 
 
 def _acl_row(acl_id: str, a: Any) -> dict[str, Any]:
-    return {"id": acl_id, "resource_type": a.resource_type, "resource_name": a.resource_name,
-            "pattern_type": a.pattern_type, "principal": a.principal, "host": a.host, "operation": a.operation,
-            "permission_type": a.permission_type}
+    return {
+        "id": acl_id,
+        "resource_type": a.resource_type,
+        "resource_name": a.resource_name,
+        "pattern_type": a.pattern_type,
+        "principal": a.principal,
+        "host": a.host,
+        "operation": a.operation,
+        "permission_type": a.permission_type,
+    }
 
 
 def _scram_key(k: tuple[int, str]) -> tuple[str, str]:
@@ -186,14 +304,26 @@ def _scram_key(k: tuple[int, str]) -> tuple[str, str]:
 
 def _scram_row(k: tuple[int, str], s: Any) -> dict[str, Any]:
     user, mech = _scram_key(k)
-    return {"user": user, "mechanism": mech, "salt": _b64(s.salt), "stored_key": _b64(s.stored_key),
-            "server_key": _b64(s.server_key), "iterations": s.iterations}
+    return {
+        "user": user,
+        "mechanism": mech,
+        "salt": _b64(s.salt),
+        "stored_key": _b64(s.stored_key),
+        "server_key": _b64(s.server_key),
+        "iterations": s.iterations,
+    }
 
 
 def _token_row(d: Any) -> dict[str, Any]:
-    return {"token_id": d.token_id, "owner": d.owner, "requester": d.requester, "renewers": list(d.renewers),
-            "issue_timestamp": d.issue_timestamp, "max_timestamp": d.max_timestamp,
-            "expiration_timestamp": d.expiration_timestamp}
+    return {
+        "token_id": d.token_id,
+        "owner": d.owner,
+        "requester": d.requester,
+        "renewers": list(d.renewers),
+        "issue_timestamp": d.issue_timestamp,
+        "max_timestamp": d.max_timestamp,
+        "expiration_timestamp": d.expiration_timestamp,
+    }
 
 
 # -- changes between two images ------------------------------------------------------------------------------
@@ -228,22 +358,35 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
     persistent maps (topics, configs, ACLs) only at the keys the records name.
     """
     yield from _diff_dict("brokers", old.brokers, new.brokers, lambda k: (k,), lambda k, b: broker_row(b))
-    yield from _diff_dict("controllers", old.controllers, new.controllers, lambda k: (k,),
-                          lambda k, c: controller_row(c))
-    yield from _diff_dict("features", old.features, new.features, lambda k: (k,),
-                          lambda k, v: {"name": k, "level": v})
-    yield from _diff_dict("delegation_tokens", old.delegation_tokens, new.delegation_tokens, lambda k: (k,),
-                          lambda k, d: _token_row(d))
+    yield from _diff_dict(
+        "controllers", old.controllers, new.controllers, lambda k: (k,), lambda k, c: controller_row(c)
+    )
+    yield from _diff_dict(
+        "features", old.features, new.features, lambda k: (k,), lambda k, v: {"name": k, "level": v}
+    )
+    yield from _diff_dict(
+        "delegation_tokens",
+        old.delegation_tokens,
+        new.delegation_tokens,
+        lambda k: (k,),
+        lambda k, d: _token_row(d),
+    )
     if old.scram is not new.scram:
         yield from _diff_dict("scram", old.scram, new.scram, _scram_key, _scram_row)
     if old.client_quotas is not new.client_quotas:
         for entity in set(old.client_quotas) | set(new.client_quotas):
             a, b = old.client_quotas.get(entity) or {}, new.client_quotas.get(entity) or {}
             if a != b:
-                yield from _diff_multi("client_quotas", list(_quota_rows(entity, a)), list(_quota_rows(entity, b)))
+                yield from _diff_multi(
+                    "client_quotas", list(_quota_rows(entity, a)), list(_quota_rows(entity, b))
+                )
     if old.next_producer_id != new.next_producer_id:
-        yield "producer_ids", (), (None if new.next_producer_id == -1
-                                   else {"next_producer_id": new.next_producer_id}), old.next_producer_id != -1
+        yield (
+            "producer_ids",
+            (),
+            (None if new.next_producer_id == -1 else {"next_producer_id": new.next_producer_id}),
+            old.next_producer_id != -1,
+        )
     topics: dict[str, set[int] | None] = {}  # topic id -> partitions named, None = compare all
     configs: set[tuple[int, str]] = set()
     acls: set[str] = set()
@@ -276,8 +419,12 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
             pa_, pb = p0.get(pid), p1.get(pid)
             if pa_ is pb or (pa_ is not None and pb is not None and pa_ == pb):
                 continue
-            yield ("partitions", (tid, pid), None if pb is None or t1 is None else partition_row(t1.name, tid, pid, pb),
-                   pa_ is not None)
+            yield (
+                "partitions",
+                (tid, pid),
+                None if pb is None or t1 is None else partition_row(t1.name, tid, pid, pb),
+                pa_ is not None,
+            )
     for key in configs:
         ca, cb = old.configs.get(key) or {}, new.configs.get(key) or {}
         if ca != cb:
@@ -324,7 +471,9 @@ class HistoryBuilder:
         """Versions for every entity of the starting image (a snapshot), valid from its offset."""
         batch = HistoryBatch(self.image.offset, self.image.offset)
         events: list[Event] = [
-            (self.image.offset, t, k, row, False) for t, rows in _all_rows(self.image).items() for k, row in rows
+            (self.image.offset, t, k, row, False)
+            for t, rows in _all_rows(self.image).items()
+            for k, row in rows
         ]
         _versions(events, batch, closes=False)
         return batch
@@ -407,13 +556,20 @@ def _run_config(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
     # a ConfigRecord sets (or with a null value deletes) one name of one resource
     key = (rec.resource_type, rec.resource_name)
     pending = delta._configs.get(key)
-    old = pending[rec.name] if pending is not None and rec.name in pending else \
-        (delta.image.configs.get(key) or {}).get(rec.name)
+    old = (
+        pending[rec.name]
+        if pending is not None and rec.name in pending
+        else (delta.image.configs.get(key) or {}).get(rec.name)
+    )
     delta._config(rec)
     new = rec.value
     if old != new:
         rt = CONFIG_RESOURCE_TYPES.get(key[0], str(key[0]))
-        row = None if new is None else {"resource_type": rt, "resource_name": key[1], "name": rec.name, "value": new}
+        row = (
+            None
+            if new is None
+            else {"resource_type": rt, "resource_name": key[1], "name": rec.name, "value": new}
+        )
         add((offset, "configs", (rt, key[1], rec.name), row, old is not None))
 
 
@@ -429,16 +585,19 @@ def _run_broker(delta: MetadataDelta, rec: Any, offset: int, add: Any) -> None:
 #: The records a run of the delta takes (outside transactions), each with what turns it into its events (None:
 #: the record only advances the provenance).
 _RUN: dict[str, Any] = {
-    "PartitionChangeRecord": _run_partition, "PartitionRecord": _run_partition, "ConfigRecord": _run_config,
-    "BrokerRegistrationChangeRecord": _run_broker, "FenceBrokerRecord": _run_broker,
-    "UnfenceBrokerRecord": _run_broker, "RegisterBrokerRecord": _run_broker, "UnregisterBrokerRecord": _run_broker,
+    "PartitionChangeRecord": _run_partition,
+    "PartitionRecord": _run_partition,
+    "ConfigRecord": _run_config,
+    "BrokerRegistrationChangeRecord": _run_broker,
+    "FenceBrokerRecord": _run_broker,
+    "UnfenceBrokerRecord": _run_broker,
+    "RegisterBrokerRecord": _run_broker,
+    "UnregisterBrokerRecord": _run_broker,
     "NoOpRecord": None,
 }
 
 
-def _versions(
-    events: list[Event], batch: HistoryBatch, closes: bool = True
-) -> None:
+def _versions(events: list[Event], batch: HistoryBatch, closes: bool = True) -> None:
     open_: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
     seen: set[tuple[str, tuple[Any, ...]]] = set()  # keys whose version from before the slice is closed
     for offset, table, key, row, existed in events:

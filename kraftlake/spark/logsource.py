@@ -97,7 +97,7 @@ def read_ranges(ranges: list[SegmentRange], start_offset: int, end_offset: int |
     rows: list[Any] = []
     for r in ranges:
         with open(r.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            window = memoryview(buf)[r.start:r.end]
+            window = memoryview(buf)[r.start : r.end]
             try:
                 for mr in iter_records(BatchReader(window, r.path, base_position=r.start), source=r.path):
                     if mr.offset < start_offset or (end_offset is not None and mr.offset > end_offset):

@@ -105,14 +105,20 @@ def check(config: ServeConfig) -> None:
     from kraftlake.spark.tables import OFFSETS, table_path
 
     if not Path(table_path(config.warehouse, OFFSETS), "_delta_log").is_dir():
-        raise EndpointError(f"{config.warehouse} holds no kraftlake warehouse (no {OFFSETS} table): run ingest first")
+        raise EndpointError(
+            f"{config.warehouse} holds no kraftlake warehouse (no {OFFSETS} table): run ingest first"
+        )
     loopback = is_loopback(config.host)
     if not loopback and config.token is None:
-        raise EndpointError(f"{config.host} is not a loopback address: Spark Connect there needs a token "
-                            f"(${TOKEN_ENV} or --token-file); or bind 127.0.0.1")
+        raise EndpointError(
+            f"{config.host} is not a loopback address: Spark Connect there needs a token "
+            f"(${TOKEN_ENV} or --token-file); or bind 127.0.0.1"
+        )
     if config.jdbc_port is not None and not loopback:
-        raise EndpointError(f"the JDBC server has no authentication here (hive.server2.authentication needs LDAP "
-                            f"or Kerberos): it binds a loopback address only, not {config.host}")
+        raise EndpointError(
+            f"the JDBC server has no authentication here (hive.server2.authentication needs LDAP "
+            f"or Kerberos): it binds a loopback address only, not {config.host}"
+        )
     for name, port in (("Spark Connect", config.port), ("JDBC", config.jdbc_port)):
         if port and not _port_free(config.host, port):
             raise EndpointError(f"{name} port {port} on {config.host} is in use")
@@ -179,8 +185,11 @@ class Server:
         jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(self.spark.sparkContext._jsc.sc())
         self._connect_started = True
         service = jvm.java.lang.Class.forName(_CONNECT_SERVICE + "$").getField("MODULE$").get(None)
-        host = _url_host("localhost" if self.config.token is not None and is_loopback(self.config.host)
-                         else self.config.host)
+        host = _url_host(
+            "localhost"
+            if self.config.token is not None and is_loopback(self.config.host)
+            else self.config.host
+        )
         # pyspark's client sends a token over plaintext to "localhost" only (else it wants TLS)
         connect = f"sc://{host}:{service.localPort()}"
         jdbc = None
@@ -193,8 +202,11 @@ class Server:
     def _jdbc_port(self, timeout: float = 60.0) -> int:
         # HiveServer2 binds on a thread of its own after startWithContext returns; its port number is the bound
         # one from then on (the configured one, or the free port it got for 0)
-        binary = [s for s in self._thrift.getServices()
-                  if s.getClass().getName() == "org.apache.hive.service.cli.thrift.ThriftBinaryCLIService"]
+        binary = [
+            s
+            for s in self._thrift.getServices()
+            if s.getClass().getName() == "org.apache.hive.service.cli.thrift.ThriftBinaryCLIService"
+        ]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             port = int(binary[0].getPortNumber()) if binary else 0
@@ -255,8 +267,9 @@ def remote_url(given: str | None) -> str | None:
     url = given or os.environ.get("SPARK_REMOTE") or None
     if url is not None and not url.startswith("sc://"):
         # SPARK_REMOTE=local would make pyspark start a Connect server of its own, without the functions
-        raise EndpointError(f"{_shown(url)!r} is not a Spark Connect endpoint (sc://host:port, as `kraftlake serve` "
-                            f"prints)")
+        raise EndpointError(
+            f"{_shown(url)!r} is not a Spark Connect endpoint (sc://host:port, as `kraftlake serve` prints)"
+        )
     return url
 
 
@@ -273,7 +286,9 @@ def _channel(url: str) -> Any:
     try:
         return DefaultChannelBuilder(url)
     except PySparkValueError as exc:
-        raise EndpointError(f"{_shown(url)}: {(exc.getMessageParameters() or {}).get('detail', exc)}") from None
+        raise EndpointError(
+            f"{_shown(url)}: {(exc.getMessageParameters() or {}).get('detail', exc)}"
+        ) from None
 
 
 def _reachable(url: str, host: str, port: int, timeout: float = 5.0) -> None:
@@ -282,8 +297,9 @@ def _reachable(url: str, host: str, port: int, timeout: float = 5.0) -> None:
             pass
     except OSError as exc:
         # the Connect client would retry for about ten minutes before saying anything
-        raise EndpointError(f"nothing answers at {_shown(url)} ({exc.strerror or exc}): is `kraftlake serve` "
-                            f"running?") from None
+        raise EndpointError(
+            f"nothing answers at {_shown(url)} ({exc.strerror or exc}): is `kraftlake serve` running?"
+        ) from None
 
 
 def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
@@ -294,11 +310,18 @@ def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
 
     channel = _channel(url)
     host, port = channel.host, int(channel.endpoint.rsplit(":", 1)[1])
-    if channel.token is not None and not channel.use_ssl and host != "localhost" and is_loopback(host.strip("[]")):
+    if (
+        channel.token is not None
+        and not channel.use_ssl
+        and host != "localhost"
+        and is_loopback(host.strip("[]"))
+    ):
         # with a token pyspark speaks TLS to any host but "localhost", and the server speaks plaintext: the
         # handshake would fail and be retried for minutes
-        raise EndpointError(f"with a token, name the local endpoint sc://localhost:{port}, not {host} (pyspark's "
-                            f"client sends a token without TLS to localhost only)")
+        raise EndpointError(
+            f"with a token, name the local endpoint sc://localhost:{port}, not {host} (pyspark's "
+            f"client sends a token without TLS to localhost only)"
+        )
     _reachable(url, host, port)
     # not SparkSession.builder.remote(): that switches this whole process to Connect mode (an environment
     # variable), which a later local session would inherit
@@ -311,12 +334,14 @@ def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
         details = re.search(r'details = "([^"\n]*)"', str(exc))
         text = details.group(1) if details else str(exc).strip().split("\n", 1)[0]
         if status == "UNAUTHENTICATED":
-            raise EndpointError(f"{_shown(url)} refused us: {text} (set ${TOKEN_ENV} or add ;token=... to the "
-                                f"URL)") from None
+            raise EndpointError(
+                f"{_shown(url)} refused us: {text} (set ${TOKEN_ENV} or add ;token=... to the URL)"
+            ) from None
         raise EndpointError(f"{_shown(url)}: {status}: {text}") from None
     if served is None:
-        raise EndpointError(f"{_shown(url)} is a Spark Connect server, but not `kraftlake serve`'s (no "
-                            f"{WAREHOUSE_CONF})")
+        raise EndpointError(
+            f"{_shown(url)} is a Spark Connect server, but not `kraftlake serve`'s (no {WAREHOUSE_CONF})"
+        )
     if warehouse is not None and Path(served) != Path(warehouse).resolve():
         raise EndpointError(f"{_shown(url)} serves the warehouse {served}, not {Path(warehouse).resolve()}")
     return spark

@@ -60,11 +60,13 @@ def entry_record(entry: Any) -> Any:
             name = kind.name if kind is not None else f"UNKNOWN({ctype})"
             return MetadataRecord(offset, epoch, ts, base, True, name, int(ctype), 0, None, value)
         spec = control_spec(kind)
-        return MetadataRecord(offset, epoch, ts, base, True, spec.name, int(ctype), 0,
-                              decode_body(spec, 0, value), value)
+        return MetadataRecord(
+            offset, epoch, ts, base, True, spec.name, int(ctype), 0, decode_body(spec, 0, value), value
+        )
     rec, version = decode_metadata_record(value)
-    return MetadataRecord(offset, epoch, ts, base, False, type(rec).__name__, int(rec._api_key or 0), version,
-                          rec, value)
+    return MetadataRecord(
+        offset, epoch, ts, base, False, type(rec).__name__, int(rec._api_key or 0), version, rec, value
+    )
 
 
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
@@ -97,7 +99,8 @@ def fetch_range(client: Any, start: int, end: int, timeout_s: float) -> Iterator
             raise StreamSourceError(
                 f"offsets {pos}..{end - 1} are below the service's log start {client.log_start_offset} "
                 f"(taken into snapshot {exc.snapshot_id}); restart the stream from a warehouse at or after "
-                "that snapshot") from exc
+                "that snapshot"
+            ) from exc
         except RemoteError as exc:
             raise StreamSourceError(f"fetch of offsets {pos}..{end - 1}: {exc}") from exc
         if not entries:
@@ -165,7 +168,9 @@ class ServiceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._client is None:
             from kraftlake.service.client import ObserverClient
 
-            self._client = ObserverClient(parse_bootstrap(self.options["bootstrap"]), self.options["clusterid"])
+            self._client = ObserverClient(
+                parse_bootstrap(self.options["bootstrap"]), self.options["clusterid"]
+            )
         return self._client
 
     def available(self) -> int:

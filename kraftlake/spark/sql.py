@@ -51,7 +51,9 @@ def _cols(table: str, alias: str = "h") -> str:
     return ", ".join(f"{alias}.`{n}`" for n in ENTITIES[table].names)
 
 
-def function_statements(warehouse: str | Path, temporary: bool = True, database: str | None = None) -> list[str]:
+def function_statements(
+    warehouse: str | Path, temporary: bool = True, database: str | None = None
+) -> list[str]:
     """The ``CREATE FUNCTION`` statements :func:`register` runs.
 
     ``temporary=False`` makes permanent functions, stored in the catalog (``database`` names the schema they go
@@ -59,24 +61,30 @@ def function_statements(warehouse: str | Path, temporary: bool = True, database:
     """
     if temporary and database is not None:
         raise ValueError("temporary functions belong to the session, not to a database")
-    kind = ("TEMPORARY FUNCTION " if temporary else
-            "FUNCTION " if database is None else f"FUNCTION `{database}`.")
+    kind = (
+        "TEMPORARY FUNCTION " if temporary else "FUNCTION " if database is None else f"FUNCTION `{database}`."
+    )
     out = []
     at = f"{offset_at_time(warehouse, 'at_time')} a"
     for table in ENTITIES:
         out.append(
             f"CREATE OR REPLACE {kind}{table}_at(at_offset BIGINT) RETURNS TABLE ({_returns(table)}) RETURN "
-            + state_query(warehouse, table, "at_offset", guard=retention_guard(warehouse, table, "at_offset")))
+            + state_query(warehouse, table, "at_offset", guard=retention_guard(warehouse, table, "at_offset"))
+        )
         out.append(
             f"CREATE OR REPLACE {kind}{table}_at_time(at_time TIMESTAMP) RETURNS TABLE ({_returns(table)}) "
-            f"RETURN " + state_query(warehouse, table, "a.o", joined=at,
-                                     guard=retention_guard_at_time(warehouse, table, "at_time")))
+            f"RETURN "
+            + state_query(
+                warehouse, table, "a.o", joined=at, guard=retention_guard_at_time(warehouse, table, "at_time")
+            )
+        )
     parts = f"({history_query(warehouse, 'partitions')})"
     full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
     out.append(
         f"CREATE OR REPLACE {kind}partition_history(for_topic STRING, for_partition INT) RETURNS TABLE ({full}) "
         f"RETURN SELECT {_cols('partitions')}, h.from_offset, h.to_offset FROM {parts} h "
-        f"WHERE h.topic = for_topic AND h.`partition` = for_partition")
+        f"WHERE h.topic = for_topic AND h.`partition` = for_partition"
+    )
     for what, col, typ in (("isr", "isr", "ARRAY<INT>"), ("leader", "leader", "INT")):
         # versions in which the value did not change are merged (gaps and islands over the version order)
         out.append(
@@ -90,17 +98,20 @@ def function_statements(warehouse: str | Path, temporary: bool = True, database:
             f"    lag(h.{col}) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev, "
             f"    lag(h.to_offset) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev_to "
             f"    FROM {parts} h WHERE h.topic = for_topic AND h.`partition` = for_partition)) "
-            f"GROUP BY topic, topic_id, `partition`, {col}, island")
+            f"GROUP BY topic, topic_id, `partition`, {col}, island"
+        )
     brokers = f"({history_query(warehouse, 'brokers')})"
     out.append(
         f"CREATE OR REPLACE {kind}broker_history(for_id INT) RETURNS TABLE "
         f"({_returns('brokers', 'from_offset BIGINT, to_offset BIGINT')}) "
-        f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id")
+        f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id"
+    )
     return out
 
 
-def register(spark: SparkSession, warehouse: str | Path, temporary: bool = True,
-             database: str | None = None) -> list[str]:
+def register(
+    spark: SparkSession, warehouse: str | Path, temporary: bool = True, database: str | None = None
+) -> list[str]:
     """Create the table functions over ``warehouse`` for ``spark``; returns their (qualified) names.
 
     Temporary by default (this session only); ``temporary=False`` stores them in the session's catalog, in
@@ -121,7 +132,9 @@ def _ours(text: str) -> bool:
 #: The message of a raise_error in Spark's text ``... [USER_RAISED_EXCEPTION] message SQLSTATE: P0001``: the last
 #: such tag on its line (the Thrift server's text repeats it), up to the SQLSTATE or the line's end (Spark
 #: Connect's exceptions append the server's JVM stack trace on the lines below).
-_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (?!.*\[USER_RAISED_EXCEPTION\])(.*?)(?: SQLSTATE: \w+)?$", re.M)
+_RAISED = re.compile(
+    r"\[USER_RAISED_EXCEPTION\] (?!.*\[USER_RAISED_EXCEPTION\])(.*?)(?: SQLSTATE: \w+)?$", re.M
+)
 
 
 def _message_of(text: str) -> str:

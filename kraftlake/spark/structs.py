@@ -9,8 +9,12 @@ from pyspark.sql import types as T
 from kraftlake.records.layout import ENVELOPE_COLUMNS, record_column, record_specs
 
 _PRIMITIVES: dict[str, T.DataType] = {
-    "int": T.IntegerType(), "long": T.LongType(), "double": T.DoubleType(), "boolean": T.BooleanType(),
-    "string": T.StringType(), "bytes": T.BinaryType(),
+    "int": T.IntegerType(),
+    "long": T.LongType(),
+    "double": T.DoubleType(),
+    "boolean": T.BooleanType(),
+    "string": T.StringType(),
+    "bytes": T.BinaryType(),
 }
 
 
@@ -46,5 +50,7 @@ def record_struct_type(name: str) -> T.StructType:
 def metadata_log_struct_type() -> T.StructType:
     """The StructType of a ``metadata_log`` row."""
     fields = [T.StructField(n, _PRIMITIVES[t], nullable=nullable) for n, t, nullable in ENVELOPE_COLUMNS]
-    fields += [T.StructField(record_column(s), record_struct_type(s.name), nullable=True) for s in record_specs()]
+    fields += [
+        T.StructField(record_column(s), record_struct_type(s.name), nullable=True) for s in record_specs()
+    ]
     return T.StructType(fields)

@@ -30,8 +30,10 @@ OFFSETS = "offsets"
 CLOSES = "closes"
 #: The offsets from which the history tables hold every state (see :func:`retained_from`).
 RETENTION = "retention"
-SNAPSHOTS_DDL = ("snapshot_offset BIGINT NOT NULL, epoch INT, timestamp BIGINT, seq INT NOT NULL, type STRING, "
-                 "version INT, raw BINARY")
+SNAPSHOTS_DDL = (
+    "snapshot_offset BIGINT NOT NULL, epoch INT, timestamp BIGINT, seq INT NOT NULL, type STRING, "
+    "version INT, raw BINARY"
+)
 OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT NULL"
 CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
 RETENTION_DDL = "retained_from BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL"
@@ -86,33 +88,54 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
         if not DeltaTable.isDeltaTable(spark, log_path):
             # file statistics only on the envelope: by default Delta collects them for the first 32 leaf columns,
             # deep inside the record structs, which no query prunes on and which halves the append speed
-            (DeltaTable.createIfNotExists(spark).location(log_path).addColumns(log_table_schema())
-             .clusterBy("offset").property("delta.enableDeletionVectors", "true")
-             .property("delta.dataSkippingStatsColumns", LOG_STATS_COLUMNS).execute())
+            (
+                DeltaTable.createIfNotExists(spark)
+                .location(log_path)
+                .addColumns(log_table_schema())
+                .clusterBy("offset")
+                .property("delta.enableDeletionVectors", "true")
+                .property("delta.dataSkippingStatsColumns", LOG_STATS_COLUMNS)
+                .execute()
+            )
 
     def create(name: str) -> None:
         path = table_path(warehouse, name)
         if not DeltaTable.isDeltaTable(spark, path):
             # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
-            cluster = ("snapshot_offset" if name == SNAPSHOTS else "offset" if name == OFFSETS
-                       else "entity, to_offset" if name == CLOSES else "retained_from" if name == RETENTION
-                       else "from_offset, to_offset")
+            cluster = (
+                "snapshot_offset"
+                if name == SNAPSHOTS
+                else "offset"
+                if name == OFFSETS
+                else "entity, to_offset"
+                if name == CLOSES
+                else "retained_from"
+                if name == RETENTION
+                else "from_offset, to_offset"
+            )
             props = ""
             if name in ENTITIES:
                 # deletion vectors: a fold's MERGE (fold_closes) marks the old row instead of rewriting every file
                 # it touches; statistics only on what queries filter by: on every column (arrays included) they
                 # cost a third of a small append
-                stats = ",".join(dict.fromkeys([*ENTITIES[name].key, *_FILTERED.get(name, ()),
-                                                "from_offset", "to_offset"]))
-                props = (" TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', "
-                         f"'delta.dataSkippingStatsColumns' = '{stats}')")
-            spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({table_ddl(name)}) USING DELTA "
-                      f"CLUSTER BY ({cluster}){props}")
+                stats = ",".join(
+                    dict.fromkeys([*ENTITIES[name].key, *_FILTERED.get(name, ()), "from_offset", "to_offset"])
+                )
+                props = (
+                    " TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', "
+                    f"'delta.dataSkippingStatsColumns' = '{stats}')"
+                )
+            spark.sql(
+                f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({table_ddl(name)}) USING DELTA "
+                f"CLUSTER BY ({cluster}){props}"
+            )
 
     # each creation is a Delta commit that mostly waits on the driver: four at a time take a third of the time
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kraftlake-create") as pool:
-        futures = [pool.submit(create_log),
-                   *(pool.submit(create, n) for n in (*HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION))]
+        futures = [
+            pool.submit(create_log),
+            *(pool.submit(create, n) for n in (*HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION)),
+        ]
         for f in futures:
             f.result()
     _ENSURED.add(root)
@@ -142,8 +165,9 @@ def _stored(t: T.DataType) -> T.DataType:
 
 def log_table_schema() -> T.StructType:
     """The ``metadata_log`` schema as stored: the envelope as in the layout, the record structs relaxed."""
-    return T.StructType([T.StructField(f.name, _stored(f.dataType), f.nullable)
-                         for f in metadata_log_struct_type().fields])
+    return T.StructType(
+        [T.StructField(f.name, _stored(f.dataType), f.nullable) for f in metadata_log_struct_type().fields]
+    )
 
 
 def to_stored_log(df: DataFrame) -> DataFrame:
@@ -153,8 +177,9 @@ def to_stored_log(df: DataFrame) -> DataFrame:
     cols = []
     for f in df.schema.fields:
         if isinstance(f.dataType, T.StructType) and not f.dataType.fields:
-            cols.append(F.when(F.col(f.name).isNotNull(), F.struct(F.lit(True).alias("present")))
-                        .alias(f.name))
+            cols.append(
+                F.when(F.col(f.name).isNotNull(), F.struct(F.lit(True).alias("present"))).alias(f.name)
+            )
         else:
             cols.append(F.col(f.name))
     return df.select(*cols)
@@ -180,8 +205,13 @@ def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> D
 
 def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) -> None:
     """Append ``df`` to a table once: a second append with the same or a lower ``txn_version`` is skipped."""
-    (df.write.format("delta").mode("append").option("txnAppId", APP_ID).option("txnVersion", txn_version)
-     .save(table_path(warehouse, name)))
+    (
+        df.write.format("delta")
+        .mode("append")
+        .option("txnAppId", APP_ID)
+        .option("txnVersion", txn_version)
+        .save(table_path(warehouse, name))
+    )
 
 
 #: History tables of one slice written at once.
@@ -203,8 +233,11 @@ def key_sql(table: str, alias: str) -> str:
 
 def closes_rows(batch: HistoryBatch) -> list[dict[str, Any]]:
     """A slice's closes as ``closes`` rows (every history table's in one list)."""
-    return [{"entity": table, "key": close_key(c[k] for k in ENTITIES[table].key), "to_offset": c["to_offset"]}
-            for table, cs in sorted(batch.closes.items()) for c in cs]
+    return [
+        {"entity": table, "key": close_key(c[k] for k in ENTITIES[table].key), "to_offset": c["to_offset"]}
+        for table, cs in sorted(batch.closes.items())
+        for c in cs
+    ]
 
 
 def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch) -> None:
@@ -221,7 +254,9 @@ def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
     jobs: list[Callable[[], None]] = []
     for table in sorted(batch.versions):
         if batch.versions[table]:
-            jobs.append(partial(append_rows, spark, warehouse, table, batch.versions[table], batch.last_offset))
+            jobs.append(
+                partial(append_rows, spark, warehouse, table, batch.versions[table], batch.last_offset)
+            )
     closes = closes_rows(batch)
     if closes:
         jobs.append(partial(append_rows, spark, warehouse, CLOSES, closes, batch.last_offset))
@@ -232,21 +267,26 @@ def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
             f.result()
 
 
-def append_rows(spark: SparkSession, warehouse: str | Path, table: str, rows: list[dict[str, Any]],
-                txn_version: int) -> None:
+def append_rows(
+    spark: SparkSession, warehouse: str | Path, table: str, rows: list[dict[str, Any]], txn_version: int
+) -> None:
     append(arrow_frame(spark, table, rows), warehouse, table, txn_version)
 
 
 def _pending(warehouse: str | Path, table: str, at_most: str | None = None) -> str:
     """The pending closes of ``table`` as ``(key, tos)``: every close's ``to_offset`` per entity key."""
     bound = f" AND to_offset <= {at_most}" if at_most is not None else ""
-    return (f"SELECT key, collect_list(to_offset) AS tos FROM {table_ref(warehouse, CLOSES)} "
-            f"WHERE entity = '{table}'{bound} GROUP BY key")
+    return (
+        f"SELECT key, collect_list(to_offset) AS tos FROM {table_ref(warehouse, CLOSES)} "
+        f"WHERE entity = '{table}'{bound} GROUP BY key"
+    )
 
 
 def _join_pending(warehouse: str | Path, table: str) -> str:
     """The pending closes of each still-open version of ``table`` (alias ``t``) as ``c.tos`` (NULL: none)."""
-    return f"LEFT JOIN ({_pending(warehouse, table)}) c ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key"
+    return (
+        f"LEFT JOIN ({_pending(warehouse, table)}) c ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key"
+    )
 
 
 def history_query(warehouse: str | Path, table: str) -> str:
@@ -255,12 +295,16 @@ def history_query(warehouse: str | Path, table: str) -> str:
     A version still open in the table ends at the first pending close of its key after its ``from_offset``.
     """
     cols = ", ".join(f"t.`{n}`" for n in ENTITIES[table].names)
-    return (f"SELECT {cols}, t.from_offset, coalesce(t.to_offset, "
-            f"array_min(filter(c.tos, x -> x > t.from_offset))) AS to_offset "
-            f"FROM {table_ref(warehouse, table)} t {_join_pending(warehouse, table)}")
+    return (
+        f"SELECT {cols}, t.from_offset, coalesce(t.to_offset, "
+        f"array_min(filter(c.tos, x -> x > t.from_offset))) AS to_offset "
+        f"FROM {table_ref(warehouse, table)} t {_join_pending(warehouse, table)}"
+    )
 
 
-def state_query(warehouse: str | Path, table: str, at: str, joined: str = "", guard: str | None = None) -> str:
+def state_query(
+    warehouse: str | Path, table: str, at: str, joined: str = "", guard: str | None = None
+) -> str:
     """The versions of ``table`` valid at offset ``at`` (an SQL expression): ``from_offset <= at < to_offset``.
 
     The range filter is on the stored columns (Delta skips files by it); a version still open there is left out
@@ -270,10 +314,12 @@ def state_query(warehouse: str | Path, table: str, at: str, joined: str = "", gu
     """
     cols = ", ".join([*(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
     cross = f" CROSS JOIN {joined}" if joined else ""
-    query = (f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
-             f"{_join_pending(warehouse, table)} WHERE t.from_offset <= {at} "
-             f"AND (t.to_offset IS NULL OR t.to_offset > {at}) "
-             f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))")
+    query = (
+        f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
+        f"{_join_pending(warehouse, table)} WHERE t.from_offset <= {at} "
+        f"AND (t.to_offset IS NULL OR t.to_offset > {at}) "
+        f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))"
+    )
     return f"{query} UNION ALL {guard}" if guard else query
 
 
@@ -283,7 +329,9 @@ BEFORE_RETAINED = "before the retained history"
 
 def _no_row(table: str) -> str:
     """The SELECT list of a row of ``table``'s function columns, all NULL (typed, for UNION ALL)."""
-    return "SELECT " + ", ".join([*(f"CAST(NULL AS {t})" for _, t in ENTITIES[table].columns), "CAST(NULL AS BIGINT)"])
+    return "SELECT " + ", ".join(
+        [*(f"CAST(NULL AS {t})" for _, t in ENTITIES[table].columns), "CAST(NULL AS BIGINT)"]
+    )
 
 
 def _retained(warehouse: str | Path) -> str:
@@ -300,27 +348,33 @@ def retention_guard(warehouse: str | Path, table: str, at: str) -> str:
     raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
     is never evaluated when that side is empty: after data skipping, at an offset below every version.)
     """
-    return (f"{_no_row(table)} FROM {_retained(warehouse)} WHERE CASE "
-            f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' is negative')) "
-            f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
-            f"holds the states from offset ', g.r, ' on')) ELSE false END")
+    return (
+        f"{_no_row(table)} FROM {_retained(warehouse)} WHERE CASE "
+        f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' is negative')) "
+        f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
+        f"holds the states from offset ', g.r, ' on')) ELSE false END"
+    )
 
 
 def offset_at_time(warehouse: str | Path, at_time: str) -> str:
     """A one-row relation ``(o)``: the last offset whose record is at or before the TIMESTAMP ``at_time`` (NULL
     before the first)."""
-    return (f"(SELECT max(offset) AS o FROM {table_ref(warehouse, OFFSETS)} "
-            f"WHERE timestamp_millis(timestamp) <= {at_time})")
+    return (
+        f"(SELECT max(offset) AS o FROM {table_ref(warehouse, OFFSETS)} "
+        f"WHERE timestamp_millis(timestamp) <= {at_time})"
+    )
 
 
 def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> str:
     """:func:`retention_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
     below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
     a snapshot (before the first record of a warehouse that holds the whole log, the state is empty)."""
-    return (f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {_retained(warehouse)} "
-            f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
-            f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
-            f"holds the states from offset ', g.r, ' on')) ELSE false END")
+    return (
+        f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {_retained(warehouse)} "
+        f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
+        f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
+        f"holds the states from offset ', g.r, ' on')) ELSE false END"
+    )
 
 
 def ensure_retention(spark: SparkSession, warehouse: str | Path) -> None:
@@ -351,7 +405,9 @@ def record_retained_from(spark: SparkSession, warehouse: str | Path, offset: int
     if current is not None and current >= offset:
         return False
     rows = [{"retained_from": int(offset), "recorded_at_ms": int(time.time() * 1000)}]
-    arrow_frame(spark, RETENTION, rows).write.format("delta").mode("append").save(table_path(warehouse, RETENTION))
+    arrow_frame(spark, RETENTION, rows).write.format("delta").mode("append").save(
+        table_path(warehouse, RETENTION)
+    )
     return True
 
 
@@ -361,8 +417,9 @@ def pending_closes(spark: SparkSession, warehouse: str | Path) -> int:
     return 0 if row is None else int(row["n"])
 
 
-def fold_closes(spark: SparkSession, warehouse: str | Path,
-                retry: Callable[[Callable[[], Any]], Any] | None = None) -> int:
+def fold_closes(
+    spark: SparkSession, warehouse: str | Path, retry: Callable[[Callable[[], Any]], Any] | None = None
+) -> int:
     """Write the pending closes into the history tables' ``to_offset`` and empty ``closes`` of them.
 
     Per table with pending closes, one MERGE sets the ``to_offset`` of each still-open version a close ends
@@ -372,8 +429,10 @@ def fold_closes(spark: SparkSession, warehouse: str | Path,
     closes folded. ``retry`` runs each step (default :func:`retry_conflicts`).
     """
     retry = retry or retry_conflicts
-    by_table = spark.sql(f"SELECT entity, count(*) AS n, max(to_offset) AS m FROM {table_ref(warehouse, CLOSES)} "
-                         "GROUP BY entity").collect()
+    by_table = spark.sql(
+        f"SELECT entity, count(*) AS n, max(to_offset) AS m FROM {table_ref(warehouse, CLOSES)} "
+        "GROUP BY entity"
+    ).collect()
     if not by_table:
         return 0
     # a bound, so that closes a concurrent slice appends meanwhile stay pending (not deleted unfolded)
@@ -384,10 +443,12 @@ def fold_closes(spark: SparkSession, warehouse: str | Path,
         key = ENTITIES[table].key
         keys = ", ".join(f"m.`{k}`" for k in key)
         on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key) or "TRUE"
-        source = (f"SELECT {keys + ', ' if keys else ''}m.from_offset, "
-                  f"array_min(filter(c.tos, x -> x > m.from_offset)) AS to_offset "
-                  f"FROM {table_ref(warehouse, table)} m JOIN ({_pending(warehouse, table, str(upto))}) c "
-                  f"ON m.to_offset IS NULL AND {key_sql(table, 'm')} = c.key")
+        source = (
+            f"SELECT {keys + ', ' if keys else ''}m.from_offset, "
+            f"array_min(filter(c.tos, x -> x > m.from_offset)) AS to_offset "
+            f"FROM {table_ref(warehouse, table)} m JOIN ({_pending(warehouse, table, str(upto))}) c "
+            f"ON m.to_offset IS NULL AND {key_sql(table, 'm')} = c.key"
+        )
         spark.sql(f"""
             MERGE INTO {table_ref(warehouse, table)} t USING ({source}) s
             ON s.to_offset IS NOT NULL AND t.to_offset IS NULL AND t.from_offset = s.from_offset AND {on}
@@ -403,7 +464,9 @@ def fold_closes(spark: SparkSession, warehouse: str | Path,
 
 def max_from_offsets(spark: SparkSession, warehouse: str | Path) -> dict[str, int]:
     """The highest ``from_offset`` of every history table (-1 when empty), in one Spark action."""
-    parts = [f"SELECT '{t}' AS t, max(from_offset) AS m FROM {table_ref(warehouse, t)}" for t in HISTORY_TABLES]
+    parts = [
+        f"SELECT '{t}' AS t, max(from_offset) AS m FROM {table_ref(warehouse, t)}" for t in HISTORY_TABLES
+    ]
     rows = spark.sql(" UNION ALL ".join(parts)).collect()
     return {r["t"]: -1 if r["m"] is None else int(r["m"]) for r in rows}
 
@@ -432,9 +495,18 @@ def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any) -> in
     ).first()
     if existing is not None and existing["n"] > 0:
         return 0
-    rows = [{"snapshot_offset": prov.offset, "epoch": prov.epoch, "timestamp": prov.timestamp, "seq": i,
-             "type": type(rec).__name__, "version": version, "raw": encode_metadata_record(rec, version)}
-            for i, (rec, version) in enumerate(snapshot_records(image))]
+    rows = [
+        {
+            "snapshot_offset": prov.offset,
+            "epoch": prov.epoch,
+            "timestamp": prov.timestamp,
+            "seq": i,
+            "type": type(rec).__name__,
+            "version": version,
+            "raw": encode_metadata_record(rec, version),
+        }
+        for i, (rec, version) in enumerate(snapshot_records(image))
+    ]
     df = arrow_frame(spark, SNAPSHOTS, rows)
     df.write.format("delta").mode("append").save(table_path(warehouse, SNAPSHOTS))
     return len(rows)
@@ -444,14 +516,26 @@ def conflict_errors() -> tuple[type[BaseException], ...]:
     """Delta's commit-conflict exceptions (a concurrent writer won; the write may simply be tried again)."""
     import delta.exceptions as dx
 
-    names = ("DeltaConcurrentModificationException", "ConcurrentWriteException", "MetadataChangedException",
-             "ProtocolChangedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
-             "ConcurrentDeleteDeleteException", "ConcurrentTransactionException")
+    names = (
+        "DeltaConcurrentModificationException",
+        "ConcurrentWriteException",
+        "MetadataChangedException",
+        "ProtocolChangedException",
+        "ConcurrentAppendException",
+        "ConcurrentDeleteReadException",
+        "ConcurrentDeleteDeleteException",
+        "ConcurrentTransactionException",
+    )
     return tuple(getattr(dx, n) for n in names if hasattr(dx, n))
 
 
-def retry_conflicts(fn: Callable[[], R], attempts: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
-                    on_retry: Callable[[int], object] | None = None) -> R:
+def retry_conflicts(
+    fn: Callable[[], R],
+    attempts: int = 8,
+    backoff_s: float = 0.5,
+    max_backoff_s: float = 8.0,
+    on_retry: Callable[[int], object] | None = None,
+) -> R:
     """``fn()``, tried again with backoff when it loses a Delta commit conflict (e.g. to a scheduled compaction's
     DELETE or OPTIMIZE, or a compaction step to the stream's appends). Only for idempotent writes: a txn-id
     append or MERGE that did commit is skipped. ``on_retry(attempt)`` is called before each new try."""
@@ -464,7 +548,7 @@ def retry_conflicts(fn: Callable[[], R], attempts: int = 8, backoff_s: float = 0
                 raise
             if on_retry is not None:
                 on_retry(attempt)
-            time.sleep(min(max_backoff_s, backoff_s * (2 ** attempt)))
+            time.sleep(min(max_backoff_s, backoff_s * (2**attempt)))
     raise AssertionError("unreachable")
 
 

@@ -47,25 +47,37 @@ RECORD_RULES: tuple[tuple[str, str], ...] = (
     ("record_epoch_valid", "epoch IS NOT NULL AND epoch >= 0"),
     ("record_type_known", "type IS NOT NULL AND type <> ''"),
     ("record_batch_offset_valid", "batch_offset IS NOT NULL AND batch_offset <= offset"),
-    ("record_partition_isr_subset_of_replicas",
-     "partition_record IS NULL OR size(array_except(partition_record.isr, partition_record.replicas)) = 0"),
-    ("record_partition_leader_in_isr_or_none",
-     "partition_record IS NULL OR partition_record.leader = -1 "
-     "OR array_contains(partition_record.isr, partition_record.leader)"),
-    ("record_partition_change_isr_subset_of_replicas",
-     "partition_change_record IS NULL OR partition_change_record.isr IS NULL "
-     "OR partition_change_record.replicas IS NULL "
-     "OR size(array_except(partition_change_record.isr, partition_change_record.replicas)) = 0"),
-    ("record_partition_change_leader_in_isr",
-     "partition_change_record IS NULL OR partition_change_record.isr IS NULL "
-     "OR partition_change_record.leader IN (-1, -2) "
-     "OR array_contains(partition_change_record.isr, partition_change_record.leader)"),
-    ("record_broker_epoch_valid",
-     "register_broker_record IS NULL OR register_broker_record.broker_epoch >= 0"),
+    (
+        "record_partition_isr_subset_of_replicas",
+        "partition_record IS NULL OR size(array_except(partition_record.isr, partition_record.replicas)) = 0",
+    ),
+    (
+        "record_partition_leader_in_isr_or_none",
+        "partition_record IS NULL OR partition_record.leader = -1 "
+        "OR array_contains(partition_record.isr, partition_record.leader)",
+    ),
+    (
+        "record_partition_change_isr_subset_of_replicas",
+        "partition_change_record IS NULL OR partition_change_record.isr IS NULL "
+        "OR partition_change_record.replicas IS NULL "
+        "OR size(array_except(partition_change_record.isr, partition_change_record.replicas)) = 0",
+    ),
+    (
+        "record_partition_change_leader_in_isr",
+        "partition_change_record IS NULL OR partition_change_record.isr IS NULL "
+        "OR partition_change_record.leader IN (-1, -2) "
+        "OR array_contains(partition_change_record.isr, partition_change_record.leader)",
+    ),
+    (
+        "record_broker_epoch_valid",
+        "register_broker_record IS NULL OR register_broker_record.broker_epoch >= 0",
+    ),
 )
 
-QUARANTINE_DDL = ("offset BIGINT, epoch INT, timestamp BIGINT, type STRING, raw BINARY, "
-                  "reasons ARRAY<STRING>, reason STRING, quarantined_at TIMESTAMP")
+QUARANTINE_DDL = (
+    "offset BIGINT, epoch INT, timestamp BIGINT, type STRING, raw BINARY, "
+    "reasons ARRAY<STRING>, reason STRING, quarantined_at TIMESTAMP"
+)
 
 
 class ValidationError(KraftlakeError):
@@ -74,12 +86,15 @@ class ValidationError(KraftlakeError):
 
 # --------------------------------------------------------------------------------------------- record level
 
+
 def _rules_for(df: DataFrame) -> list[tuple[str, str]]:
     """The rules whose columns ``df`` has (a rule over a record type the frame lacks cannot fail)."""
     cols = set(df.columns)
     out = []
     for name, expr in RECORD_RULES:
-        needed = {c for c in ("partition_record", "partition_change_record", "register_broker_record") if c in expr}
+        needed = {
+            c for c in ("partition_record", "partition_change_record", "register_broker_record") if c in expr
+        }
         if needed <= cols:
             out.append((name, expr))
     return out
@@ -100,8 +115,11 @@ def validate_records(df: DataFrame) -> tuple[DataFrame, DataFrame]:
     """
     checked = df.withColumn("_reasons", _reasons(df))
     good = checked.filter(F.size("_reasons") == 0).drop("_reasons")
-    bad = (checked.filter(F.size("_reasons") > 0).withColumnRenamed("_reasons", "reasons")
-           .withColumn("reason", F.array_join("reasons", "; ")))
+    bad = (
+        checked.filter(F.size("_reasons") > 0)
+        .withColumnRenamed("_reasons", "reasons")
+        .withColumn("reason", F.array_join("reasons", "; "))
+    )
     return good, bad
 
 
@@ -115,8 +133,16 @@ def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame) -> in
     Idempotent by content (a MERGE on ``offset``), so a micro-batch replayed after a crash, even cut
     differently, adds nothing twice; a batch without bad rows writes nothing.
     """
-    rows = bad.select("offset", "epoch", "timestamp", "type", "raw", "reasons", "reason",
-                      F.current_timestamp().alias("quarantined_at")).persist()
+    rows = bad.select(
+        "offset",
+        "epoch",
+        "timestamp",
+        "type",
+        "raw",
+        "reasons",
+        "reason",
+        F.current_timestamp().alias("quarantined_at"),
+    ).persist()
     try:
         if rows.isEmpty():
             return 0
@@ -125,22 +151,25 @@ def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame) -> in
         # the view lives in the rows' own session (a foreachBatch frame's session is the query's clone)
         session = rows.sparkSession
         rows.createOrReplaceTempView(view)
-        out = session.sql(f"MERGE INTO {table_ref(warehouse, QUARANTINE)} t USING {view} s "
-                          "ON t.offset = s.offset WHEN NOT MATCHED THEN INSERT *").first()
+        out = session.sql(
+            f"MERGE INTO {table_ref(warehouse, QUARANTINE)} t USING {view} s "
+            "ON t.offset = s.offset WHEN NOT MATCHED THEN INSERT *"
+        ).first()
         session.catalog.dropTempView(view)
         return int(out["num_inserted_rows"]) if out is not None else 0
     finally:
         rows.unpersist()
 
 
-
 # --------------------------------------------------------------------------------------------- warehouse level
+
 
 def _sql_rows(check: str, description: str, query: str) -> Any:
     import great_expectations as gx
 
-    return gx.expectations.UnexpectedRowsExpectation(unexpected_rows_query=query, description=description,
-                                                     meta={"check": check})
+    return gx.expectations.UnexpectedRowsExpectation(
+        unexpected_rows_query=query, description=description, meta={"check": check}
+    )
 
 
 def _named(check: str, expectation: Any) -> Any:
@@ -150,27 +179,35 @@ def _named(check: str, expectation: Any) -> Any:
 
 def _epochs_non_decreasing(check: str, what: str) -> Any:
     # epochs are non-decreasing in offset order iff the offset ranges of consecutive epochs do not overlap
-    return _sql_rows(check, f"{what}: the epoch never decreases as the offset grows", """
+    return _sql_rows(
+        check,
+        f"{what}: the epoch never decreases as the offset grows",
+        """
         SELECT epoch, first_offset, last_offset, prev_epoch, prev_last_offset FROM (
           SELECT epoch, first_offset, last_offset,
                  lag(epoch) OVER (ORDER BY epoch) AS prev_epoch,
                  lag(last_offset) OVER (ORDER BY epoch) AS prev_last_offset
           FROM (SELECT epoch, min(offset) AS first_offset, max(offset) AS last_offset FROM {batch}
                 GROUP BY epoch))
-        WHERE prev_last_offset >= first_offset""")
+        WHERE prev_last_offset >= first_offset""",
+    )
 
 
 def _versions_disjoint(table: str) -> Any:
     key = ENTITIES[table].key
     part = f"PARTITION BY {', '.join(f'`{k}`' for k in key)} " if key else ""
     cols = ", ".join(f"`{k}`" for k in key)
-    return _sql_rows(f"{table}_versions_disjoint", f"{table}: an entity's versions never overlap", f"""
-        SELECT {cols + ', ' if cols else ''}from_offset, prev_from, prev_to FROM (
+    return _sql_rows(
+        f"{table}_versions_disjoint",
+        f"{table}: an entity's versions never overlap",
+        f"""
+        SELECT {cols + ", " if cols else ""}from_offset, prev_from, prev_to FROM (
           SELECT *, lag(from_offset) OVER ({part}ORDER BY from_offset) AS prev_from,
                     lag(to_offset) OVER ({part}ORDER BY from_offset) AS prev_to,
                     row_number() OVER ({part}ORDER BY from_offset) AS rn
           FROM {{batch}})
-        WHERE rn > 1 AND (prev_to IS NULL OR prev_to > from_offset)""")
+        WHERE rn > 1 AND (prev_to IS NULL OR prev_to > from_offset)""",
+    )
 
 
 def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
@@ -184,54 +221,89 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
         OFFSETS: [
             _named("offsets_offset_not_null", E.ExpectColumnValuesToNotBeNull(column="offset")),
             _named("offsets_offset_unique", E.ExpectColumnValuesToBeUnique(column="offset")),
-            _named("offsets_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="epoch", min_value=0)),
-            _sql_rows("offsets_contiguous", "offsets: no gap between the first and the last offset", """
+            _named(
+                "offsets_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="epoch", min_value=0)
+            ),
+            _sql_rows(
+                "offsets_contiguous",
+                "offsets: no gap between the first and the last offset",
+                """
                 SELECT min(offset) AS first_offset, max(offset) AS last_offset, count(DISTINCT offset) AS n
-                FROM {batch} HAVING count(*) > 0 AND count(DISTINCT offset) <> max(offset) - min(offset) + 1"""),
+                FROM {batch} HAVING count(*) > 0 AND count(DISTINCT offset) <> max(offset) - min(offset) + 1""",
+            ),
             _epochs_non_decreasing("offsets_epochs_non_decreasing", "offsets"),
         ],
         LOG: [
             _named("log_offset_unique", E.ExpectColumnValuesToBeUnique(column="offset")),
             _named("log_type_not_null", E.ExpectColumnValuesToNotBeNull(column="type")),
             _epochs_non_decreasing("log_epochs_non_decreasing", "metadata_log"),
-            *(_sql_rows(name, f"metadata_log: every row satisfies {expr}",
-                        f"SELECT offset, type FROM {{batch}} WHERE NOT coalesce({expr}, false)")
-              for name, expr in RECORD_RULES),
+            *(
+                _sql_rows(
+                    name,
+                    f"metadata_log: every row satisfies {expr}",
+                    f"SELECT offset, type FROM {{batch}} WHERE NOT coalesce({expr}, false)",
+                )
+                for name, expr in RECORD_RULES
+            ),
         ],
         "partitions": [
             _named("partitions_topic_id_not_null", E.ExpectColumnValuesToNotBeNull(column="topic_id")),
-            _named("partitions_leader_at_least_minus_one",
-                   E.ExpectColumnValuesToBeBetween(column="leader", min_value=-1)),
-            _named("partitions_leader_recovery_state_known",
-                   E.ExpectColumnValuesToBeInSet(column="leader_recovery_state", value_set=[0, 1])),
-            _named("partitions_range_not_empty",
-                   E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="to_offset", column_B="from_offset",
-                                                             ignore_row_if="either_value_is_missing")),
-            _sql_rows("partition_topic_exists",
-                      "partitions: every version's topic (id and name) exists when the version begins", f"""
+            _named(
+                "partitions_leader_at_least_minus_one",
+                E.ExpectColumnValuesToBeBetween(column="leader", min_value=-1),
+            ),
+            _named(
+                "partitions_leader_recovery_state_known",
+                E.ExpectColumnValuesToBeInSet(column="leader_recovery_state", value_set=[0, 1]),
+            ),
+            _named(
+                "partitions_range_not_empty",
+                E.ExpectColumnPairValuesAToBeGreaterThanB(
+                    column_A="to_offset", column_B="from_offset", ignore_row_if="either_value_is_missing"
+                ),
+            ),
+            _sql_rows(
+                "partition_topic_exists",
+                "partitions: every version's topic (id and name) exists when the version begins",
+                f"""
                 SELECT p.topic, p.topic_id, p.`partition`, p.from_offset FROM {{batch}} p
                 LEFT ANTI JOIN {topics} t ON t.topic_id = p.topic_id AND t.name = p.topic
-                  AND t.from_offset <= p.from_offset AND (t.to_offset IS NULL OR t.to_offset > p.from_offset)"""),
-            _sql_rows("isr_subset_of_replicas", "partitions: the ISR is a subset of the replicas", """
+                  AND t.from_offset <= p.from_offset AND (t.to_offset IS NULL OR t.to_offset > p.from_offset)""",
+            ),
+            _sql_rows(
+                "isr_subset_of_replicas",
+                "partitions: the ISR is a subset of the replicas",
+                """
                 SELECT topic, `partition`, replicas, isr, from_offset FROM {batch}
-                WHERE size(array_except(isr, replicas)) > 0"""),
-            _sql_rows("leader_in_isr_or_none", "partitions: the leader is in the ISR, or -1", """
+                WHERE size(array_except(isr, replicas)) > 0""",
+            ),
+            _sql_rows(
+                "leader_in_isr_or_none",
+                "partitions: the leader is in the ISR, or -1",
+                """
                 SELECT topic, `partition`, leader, isr, from_offset FROM {batch}
-                WHERE leader <> -1 AND NOT array_contains(isr, leader)"""),
-            _sql_rows("partition_epochs_increase", "partitions: each new version has a higher partition epoch", """
+                WHERE leader <> -1 AND NOT array_contains(isr, leader)""",
+            ),
+            _sql_rows(
+                "partition_epochs_increase",
+                "partitions: each new version has a higher partition epoch",
+                """
                 SELECT topic, `partition`, from_offset, partition_epoch, prev_epoch FROM (
                   SELECT topic, topic_id, `partition`, from_offset, partition_epoch,
                          lag(partition_epoch) OVER (PARTITION BY topic_id, `partition` ORDER BY from_offset)
                            AS prev_epoch
                   FROM {batch})
-                WHERE prev_epoch >= partition_epoch"""),
+                WHERE prev_epoch >= partition_epoch""",
+            ),
             _versions_disjoint("partitions"),
         ],
         "brokers": [
             _named("brokers_epoch_not_null", E.ExpectColumnValuesToNotBeNull(column="epoch")),
-            _sql_rows("broker_epochs_match",
-                      "brokers: every fence, unfence, registration change and unregistration in the log names "
-                      "the epoch of the broker registration in force before it", f"""
+            _sql_rows(
+                "broker_epochs_match",
+                "brokers: every fence, unfence, registration change and unregistration in the log names "
+                "the epoch of the broker registration in force before it",
+                f"""
                 SELECT l.offset, l.type, l.broker_id, l.broker_epoch, b.epoch AS registered_epoch FROM (
                   SELECT offset, type,
                     coalesce(fence_broker_record.id, unfence_broker_record.id,
@@ -244,19 +316,29 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
                                              'BrokerRegistrationChangeRecord', 'UnregisterBrokerRecord')) l
                 LEFT JOIN {{batch}} b ON b.id = l.broker_id AND b.from_offset < l.offset
                   AND (b.to_offset IS NULL OR b.to_offset >= l.offset)
-                WHERE b.epoch IS NULL OR b.epoch <> l.broker_epoch"""),
+                WHERE b.epoch IS NULL OR b.epoch <> l.broker_epoch""",
+            ),
             _versions_disjoint("brokers"),
         ],
         "topics": [
             _named("topics_name_not_null", E.ExpectColumnValuesToNotBeNull(column="name")),
-            _named("topics_name_legal", E.ExpectColumnValuesToMatchRegex(column="name", regex=r"^[a-zA-Z0-9._-]+$")),
-            _named("topics_name_length", E.ExpectColumnValueLengthsToBeBetween(column="name", min_value=1,
-                                                                                max_value=249)),
-            _sql_rows("live_topic_names_unique", "topics: no two topics live at the same offset share a name", """
+            _named(
+                "topics_name_legal",
+                E.ExpectColumnValuesToMatchRegex(column="name", regex=r"^[a-zA-Z0-9._-]+$"),
+            ),
+            _named(
+                "topics_name_length",
+                E.ExpectColumnValueLengthsToBeBetween(column="name", min_value=1, max_value=249),
+            ),
+            _sql_rows(
+                "live_topic_names_unique",
+                "topics: no two topics live at the same offset share a name",
+                """
                 SELECT a.name, a.topic_id, b.topic_id AS other_topic_id, a.from_offset, b.from_offset AS other_from
                 FROM {batch} a JOIN {batch} b ON a.name = b.name AND a.topic_id < b.topic_id
                   AND a.from_offset < coalesce(b.to_offset, 9223372036854775807)
-                  AND b.from_offset < coalesce(a.to_offset, 9223372036854775807)"""),
+                  AND b.from_offset < coalesce(a.to_offset, 9223372036854775807)""",
+            ),
             _versions_disjoint("topics"),
         ],
     }
@@ -295,7 +377,9 @@ def _observed(result: Any) -> Any:
     res = dict(result.result or {})
     if "observed_value" in res:
         return res["observed_value"]
-    out = {k: res[k] for k in ("unexpected_count", "unexpected_percent", "partial_unexpected_list") if k in res}
+    out = {
+        k: res[k] for k in ("unexpected_count", "unexpected_percent", "partial_unexpected_list") if k in res
+    }
     if "details" in res and isinstance(res["details"], dict):
         rows = res["details"].get("unexpected_rows")
         if rows is not None:
@@ -316,8 +400,9 @@ def _project(warehouse: str | Path) -> Any:
     return context
 
 
-def validate_warehouse(spark: SparkSession, warehouse: str | Path, tables: Iterable[str] | None = None,
-                       build_docs: bool = True) -> ValidationReport:
+def validate_warehouse(
+    spark: SparkSession, warehouse: str | Path, tables: Iterable[str] | None = None, build_docs: bool = True
+) -> ValidationReport:
     """Run the suites of :func:`warehouse_suites` (or of ``tables``), store the results, build Data Docs."""
     import great_expectations as gx
     from delta.tables import DeltaTable
@@ -356,18 +441,29 @@ def validate_warehouse(spark: SparkSession, warehouse: str | Path, tables: Itera
         vd_name = f"kraftlake.{name}"
         with suppress(Exception):  # absent on a first run
             context.validation_definitions.delete(vd_name)
-        vd = context.validation_definitions.add(gx.ValidationDefinition(name=vd_name, data=batch_def, suite=suite))
+        vd = context.validation_definitions.add(
+            gx.ValidationDefinition(name=vd_name, data=batch_def, suite=suite)
+        )
         # a history table as its readers see it: the closes not yet folded into it applied
-        df = (spark.sql(history_query(warehouse, name)) if name in ENTITIES
-              else spark.read.format("delta").load(table_path(warehouse, name)))
+        df = (
+            spark.sql(history_query(warehouse, name))
+            if name in ENTITIES
+            else spark.read.format("delta").load(table_path(warehouse, name))
+        )
         result = vd.run(batch_parameters={"dataframe": df}, result_format="SUMMARY")
         for r in result.results:
             report.evaluated += 1
             if not r.success:
                 cfg = r.expectation_config
-                report.failures.append(Failure(
-                    table=name, check=(cfg.meta or {}).get("check", cfg.type), expectation=cfg.type,
-                    description=getattr(cfg, "description", None) or "", observed=_observed(r)))
+                report.failures.append(
+                    Failure(
+                        table=name,
+                        check=(cfg.meta or {}).get("check", cfg.type),
+                        expectation=cfg.type,
+                        description=getattr(cfg, "description", None) or "",
+                        observed=_observed(r),
+                    )
+                )
         report.table_seconds[name] = time.monotonic() - t1
     report.success = not report.failures
     if build_docs:

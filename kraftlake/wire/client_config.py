@@ -69,8 +69,9 @@ class ClientSecurity:
     sasl_password: str | None = field(default=None, repr=False)
     sasl_token_auth: bool = False
     # every property read, unknown ones included (with secrets: kept out of repr; a mapping is not hashable)
-    properties: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False,
-                                          hash=False)
+    properties: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, hash=False
+    )
 
     @property
     def uses_tls(self) -> bool:
@@ -155,8 +156,9 @@ class ClientSecurity:
             nonlocal asked
             asked = True
             if self.key_password is None:
-                raise self._error("ssl.key.password",
-                                  f"the private key in {prop} is encrypted; set ssl.key.password")
+                raise self._error(
+                    "ssl.key.password", f"the private key in {prop} is encrypted; set ssl.key.password"
+                )
             return self.key_password
 
         try:
@@ -164,11 +166,14 @@ class ClientSecurity:
         except ssl.SSLError as exc:
             detail = exc.strerror or str(exc)
             if exc.reason == "KEY_VALUES_MISMATCH":
-                raise self._error(prop, "the private key does not belong to the first certificate of the "
-                                  "chain") from exc
+                raise self._error(
+                    prop, "the private key does not belong to the first certificate of the chain"
+                ) from exc
             if asked:
-                raise self._error("ssl.key.password", f"cannot decrypt the private key in {prop}: "
-                                  f"wrong password? ({detail})") from exc
+                raise self._error(
+                    "ssl.key.password",
+                    f"cannot decrypt the private key in {prop}: wrong password? ({detail})",
+                ) from exc
             raise self._error(prop, f"cannot load the private key and certificate chain: {detail}") from exc
 
     def _require_pem(self, prop: str, text: str, kind: str) -> None:
@@ -200,7 +205,7 @@ def pem_blocks(text: str) -> list[tuple[str, str]]:
             blocks.append((label, match.group(0).strip() + "\n"))
             continue
         data = "".join(body.split())
-        lines = [data[i:i + 64] for i in range(0, len(data), 64)]
+        lines = [data[i : i + 64] for i in range(0, len(data), 64)]
         blocks.append((label, "\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----", ""])))
     return blocks
 
@@ -282,7 +287,7 @@ def _unescape(text: str, source: str, where: str, key: str | None) -> str:
         char = text[pos]
         pos += 1
         if char == "u":
-            digits = text[pos:pos + 4]
+            digits = text[pos : pos + 4]
             if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
                 raise SecurityConfigError(f"{where}: malformed \\uXXXX escape", source=source, property=key)
             out.append(chr(int(digits, 16)))
@@ -294,12 +299,15 @@ def _unescape(text: str, source: str, where: str, key: str | None) -> str:
 
 # --- JAAS (sasl.jaas.config) ----------------------------------------------------------------------------
 
-_JAAS_TOKEN = re.compile(r"""
+_JAAS_TOKEN = re.compile(
+    r"""
     (?P<space>\s+|//[^\n]*|/\*.*?\*/)
   | (?P<quoted>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
   | (?P<word>[A-Za-z0-9._$\u00a0-\u00ff-]+)
   | (?P<symbol>[=;])
-""", re.VERBOSE | re.DOTALL)
+""",
+    re.VERBOSE | re.DOTALL,
+)
 _STRING_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
 
@@ -385,7 +393,7 @@ def _unquote(body: str) -> str:
             continue
         char = body[pos]
         pos += 1
-        octal = re.match(r"[0-3][0-7]{0,2}|[4-7][0-7]?", body[pos - 1:])
+        octal = re.match(r"[0-3][0-7]{0,2}|[4-7][0-7]?", body[pos - 1 :])
         if octal:
             out.append(chr(int(octal.group(0), 8)))
             pos += len(octal.group(0)) - 1
@@ -413,8 +421,9 @@ def read_properties_file(source: str, what: str) -> str:
     try:
         data = Path(source).read_bytes()
     except OSError as exc:
-        raise SecurityConfigError(f"cannot read the {what} properties: {exc.strerror or exc}",
-                                  source=source) from exc
+        raise SecurityConfigError(
+            f"cannot read the {what} properties: {exc.strerror or exc}", source=source
+        ) from exc
     return data.decode("iso-8859-1")
 
 
@@ -432,14 +441,24 @@ def parse_client_properties(text: str, source: str = "<string>") -> ClientSecuri
 
     protocol = (get("security.protocol") or "PLAINTEXT").upper()
     if protocol not in PROTOCOLS:
-        raise error("security.protocol", f"unknown security protocol {props['security.protocol']!r} "
-                    f"(expected one of {', '.join(PROTOCOLS)})")
+        raise error(
+            "security.protocol",
+            f"unknown security protocol {props['security.protocol']!r} "
+            f"(expected one of {', '.join(PROTOCOLS)})",
+        )
     # as in Kafka, the TLS and SASL properties are read (and checked) only when the protocol uses them
     tls = tls_settings(get, error) if protocol in ("SSL", "SASL_SSL") else _TlsSettings()
-    sasl = (_sasl_settings(get, error, source) if protocol in ("SASL_PLAINTEXT", "SASL_SSL")
-            else _SaslSettings())
-    return ClientSecurity(source=source, protocol=protocol, client_id=get("client.id"),
-                          properties=MappingProxyType(dict(props)), **tls, **sasl)
+    sasl = (
+        _sasl_settings(get, error, source) if protocol in ("SASL_PLAINTEXT", "SASL_SSL") else _SaslSettings()
+    )
+    return ClientSecurity(
+        source=source,
+        protocol=protocol,
+        client_id=get("client.id"),
+        properties=MappingProxyType(dict(props)),
+        **tls,
+        **sasl,
+    )
 
 
 _Get = Callable[[str], str | None]
@@ -466,8 +485,10 @@ class _SaslSettings(TypedDict, total=False):
 def tls_settings(get: _Get, error: _Error) -> _TlsSettings:
     """The ``ssl.*`` store properties, checked as Kafka's DefaultSslEngineFactory checks them (PEM only); a
     server's listener has the same ones."""
-    stores = {"truststore": ("ssl.truststore.location", "ssl.truststore.certificates"),
-              "keystore": ("ssl.keystore.location", "ssl.keystore.key")}
+    stores = {
+        "truststore": ("ssl.truststore.location", "ssl.truststore.certificates"),
+        "keystore": ("ssl.keystore.location", "ssl.keystore.key"),
+    }
     for kind, convert in (("truststore", _TRUSTSTORE_CONVERT), ("keystore", _KEYSTORE_CONVERT)):
         store_type = get(f"ssl.{kind}.type")
         # a type with no store is harmless (Kafka then uses no keystore, the default trust)
@@ -476,30 +497,38 @@ def tls_settings(get: _Get, error: _Error) -> _TlsSettings:
             raise error(f"ssl.{kind}.type", f"{store_type} is not supported; only PEM files are; {convert}")
         if get(f"ssl.{kind}.password") is not None:
             hint = " (only ssl.key.password, for an encrypted private key)" if kind == "keystore" else ""
-            raise error(f"ssl.{kind}.password",
-                        f"a {kind} password cannot be specified with PEM format{hint}")
+            raise error(
+                f"ssl.{kind}.password", f"a {kind} password cannot be specified with PEM format{hint}"
+            )
     truststore_location = get("ssl.truststore.location")
     truststore_certificates = get("ssl.truststore.certificates")
     if truststore_location and truststore_certificates:
-        raise error("ssl.truststore.certificates", "both ssl.truststore.location and "
-                    "ssl.truststore.certificates are specified; set one")
+        raise error(
+            "ssl.truststore.certificates",
+            "both ssl.truststore.location and ssl.truststore.certificates are specified; set one",
+        )
     keystore_location = get("ssl.keystore.location")
     keystore_key = get("ssl.keystore.key")
     keystore_chain = get("ssl.keystore.certificate.chain")
     if keystore_key and keystore_location:
-        raise error("ssl.keystore.key",
-                    "both ssl.keystore.location and ssl.keystore.key are specified; set one")
+        raise error(
+            "ssl.keystore.key", "both ssl.keystore.location and ssl.keystore.key are specified; set one"
+        )
     if keystore_key and not keystore_chain:
-        raise error("ssl.keystore.certificate.chain",
-                    "ssl.keystore.key is specified, but the certificate chain is not")
+        raise error(
+            "ssl.keystore.certificate.chain",
+            "ssl.keystore.key is specified, but the certificate chain is not",
+        )
     if keystore_chain and not keystore_key:
-        raise error("ssl.keystore.key",
-                    "ssl.keystore.certificate.chain is specified, but the private key is not")
+        raise error(
+            "ssl.keystore.key", "ssl.keystore.certificate.chain is specified, but the private key is not"
+        )
     algorithm = get("ssl.endpoint.identification.algorithm")
     if algorithm is not None and algorithm.lower() not in ("", "https"):
-        raise error("ssl.endpoint.identification.algorithm",
-                    f"unknown algorithm {algorithm!r} (expected https, or empty to disable the hostname "
-                    "check)")
+        raise error(
+            "ssl.endpoint.identification.algorithm",
+            f"unknown algorithm {algorithm!r} (expected https, or empty to disable the hostname check)",
+        )
     return _TlsSettings(
         truststore_location=Path(truststore_location) if truststore_location else None,
         truststore_certificates=truststore_certificates or None,
@@ -514,20 +543,29 @@ def tls_settings(get: _Get, error: _Error) -> _TlsSettings:
 def _sasl_settings(get: _Get, error: _Error, source: str) -> _SaslSettings:
     mechanism = get("sasl.mechanism") or "PLAIN"
     if mechanism.upper() in _UNSUPPORTED_MECHANISMS:
-        raise error("sasl.mechanism",
-                    f"{mechanism} is not supported (supported: {', '.join(SASL_MECHANISMS)})")
+        raise error(
+            "sasl.mechanism", f"{mechanism} is not supported (supported: {', '.join(SASL_MECHANISMS)})"
+        )
     if mechanism not in SASL_MECHANISMS:
-        raise error("sasl.mechanism", f"unknown SASL mechanism {mechanism!r} "
-                    f"(supported: {', '.join(SASL_MECHANISMS)})")
+        raise error(
+            "sasl.mechanism",
+            f"unknown SASL mechanism {mechanism!r} (supported: {', '.join(SASL_MECHANISMS)})",
+        )
     jaas_text = get("sasl.jaas.config")
     if not jaas_text:
         module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
-        raise error("sasl.jaas.config", f"not set; {mechanism} needs e.g. sasl.jaas.config="
-                    f'org.apache.kafka.common.security.{module} required username="..." password="...";')
+        raise error(
+            "sasl.jaas.config",
+            f"not set; {mechanism} needs e.g. sasl.jaas.config="
+            f'org.apache.kafka.common.security.{module} required username="..." password="...";',
+        )
     entry = parse_jaas_config(jaas_text, source)
     if entry.login_module not in _LOGIN_MODULES:
-        raise error("sasl.jaas.config", f"login module {entry.login_module} is not supported "
-                    f"(supported: {', '.join(sorted(_LOGIN_MODULES))})")
+        raise error(
+            "sasl.jaas.config",
+            f"login module {entry.login_module} is not supported "
+            f"(supported: {', '.join(sorted(_LOGIN_MODULES))})",
+        )
     username, password = entry.options.get("username"), entry.options.get("password")
     for name, value in (("username", username), ("password", password)):
         if value is None:
@@ -535,5 +573,9 @@ def _sasl_settings(get: _Get, error: _Error, source: str) -> _SaslSettings:
         if mechanism == "PLAIN" and "\0" in value:
             raise error("sasl.jaas.config", f"the PLAIN {name} cannot contain NUL")
     assert username is not None and password is not None
-    return _SaslSettings(sasl_mechanism=mechanism, sasl_username=username, sasl_password=password,
-                         sasl_token_auth=entry.options.get("tokenauth", "").lower() == "true")
+    return _SaslSettings(
+        sasl_mechanism=mechanism,
+        sasl_username=username,
+        sasl_password=password,
+        sasl_token_auth=entry.options.get("tokenauth", "").lower() == "true",
+    )

@@ -56,9 +56,16 @@ class KafkaConnection:
         Larger response frames close the connection with a `PeerError`.
     """
 
-    def __init__(self, host: str, port: int, security: ClientSecurity | None = None, *,
-                 client_id: str = "kraftlake", timeout_s: float = 10.0,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        security: ClientSecurity | None = None,
+        *,
+        client_id: str = "kraftlake",
+        timeout_s: float = 10.0,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
         self.host = host
         self.port = port
         self.security = security
@@ -194,12 +201,18 @@ class KafkaConnection:
         (size,) = _SIZE.unpack(prefix)
         if _looks_like_tls(prefix):
             self.close()
-            raise TlsError(self.host, self.port, "the server answered a plaintext request with TLS: the "
-                           "listener is SSL or SASL_SSL (set security.protocol in the client properties)")
+            raise TlsError(
+                self.host,
+                self.port,
+                "the server answered a plaintext request with TLS: the "
+                "listener is SSL or SASL_SSL (set security.protocol in the client properties)",
+            )
         if size < 4 or size > self.max_frame_bytes:
             self.close()
-            raise PeerError(f"{self.peer} sent a frame of {size} bytes (limit {self.max_frame_bytes}): "
-                            f"not a Kafka response")
+            raise PeerError(
+                f"{self.peer} sent a frame of {size} bytes (limit {self.max_frame_bytes}): "
+                f"not a Kafka response"
+            )
         return self._recv_exact(sock, size)
 
     def _recv_exact(self, sock: socket.socket, n: int) -> bytes:
@@ -217,8 +230,9 @@ class KafkaConnection:
 
     def _negotiate(self) -> None:
         version = rpc.SUPPORTED[ApiKey.API_VERSIONS].highest
-        request = rpc.make("ApiVersionsRequest", client_software_name="kraftlake",
-                           client_software_version="0.1.0")
+        request = rpc.make(
+            "ApiVersionsRequest", client_software_name="kraftlake", client_software_version="0.1.0"
+        )
         payload, _ = self._exchange(ApiKey.API_VERSIONS, version, request, 0.0)
         try:
             _, response = rpc.decode_response(payload, ApiKey.API_VERSIONS, version)
@@ -228,10 +242,14 @@ class KafkaConnection:
                 _, response = rpc.decode_response(payload, ApiKey.API_VERSIONS, 0)
             except ProtocolError as exc:
                 self.close()
-                raise PeerError(f"{self.peer} did not answer ApiVersions as a Kafka server would: {exc}") from exc
+                raise PeerError(
+                    f"{self.peer} did not answer ApiVersions as a Kafka server would: {exc}"
+                ) from exc
         if response.error_code == UNSUPPORTED_VERSION:
             theirs = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-            lower = rpc.choose_version(ApiKey.API_VERSIONS, theirs.get(ApiKey.API_VERSIONS, (0, 0)), self.peer)
+            lower = rpc.choose_version(
+                ApiKey.API_VERSIONS, theirs.get(ApiKey.API_VERSIONS, (0, 0)), self.peer
+            )
             response = self._roundtrip(ApiKey.API_VERSIONS, lower, request)
         if response.error_code:
             raise PeerError(f"{self.peer} refused ApiVersions with error {response.error_code}")
@@ -240,7 +258,8 @@ class KafkaConnection:
             if key.api_key in rpc.SUPPORTED and key.api_key in rpc.apis():
                 try:
                     self.versions[key.api_key] = rpc.choose_version(
-                        key.api_key, (key.min_version, key.max_version), self.peer)
+                        key.api_key, (key.min_version, key.max_version), self.peer
+                    )
                 except UnsupportedVersionError:
                     continue
 
@@ -248,8 +267,10 @@ class KafkaConnection:
         """Raise `PeerError` naming what is missing unless the peer speaks every one of `api_keys`."""
         missing = [rpc.api(k).name for k in api_keys if k not in self.versions]
         if missing:
-            raise PeerError(f"{self.peer} speaks no version of {', '.join(missing)} that kraftlake speaks "
-                            f"(kraftlake: {', '.join(f'{rpc.api(k).name} v{rpc.SUPPORTED[k]}' for k in api_keys)})")
+            raise PeerError(
+                f"{self.peer} speaks no version of {', '.join(missing)} that kraftlake speaks "
+                f"(kraftlake: {', '.join(f'{rpc.api(k).name} v{rpc.SUPPORTED[k]}' for k in api_keys)})"
+            )
 
     def _authenticate(self) -> None:
         from kraftlake.wire.sasl import mechanism_for
@@ -257,19 +278,27 @@ class KafkaConnection:
         assert self.security is not None
         mechanism = mechanism_for(self.security)
         self.require(ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
-        handshake = self.request(ApiKey.SASL_HANDSHAKE,
-                                 rpc.make("SaslHandshakeRequest", mechanism=mechanism.mechanism_name))
+        handshake = self.request(
+            ApiKey.SASL_HANDSHAKE, rpc.make("SaslHandshakeRequest", mechanism=mechanism.mechanism_name)
+        )
         if handshake.error_code:
             raise AuthenticationError(
-                mechanism.mechanism_name, f"{self.peer} does not enable it (it offers "
-                f"{', '.join(handshake.mechanisms) or 'none'}: check sasl.mechanism)")
+                mechanism.mechanism_name,
+                f"{self.peer} does not enable it (it offers "
+                f"{', '.join(handshake.mechanisms) or 'none'}: check sasl.mechanism)",
+            )
         token: bytes | None = mechanism.initial_response()
         while token is not None:
-            answer = self.request(ApiKey.SASL_AUTHENTICATE, rpc.make("SaslAuthenticateRequest", auth_bytes=token))
+            answer = self.request(
+                ApiKey.SASL_AUTHENTICATE, rpc.make("SaslAuthenticateRequest", auth_bytes=token)
+            )
             if answer.error_code:
                 raise AuthenticationError(
                     mechanism.mechanism_name,
-                    f"{self.peer}: {answer.error_message or f'error {answer.error_code}'}")
+                    f"{self.peer}: {answer.error_message or f'error {answer.error_code}'}",
+                )
             token = mechanism.respond(answer.auth_bytes)
             if token is None and not mechanism.complete:
-                raise AuthenticationError(mechanism.mechanism_name, f"{self.peer}: the exchange did not complete")
+                raise AuthenticationError(
+                    mechanism.mechanism_name, f"{self.peer}: the exchange did not complete"
+                )

@@ -51,8 +51,13 @@ class TlsError(WireError):
 
 # OpenSSL's reason codes (ssl.SSLError.reason) when the peer answers the ClientHello with bytes that are not
 # a TLS record: the usual sign of a PLAINTEXT listener that wrote something back
-_NOT_TLS_REASONS = {"WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG", "RECORD_LAYER_FAILURE", "HTTP_REQUEST",
-                    "UNKNOWN_PROTOCOL"}
+_NOT_TLS_REASONS = {
+    "WRONG_VERSION_NUMBER",
+    "PACKET_LENGTH_TOO_LONG",
+    "RECORD_LAYER_FAILURE",
+    "HTTP_REQUEST",
+    "UNKNOWN_PROTOCOL",
+}
 _X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY = 20
 _X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN = 19
 _X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT = 18
@@ -66,25 +71,36 @@ def describe_tls_failure(exc: BaseException) -> str:
         code = exc.verify_code
         detail = f"certificate verify failed: {exc.verify_message}"
         if code in (_X509_V_ERR_HOSTNAME_MISMATCH, _X509_V_ERR_IP_ADDRESS_MISMATCH):
-            return (f"{detail} (the broker's certificate does not name the host connected to; an empty "
-                    "ssl.endpoint.identification.algorithm disables the hostname check)")
-        if code in (_X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, _X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
-                    _X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT):
-            return (f"{detail} (is the CA that signed the broker's certificate in ssl.truststore.location or "
-                    "ssl.truststore.certificates?)")
+            return (
+                f"{detail} (the broker's certificate does not name the host connected to; an empty "
+                "ssl.endpoint.identification.algorithm disables the hostname check)"
+            )
+        if code in (
+            _X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+            _X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
+            _X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
+        ):
+            return (
+                f"{detail} (is the CA that signed the broker's certificate in ssl.truststore.location or "
+                "ssl.truststore.certificates?)"
+            )
         return detail
     if isinstance(exc, ssl.SSLEOFError | ssl.SSLZeroReturnError | ConnectionResetError | BrokenPipeError):
         # a Kafka PLAINTEXT listener reads the ClientHello's first bytes as a huge request size and hangs up
-        return ("the server closed the connection during the handshake: the server does not speak TLS "
-                "(is the listener PLAINTEXT?), or it requires a client certificate and refused ours or its "
-                "absence (ssl.keystore.location)")
+        return (
+            "the server closed the connection during the handshake: the server does not speak TLS "
+            "(is the listener PLAINTEXT?), or it requires a client certificate and refused ours or its "
+            "absence (ssl.keystore.location)"
+        )
     if isinstance(exc, ssl.SSLError):
         reason = exc.reason or ""
         if reason in _NOT_TLS_REASONS:
             return "the server does not speak TLS (is the listener PLAINTEXT?)"
         if "CERTIFICATE_REQUIRED" in reason or reason == "SSLV3_ALERT_HANDSHAKE_FAILURE":
-            return (f"{exc.strerror or reason}: the server may require a client certificate "
-                    "(ssl.keystore.location, or ssl.keystore.key with ssl.keystore.certificate.chain)")
+            return (
+                f"{exc.strerror or reason}: the server may require a client certificate "
+                "(ssl.keystore.location, or ssl.keystore.key with ssl.keystore.certificate.chain)"
+            )
         if "BAD_CERTIFICATE" in reason or "UNKNOWN_CA" in reason:
             return f"{exc.strerror or reason}: the server rejected our client certificate"
         return str(exc.strerror or exc)

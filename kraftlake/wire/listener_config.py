@@ -62,11 +62,16 @@ class ListenerSecurity:
     stores: ClientSecurity | None = field(default=None, repr=False)
     """The ``ssl.*`` key and trust stores (parsed and checked by the client-side code: the names are the same)."""
     mechanisms: tuple[str, ...] = ()
-    plain_users: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False, hash=False)
+    plain_users: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, hash=False
+    )
     scram_credentials: Mapping[str, Mapping[str, ScramCredential]] = field(
-        default_factory=lambda: MappingProxyType({}), repr=False, hash=False)
+        default_factory=lambda: MappingProxyType({}), repr=False, hash=False
+    )
     """Per SCRAM mechanism, per user, the stored credential."""
-    properties: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False, hash=False)
+    properties: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, hash=False
+    )
 
     @property
     def uses_tls(self) -> bool:
@@ -91,8 +96,11 @@ class ListenerSecurity:
         assert self.stores is not None
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2  # Kafka's ssl.enabled.protocols: TLSv1.2,TLSv1.3
-        context.verify_mode = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
-                               "required": ssl.CERT_REQUIRED}[self.client_auth]
+        context.verify_mode = {
+            "none": ssl.CERT_NONE,
+            "requested": ssl.CERT_OPTIONAL,
+            "required": ssl.CERT_REQUIRED,
+        }[self.client_auth]
         self.stores.load_stores(context)
         return context
 
@@ -144,8 +152,11 @@ def parse_listener_properties(text: str, source: str = "<string>") -> ListenerSe
     if protocol in ("SSL", "SASL_SSL"):
         stores = ClientSecurity(source=source, protocol="SSL", **tls_settings(get, error))
         if stores.keystore_location is None and stores.keystore_key is None:
-            raise error("ssl.keystore.location", f"a {protocol} listener needs its certificate and key "
-                        "(ssl.keystore.location, or ssl.keystore.key with ssl.keystore.certificate.chain)")
+            raise error(
+                "ssl.keystore.location",
+                f"a {protocol} listener needs its certificate and key "
+                "(ssl.keystore.location, or ssl.keystore.key with ssl.keystore.certificate.chain)",
+            )
     elif client_auth != "none":
         raise error("ssl.client.auth", f"{client_auth} needs TLS: the protocol is {protocol}")
     mechanisms: tuple[str, ...] = ()
@@ -154,23 +165,35 @@ def parse_listener_properties(text: str, source: str = "<string>") -> ListenerSe
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         mechanisms = tuple(m.strip() for m in (get("sasl.enabled.mechanisms") or "").split(",") if m.strip())
         if not mechanisms:
-            raise error("sasl.enabled.mechanisms", f"a {protocol} listener needs its mechanisms "
-                        f"({', '.join(SASL_MECHANISMS)})")
+            raise error(
+                "sasl.enabled.mechanisms",
+                f"a {protocol} listener needs its mechanisms ({', '.join(SASL_MECHANISMS)})",
+            )
         for mechanism in mechanisms:
             if mechanism not in SASL_MECHANISMS:
-                raise error("sasl.enabled.mechanisms", f"{mechanism} is not supported "
-                            f"(supported: {', '.join(SASL_MECHANISMS)})")
+                raise error(
+                    "sasl.enabled.mechanisms",
+                    f"{mechanism} is not supported (supported: {', '.join(SASL_MECHANISMS)})",
+                )
             name = f"listener.name.{LISTENER_NAME.lower()}.{mechanism.lower()}.sasl.jaas.config"
             users = _jaas_users(get(name), name, mechanism, source, error)
             if mechanism == "PLAIN":
                 plain_users = users
             else:
-                scram[mechanism] = {user: ScramCredential.parse(value, source=source, property=f"{name} user_{user}")
-                                    for user, value in users.items()}
-    return ListenerSecurity(source=source, protocol=protocol, client_auth=client_auth, stores=stores,
-                            mechanisms=mechanisms, plain_users=MappingProxyType(plain_users),
-                            scram_credentials=MappingProxyType({m: MappingProxyType(c) for m, c in scram.items()}),
-                            properties=MappingProxyType(dict(props)))
+                scram[mechanism] = {
+                    user: ScramCredential.parse(value, source=source, property=f"{name} user_{user}")
+                    for user, value in users.items()
+                }
+    return ListenerSecurity(
+        source=source,
+        protocol=protocol,
+        client_auth=client_auth,
+        stores=stores,
+        mechanisms=mechanisms,
+        plain_users=MappingProxyType(plain_users),
+        scram_credentials=MappingProxyType({m: MappingProxyType(c) for m, c in scram.items()}),
+        properties=MappingProxyType(dict(props)),
+    )
 
 
 def _protocol(mapping: str | None, error: _Error) -> str:
@@ -179,23 +202,27 @@ def _protocol(mapping: str | None, error: _Error) -> str:
     entries = dict(item.strip().partition(":")[::2] for item in mapping.split(",") if item.strip())
     protocol = entries.get(LISTENER_NAME)
     if protocol is None:
-        raise error("listener.security.protocol.map", f"no entry for the {LISTENER_NAME} listener "
-                    f"(e.g. {LISTENER_NAME}:SASL_SSL)")
+        raise error(
+            "listener.security.protocol.map",
+            f"no entry for the {LISTENER_NAME} listener (e.g. {LISTENER_NAME}:SASL_SSL)",
+        )
     protocol = protocol.strip().upper()
     if protocol not in PROTOCOLS:
-        raise error("listener.security.protocol.map", f"unknown security protocol {protocol!r} "
-                    f"(expected one of {', '.join(PROTOCOLS)})")
+        raise error(
+            "listener.security.protocol.map",
+            f"unknown security protocol {protocol!r} (expected one of {', '.join(PROTOCOLS)})",
+        )
     return str(protocol)
 
 
 def _jaas_users(text: str | None, name: str, mechanism: str, source: str, error: _Error) -> dict[str, str]:
     module = _PLAIN_MODULE if mechanism == "PLAIN" else _SCRAM_MODULE
     if not text:
-        raise error(name, f"not set: {mechanism} needs {module} required user_<name>=\"...\";")
+        raise error(name, f'not set: {mechanism} needs {module} required user_<name>="...";')
     entry = parse_jaas_config(text, f"{source}: {name}")
     if entry.login_module != module:
         raise error(name, f"{mechanism} needs {module}, not {entry.login_module}")
-    return {key[len("user_"):]: value for key, value in entry.options.items() if key.startswith("user_")}
+    return {key[len("user_") :]: value for key, value in entry.options.items() if key.startswith("user_")}
 
 
 def principal_of_certificate(peercert: Mapping[str, object] | None) -> str:
@@ -212,9 +239,17 @@ def principal_of_certificate(peercert: Mapping[str, object] | None) -> str:
     return "User:" + ",".join(names)
 
 
-_RDN_KEYS = {"commonName": "CN", "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
-             "organizationName": "O", "organizationalUnitName": "OU", "streetAddress": "STREET",
-             "domainComponent": "DC", "userId": "UID"}
+_RDN_KEYS = {
+    "commonName": "CN",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
 
 
 def _escape_rdn(value: str) -> str:

@@ -86,8 +86,14 @@ class ScramMechanism(SaslMechanism):
     ``extensions`` are appended to the client-first message (Kafka's ``tokenauth=true``: delegation tokens).
     """
 
-    def __init__(self, hash_name: str, username: str, password: str, nonce: str | None = None,
-                 extensions: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        hash_name: str,
+        username: str,
+        password: str,
+        nonce: str | None = None,
+        extensions: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__()
         if hash_name not in _SCRAM_HASHES:
             raise ValueError(f"unknown SCRAM hash {hash_name!r} (expected one of {', '.join(_SCRAM_HASHES)})")
@@ -141,8 +147,10 @@ class ScramMechanism(SaslMechanism):
             raise self._failure(f"invalid iteration count {iterations_text!r} in server-first message")
         iterations = int(iterations_text)
         if iterations < SCRAM_MIN_ITERATIONS:
-            raise self._failure(f"requested iterations {iterations} is less than the minimum "
-                                f"{SCRAM_MIN_ITERATIONS} for {self.mechanism_name}")
+            raise self._failure(
+                f"requested iterations {iterations} is less than the minimum "
+                f"{SCRAM_MIN_ITERATIONS} for {self.mechanism_name}"
+            )
         salted = hashlib.pbkdf2_hmac(self._digest, self._password, salt, iterations)
         client_key = self._hmac(salted, b"Client Key")
         stored_key = hashlib.new(self._digest, client_key).digest()
@@ -197,17 +205,20 @@ def _base36(number: int) -> str:
 def mechanism_for(security: ClientSecurity) -> SaslMechanism:
     """A fresh mechanism for ``security``'s ``sasl.mechanism`` and credentials (one per connection)."""
     if not security.uses_sasl:
-        raise SecurityConfigError(f"{security.protocol} does not use SASL", source=security.source,
-                                  property="security.protocol")
+        raise SecurityConfigError(
+            f"{security.protocol} does not use SASL", source=security.source, property="security.protocol"
+        )
     mechanism = security.sasl_mechanism or "PLAIN"
     username, password = security.sasl_username, security.sasl_password
     if username is None or password is None:
-        raise SecurityConfigError("no username or password for SASL", source=security.source,
-                                  property="sasl.jaas.config")
+        raise SecurityConfigError(
+            "no username or password for SASL", source=security.source, property="sasl.jaas.config"
+        )
     if mechanism == "PLAIN":
         return PlainMechanism(username, password)
-    if mechanism.startswith("SCRAM-") and mechanism[len("SCRAM-"):] in _SCRAM_HASHES:
+    if mechanism.startswith("SCRAM-") and mechanism[len("SCRAM-") :] in _SCRAM_HASHES:
         extensions = {"tokenauth": "true"} if security.sasl_token_auth else None
-        return ScramMechanism(mechanism[len("SCRAM-"):], username, password, extensions=extensions)
-    raise SecurityConfigError(f"{mechanism} is not supported", source=security.source,
-                              property="sasl.mechanism")
+        return ScramMechanism(mechanism[len("SCRAM-") :], username, password, extensions=extensions)
+    raise SecurityConfigError(
+        f"{mechanism} is not supported", source=security.source, property="sasl.mechanism"
+    )

@@ -50,8 +50,10 @@ class ScramCredential:
         """Kafka's ``ScramCredentialUtils.credentialToString``: ``salt=<b64>,stored_key=<b64>,server_key=<b64>,
         iterations=<n>``."""
         b64 = base64.b64encode
-        return (f"salt={b64(self.salt).decode()},stored_key={b64(self.stored_key).decode()},"
-                f"server_key={b64(self.server_key).decode()},iterations={self.iterations}")
+        return (
+            f"salt={b64(self.salt).decode()},stored_key={b64(self.stored_key).decode()},"
+            f"server_key={b64(self.server_key).decode()},iterations={self.iterations}"
+        )
 
     @classmethod
     def parse(cls, text: str, *, source: str, property: str) -> ScramCredential:
@@ -68,36 +70,50 @@ class ScramCredential:
             if sep:
                 fields[key] = value
         try:
-            credential = cls(base64.b64decode(fields["salt"], validate=True),
-                             base64.b64decode(fields["stored_key"], validate=True),
-                             base64.b64decode(fields["server_key"], validate=True), int(fields["iterations"]))
+            credential = cls(
+                base64.b64decode(fields["salt"], validate=True),
+                base64.b64decode(fields["stored_key"], validate=True),
+                base64.b64decode(fields["server_key"], validate=True),
+                int(fields["iterations"]),
+            )
         except (KeyError, ValueError, binascii.Error):
             raise SecurityConfigError(
                 "not a SCRAM credential (salt=...,stored_key=...,server_key=...,iterations=N): passwords are "
-                "stored salted, make one with `kraftlake quorum scram-credential`", source=source,
-                property=property) from None
+                "stored salted, make one with `kraftlake quorum scram-credential`",
+                source=source,
+                property=property,
+            ) from None
         if not SCRAM_MIN_ITERATIONS <= credential.iterations <= SCRAM_MAX_ITERATIONS:
-            raise SecurityConfigError(f"iterations {credential.iterations} outside Kafka's "
-                                      f"{SCRAM_MIN_ITERATIONS}-{SCRAM_MAX_ITERATIONS}", source=source,
-                                      property=property)
+            raise SecurityConfigError(
+                f"iterations {credential.iterations} outside Kafka's "
+                f"{SCRAM_MIN_ITERATIONS}-{SCRAM_MAX_ITERATIONS}",
+                source=source,
+                property=property,
+            )
         return credential
 
 
-def scram_credential(mechanism: str, password: str, iterations: int = SCRAM_MIN_ITERATIONS,
-                     salt: bytes | None = None) -> ScramCredential:
+def scram_credential(
+    mechanism: str, password: str, iterations: int = SCRAM_MIN_ITERATIONS, salt: bytes | None = None
+) -> ScramCredential:
     """The stored form of `password` for `mechanism` (SCRAM-SHA-256 or SCRAM-SHA-512), with a random 32-byte
     salt unless one is given (Kafka's ``kafka-storage format --add-scram`` and ``kafka-configs`` make the same).
     """
     digest = SCRAM_DIGESTS.get(mechanism)
     if digest is None:
-        raise ValueError(f"unknown SCRAM mechanism {mechanism!r} (expected one of {', '.join(SCRAM_DIGESTS)})")
+        raise ValueError(
+            f"unknown SCRAM mechanism {mechanism!r} (expected one of {', '.join(SCRAM_DIGESTS)})"
+        )
     if not SCRAM_MIN_ITERATIONS <= iterations <= SCRAM_MAX_ITERATIONS:
-        raise ValueError(f"iterations must be {SCRAM_MIN_ITERATIONS}-{SCRAM_MAX_ITERATIONS}, got {iterations}")
+        raise ValueError(
+            f"iterations must be {SCRAM_MIN_ITERATIONS}-{SCRAM_MAX_ITERATIONS}, got {iterations}"
+        )
     salt = secrets.token_bytes(32) if salt is None else salt
     salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
     client_key = hmac.digest(salted, b"Client Key", digest)
-    return ScramCredential(salt, hashlib.new(digest, client_key).digest(),
-                           hmac.digest(salted, b"Server Key", digest), iterations)
+    return ScramCredential(
+        salt, hashlib.new(digest, client_key).digest(), hmac.digest(salted, b"Server Key", digest), iterations
+    )
 
 
 class SaslServerMechanism(ABC):
@@ -141,14 +157,19 @@ class PlainServer(SaslServerMechanism):
         except (UnicodeDecodeError, ValueError):
             raise self._fail("Invalid SASL/PLAIN response: expected 3 tokens separated by NUL") from None
         if not username or not password:
-            raise self._fail(f"Authentication failed: {'username' if not username else 'password'} not specified")
+            raise self._fail(
+                f"Authentication failed: {'username' if not username else 'password'} not specified"
+            )
         if authzid and authzid != username:
-            raise self._fail("Authentication failed: Client requested an authorization id that is different from "
-                             "username")
+            raise self._fail(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         expected = self._users.get(username)
         # compared even for an unknown user, so the time taken does not say whether the user exists
-        if not hmac.compare_digest(password.encode(), (expected if expected is not None else "\0").encode()) \
-                or expected is None:
+        if (
+            not hmac.compare_digest(password.encode(), (expected if expected is not None else "\0").encode())
+            or expected is None
+        ):
             raise self._fail(PLAIN_FAILURE)
         self.username = username
         self.complete = True
@@ -159,7 +180,9 @@ class ScramServer(SaslServerMechanism):
     """SCRAM-SHA-256 / SCRAM-SHA-512, the server side (Kafka's ScramSaslServer): client-first in, server-first
     out; client-final in (its proof checked against StoredKey), server-final (``v=<ServerSignature>``) out."""
 
-    def __init__(self, mechanism: str, credentials: Mapping[str, ScramCredential], nonce: str | None = None) -> None:
+    def __init__(
+        self, mechanism: str, credentials: Mapping[str, ScramCredential], nonce: str | None = None
+    ) -> None:
         super().__init__()
         if mechanism not in SCRAM_DIGESTS:
             raise ValueError(f"unknown SCRAM mechanism {mechanism!r}")
@@ -188,14 +211,17 @@ class ScramServer(SaslServerMechanism):
         parts = client_first.split(",")
         # gs2 header: "n" (no channel binding) or "y" (client could, thinks we cannot); "p=" asks for binding
         if len(parts) < 4 or parts[0] not in ("n", "y") or (parts[1] and not parts[1].startswith("a=")):
-            raise self._fail(f"Invalid SCRAM client first message (channel binding is not supported): "
-                             f"{client_first[:100]!r}")
+            raise self._fail(
+                f"Invalid SCRAM client first message (channel binding is not supported): "
+                f"{client_first[:100]!r}"
+            )
         if not parts[2].startswith("n=") or not parts[3].startswith("r=") or len(parts[3]) <= 2:
             raise self._fail(f"Invalid SCRAM client first message {client_first[:100]!r}")
         username = parts[2][2:].replace("=2C", ",").replace("=3D", "=")
         if parts[1] and parts[1][2:] != username:
-            raise self._fail("Authentication failed: Client requested an authorization id that is different from "
-                             "username")
+            raise self._fail(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         extensions = dict(p.partition("=")[::2] for p in parts[4:])
         if extensions.get("tokenauth", "").lower() == "true":
             # delegation tokens live in Kafka's metadata; a kraftlake voter has none
@@ -208,8 +234,9 @@ class ScramServer(SaslServerMechanism):
         self._gs2_header = ",".join(parts[:2]) + ","
         self._client_first_bare = ",".join(parts[2:])
         self._nonce = parts[3][2:] + self._server_nonce
-        self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
-                              f"i={credential.iterations}")
+        self._server_first = (
+            f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},i={credential.iterations}"
+        )
         return self._server_first.encode()
 
     def _server_final_message(self, client_final: str) -> bytes:

@@ -8,12 +8,28 @@ from kraftlake.controller.broker_index import BrokerPartitions
 from kraftlake.image import MetadataImage
 from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator
 
-WEIGHTS = {"isr_shrink": 5, "isr_expand": 5, "crash": 2, "restart": 3, "controlled_shutdown": 2,
-           "create_topic": 2, "delete_topic": 2, "create_partitions": 1, "reassign": 4, "failover": 1, "idle": 2}
+WEIGHTS = {
+    "isr_shrink": 5,
+    "isr_expand": 5,
+    "crash": 2,
+    "restart": 3,
+    "controlled_shutdown": 2,
+    "create_topic": 2,
+    "delete_topic": 2,
+    "create_partitions": 1,
+    "reassign": 4,
+    "failover": 1,
+    "idle": 2,
+}
 
 
 def _scan(img: MetadataImage, broker: int) -> set[tuple[str, int]]:
-    return {(t.id, pid) for t in img.topics_by_id.values() for pid, p in t.partitions.items() if broker in p.replicas}
+    return {
+        (t.id, pid)
+        for t in img.topics_by_id.values()
+        for pid, p in t.partitions.items()
+        if broker in p.replicas
+    }
 
 
 def _indexed(index: BrokerPartitions, img: MetadataImage, broker: int) -> list[tuple[str, int]]:
@@ -29,8 +45,16 @@ def _check(c: QuorumController, brokers: int) -> None:
 
 
 def test_index_matches_full_scan_during_a_simulation() -> None:
-    cfg = ClusterSimConfig(brokers=7, topics=6, partitions_per_topic=5, events=1500, seed=5, check_every=1,
-                           max_down_fraction=0.4, weights=WEIGHTS)
+    cfg = ClusterSimConfig(
+        brokers=7,
+        topics=6,
+        partitions_per_topic=5,
+        events=1500,
+        seed=5,
+        check_every=1,
+        max_down_fraction=0.4,
+        weights=WEIGHTS,
+    )
     sim = ClusterSimulator(cfg)
     checked = [0]
 

@@ -55,9 +55,13 @@ class Cluster:
         return result.response
 
     def register(self, b: int, previous_epoch: int = -1, incarnation: str | None = None) -> Any:
-        req = BrokerRegistrationRequest(b, incarnation or random_uuid(self.active.rng),
-                                        (Listener("PLAINTEXT", "localhost", 9092 + b),),
-                                        log_dirs=(random_uuid(self.active.rng),), previous_broker_epoch=previous_epoch)
+        req = BrokerRegistrationRequest(
+            b,
+            incarnation or random_uuid(self.active.rng),
+            (Listener("PLAINTEXT", "localhost", 9092 + b),),
+            log_dirs=(random_uuid(self.active.rng),),
+            previous_broker_epoch=previous_epoch,
+        )
         resp = self.run(self.active.handle_register_broker(req, self.now))
         if resp.error.ok:
             self.epochs[b] = resp.data["broker_epoch"]
@@ -78,13 +82,20 @@ class Cluster:
         return [r.record for r in self.log.records[offset:]]
 
     def create(self, name: str, partitions: int = 1, rf: int = 3, **configs: str) -> Any:
-        return self.run(self.active.handle_create_topics([CreatableTopic(name, partitions, rf, configs=configs)]))
+        return self.run(
+            self.active.handle_create_topics([CreatableTopic(name, partitions, rf, configs=configs)])
+        )
 
     def alter_isr(self, topic: str, pid: int, new_isr: tuple[int, ...], **over: Any) -> Any:
         p = self.partition(topic, pid)
         t = self.image.topics_by_name[topic]
-        u = PartitionIsrUpdate(t.id, pid, over.get("leader_epoch", p.leader_epoch),
-                               over.get("partition_epoch", p.partition_epoch), new_isr)
+        u = PartitionIsrUpdate(
+            t.id,
+            pid,
+            over.get("leader_epoch", p.leader_epoch),
+            over.get("partition_epoch", p.partition_epoch),
+            new_isr,
+        )
         broker = over.get("broker", p.leader)
         req = AlterPartitionRequest(broker, over.get("broker_epoch", self.epochs[broker]), (u,))
         return self.run(self.active.handle_alter_partition(req)).data["partitions"][(t.id, pid)]
@@ -144,13 +155,15 @@ def test_create_topic_records_and_assignment() -> None:
     assert res.error.ok and res.num_partitions == 8 and res.replication_factor == 3
     types = [r.type for r in c.log.records[off:]]
     assert types == ["TopicRecord", "ConfigRecord"] + ["PartitionRecord"] * 8
-    assert {r.version for r in c.log.records[off + 2:]} == {2}
+    assert {r.version for r in c.log.records[off + 2 :]} == {2}
     t = c.image.topics_by_name["orders"]
     leaders = Counter(p.leader for p in t.partitions.values())
     assert sorted(leaders.values()) == [2, 2, 2, 2]  # round robin spreads leaders evenly
     for p in t.partitions.values():
         assert len(set(p.replicas)) == 3 and p.isr == p.replicas and p.leader == p.replicas[0]
-        assert all(d == c.image.brokers[r].directories[0] for r, d in zip(p.replicas, p.directories, strict=True))
+        assert all(
+            d == c.image.brokers[r].directories[0] for r, d in zip(p.replicas, p.directories, strict=True)
+        )
     assert c.image.configs[(2, "orders")] == {"retention.ms": "1000"}
 
 
@@ -186,8 +199,10 @@ def test_delete_topic_and_create_partitions() -> None:
     assert [r.type for r in c.log.records[-3:]] == ["PartitionRecord"] * 3
     for count, code in ((5, Errors.INVALID_PARTITIONS), (3, Errors.INVALID_PARTITIONS)):
         assert c.run(c.active.handle_create_partitions({"a": count})).by_name()["a"].error.error == code
-    assert c.run(c.active.handle_create_partitions({"nope": 3})).by_name()["nope"].error.error == \
-        Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert (
+        c.run(c.active.handle_create_partitions({"nope": 3})).by_name()["nope"].error.error
+        == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    )
     topic_id = c.image.topics_by_name["a"].id
     resp = c.run(c.active.handle_delete_topics(["a", "nope"]))
     assert resp.by_name()["a"].error.ok
@@ -208,21 +223,30 @@ def test_alter_partition_shrink_expand_and_epoch_checks() -> None:
     assert follower not in after.isr and after.partition_epoch == p.partition_epoch + 1
     assert after.leader_epoch == p.leader_epoch  # no leader bump on shrink since 3.6
     # stale partition epoch / leader epoch / not the leader / stale broker epoch
-    assert c.alter_isr("t", 0, p.isr, partition_epoch=p.partition_epoch)[0].error == Errors.INVALID_UPDATE_VERSION
+    assert (
+        c.alter_isr("t", 0, p.isr, partition_epoch=p.partition_epoch)[0].error
+        == Errors.INVALID_UPDATE_VERSION
+    )
     assert c.alter_isr("t", 0, p.isr, leader_epoch=p.leader_epoch + 5)[0].error == Errors.FENCED_LEADER_EPOCH
     assert c.alter_isr("t", 0, p.isr, broker=follower)[0].error == Errors.INVALID_REQUEST
     assert c.alter_isr("t", 0, (leader, 42))[0].error == Errors.INVALID_REQUEST
     t = c.image.topics_by_name["t"]
     req = AlterPartitionRequest(leader, c.epochs[leader] + 1, (PartitionIsrUpdate(t.id, 0, 0, 1, p.isr),))
     assert c.run(c.active.handle_alter_partition(req)).error.error == Errors.STALE_BROKER_EPOCH
-    req = AlterPartitionRequest(leader, c.epochs[leader], (PartitionIsrUpdate("AAAAAAAAAAAAAAAAAAAAAg", 0, 0, 0, (0,)),))
+    req = AlterPartitionRequest(
+        leader, c.epochs[leader], (PartitionIsrUpdate("AAAAAAAAAAAAAAAAAAAAAg", 0, 0, 0, (0,)),)
+    )
     resp = c.run(c.active.handle_alter_partition(req))
     assert resp.data["partitions"][("AAAAAAAAAAAAAAAAAAAAAg", 0)][0].error == Errors.UNKNOWN_TOPIC_ID
     # expand back; a fenced replica is ineligible
     err, after = c.alter_isr("t", 0, p.isr)
     assert err.ok and set(after.isr) == set(p.replicas)
     err, _ = c.alter_isr("t", 0, tuple(r for r in p.isr if r != follower))
-    c.run(c.active.handle_heartbeat(BrokerHeartbeatRequest(follower, c.epochs[follower], 0, want_fence=True), c.now))
+    c.run(
+        c.active.handle_heartbeat(
+            BrokerHeartbeatRequest(follower, c.epochs[follower], 0, want_fence=True), c.now
+        )
+    )
     assert c.alter_isr("t", 0, p.isr)[0].error == Errors.INELIGIBLE_REPLICA
 
 
@@ -231,9 +255,18 @@ def test_controlled_shutdown_moves_every_leadership_in_one_result() -> None:
     for i in range(5):
         c.create(f"t{i}", 8, 3)
     victim = 1
-    led = [(t.name, pid) for t in c.image.topics_by_id.values() for pid, p in t.partitions.items() if p.leader == victim]
-    in_isr = [(t.name, pid) for t in c.image.topics_by_id.values() for pid, p in t.partitions.items()
-              if victim in p.isr]
+    led = [
+        (t.name, pid)
+        for t in c.image.topics_by_id.values()
+        for pid, p in t.partitions.items()
+        if p.leader == victim
+    ]
+    in_isr = [
+        (t.name, pid)
+        for t in c.image.topics_by_id.values()
+        for pid, p in t.partitions.items()
+        if victim in p.isr
+    ]
     assert led and len(in_isr) == 30
     batches_before = len(c.log.batches)
     off = c.log.end_offset()
@@ -295,12 +328,18 @@ def test_reassignment_add_then_complete_and_cancel() -> None:
     done = c.partition("r")
     assert done.replicas == target and not done.adding_replicas and not done.removing_replicas
     assert p.replicas[0] not in done.isr and done.leader in target
-    assert c.run(c.active.handle_alter_reassignments({("r", 0): None})).data["partitions"][("r", 0)].error == \
-        Errors.NO_REASSIGNMENT_IN_PROGRESS
-    assert c.run(c.active.handle_alter_reassignments({("r", 0): (0, 0)})).data["partitions"][("r", 0)].error == \
-        Errors.INVALID_REPLICA_ASSIGNMENT
-    assert c.run(c.active.handle_alter_reassignments({("x", 0): (0,)})).data["partitions"][("x", 0)].error == \
-        Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert (
+        c.run(c.active.handle_alter_reassignments({("r", 0): None})).data["partitions"][("r", 0)].error
+        == Errors.NO_REASSIGNMENT_IN_PROGRESS
+    )
+    assert (
+        c.run(c.active.handle_alter_reassignments({("r", 0): (0, 0)})).data["partitions"][("r", 0)].error
+        == Errors.INVALID_REPLICA_ASSIGNMENT
+    )
+    assert (
+        c.run(c.active.handle_alter_reassignments({("x", 0): (0,)})).data["partitions"][("x", 0)].error
+        == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    )
     # start another and cancel it
     c.run(c.active.handle_alter_reassignments({("r", 0): (p.replicas[0], *target[1:])}))
     assert c.partition("r").adding_replicas
@@ -338,16 +377,26 @@ def test_incremental_configs() -> None:
     resp = c.run(c.active.handle_incremental_alter_configs(ch))
     assert resp.data["resources"][(2, "c")].ok
     assert c.image.configs[(2, "c")] == {"cleanup.policy": "delete,compact", "retention.ms": "10"}
-    c.run(c.active.handle_incremental_alter_configs([
-        ConfigChange(ResourceType.TOPIC, "c", "retention.ms", ConfigOp.DELETE),
-        ConfigChange(ResourceType.TOPIC, "c", "cleanup.policy", ConfigOp.SUBTRACT, "delete")]))
+    c.run(
+        c.active.handle_incremental_alter_configs(
+            [
+                ConfigChange(ResourceType.TOPIC, "c", "retention.ms", ConfigOp.DELETE),
+                ConfigChange(ResourceType.TOPIC, "c", "cleanup.policy", ConfigOp.SUBTRACT, "delete"),
+            ]
+        )
+    )
     assert c.image.configs[(2, "c")] == {"cleanup.policy": "compact"}
     assert c.log.records[-2].record.value is None
     off = c.log.end_offset()
-    bad = c.run(c.active.handle_incremental_alter_configs([
-        ConfigChange(ResourceType.TOPIC, "nope", "retention.ms", ConfigOp.SET, "1"),
-        ConfigChange(ResourceType.TOPIC, "c", "min.insync.replicas", ConfigOp.SET, "x"),
-        ConfigChange(ResourceType.BROKER, "abc", "x", ConfigOp.SET, "1")]))
+    bad = c.run(
+        c.active.handle_incremental_alter_configs(
+            [
+                ConfigChange(ResourceType.TOPIC, "nope", "retention.ms", ConfigOp.SET, "1"),
+                ConfigChange(ResourceType.TOPIC, "c", "min.insync.replicas", ConfigOp.SET, "x"),
+                ConfigChange(ResourceType.BROKER, "abc", "x", ConfigOp.SET, "1"),
+            ]
+        )
+    )
     assert bad.data["resources"][(2, "nope")].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
     assert bad.data["resources"][(2, "c")].error == Errors.INVALID_CONFIG
     assert bad.data["resources"][(4, "abc")].error == Errors.INVALID_REQUEST
@@ -370,8 +419,11 @@ def test_feature_updates() -> None:
     assert c.log.end_offset() == off
     assert c.run(c.active.handle_update_features([FeatureUpdate("metadata.version", 31)])).error.ok
     assert c.image.metadata_version == 31
-    resp = c.run(c.active.handle_update_features(
-        [FeatureUpdate("eligible.leader.replicas.version", 0, UpgradeType.SAFE_DOWNGRADE)]))
+    resp = c.run(
+        c.active.handle_update_features(
+            [FeatureUpdate("eligible.leader.replicas.version", 0, UpgradeType.SAFE_DOWNGRADE)]
+        )
+    )
     assert resp.error.ok
     assert [r.type for r in c.log.records[-2:]] == ["FeatureLevelRecord", "ClearElrRecord"]
     assert "eligible.leader.replicas.version" not in c.image.features
@@ -387,8 +439,11 @@ def test_producer_id_blocks() -> None:
 
 
 def _fence(c: Cluster, b: int) -> None:
-    c.run(c.active.handle_heartbeat(BrokerHeartbeatRequest(b, c.epochs[b], c.active.next_offset, want_fence=True),
-                                    c.now))
+    c.run(
+        c.active.handle_heartbeat(
+            BrokerHeartbeatRequest(b, c.epochs[b], c.active.next_offset, want_fence=True), c.now
+        )
+    )
 
 
 @pytest.mark.parametrize("elr", [True, False])
@@ -397,8 +452,7 @@ def test_last_replica_standing(elr: bool) -> None:
     uncleanly (losing its unflushed tail). With ELR, 2 comes back ineligible and 1 (which holds every
     committed record) is the one elected; without ELR, 2 is re-elected and committed data is lost."""
     features = {"eligible.leader.replicas.version": 1 if elr else 0}
-    cfg = ControllerConfig(min_insync_replicas=2, features=features,
-                           metadata_version=LATEST_PRODUCTION)
+    cfg = ControllerConfig(min_insync_replicas=2, features=features, metadata_version=LATEST_PRODUCTION)
     c = Cluster(brokers=3, config=cfg)
     c.run(c.active.handle_create_topics([CreatableTopic("j", assignments={0: (0, 1, 2)})]))
     assert c.partition("j").isr == (0, 1, 2)
@@ -451,7 +505,9 @@ def test_standby_failover_serves_at_once() -> None:
     new.execute(resp)
     assert resp.response.by_name()["g"].error.ok and "g" in new.image.topics_by_name
     # the broker in controlled shutdown finishes it against the new controller
-    hb = new.handle_heartbeat(BrokerHeartbeatRequest(0, c.epochs[0], new.next_offset - 1, want_shutdown=True), c.now)
+    hb = new.handle_heartbeat(
+        BrokerHeartbeatRequest(0, c.epochs[0], new.next_offset - 1, want_shutdown=True), c.now
+    )
     new.execute(hb)
     assert hb.response.data["should_shut_down"]
     assert c.active.committed_image.state_equals(new.image)  # the old active now replays as a standby
@@ -484,7 +540,9 @@ def test_failover_inside_a_transaction_aborts_it_and_steps_stop_on_deactivation(
 def test_execute_steps_in_short_batches_only_inside_a_transaction() -> None:
     c = Cluster(brokers=3, config=ControllerConfig(max_records_per_batch=10))
     start = len(c.log.batches)
-    steps = c.active.execute_steps(c.active.handle_create_topics([CreatableTopic("big", 30, 3)]), step_records=4)
+    steps = c.active.execute_steps(
+        c.active.handle_create_topics([CreatableTopic("big", 30, 3)]), step_records=4
+    )
     n = 0
     with pytest.raises(StopIteration):
         while True:
@@ -494,7 +552,9 @@ def test_execute_steps_in_short_batches_only_inside_a_transaction() -> None:
     assert sizes == [4] * 8 + [1] and n == 8  # Begin + 31 records + End in steps of 4
     assert c.standby.committed_image.state_equals(c.image) and c.image.transaction is None
     start = len(c.log.batches)
-    small = c.active.execute_steps(c.active.handle_create_topics([CreatableTopic("small", 5, 3)]), step_records=2)
+    small = c.active.execute_steps(
+        c.active.handle_create_topics([CreatableTopic("small", 5, 3)]), step_records=2
+    )
     with pytest.raises(StopIteration):
         next(small)
     assert [count for _, count in c.log.batches[start:]] == [6]  # fits in one batch: one, atomic

@@ -21,25 +21,48 @@ def partitions(draw: st.DrawFn) -> PartitionRegistration:
     leader = draw(st.sampled_from((NO_LEADER, *replicas)))
     adding = tuple(r for r in replicas if draw(st.integers(0, 5)) == 0)
     removing = tuple(r for r in replicas if r not in adding and draw(st.integers(0, 5)) == 0)
-    return PartitionRegistration(replicas, (MIGRATING_DIR,) * len(replicas), isr, removing, adding, leader,
-                                 draw(st.sampled_from((0, 1))), draw(st.integers(0, 9)), draw(st.integers(0, 9)),
-                                 elr, lke)
+    return PartitionRegistration(
+        replicas,
+        (MIGRATING_DIR,) * len(replicas),
+        isr,
+        removing,
+        adding,
+        leader,
+        draw(st.sampled_from((0, 1))),
+        draw(st.integers(0, 9)),
+        draw(st.integers(0, 9)),
+        elr,
+        lke,
+    )
 
 
 @settings(max_examples=800, deadline=None)
-@given(p=partitions(), broker=st.sampled_from(BROKERS), unacceptable=st.sets(st.sampled_from(BROKERS)),
-       mv=st.sampled_from((7, 11, 12, 17, 23, 30)), min_isr=st.integers(1, 3), elr=st.booleans())
-def test_isr_removal_equals_the_builder(p: PartitionRegistration, broker: int, unacceptable: set[int], mv: int,
-                                        min_isr: int, elr: bool) -> None:
+@given(
+    p=partitions(),
+    broker=st.sampled_from(BROKERS),
+    unacceptable=st.sets(st.sampled_from(BROKERS)),
+    mv=st.sampled_from((7, 11, 12, 17, 23, 30)),
+    min_isr=st.integers(1, 3),
+    elr=st.booleans(),
+)
+def test_isr_removal_equals_the_builder(
+    p: PartitionRegistration, broker: int, unacceptable: set[int], mv: int, min_isr: int, elr: bool
+) -> None:
     def acceptable(b: int) -> bool:
         return b != broker and b not in unacceptable
 
     fast = isr_removal(p, "AAAAAAAAAAAAAAAAAAAAAQ", 7, broker, acceptable, mv, min_isr, elr)
-    expected = (PartitionChangeBuilder(p, "AAAAAAAAAAAAAAAAAAAAAQ", 7, acceptable, mv, min_isr, elr_enabled=elr)
-                .set_target_isr(tuple(r for r in p.isr if r != broker)).build())
+    expected = (
+        PartitionChangeBuilder(p, "AAAAAAAAAAAAAAAAAAAAAQ", 7, acceptable, mv, min_isr, elr_enabled=elr)
+        .set_target_isr(tuple(r for r in p.isr if r != broker))
+        .build()
+    )
     if fast is UNDECIDED:
-        assert p.adding_replicas or p.removing_replicas or len([r for r in p.isr if r != broker]) < (
-            min_isr if elr else 1)
+        assert (
+            p.adding_replicas
+            or p.removing_replicas
+            or len([r for r in p.isr if r != broker]) < (min_isr if elr else 1)
+        )
     else:
         assert fast == expected
 

@@ -81,9 +81,24 @@ def test_mirror_equals_the_controllers_log_and_resumes(kafka: KafkaPeer, tmp_pat
     assert {"orders", "payments"} <= set(image.topics_by_name)
 
 
-def test_follow_command_until_offset(kafka: KafkaPeer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["follow", "--bootstrap-controller", f"127.0.0.1:{kafka.controller_port}", "--data-dir",
-                 str(tmp_path), "--cluster-id", kafka.cluster_id, "--idle-stop", "0.5", "--quiet", "--no-fsync"])
+def test_follow_command_until_offset(
+    kafka: KafkaPeer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "follow",
+            "--bootstrap-controller",
+            f"127.0.0.1:{kafka.controller_port}",
+            "--data-dir",
+            str(tmp_path),
+            "--cluster-id",
+            kafka.cluster_id,
+            "--idle-stop",
+            "0.5",
+            "--quiet",
+            "--no-fsync",
+        ]
+    )
     assert code == 0
     assert "log end" in capsys.readouterr().out
     # the observer id is kept in meta.properties, and Kafka lists it as an observer while it fetches
@@ -97,10 +112,13 @@ def test_follow_command_until_offset(kafka: KafkaPeer, tmp_path: Path, capsys: p
         deadline = time.monotonic() + 30
         text = ""
         while time.monotonic() < deadline and str(observer_id) not in text:
-            text = kafka_tools.run_class("org.apache.kafka.tools.MetadataQuorumCommand",
-                                         ["--bootstrap-controller", f"127.0.0.1:{kafka.controller_port}",
-                                          "describe", "--replication"])
-        assert any(line.split()[0] == str(observer_id) and "Observer" in line for line in text.splitlines()[1:])
+            text = kafka_tools.run_class(
+                "org.apache.kafka.tools.MetadataQuorumCommand",
+                ["--bootstrap-controller", f"127.0.0.1:{kafka.controller_port}", "describe", "--replication"],
+            )
+        assert any(
+            line.split()[0] == str(observer_id) and "Observer" in line for line in text.splitlines()[1:]
+        )
     finally:
         stop.set()
         thread.join(10)
@@ -108,8 +126,10 @@ def test_follow_command_until_offset(kafka: KafkaPeer, tmp_path: Path, capsys: p
 
 
 def test_a_broker_listener_is_not_a_controller(kafka: KafkaPeer, tmp_path: Path) -> None:
-    with (MetadataMirror(tmp_path, fsync=False) as mirror,
-          pytest.raises(NotAControllerError, match="not a controller listener")):
+    with (
+        MetadataMirror(tmp_path, fsync=False) as mirror,
+        pytest.raises(NotAControllerError, match="not a controller listener"),
+    ):
         Follower([Endpoint("127.0.0.1", kafka.broker_port)], mirror, give_up_s=10).run()
     assert not segments(tmp_path) or all(Path(s).stat().st_size == 0 for s in segments(tmp_path))
 
@@ -132,9 +152,11 @@ def test_tls_to_a_plaintext_listener_is_named(kafka: KafkaPeer, tmp_path: Path) 
 
 def test_garbage_and_oversized_frames_from_a_peer(tmp_path: Path) -> None:
     """A peer that answers with junk or announces a huge frame: a clear error naming it, no hang, nothing written."""
-    cases = {b"\x7f\xff\xff\xff" + b"x" * 16: "frame of 2147483647 bytes",
-             b"\x00\x00\x00\x08garbage!": "did not answer ApiVersions as a Kafka server would",
-             b"HTTP/1.1 400 Bad\r\n\r\n": "not a Kafka response"}
+    cases = {
+        b"\x7f\xff\xff\xff" + b"x" * 16: "frame of 2147483647 bytes",
+        b"\x00\x00\x00\x08garbage!": "did not answer ApiVersions as a Kafka server would",
+        b"HTTP/1.1 400 Bad\r\n\r\n": "not a Kafka response",
+    }
     for reply, text in cases.items():
         server = socket.socket()
         server.bind(("127.0.0.1", 0))
@@ -157,8 +179,10 @@ def test_garbage_and_oversized_frames_from_a_peer(tmp_path: Path) -> None:
         t.start()
         started = time.monotonic()
         try:
-            with MetadataMirror(tmp_path / str(port), fsync=False) as mirror, \
-                    pytest.raises((FollowError, WireError), match=text):
+            with (
+                MetadataMirror(tmp_path / str(port), fsync=False) as mirror,
+                pytest.raises((FollowError, WireError), match=text),
+            ):
                 Follower([Endpoint("127.0.0.1", port)], mirror, timeout_s=2, give_up_s=1).run()
         finally:
             done.set()

@@ -36,8 +36,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    with KafkaCluster(tmp_path_factory.mktemp("follow-quorum"), snapshot_bytes=4096, snapshot_interval_ms=2000,
-                      segment_bytes=16 * 1024, retention_bytes=1, retention_ms=1) as c:
+    with KafkaCluster(
+        tmp_path_factory.mktemp("follow-quorum"),
+        snapshot_bytes=4096,
+        snapshot_interval_ms=2000,
+        segment_bytes=16 * 1024,
+        retention_bytes=1,
+        retention_ms=1,
+    ) as c:
         yield c
 
 
@@ -49,7 +55,9 @@ def early_mirror(cluster: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
     return path
 
 
-def follow(cluster: KafkaCluster, path: Path, stop: threading.Event | None = None, **run: Any) -> FollowProgress:
+def follow(
+    cluster: KafkaCluster, path: Path, stop: threading.Event | None = None, **run: Any
+) -> FollowProgress:
     with MetadataMirror(path, cluster_id=cluster.cluster_id, fsync=False) as mirror:
         follower = Follower(parse_endpoints(cluster.bootstrap_controllers), mirror, give_up_s=60)
         return follower.run(stop, **run)
@@ -61,7 +69,9 @@ class Background:
     def __init__(self, cluster: KafkaCluster, path: Path) -> None:
         self.stop = threading.Event()
         self.result: list[Any] = []
-        self.thread = threading.Thread(target=lambda: self.result.append(self._run(cluster, path)), daemon=True)
+        self.thread = threading.Thread(
+            target=lambda: self.result.append(self._run(cluster, path)), daemon=True
+        )
         self.thread.start()
 
     def _run(self, cluster: KafkaCluster, path: Path) -> Any:
@@ -100,17 +110,34 @@ def assert_mirror_is_the_log(cluster: KafkaCluster, mirror: Path, node: int) -> 
     return offsets
 
 
-def test_follow_while_kafka_tools_change_the_cluster(cluster: KafkaCluster, early_mirror: Path,
-                                                      tmp_path: Path) -> None:
+def test_follow_while_kafka_tools_change_the_cluster(
+    cluster: KafkaCluster, early_mirror: Path, tmp_path: Path
+) -> None:
     bg = Background(cluster, tmp_path)
     cluster.topics_create("orders", partitions=3)
     cluster.topics_create("scratch", partitions=2)
-    cluster.admin("org.apache.kafka.tools.TopicCommand",
-                  ["--bootstrap-server", "{bootstrap}", "--alter", "--topic", "orders", "--partitions", "5"])
-    cluster.admin(CONFIG_COMMAND, ["--bootstrap-server", "{bootstrap}", "--alter", "--entity-type", "topics",
-                                   "--entity-name", "orders", "--add-config", "retention.ms=3600000"])
-    cluster.admin("org.apache.kafka.tools.TopicCommand",
-                  ["--bootstrap-server", "{bootstrap}", "--delete", "--topic", "scratch"])
+    cluster.admin(
+        "org.apache.kafka.tools.TopicCommand",
+        ["--bootstrap-server", "{bootstrap}", "--alter", "--topic", "orders", "--partitions", "5"],
+    )
+    cluster.admin(
+        CONFIG_COMMAND,
+        [
+            "--bootstrap-server",
+            "{bootstrap}",
+            "--alter",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "orders",
+            "--add-config",
+            "retention.ms=3600000",
+        ],
+    )
+    cluster.admin(
+        "org.apache.kafka.tools.TopicCommand",
+        ["--bootstrap-server", "{bootstrap}", "--delete", "--topic", "scratch"],
+    )
     cluster.stop_node(FIRST_BROKER_ID)  # a controlled shutdown: fencing and leader changes
     cluster.start_node(FIRST_BROKER_ID)
     time.sleep(2)
@@ -140,8 +167,17 @@ def test_kill_the_leader_while_following(cluster: KafkaCluster, tmp_path: Path) 
 
 
 def test_kill_9_the_follower_and_restart(cluster: KafkaCluster, tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "kraftlake.cli", "follow", "--bootstrap-controller", cluster.bootstrap_controllers,
-            "--data-dir", str(tmp_path), "--quiet"]
+    argv = [
+        sys.executable,
+        "-m",
+        "kraftlake.cli",
+        "follow",
+        "--bootstrap-controller",
+        cluster.bootstrap_controllers,
+        "--data-dir",
+        str(tmp_path),
+        "--quiet",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(2):
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -165,8 +201,10 @@ def test_sasl_ssl_needs_cluster_action(sasl_cluster: KafkaCluster, tmp_path: Pat
     props = cluster.client_properties("mirror", "mirror-secret", mechanism="SCRAM-SHA-512")
     security = load_client_properties(props)
     bootstrap = parse_endpoints(cluster.bootstrap_controllers)
-    with MetadataMirror(tmp_path / "refused", fsync=False) as mirror, \
-            pytest.raises(AuthorizationError, match="CLUSTER_ACTION"):
+    with (
+        MetadataMirror(tmp_path / "refused", fsync=False) as mirror,
+        pytest.raises(AuthorizationError, match="CLUSTER_ACTION"),
+    ):
         Follower(bootstrap, mirror, security=security, give_up_s=30).run()
     wrong = load_client_properties(cluster.client_properties("mirror", "wrong", mechanism="SCRAM-SHA-512"))
     with MetadataMirror(tmp_path / "wrong", fsync=False) as mirror, pytest.raises(AuthenticationError):
@@ -176,8 +214,10 @@ def test_sasl_ssl_needs_cluster_action(sasl_cluster: KafkaCluster, tmp_path: Pat
         Follower(bootstrap, mirror, give_up_s=30).run()
     cluster.grant_cluster_action("mirror")
     # another cluster's id is refused by the quorum (INCONSISTENT_CLUSTER_ID)
-    with MetadataMirror(tmp_path / "other", cluster_id="AAAAAAAAAAAAAAAAAAAAAA", fsync=False) as mirror, \
-            pytest.raises(ClusterIdMismatchError, match="104"):
+    with (
+        MetadataMirror(tmp_path / "other", cluster_id="AAAAAAAAAAAAAAAAAAAAAA", fsync=False) as mirror,
+        pytest.raises(ClusterIdMismatchError, match="104"),
+    ):
         Follower(bootstrap, mirror, security=security, give_up_s=30).run()
     with MetadataMirror(tmp_path / "granted", cluster_id=cluster.cluster_id, fsync=False) as mirror:
         progress = Follower(bootstrap, mirror, security=security, give_up_s=30).run(idle_stop_s=0.5)

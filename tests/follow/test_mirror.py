@@ -18,8 +18,10 @@ from kraftlake.protocol.control import encode_control_body
 
 
 def batches(first: int, count: int, epoch: int, size: int = 1) -> list[FetchedBatch]:
-    data = b"".join(build_data_batch(first + i * size, epoch, 1_700_000_000_000, [b"x" * 200] * size)
-                    for i in range(count))
+    data = b"".join(
+        build_data_batch(first + i * size, epoch, 1_700_000_000_000, [b"x" * 200] * size)
+        for i in range(count)
+    )
     return split_batches(data, "test")
 
 
@@ -28,9 +30,11 @@ def snapshot(end: int, epoch: int) -> bytes:
 
     header = MESSAGE_CLASSES["SnapshotHeaderRecord"](version=0, last_contained_log_timestamp=1)
     footer = MESSAGE_CLASSES["SnapshotFooterRecord"](version=0)
-    return (build_control_batch(0, epoch, 1, [(ControlRecordType.SNAPSHOT_HEADER, encode_control_body(header))])
-            + build_data_batch(1, epoch, 1, [b"state"])
-            + build_control_batch(2, epoch, 1, [(ControlRecordType.SNAPSHOT_FOOTER, encode_control_body(footer))]))
+    return (
+        build_control_batch(0, epoch, 1, [(ControlRecordType.SNAPSHOT_HEADER, encode_control_body(header))])
+        + build_data_batch(1, epoch, 1, [b"state"])
+        + build_control_batch(2, epoch, 1, [(ControlRecordType.SNAPSHOT_FOOTER, encode_control_body(footer))])
+    )
 
 
 def test_layout_resume_and_torn_tail(tmp_path: Path) -> None:
@@ -58,7 +62,9 @@ def test_snapshot_past_the_end_keeps_the_history(tmp_path: Path) -> None:
         assert m.position.log_end == 50
         m.append(batches(50, 1, 3))
     names = sorted(p.name for p in (tmp_path / "__cluster_metadata-0").iterdir())
-    assert f"{0:020d}.log" in names and f"{50:020d}.log" in names and f"{50:020d}-{3:010d}.checkpoint" in names
+    assert (
+        f"{0:020d}.log" in names and f"{50:020d}.log" in names and f"{50:020d}-{3:010d}.checkpoint" in names
+    )
     with MetadataMirror(tmp_path, fsync=False) as m:
         assert m.position.log_end == 51
 
@@ -72,8 +78,9 @@ def test_a_fresh_mirror_starts_at_the_snapshot(tmp_path: Path) -> None:
 
 def test_retention_deletes_only_below_a_snapshot(tmp_path: Path) -> None:
     keep_all = MetadataMirror(tmp_path / "all", segment_bytes=1000, fsync=False)
-    bounded = MetadataMirror(tmp_path / "bounded", segment_bytes=1000, fsync=False,
-                             retention=MirrorRetention(max_bytes=2000))
+    bounded = MetadataMirror(
+        tmp_path / "bounded", segment_bytes=1000, fsync=False, retention=MirrorRetention(max_bytes=2000)
+    )
     for m in (keep_all, bounded):
         for i in range(20):
             m.append(batches(i, 1, 1))

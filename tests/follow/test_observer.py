@@ -38,18 +38,34 @@ def batch(base: int, epoch: int, n: int = 1) -> bytes:
     return build_data_batch(base, epoch, 1_700_000_000_000 + base, [b"v%d" % (base + i) for i in range(n)])
 
 
-def fetch_response(*, error: int = 0, top_error: int = 0, leader: tuple[int, int] = (1, 5), hw: int = -1,
-                   records: bytes = b"", diverging: tuple[int, int] = (-1, -1), snapshot: tuple[int, int] = (-1, -1),
-                   endpoints: dict[int, Endpoint] | None = None, log_start: int = 0) -> Any:
+def fetch_response(
+    *,
+    error: int = 0,
+    top_error: int = 0,
+    leader: tuple[int, int] = (1, 5),
+    hw: int = -1,
+    records: bytes = b"",
+    diverging: tuple[int, int] = (-1, -1),
+    snapshot: tuple[int, int] = (-1, -1),
+    endpoints: dict[int, Endpoint] | None = None,
+    log_start: int = 0,
+) -> Any:
     nodes = [R.NodeEndpoint(node_id=i, host=e.host, port=e.port) for i, e in (endpoints or {}).items()]
     partition = R.PartitionData(
-        partition_index=0, error_code=error, high_watermark=hw, log_start_offset=log_start,
+        partition_index=0,
+        error_code=error,
+        high_watermark=hw,
+        log_start_offset=log_start,
         diverging_epoch=R.EpochEndOffset(epoch=diverging[0], end_offset=diverging[1]),
         current_leader=R.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]),
-        snapshot_id=R.SnapshotId(end_offset=snapshot[0], epoch=snapshot[1]), records=records)
-    return R(error_code=top_error, responses=[R.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID,
-                                                                          partitions=[partition])],
-             node_endpoints=nodes)
+        snapshot_id=R.SnapshotId(end_offset=snapshot[0], epoch=snapshot[1]),
+        records=records,
+    )
+    return R(
+        error_code=top_error,
+        responses=[R.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=[partition])],
+        node_endpoints=nodes,
+    )
 
 
 def wire(send: Send, response: Any) -> Any:
@@ -98,7 +114,7 @@ def test_records_wait_for_the_high_watermark() -> None:
     assert send.message.topics[0].partitions[0].fetch_offset == 5
     effects = o.on_response(send, wire(send, fetch_response(hw=5)), 3)
     assert [(b.base_offset, b.last_offset) for b in effects[0].batches] == [(3, 4)]
-    assert effects[0].batches[0].data == data[len(batch(0, 5, 3)):]
+    assert effects[0].batches[0].data == data[len(batch(0, 5, 3)) :]
     assert (o.log_end, o.last_epoch, o.lag) == (5, 5, 0)
 
 
@@ -133,11 +149,24 @@ def test_snapshot_downloaded_in_chunks() -> None:
         assert isinstance(send, Send) and send.api_key == ApiKey.FETCH_SNAPSHOT
         p = send.message.topics[0].partitions[0]
         assert (p.snapshot_id.end_offset, p.snapshot_id.epoch, p.position) == (40, 3, position)
-        chunk = data[position:position + 50]
+        chunk = data[position : position + 50]
         sent.append(len(chunk))
-        response = S(topics=[S.TopicSnapshot(name="__cluster_metadata", partitions=[S.PartitionSnapshot(
-            index=0, snapshot_id=S.SnapshotId(end_offset=40, epoch=3), size=len(data), position=position,
-            unaligned_records=chunk)])])
+        response = S(
+            topics=[
+                S.TopicSnapshot(
+                    name="__cluster_metadata",
+                    partitions=[
+                        S.PartitionSnapshot(
+                            index=0,
+                            snapshot_id=S.SnapshotId(end_offset=40, epoch=3),
+                            size=len(data),
+                            position=position,
+                            unaligned_records=chunk,
+                        )
+                    ],
+                )
+            ]
+        )
         effects = o.on_response(send, wire(send, response), 3)
         position += len(chunk)
     assert effects == [InstallSnapshot(40, 3, data)]
@@ -163,7 +192,9 @@ def test_leader_change_and_unreachable_leader() -> None:
     send = o.poll(1001)
     assert isinstance(send, Send) and send.endpoint == B
     assert send.message.topics[0].partitions[0].current_leader_epoch == 6
-    effects = o.on_response(send, wire(send, fetch_response(leader=(2, 6), hw=3, records=batch(1, 6, 2))), 1002)
+    effects = o.on_response(
+        send, wire(send, fetch_response(leader=(2, 6), hw=3, records=batch(1, 6, 2))), 1002
+    )
     assert [(b.base_offset, b.epoch) for b in effects[0].batches] == [(1, 6)]
 
 
@@ -176,12 +207,15 @@ def test_election_without_leader_backs_off() -> None:
     assert isinstance(o.poll(0), Wait)
 
 
-@pytest.mark.parametrize(("kwargs", "error", "text"), [
-    ({"top_error": 31}, AuthorizationError, "CLUSTER_ACTION"),
-    ({"top_error": 104}, ClusterIdMismatchError, "cluster id"),
-    ({"error": 100}, NotAControllerError, "not a controller listener"),
-    ({"top_error": 42}, ObserverProtocolError, "error 42"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"top_error": 31}, AuthorizationError, "CLUSTER_ACTION"),
+        ({"top_error": 104}, ClusterIdMismatchError, "cluster id"),
+        ({"error": 100}, NotAControllerError, "not a controller listener"),
+        ({"top_error": 42}, ObserverProtocolError, "error 42"),
+    ],
+)
 def test_refusals_are_typed(kwargs: dict[str, Any], error: type[Exception], text: str) -> None:
     o = MetadataObserver([A], 7, cluster_id="x")
     send = o.poll(0)

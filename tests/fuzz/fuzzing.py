@@ -46,7 +46,9 @@ class Mutator:
         out = bytearray(data)
         done = []
         for _ in range(rng.choice((1, 1, 1, 2, 3, 5))):
-            kind = rng.choice(("flip", "byte", "int32", "cut", "insert", "delete", "duplicate", "splice", "field"))
+            kind = rng.choice(
+                ("flip", "byte", "int32", "cut", "insert", "delete", "duplicate", "splice", "field")
+            )
             if not out and kind not in ("insert", "splice"):
                 kind = "insert"
             pos = rng.randrange(len(out)) if out else 0
@@ -58,19 +60,19 @@ class Mutator:
                 pos = min(pos, len(out) - 4)
                 struct.pack_into(">i", out, pos, rng.choice(_INTERESTING_32))
             elif kind == "cut":
-                del out[rng.randrange(len(out) + 1):]
+                del out[rng.randrange(len(out) + 1) :]
             elif kind == "insert":
                 out[pos:pos] = rng.randbytes(rng.choice((1, 2, 4, 17)))
             elif kind == "delete":
-                del out[pos: pos + rng.choice((1, 2, 4, 16))]
+                del out[pos : pos + rng.choice((1, 2, 4, 16))]
             elif kind == "duplicate":
                 n = rng.choice((1, 8, 61, 200))
-                out[pos:pos] = out[pos: pos + n]
+                out[pos:pos] = out[pos : pos + n]
             elif kind == "splice":
                 other = rng.choice(self.seeds)
                 if other:
                     a = rng.randrange(len(other))
-                    out[pos:pos] = other[a: a + rng.choice((8, 61, 300))]
+                    out[pos:pos] = other[a : a + rng.choice((8, 61, 300))]
             elif kind == "field":
                 self._batch_field(out)
             done.append(kind)
@@ -95,8 +97,19 @@ class Mutator:
         if not starts:
             return
         at = self.rng.choice(starts)
-        field, fmt = self.rng.choice(((8, ">i"), (12, ">i"), (16, ">b"), (21, ">h"), (23, ">i"), (57, ">i"),
-                                      (21, "codec"), (21, "control"), (0, ">q")))
+        field, fmt = self.rng.choice(
+            (
+                (8, ">i"),
+                (12, ">i"),
+                (16, ">b"),
+                (21, ">h"),
+                (23, ">i"),
+                (57, ">i"),
+                (21, "codec"),
+                (21, "control"),
+                (0, ">q"),
+            )
+        )
         if fmt == "codec":  # an unknown compression codec, or another known one
             attrs = struct.unpack_from(">h", data, at + 21)[0]
             struct.pack_into(">h", data, at + 21, (attrs & ~7) | self.rng.randrange(8))
@@ -118,20 +131,28 @@ class Mutator:
         for at in self._batch_starts(data):
             end = at + 12 + struct.unpack_from(">i", data, at + 8)[0]
             if end <= len(data):
-                struct.pack_into(">I", data, at + 17, crc32c.crc32c(bytes(data[at + 21: end])))
+                struct.pack_into(">I", data, at + 17, crc32c.crc32c(bytes(data[at + 21 : end])))
                 fixed = True
         return fixed
 
 
-def run(target: str, seeds: Sequence[bytes], check: Callable[[bytes, bytes, str], None], *,
-        iterations: int, mutator: Callable[[random.Random, Sequence[bytes]], Mutator] = Mutator) -> int:
+def run(
+    target: str,
+    seeds: Sequence[bytes],
+    check: Callable[[bytes, bytes, str], None],
+    *,
+    iterations: int,
+    mutator: Callable[[random.Random, Sequence[bytes]], Mutator] = Mutator,
+) -> int:
     """Mutate ``seeds`` and ``check(mutant, original, how)`` each mutant; return the inputs checked.
 
     ``iterations`` bounds the run unless ``KRAFTLAKE_FUZZ_SECONDS`` is set (then it runs that long). The seed
     inputs themselves are checked first, unmutated: for them a typed error is a finding too.
     """
     seconds = float(os.environ.get("KRAFTLAKE_FUZZ_SECONDS", "0"))
-    seed = int(os.environ.get("KRAFTLAKE_FUZZ_SEED", DEFAULT_SEED if not seconds else random.randrange(2**32)))
+    seed = int(
+        os.environ.get("KRAFTLAKE_FUZZ_SEED", DEFAULT_SEED if not seconds else random.randrange(2**32))
+    )
     if seconds:
         print(f"fuzz {target}: seed {seed}, {seconds:g} s")
     rng = random.Random(seed)
@@ -150,8 +171,15 @@ def run(target: str, seeds: Sequence[bytes], check: Callable[[bytes, bytes, str]
     return i
 
 
-def _one(target: str, seed: int, i: int, data: bytes, original: bytes, how: str,
-         check: Callable[[bytes, bytes, str], None]) -> None:
+def _one(
+    target: str,
+    seed: int,
+    i: int,
+    data: bytes,
+    original: bytes,
+    how: str,
+    check: Callable[[bytes, bytes, str], None],
+) -> None:
     try:
         check(data, original, how)
     except KraftlakeError as exc:
@@ -164,4 +192,5 @@ def _one(target: str, seed: int, i: int, data: bytes, original: bytes, how: str,
         path.write_bytes(data)
         raise AssertionError(
             f"fuzz {target}: seed {seed} input {i} ({how}, {len(data)} bytes, saved to {path}) raised "
-            f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from exc
+            f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        ) from exc

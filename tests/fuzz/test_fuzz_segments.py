@@ -49,7 +49,7 @@ def corpus() -> tuple[list[bytes], dict[bytes, tuple[MetadataImage, list[tuple[i
     seeds: list[bytes] = []
     expected: dict[bytes, tuple[MetadataImage, list[tuple[int, str]]]] = {}
     for i, n in WINDOWS:
-        window = batches[i: i + n]
+        window = batches[i : i + n]
         image = images[window[0].base_offset]
         records = [(mr.offset, mr.type) for mr in iter_records(window)]
         raw = b"".join(b.raw for b in window)
@@ -60,9 +60,16 @@ def corpus() -> tuple[list[bytes], dict[bytes, tuple[MetadataImage, list[tuple[i
             if codec == Compression.NONE or not data:
                 continue
             # the same records, batched again with a codec (the values only: KRaft batches have nothing else)
-            again = b"".join(build_data_batch(b.base_offset, b.partition_leader_epoch, b.base_timestamp,
-                                              [r.value or b"" for r in b.records], compression=codec)
-                             for b in data)
+            again = b"".join(
+                build_data_batch(
+                    b.base_offset,
+                    b.partition_leader_epoch,
+                    b.base_timestamp,
+                    [r.value or b"" for r in b.records],
+                    compression=codec,
+                )
+                for b in data
+            )
             seeds.append(again)
             expected[again] = (image, [(mr.offset, mr.type) for mr in iter_records(data)])
     return seeds, expected
@@ -106,11 +113,15 @@ def check(data: bytes, original: bytes, how: str) -> None:
             pos += b.size
         assert [b.raw for b in kept] == whole and report.valid_bytes == pos
         assert report.truncated_bytes == len(data) - pos
-        assert _read(data[:pos], image) == [r for r in records if r[0] <= (kept[-1].last_offset if kept else -1)]
+        assert _read(data[:pos], image) == [
+            r for r in records if r[0] <= (kept[-1].last_offset if kept else -1)
+        ]
     try:
         _read(data, image)
     except LogFormatError as exc:
-        assert exc.source == "fuzz.log" and exc.position is not None and "fuzz.log at byte position " in str(exc)
+        assert (
+            exc.source == "fuzz.log" and exc.position is not None and "fuzz.log at byte position " in str(exc)
+        )
     except ImageError:
         # the same records through the image layer's file reader: the replay error names the file and offset
         path = _scratch() / "00000000000000000000.log"
@@ -148,8 +159,12 @@ class ValueMutator(Mutator):
         j = rng.randrange(len(values[i]))
         value = bytearray(values[i][j])
         if rng.random() < 0.3:
-            donor = [r.value or b"" for b in BatchReader(rng.choice(self.seeds), "seed") if not b.is_control
-                     for r in b.records]
+            donor = [
+                r.value or b""
+                for b in BatchReader(rng.choice(self.seeds), "seed")
+                if not b.is_control
+                for r in b.records
+            ]
             value = bytearray(rng.choice(donor)) if donor else value
             how = "value-swap"
         else:
@@ -157,9 +172,16 @@ class ValueMutator(Mutator):
             value = bytearray(mutant)
             how = f"value-{how}"
         values[i][j] = bytes(value)
-        out = b"".join(build_data_batch(b.base_offset, b.partition_leader_epoch, b.base_timestamp, v,
-                                        compression=rng.choice((b.compression, Compression.NONE)))
-                       for b, v in zip(batches, values, strict=True))
+        out = b"".join(
+            build_data_batch(
+                b.base_offset,
+                b.partition_leader_epoch,
+                b.base_timestamp,
+                v,
+                compression=rng.choice((b.compression, Compression.NONE)),
+            )
+            for b, v in zip(batches, values, strict=True)
+        )
         return out, how
 
 

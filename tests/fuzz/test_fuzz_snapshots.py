@@ -46,10 +46,20 @@ def setup() -> tuple[Path, list[bytes], dict[bytes, MetadataImage], dict[int, Me
     synthetic = snapshot_bytes(load_records(envelopes(synthetic_records(5, 60))), records_per_batch=7)
     seeds = [kafka, synthetic, (KAFKA_LOGS / "kafkademo-multi-epoch" / "bootstrap.checkpoint").read_bytes()]
     for codec in (Compression.ZSTD, Compression.GZIP, Compression.LZ4, Compression.SNAPPY):
-        seeds.append(b"".join(
-            b.raw if b.is_control else build_data_batch(b.base_offset, b.partition_leader_epoch, b.base_timestamp,
-                                                        [r.value or b"" for r in b.records], compression=codec)
-            for b in BatchReader(synthetic)))
+        seeds.append(
+            b"".join(
+                b.raw
+                if b.is_control
+                else build_data_batch(
+                    b.base_offset,
+                    b.partition_leader_epoch,
+                    b.base_timestamp,
+                    [r.value or b"" for r in b.records],
+                    compression=codec,
+                )
+                for b in BatchReader(synthetic)
+            )
+        )
     images = {}
     for seed in seeds:
         path = d.parent / "seed.checkpoint"
@@ -70,8 +80,7 @@ def check(data: bytes, original: bytes, how: str) -> None:
     d, _, images, truth = setup()
     newest = d / f"{NEWEST:020d}-{6:010d}.checkpoint"
     newest.write_bytes(data)
-    changed = ({i for i in range(len(data)) if data[i] != original[i]} if len(data) == len(original)
-               else None)
+    changed = {i for i in range(len(data)) if data[i] != original[i]} if len(data) == len(original) else None
     try:
         image = load_snapshot(newest)
     except KraftlakeError as exc:
@@ -86,7 +95,9 @@ def check(data: bytes, original: bytes, how: str) -> None:
             assert skipped == [newest, newest]
         raise
     if data == original or (changed is not None and changed <= _uncovered(original)):
-        assert image.state_equals(images[original]), f"a change the CRC does not cover changed the state ({how})"
+        assert image.state_equals(images[original]), (
+            f"a change the CRC does not cover changed the state ({how})"
+        )
     if changed is not None and changed - _uncovered(original):
         # a change the CRC covers got through only if the CRCs were fixed
         assert "crc" in how, f"a CRC-covered change was accepted ({how})"

@@ -51,19 +51,31 @@ def _int32_fields(v: QuorumStateFile) -> list[int]:
 
 
 FILES: dict[str, tuple[Callable[[Path], Any], Callable[[Path, Any], None], Callable[[Any], bool]]] = {
-    "quorum-state": (read_quorum_state, _write_quorum_state,
-                     lambda v: all(x in INT32 for x in _int32_fields(v))),
-    "leader-epoch-checkpoint": (read_leader_epoch_checkpoint,
-                                lambda p, v: write_leader_epoch_checkpoint(p, v, fsync=False),
-                                lambda v: all(e.epoch in INT32 and -(2**63) <= e.start_offset < 2**63 for e in v)),
-    "recovery-point-offset-checkpoint": (read_offset_checkpoint,
-                                         lambda p, v: write_offset_checkpoint(p, v, fsync=False),
-                                         lambda v: all(part in INT32 for _, part in v)),
-    "partition.metadata": (read_partition_metadata,
-                           lambda p, v: write_partition_metadata(p, v[1], fsync=False),
-                           lambda v: v[0] == 0 and len(v[1]) in (22, 24)),
-    "meta.properties": (read_meta_properties, lambda p, v: write_meta_properties(p, v, fsync=False),
-                        lambda v: v.node_id is None or v.node_id in INT32),
+    "quorum-state": (
+        read_quorum_state,
+        _write_quorum_state,
+        lambda v: all(x in INT32 for x in _int32_fields(v)),
+    ),
+    "leader-epoch-checkpoint": (
+        read_leader_epoch_checkpoint,
+        lambda p, v: write_leader_epoch_checkpoint(p, v, fsync=False),
+        lambda v: all(e.epoch in INT32 and -(2**63) <= e.start_offset < 2**63 for e in v),
+    ),
+    "recovery-point-offset-checkpoint": (
+        read_offset_checkpoint,
+        lambda p, v: write_offset_checkpoint(p, v, fsync=False),
+        lambda v: all(part in INT32 for _, part in v),
+    ),
+    "partition.metadata": (
+        read_partition_metadata,
+        lambda p, v: write_partition_metadata(p, v[1], fsync=False),
+        lambda v: v[0] == 0 and len(v[1]) in (22, 24),
+    ),
+    "meta.properties": (
+        read_meta_properties,
+        lambda p, v: write_meta_properties(p, v, fsync=False),
+        lambda v: v.node_id is None or v.node_id in INT32,
+    ),
 }
 
 
@@ -78,14 +90,28 @@ def seeds() -> dict[str, list[bytes]]:
     d = scratch() / "seeds"
     d.mkdir(exist_ok=True)
     ours: dict[str, list[Any]] = {
-        "quorum-state": [QuorumStateFile(leader_id=3, leader_epoch=9),
-                         QuorumStateFile(leader_id=-1, leader_epoch=2**31 - 1, voted_id=2, data_version=0,
-                                         current_voters=(1, 2, 3), cluster_id="c\u00e9")],
+        "quorum-state": [
+            QuorumStateFile(leader_id=3, leader_epoch=9),
+            QuorumStateFile(
+                leader_id=-1,
+                leader_epoch=2**31 - 1,
+                voted_id=2,
+                data_version=0,
+                current_voters=(1, 2, 3),
+                cluster_id="c\u00e9",
+            ),
+        ],
         "leader-epoch-checkpoint": [[EpochEntry(0, 0), EpochEntry(6, 712), EpochEntry(2**31 - 1, 2**63 - 1)]],
         "recovery-point-offset-checkpoint": [{("__cluster_metadata", 0): 3072, ("t", -1): -5}],
         "partition.metadata": [(0, "J8aAPcfLQt2bqs1JT_rMgQ")],
-        "meta.properties": [MetaProperties("hSCzevIQRUa-ojqTd_8C5w", 1, directory_id="J8aAPcfLQt2bqs1JT_rMgQ",
-                                           extra=(("odd key=", "v:\u00e9\\\n"),))],
+        "meta.properties": [
+            MetaProperties(
+                "hSCzevIQRUa-ojqTd_8C5w",
+                1,
+                directory_id="J8aAPcfLQt2bqs1JT_rMgQ",
+                extra=(("odd key=", "v:\u00e9\\\n"),),
+            )
+        ],
     }
     out: dict[str, list[bytes]] = {}
     for name, values in ours.items():
@@ -103,9 +129,37 @@ def seeds() -> dict[str, list[bytes]]:
 class TextMutator(Mutator):
     """Byte mutations plus the textual ones Java's readers refuse."""
 
-    WORDS = ("2147483648", "-2147483649", "9223372036854775808", "1_0", "\u0661\u0662", "\uff15", " 5", "+5",
-             "0x10", "1e3", "\u00a0", "\r", "\r\n", "\x85", "\u2028", "\t", "\\u00", "\\", "=", ":", "#", "",
-             "null", "true", "[", "{", "}", '"', "AAAAAAAAAAAAAAAAAAAAAA")
+    WORDS = (
+        "2147483648",
+        "-2147483649",
+        "9223372036854775808",
+        "1_0",
+        "\u0661\u0662",
+        "\uff15",
+        " 5",
+        "+5",
+        "0x10",
+        "1e3",
+        "\u00a0",
+        "\r",
+        "\r\n",
+        "\x85",
+        "\u2028",
+        "\t",
+        "\\u00",
+        "\\",
+        "=",
+        ":",
+        "#",
+        "",
+        "null",
+        "true",
+        "[",
+        "{",
+        "}",
+        '"',
+        "AAAAAAAAAAAAAAAAAAAAAA",
+    )
 
     def __init__(self, rng: random.Random, seeds: Sequence[bytes]) -> None:
         super().__init__(rng, seeds)

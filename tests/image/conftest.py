@@ -7,13 +7,33 @@ from kraftlake.records.reader import MetadataRecord
 
 def mr(record: Any, offset: int, epoch: int = 1, timestamp: int = 1000) -> MetadataRecord:
     """A committed record envelope around ``record`` (raw bytes are not needed by replay)."""
-    return MetadataRecord(offset, epoch, timestamp + offset, offset, False, type(record).__name__,
-                          getattr(record, "_api_key", -1), 0, record, b"")
+    return MetadataRecord(
+        offset,
+        epoch,
+        timestamp + offset,
+        offset,
+        False,
+        type(record).__name__,
+        getattr(record, "_api_key", -1),
+        0,
+        record,
+        b"",
+    )
 
 
 def ctrl(record: Any, offset: int, epoch: int = 1, timestamp: int = 1000) -> MetadataRecord:
-    return MetadataRecord(offset, epoch, timestamp + offset, offset, True, type(record).__name__,
-                          getattr(record, "_api_key", -1), 0, record, b"")
+    return MetadataRecord(
+        offset,
+        epoch,
+        timestamp + offset,
+        offset,
+        True,
+        type(record).__name__,
+        getattr(record, "_api_key", -1),
+        0,
+        record,
+        b"",
+    )
 
 
 def envelopes(records: list[Any], start: int = 0) -> list[MetadataRecord]:

@@ -36,8 +36,10 @@ def sim_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A simulated cluster's log (~58 topics) with snapshots along it, and no other file: copy before changing."""
     data = tmp_path_factory.mktemp("sim") / "data"
     log = LocalMetadataLog(data, cluster_id="bad-snapshots-0000000", snapshot_bytes=20_000)
-    sim = ClusterSimulator(ClusterSimConfig(brokers=5, topics=50, partitions_per_topic=3, events=300, seed=16,
-                                            check_every=0), log)
+    sim = ClusterSimulator(
+        ClusterSimConfig(brokers=5, topics=50, partitions_per_topic=3, events=300, seed=16, check_every=0),
+        log,
+    )
     sim.after_event = lambda s: log.maybe_snapshot(s.active.committed_image)
     sim.run()
     log.close()
@@ -60,8 +62,12 @@ def _bad(kind: str, good: bytes) -> bytes:
     from kraftlake.logformat import read_batches
 
     batches = [b.raw for b in read_batches(good)]
-    return {"empty": b"", "header only": batches[0], "no header": b"".join(batches[1:]),
-            "no footer": b"".join(batches[:-1])}[kind]
+    return {
+        "empty": b"",
+        "header only": batches[0],
+        "no header": b"".join(batches[1:]),
+        "no footer": b"".join(batches[:-1]),
+    }[kind]
 
 
 @pytest.mark.parametrize("kind", ["empty", "header only", "no header", "no footer"])
@@ -96,8 +102,9 @@ def test_only_bad_snapshots_fall_back_to_the_log_from_its_start(tmp_path: Path, 
     assert len(caught) == len(list(d.glob("*.checkpoint")))
 
 
-def test_kraftlake_image_prints_the_right_state_and_warns(tmp_path: Path, sim_log: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_kraftlake_image_prints_the_right_state_and_warns(
+    tmp_path: Path, sim_log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     d = _copy(sim_log, tmp_path / "data")
     assert main(["image", str(d)]) == 0
     right = json.loads(capsys.readouterr().out)
@@ -106,7 +113,9 @@ def test_kraftlake_image_prints_the_right_state_and_warns(tmp_path: Path, sim_lo
     assert main(["image", str(d)]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == right and len(right["topics"]) > 40
-    assert err.count("\n") == 1 and f"warning: skipped snapshot {newest.name}" in err and "SnapshotFooter" in err
+    assert (
+        err.count("\n") == 1 and f"warning: skipped snapshot {newest.name}" in err and "SnapshotFooter" in err
+    )
 
 
 def test_a_bad_snapshot_below_a_trimmed_log_leaves_no_answer(tmp_path: Path) -> None:
@@ -123,8 +132,10 @@ def test_a_bad_snapshot_below_a_trimmed_log_leaves_no_answer(tmp_path: Path) -> 
     (d / segment_filename(712)).write_bytes(tail)
     assert image_at(d, 900) == image_at(MULTI_EPOCH, 900)
     snap.write_bytes(_bad("no footer", snap.read_bytes()))
-    with pytest.raises(ImageError, match=f"starts at offset 712 and no usable snapshot.*{snap.name}"), \
-            pytest.warns(SkippedSnapshotWarning):
+    with (
+        pytest.raises(ImageError, match=f"starts at offset 712 and no usable snapshot.*{snap.name}"),
+        pytest.warns(SkippedSnapshotWarning),
+    ):
         image_at(d, 900)
 
 
@@ -158,8 +169,10 @@ def test_a_hole_between_segments_is_refused(tmp_path: Path) -> None:
 
 
 def test_replay_errors_name_the_file_and_offset(tmp_path: Path) -> None:
-    values = [encode_metadata_record(m.FeatureLevelRecord(name="metadata.version", feature_level=21), 0),
-              encode_metadata_record(m.PartitionChangeRecord(partition_id=0, topic_id="hSCzevIQRUa-ojqTd_8C5w"), 0)]
+    values = [
+        encode_metadata_record(m.FeatureLevelRecord(name="metadata.version", feature_level=21), 0),
+        encode_metadata_record(m.PartitionChangeRecord(partition_id=0, topic_id="hSCzevIQRUa-ojqTd_8C5w"), 0),
+    ]
     seg = tmp_path / segment_filename(0)
     seg.write_bytes(build_data_batch(0, 1, 5, values))
     with pytest.raises(ReplayError) as info:
@@ -184,12 +197,19 @@ def test_replay_errors_name_the_file_and_offset(tmp_path: Path) -> None:
         load_snapshot(snap)
 
 
-@pytest.mark.parametrize("make", ["missing checkpoint", "dir named log", "segment dir", "empty dir", "other file"])
-def test_kraftlake_image_refuses_bad_paths_in_one_line(tmp_path: Path, make: str,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    target = {"missing checkpoint": tmp_path / "00000000000000000005-0000000001.checkpoint",
-              "dir named log": tmp_path / "x.log", "segment dir": tmp_path / "p",
-              "empty dir": tmp_path / "e", "other file": tmp_path / "notes.txt"}[make]
+@pytest.mark.parametrize(
+    "make", ["missing checkpoint", "dir named log", "segment dir", "empty dir", "other file"]
+)
+def test_kraftlake_image_refuses_bad_paths_in_one_line(
+    tmp_path: Path, make: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = {
+        "missing checkpoint": tmp_path / "00000000000000000005-0000000001.checkpoint",
+        "dir named log": tmp_path / "x.log",
+        "segment dir": tmp_path / "p",
+        "empty dir": tmp_path / "e",
+        "other file": tmp_path / "notes.txt",
+    }[make]
     if make in ("dir named log", "empty dir"):
         target.mkdir()
     elif make == "segment dir":
@@ -203,9 +223,11 @@ def test_kraftlake_image_refuses_bad_paths_in_one_line(tmp_path: Path, make: str
 
 def test_kraftlake_image_offsets(capsys: pytest.CaptureFixture[str]) -> None:
     last = image_at(MULTI_EPOCH).offset
-    for argv, code, text in ((["--offset", "-1"], 2, "-1 is negative"),
-                             (["--offset", str(last + 1)], 2, f"past the end of the log (its last offset is {last})"),
-                             (["--offset", str(last)], 0, "")):
+    for argv, code, text in (
+        (["--offset", "-1"], 2, "-1 is negative"),
+        (["--offset", str(last + 1)], 2, f"past the end of the log (its last offset is {last})"),
+        (["--offset", str(last)], 0, ""),
+    ):
         with pytest.raises(SystemExit) if code == 2 and argv[1] == "-1" else _nothing() as exit_info:
             assert main(["image", str(MULTI_EPOCH), *argv]) == code
         if exit_info is not None:
@@ -244,5 +266,8 @@ def test_ingest_starts_from_the_oldest_usable_snapshot(tmp_path: Path) -> None:
         image, start = starting_point(d)
     assert (image.offset, start) == (1499, 1500) and image.state_equals(image_at(MULTI_EPOCH, 1499))
     second.write_bytes(b"")
-    with pytest.raises(KraftlakeError, match="no usable snapshot covers it"), pytest.warns(SkippedSnapshotWarning):
+    with (
+        pytest.raises(KraftlakeError, match="no usable snapshot covers it"),
+        pytest.warns(SkippedSnapshotWarning),
+    ):
         starting_point(d)

@@ -32,13 +32,15 @@ def base_records() -> list[Any]:
 
 
 def test_transaction_applied_atomically_at_end() -> None:
-    recs = envelopes([
-        *base_records(),
-        m.BeginTransactionRecord(name="create b"),
-        m.TopicRecord(name="b", topic_id=T[1]),
-        m.PartitionRecord(partition_id=0, topic_id=T[1], replicas=(2,), isr=(2,), leader=2),
-        m.EndTransactionRecord(),
-    ])
+    recs = envelopes(
+        [
+            *base_records(),
+            m.BeginTransactionRecord(name="create b"),
+            m.TopicRecord(name="b", topic_id=T[1]),
+            m.PartitionRecord(partition_id=0, topic_id=T[1], replicas=(2,), isr=(2,), leader=2),
+            m.EndTransactionRecord(),
+        ]
+    )
     before = replay_all(EMPTY, recs[:3])
     for n in (4, 5, 6):  # inside the open transaction: the state before BeginTransaction
         img = replay_all(EMPTY, recs[:n])
@@ -61,14 +63,16 @@ def test_transaction_applied_atomically_at_end() -> None:
 
 
 def test_aborted_transaction_is_not_applied() -> None:
-    recs = envelopes([
-        *base_records(),
-        m.BeginTransactionRecord(name="t"),
-        m.TopicRecord(name="b", topic_id=T[1]),
-        m.PartitionChangeRecord(partition_id=0, topic_id=T[0], leader=2),
-        m.AbortTransactionRecord(reason="failover"),
-        m.PartitionChangeRecord(partition_id=0, topic_id=T[0], isr=(1,)),
-    ])
+    recs = envelopes(
+        [
+            *base_records(),
+            m.BeginTransactionRecord(name="t"),
+            m.TopicRecord(name="b", topic_id=T[1]),
+            m.PartitionChangeRecord(partition_id=0, topic_id=T[0], leader=2),
+            m.AbortTransactionRecord(reason="failover"),
+            m.PartitionChangeRecord(partition_id=0, topic_id=T[0], isr=(1,)),
+        ]
+    )
     img = replay_all(EMPTY, recs)
     assert "b" not in img.topics_by_name
     p = img.topics_by_name["a"].partitions[0]
@@ -106,18 +110,46 @@ def record_sequences(draw: st.DrawFn) -> list[Any]:
     in_txn = False
     n = draw(st.integers(1, 40))
     for i in range(n):
-        kind = draw(st.sampled_from(["broker", "fence", "unreg", "topic", "change", "remove", "config", "quota",
-                                     "pid", "acl", "scram", "token", "feature", "txn", "elr"]))
+        kind = draw(
+            st.sampled_from(
+                [
+                    "broker",
+                    "fence",
+                    "unreg",
+                    "topic",
+                    "change",
+                    "remove",
+                    "config",
+                    "quota",
+                    "pid",
+                    "acl",
+                    "scram",
+                    "token",
+                    "feature",
+                    "txn",
+                    "elr",
+                ]
+            )
+        )
         if kind == "broker":
             b = draw(st.sampled_from(BROKERS))
             epochs[b] = i + 100
             recs.append(m.RegisterBrokerRecord(broker_id=b, broker_epoch=i + 100, incarnation_id=T[2]))
         elif kind == "fence" and epochs:
             b = draw(st.sampled_from(sorted(epochs)))
-            recs.append(draw(st.sampled_from([
-                m.FenceBrokerRecord(id=b, epoch=epochs[b]), m.UnfenceBrokerRecord(id=b, epoch=epochs[b]),
-                m.BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=epochs[b], fenced=-1,
-                                                 in_controlled_shutdown=1)])))
+            recs.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            m.FenceBrokerRecord(id=b, epoch=epochs[b]),
+                            m.UnfenceBrokerRecord(id=b, epoch=epochs[b]),
+                            m.BrokerRegistrationChangeRecord(
+                                broker_id=b, broker_epoch=epochs[b], fenced=-1, in_controlled_shutdown=1
+                            ),
+                        ]
+                    )
+                )
+            )
         elif kind == "unreg" and epochs:
             b = draw(st.sampled_from(sorted(epochs)))
             del epochs[b]
@@ -133,16 +165,27 @@ def record_sequences(draw: st.DrawFn) -> list[Any]:
             topics[tid] = (name, nparts)
             recs.append(m.TopicRecord(name=name, topic_id=tid))
             for p in range(nparts):
-                recs.append(m.PartitionRecord(partition_id=p, topic_id=tid, replicas=(1, 2, 3), isr=(1, 2, 3),
-                                              leader=1))
+                recs.append(
+                    m.PartitionRecord(
+                        partition_id=p, topic_id=tid, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1
+                    )
+                )
         elif kind == "change" and any(np for _, np in topics.values()):
             tid = draw(st.sampled_from(sorted(t for t, (_, np) in topics.items() if np)))
             p = draw(st.integers(0, topics[tid][1] - 1))
             lists = st.none() | st.lists(st.sampled_from(BROKERS), max_size=3, unique=True).map(tuple)
-            recs.append(m.PartitionChangeRecord(
-                partition_id=p, topic_id=tid, isr=draw(lists), leader=draw(st.sampled_from([-2, -1, 1, 2, 3])),
-                leader_recovery_state=draw(st.sampled_from([-1, 0, 1])), eligible_leader_replicas=draw(lists),
-                last_known_elr=draw(lists), removing_replicas=draw(lists)))
+            recs.append(
+                m.PartitionChangeRecord(
+                    partition_id=p,
+                    topic_id=tid,
+                    isr=draw(lists),
+                    leader=draw(st.sampled_from([-2, -1, 1, 2, 3])),
+                    leader_recovery_state=draw(st.sampled_from([-1, 0, 1])),
+                    eligible_leader_replicas=draw(lists),
+                    last_known_elr=draw(lists),
+                    removing_replicas=draw(lists),
+                )
+            )
         elif kind == "elr" and topics:
             name = draw(st.sampled_from(["", *sorted(nm for nm, _ in topics.values())]))
             recs.append(m.ClearElrRecord(topic_name=name))
@@ -151,11 +194,20 @@ def record_sequences(draw: st.DrawFn) -> list[Any]:
             del topics[tid]
             recs.append(m.RemoveTopicRecord(topic_id=tid))
         elif kind == "config":
-            recs.append(m.ConfigRecord(resource_type=2, resource_name=draw(st.sampled_from(["x", "y"])),
-                                       name=draw(st.sampled_from(["a", "b"])),
-                                       value=draw(st.none() | st.sampled_from(["1", "2"]))))
+            recs.append(
+                m.ConfigRecord(
+                    resource_type=2,
+                    resource_name=draw(st.sampled_from(["x", "y"])),
+                    name=draw(st.sampled_from(["a", "b"])),
+                    value=draw(st.none() | st.sampled_from(["1", "2"])),
+                )
+            )
         elif kind == "quota":
-            ent = (m.ClientQuotaRecord.EntityData(entity_type="user", entity_name=draw(st.sampled_from(["u", None]))),)
+            ent = (
+                m.ClientQuotaRecord.EntityData(
+                    entity_type="user", entity_name=draw(st.sampled_from(["u", None]))
+                ),
+            )
             recs.append(m.ClientQuotaRecord(entity=ent, key="k", value=2.0, remove=draw(st.booleans())))
         elif kind == "pid":
             recs.append(m.ProducerIdsRecord(broker_id=1, broker_epoch=1, next_producer_id=i * 1000))
@@ -166,15 +218,32 @@ def record_sequences(draw: st.DrawFn) -> list[Any]:
                 recs.append(m.RemoveAccessControlEntryRecord(id=aid))
             else:
                 acls.add(aid)
-                recs.append(m.AccessControlEntryRecord(id=aid, resource_name="r", principal="User:u", host="*"))
+                recs.append(
+                    m.AccessControlEntryRecord(id=aid, resource_name="r", principal="User:u", host="*")
+                )
         elif kind == "scram":
             user = draw(st.sampled_from(["u", "v"]))
-            recs.append(draw(st.sampled_from([
-                m.UserScramCredentialRecord(name=user, mechanism=1, salt=b"s", iterations=i),
-                m.RemoveUserScramCredentialRecord(name=user, mechanism=1)])))
+            recs.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            m.UserScramCredentialRecord(name=user, mechanism=1, salt=b"s", iterations=i),
+                            m.RemoveUserScramCredentialRecord(name=user, mechanism=1),
+                        ]
+                    )
+                )
+            )
         elif kind == "token":
-            recs.append(draw(st.sampled_from([m.DelegationTokenRecord(token_id="t", owner="o"),
-                                               m.RemoveDelegationTokenRecord(token_id="t")])))
+            recs.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            m.DelegationTokenRecord(token_id="t", owner="o"),
+                            m.RemoveDelegationTokenRecord(token_id="t"),
+                        ]
+                    )
+                )
+            )
         elif kind == "feature":
             recs.append(m.FeatureLevelRecord(name="group.version", feature_level=draw(st.integers(0, 2))))
         elif kind == "txn":
@@ -217,8 +286,10 @@ def test_record_by_record_equals_batch(records: list[Any], cut: int) -> None:
 
 
 def test_snapshot_file_round_trip(tmp_path: Path) -> None:
-    img = replay_all(EMPTY, envelopes([*base_records(),
-                                      m.ConfigRecord(resource_type=2, resource_name="a", name="k", value="v")]))
+    img = replay_all(
+        EMPTY,
+        envelopes([*base_records(), m.ConfigRecord(resource_type=2, resource_name="a", name="k", value="v")]),
+    )
     path = write_snapshot(img, tmp_path)
     assert path.name == "00000000000000000004-0000000001.checkpoint"
     assert load_snapshot(path) == img
@@ -252,7 +323,9 @@ def test_image_at_offset_includes_the_record_at_offset() -> None:
     before = image_at(d, records[idx].offset - 1)
     reg = records[idx].record
     assert at.brokers[reg.broker_id].epoch == reg.broker_epoch
-    assert before.brokers.get(reg.broker_id) is None or before.brokers[reg.broker_id].epoch != reg.broker_epoch
+    assert (
+        before.brokers.get(reg.broker_id) is None or before.brokers[reg.broker_id].epoch != reg.broker_epoch
+    )
 
 
 def test_fixture_shell_tree() -> None:
@@ -272,18 +345,25 @@ def test_snapshot_values_reuse_the_bytes_of_unchanged_partitions() -> None:
     records: list[Any] = [m.FeatureLevelRecord(name="metadata.version", feature_level=21)]
     for t, topic_id in enumerate(T):
         records.append(m.TopicRecord(name=f"t{t}", topic_id=topic_id))
-        records += [m.PartitionRecord(partition_id=p, topic_id=topic_id, replicas=(1, 2, 3), isr=(1, 2, 3),
-                                      leader=1 + p % 3) for p in range(10)]
+        records += [
+            m.PartitionRecord(
+                partition_id=p, topic_id=topic_id, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1 + p % 3
+            )
+            for p in range(10)
+        ]
     first = replay_all(EMPTY, envelopes(records))
     cache = SnapshotValues()
     assert list(cache.values(first)) == encoded(first)
     assert (cache.reused, cache.encoded) == (0, 30)
-    changes = [m.PartitionChangeRecord(partition_id=4, topic_id=T[1], isr=(1, 2)),
-               m.PartitionChangeRecord(partition_id=0, topic_id=T[2], leader=3, isr=(3,)),
-               m.RemoveTopicRecord(topic_id=T[0]),
-               m.TopicRecord(name="t0", topic_id="AAAAAAAAAAAAAAAAAAAAAA"),
-               m.PartitionRecord(partition_id=0, topic_id="AAAAAAAAAAAAAAAAAAAAAA", replicas=(2,), isr=(2,),
-                                 leader=2)]
+    changes = [
+        m.PartitionChangeRecord(partition_id=4, topic_id=T[1], isr=(1, 2)),
+        m.PartitionChangeRecord(partition_id=0, topic_id=T[2], leader=3, isr=(3,)),
+        m.RemoveTopicRecord(topic_id=T[0]),
+        m.TopicRecord(name="t0", topic_id="AAAAAAAAAAAAAAAAAAAAAA"),
+        m.PartitionRecord(
+            partition_id=0, topic_id="AAAAAAAAAAAAAAAAAAAAAA", replicas=(2,), isr=(2,), leader=2
+        ),
+    ]
     second = replay_all(first, envelopes(changes, start=len(records)))
     assert list(cache.values(second)) == encoded(second)
     assert (cache.reused, cache.encoded) == (18, 3)  # 20 partitions left in t1, t2 of which 2 changed; 1 new

@@ -28,8 +28,10 @@ keys = st.one_of(st.integers(-(2**70), 2**70), st.text(max_size=4), st.integers(
 
 
 @settings(max_examples=300, deadline=None)
-@given(base=st.dictionaries(keys, st.integers(), max_size=300), changes=st.dictionaries(keys, st.integers(),
-                                                                                         max_size=300))
+@given(
+    base=st.dictionaries(keys, st.integers(), max_size=300),
+    changes=st.dictionaries(keys, st.integers(), max_size=300),
+)
 def test_set_many_equals_repeated_set(base: dict, changes: dict) -> None:
     m: PMap = PMap()
     for k, v in base.items():

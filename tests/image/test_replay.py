@@ -25,12 +25,21 @@ def apply(image: MetadataImage, *records: Any) -> MetadataImage:
 
 def broker(bid: int, epoch: int = 10, **kw: Any) -> Any:
     ep = m.RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host="h", port=9092, security_protocol=0)
-    return m.RegisterBrokerRecord(broker_id=bid, broker_epoch=epoch, incarnation_id=T1, end_points=(ep,), **kw)
+    return m.RegisterBrokerRecord(
+        broker_id=bid, broker_epoch=epoch, incarnation_id=T1, end_points=(ep,), **kw
+    )
 
 
 def topic_with_partition(**kw: Any) -> MetadataImage:
-    base = dict(partition_id=0, topic_id=T1, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=5,
-                partition_epoch=7)
+    base = dict(
+        partition_id=0,
+        topic_id=T1,
+        replicas=(1, 2, 3),
+        isr=(1, 2, 3),
+        leader=1,
+        leader_epoch=5,
+        partition_epoch=7,
+    )
     base.update(kw)
     return apply(EMPTY, m.TopicRecord(name="orders", topic_id=T1), m.PartitionRecord(**base))
 
@@ -82,8 +91,10 @@ def test_partition_change_with_no_fields_bumps_partition_epoch_only() -> None:
 
 
 def test_leader_recovery_state() -> None:
-    img = apply(topic_with_partition(), m.PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2,
-                                                                leader_recovery_state=1))
+    img = apply(
+        topic_with_partition(),
+        m.PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2, leader_recovery_state=1),
+    )
     assert part(img).leader_recovery_state == 1
     img = apply(img, m.PartitionChangeRecord(partition_id=0, topic_id=T1, isr=(2,)))
     assert part(img).leader_recovery_state == 1  # -1 = unchanged
@@ -97,20 +108,35 @@ def test_directories_and_replica_change() -> None:
     # replicas change without directories on known dirs: lengths mismatch, as in Kafka
     with pytest.raises(ReplayError):
         apply(img, m.PartitionChangeRecord(partition_id=0, topic_id=T1, replicas=(1, 2)))
-    p = part(apply(img, m.PartitionChangeRecord(partition_id=0, topic_id=T1, replicas=(1, 2),
-                                                directories=(D2, D2))))
+    p = part(
+        apply(
+            img, m.PartitionChangeRecord(partition_id=0, topic_id=T1, replicas=(1, 2), directories=(D2, D2))
+        )
+    )
     assert p.replicas == (1, 2) and p.directories == (D2, D2)
     # unknown (migrating) directories follow the replica count
-    p = part(apply(topic_with_partition(), m.PartitionChangeRecord(partition_id=0, topic_id=T1, replicas=(1, 2, 3, 4))))
+    p = part(
+        apply(
+            topic_with_partition(),
+            m.PartitionChangeRecord(partition_id=0, topic_id=T1, replicas=(1, 2, 3, 4)),
+        )
+    )
     assert p.directories == (MIGRATING_DIR,) * 4
     with pytest.raises(ReplayError):
-        apply(EMPTY, m.TopicRecord(name="x", topic_id=T2),
-              m.PartitionRecord(partition_id=0, topic_id=T2, replicas=(1, 2), directories=(D1,)))
+        apply(
+            EMPTY,
+            m.TopicRecord(name="x", topic_id=T2),
+            m.PartitionRecord(partition_id=0, topic_id=T2, replicas=(1, 2), directories=(D1,)),
+        )
 
 
 def test_elr_and_clear_elr() -> None:
-    img = apply(topic_with_partition(), m.PartitionChangeRecord(partition_id=0, topic_id=T1, isr=(1,),
-                                                                eligible_leader_replicas=(2, 3), last_known_elr=(3,)))
+    img = apply(
+        topic_with_partition(),
+        m.PartitionChangeRecord(
+            partition_id=0, topic_id=T1, isr=(1,), eligible_leader_replicas=(2, 3), last_known_elr=(3,)
+        ),
+    )
     p = part(img)
     assert p.elr == (2, 3) and p.last_known_elr == (3,) and p.partition_epoch == 8
     cleared = apply(img, m.ClearElrRecord(topic_name="orders"))
@@ -124,11 +150,13 @@ def test_elr_and_clear_elr() -> None:
 
 
 def test_remove_topic_removes_partitions_and_configs() -> None:
-    img = apply(topic_with_partition(),
-                m.PartitionRecord(partition_id=1, topic_id=T1, replicas=(2,), isr=(2,), leader=2),
-                m.ConfigRecord(resource_type=2, resource_name="orders", name="retention.ms", value="1"),
-                m.ConfigRecord(resource_type=2, resource_name="other", name="retention.ms", value="2"),
-                m.ConfigRecord(resource_type=4, resource_name="1", name="x", value="y"))
+    img = apply(
+        topic_with_partition(),
+        m.PartitionRecord(partition_id=1, topic_id=T1, replicas=(2,), isr=(2,), leader=2),
+        m.ConfigRecord(resource_type=2, resource_name="orders", name="retention.ms", value="1"),
+        m.ConfigRecord(resource_type=2, resource_name="other", name="retention.ms", value="2"),
+        m.ConfigRecord(resource_type=4, resource_name="1", name="x", value="y"),
+    )
     assert len(img.topics_by_name["orders"].partitions) == 2
     after = apply(img, m.RemoveTopicRecord(topic_id=T1))
     assert len(after.topics_by_id) == 0 and len(after.topics_by_name) == 0
@@ -142,14 +170,19 @@ def test_remove_topic_removes_partitions_and_configs() -> None:
 
 
 def test_recreate_topic_with_same_name() -> None:
-    img = apply(topic_with_partition(), m.RemoveTopicRecord(topic_id=T1), m.TopicRecord(name="orders", topic_id=T2))
+    img = apply(
+        topic_with_partition(), m.RemoveTopicRecord(topic_id=T1), m.TopicRecord(name="orders", topic_id=T2)
+    )
     assert img.topics_by_name["orders"].id == T2 and list(img.topics_by_id) == [T2]
     assert img.topics_by_name["orders"].partitions == {}
 
 
 def test_config_set_and_null_value_deletes() -> None:
-    img = apply(EMPTY, m.ConfigRecord(resource_type=4, resource_name="", name="a", value="1"),
-                m.ConfigRecord(resource_type=4, resource_name="", name="b", value="2"))
+    img = apply(
+        EMPTY,
+        m.ConfigRecord(resource_type=4, resource_name="", name="a", value="1"),
+        m.ConfigRecord(resource_type=4, resource_name="", name="b", value="2"),
+    )
     assert img.configs[(4, "")] == {"a": "1", "b": "2"}
     img = apply(img, m.ConfigRecord(resource_type=4, resource_name="", name="a", value=None))
     assert img.configs[(4, "")] == {"b": "2"}
@@ -161,8 +194,9 @@ def test_register_broker_and_reregistration_with_new_epoch_replaces() -> None:
     img = apply(EMPTY, broker(1, 10, rack="r1", log_dirs=(D2, D1)))
     b = img.brokers[1]
     assert b.epoch == 10 and b.fenced and b.rack == "r1"
-    assert b.directories == tuple(sorted((D1, D2), key=lambda u: __import__("kraftlake.image.model",
-                                                                             fromlist=["x"]).uuid_sort_key(u)))
+    assert b.directories == tuple(
+        sorted((D1, D2), key=lambda u: __import__("kraftlake.image.model", fromlist=["x"]).uuid_sort_key(u))
+    )
     img = apply(img, m.UnfenceBrokerRecord(id=1, epoch=10))
     assert not img.brokers[1].fenced
     img = apply(img, broker(1, 20))
@@ -209,14 +243,19 @@ def test_broker_registration_change() -> None:
 
 
 def test_register_controller() -> None:
-    ep = m.RegisterControllerRecord.ControllerEndpoint(name="CONTROLLER", host="h", port=9093, security_protocol=0)
+    ep = m.RegisterControllerRecord.ControllerEndpoint(
+        name="CONTROLLER", host="h", port=9093, security_protocol=0
+    )
     img = apply(EMPTY, m.RegisterControllerRecord(controller_id=3000, incarnation_id=T2, end_points=(ep,)))
     assert img.controllers[3000].listeners[0].port == 9093
 
 
 def test_features_and_level_zero_removes() -> None:
-    img = apply(EMPTY, m.FeatureLevelRecord(name="metadata.version", feature_level=20),
-                m.FeatureLevelRecord(name="kraft.version", feature_level=1))
+    img = apply(
+        EMPTY,
+        m.FeatureLevelRecord(name="metadata.version", feature_level=20),
+        m.FeatureLevelRecord(name="kraft.version", feature_level=1),
+    )
     assert img.features == {"metadata.version": 20, "kraft.version": 1} and img.metadata_version == 20
     img = apply(img, m.FeatureLevelRecord(name="kraft.version", feature_level=0))
     assert img.features == {"metadata.version": 20}
@@ -225,8 +264,10 @@ def test_features_and_level_zero_removes() -> None:
 
 
 def test_client_quotas() -> None:
-    ent = (m.ClientQuotaRecord.EntityData(entity_type="user", entity_name="alice"),
-           m.ClientQuotaRecord.EntityData(entity_type="client-id", entity_name=None))
+    ent = (
+        m.ClientQuotaRecord.EntityData(entity_type="user", entity_name="alice"),
+        m.ClientQuotaRecord.EntityData(entity_type="client-id", entity_name=None),
+    )
     img = apply(EMPTY, m.ClientQuotaRecord(entity=ent, key="producer_byte_rate", value=1024.0))
     key = (("client-id", None), ("user", "alice"))
     assert img.client_quotas[key] == {"producer_byte_rate": 1024.0}
@@ -241,8 +282,16 @@ def test_producer_ids() -> None:
 
 
 def test_acls() -> None:
-    acl = m.AccessControlEntryRecord(id=T1, resource_type=2, resource_name="orders", pattern_type=3,
-                                     principal="User:alice", host="*", operation=3, permission_type=3)
+    acl = m.AccessControlEntryRecord(
+        id=T1,
+        resource_type=2,
+        resource_name="orders",
+        pattern_type=3,
+        principal="User:alice",
+        host="*",
+        operation=3,
+        permission_type=3,
+    )
     img = apply(EMPTY, acl)
     assert img.acls[T1].principal == "User:alice"
     img = apply(img, m.RemoveAccessControlEntryRecord(id=T1))
@@ -252,8 +301,9 @@ def test_acls() -> None:
 
 
 def test_scram() -> None:
-    rec = m.UserScramCredentialRecord(name="alice", mechanism=1, salt=b"s", stored_key=b"k", server_key=b"v",
-                                      iterations=4096)
+    rec = m.UserScramCredentialRecord(
+        name="alice", mechanism=1, salt=b"s", stored_key=b"k", server_key=b"v", iterations=4096
+    )
     img = apply(EMPTY, rec)
     assert img.scram[(1, "alice")].iterations == 4096
     img = apply(img, m.RemoveUserScramCredentialRecord(name="alice", mechanism=1))
@@ -261,8 +311,15 @@ def test_scram() -> None:
 
 
 def test_delegation_tokens() -> None:
-    rec = m.DelegationTokenRecord(owner="User:a", requester="User:a", renewers=("User:b",), issue_timestamp=1,
-                                  max_timestamp=3, expiration_timestamp=2, token_id="tok")
+    rec = m.DelegationTokenRecord(
+        owner="User:a",
+        requester="User:a",
+        renewers=("User:b",),
+        issue_timestamp=1,
+        max_timestamp=3,
+        expiration_timestamp=2,
+        token_id="tok",
+    )
     img = apply(EMPTY, rec)
     assert img.delegation_tokens["tok"].renewers == ("User:b",)
     img = apply(img, m.RemoveDelegationTokenRecord(token_id="tok"))

@@ -87,7 +87,9 @@ def _feed_in_batches(loader: ImageLoader, records: list, size: int) -> None:
 
     def flush() -> None:
         if run:
-            loader.feed_batch([r.record for r in run], run[0].offset, run[0].epoch, [r.timestamp for r in run])
+            loader.feed_batch(
+                [r.record for r in run], run[0].offset, run[0].epoch, [r.timestamp for r in run]
+            )
             run.clear()
 
     for r in records:
@@ -137,4 +139,8 @@ def test_feed_batch_with_transactions(size: int) -> None:
         for r in envs[:cut]:
             expected = replay(expected, r)
         got = loader.image()
-        assert got == expected and got.provenance == expected.provenance and got.transaction == expected.transaction
+        assert (
+            got == expected
+            and got.provenance == expected.provenance
+            and got.transaction == expected.transaction
+        )

@@ -39,7 +39,9 @@ def test_same_files_as_append(tmp_path: Path) -> None:
         assert v.append_verified(batches[4:]) == 6 * size
         assert v.end_offset == 20
         assert [(s.base_offset, s.size) for s in v.segments] == [(s.base_offset, s.size) for s in a.segments]
-        assert [loc for s in v.segments for loc in s.batches] == [loc for s in a.segments for loc in s.batches]
+        assert [loc for s in v.segments for loc in s.batches] == [
+            loc for s in a.segments for loc in s.batches
+        ]
         assert [b.base_offset for b in v.read(7)] == [6, 8, 10, 12, 14, 16, 18]
     for name in (segment_filename(b) for b in (0, 6, 12, 18)):
         assert (tmp_path / "v" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
@@ -55,12 +57,15 @@ def test_a_gap_is_refused_and_nothing_written(tmp_path: Path) -> None:
     assert [b.base_offset for b in read_file_batches(tmp_path / segment_filename(0))] == [0]
 
 
-@pytest.mark.parametrize("bad", [
-    lambda b: b._replace(last_offset=b.last_offset + 1),  # the header says otherwise
-    lambda b: b._replace(epoch=9),
-    lambda b: b._replace(data=b.data[:-1]),  # not the length the header says
-    lambda b: b._replace(data=b.data[:40]),  # not even a header
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda b: b._replace(last_offset=b.last_offset + 1),  # the header says otherwise
+        lambda b: b._replace(epoch=9),
+        lambda b: b._replace(data=b.data[:-1]),  # not the length the header says
+        lambda b: b._replace(data=b.data[:40]),  # not even a header
+    ],
+)
 def test_a_batch_whose_header_disagrees_stops_after_the_ones_before(tmp_path: Path, bad: object) -> None:
     assert callable(bad)
     with SegmentedLog(tmp_path) as log:

@@ -32,8 +32,10 @@ from kraftlake.logformat.batch import ControlRecordType
 from kraftlake.logformat.text import parse_java_int
 
 FIXTURE = KAFKA_LOGS / "kafkademo-multi-epoch"
-QS_V0 = ('{"clusterId":"","leaderId":1,"leaderEpoch":%s,"votedId":-1,"appliedOffset":0,'
-         '"currentVoters":[{"voterId":1}],"data_version":0}')
+QS_V0 = (
+    '{"clusterId":"","leaderId":1,"leaderEpoch":%s,"votedId":-1,"appliedOffset":0,'
+    '"currentVoters":[{"voterId":1}],"data_version":0}'
+)
 
 READERS: dict[str, tuple[Callable[[Path], Any], str]] = {
     "quorum-state": (read_quorum_state, QS_V0 % "2"),
@@ -75,14 +77,22 @@ def test_meta_properties_is_latin1_as_java_reads_it(tmp_path: Path) -> None:
         read_meta_properties(p)
 
 
-@pytest.mark.parametrize("value", ["2147483648", "-2147483649", "1_0", "\u0661\u0662", " 5", "5 ", "0x5", "", "+"])
+@pytest.mark.parametrize(
+    "value", ["2147483648", "-2147483649", "1_0", "\u0661\u0662", " 5", "5 ", "0x5", "", "+"]
+)
 def test_java_int_refuses_what_parseint_refuses(value: str) -> None:
     assert parse_java_int(value) is None
 
 
 def test_java_int_reads_what_parseint_reads() -> None:
     assert [parse_java_int(v) for v in ("0", "-1", "+7", "2147483647", "-2147483648", "007")] == [
-        0, -1, 7, 2**31 - 1, -(2**31), 7]
+        0,
+        -1,
+        7,
+        2**31 - 1,
+        -(2**31),
+        7,
+    ]
 
 
 @pytest.mark.parametrize("epoch", ["2147483648", "1_0", "\u0661\u0662"])
@@ -94,8 +104,10 @@ def test_leader_epoch_checkpoint_refuses_bad_numbers(tmp_path: Path, epoch: str)
     assert info.value.line == 4 and "epoch" in str(info.value)
 
 
-@pytest.mark.parametrize("text", ["0\n1\nt 0 1_0\n", "0\n1\nt 2147483648 5\n", "0\n1\n t 0 5\n", "0\n1\u00a0\n",
-                                  "0\n1\nt\u00a00 5\n"])
+@pytest.mark.parametrize(
+    "text",
+    ["0\n1\nt 0 1_0\n", "0\n1\nt 2147483648 5\n", "0\n1\n t 0 5\n", "0\n1\u00a0\n", "0\n1\nt\u00a00 5\n"],
+)
 def test_offset_checkpoint_refuses_bad_numbers_and_fields(tmp_path: Path, text: str) -> None:
     p = tmp_path / "recovery-point-offset-checkpoint"
     p.write_text(text, encoding="utf-8")
@@ -114,8 +126,14 @@ def test_quorum_state_refuses_out_of_range_epochs(tmp_path: Path, epoch: str) ->
     assert state is not None and state.leader_epoch == 2**31 - 1
 
 
-@pytest.mark.parametrize("text", ["[" * 100_000, '{"data_version":1,"leaderId":1,"leaderEpoch":1,"votedId":1,'
-                                  '"votedDirectoryId":"not a uuid"}', QS_V0.replace('"voterId":1', '"voterId":2147483648') % "1"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000,
+        '{"data_version":1,"leaderId":1,"leaderEpoch":1,"votedId":1,"votedDirectoryId":"not a uuid"}',
+        QS_V0.replace('"voterId":1', '"voterId":2147483648') % "1",
+    ],
+)
 def test_quorum_state_malformed_json(tmp_path: Path, text: str) -> None:
     p = tmp_path / "quorum-state"
     p.write_text(text)
@@ -123,8 +141,16 @@ def test_quorum_state_malformed_json(tmp_path: Path, text: str) -> None:
         read_quorum_state(p)
 
 
-@pytest.mark.parametrize("text", ["version: 1_0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ", "version: 0\ntopic_id: xyz",
-                                  "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA", "version: 0\n", "version: \u0660\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "version: 1_0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ",
+        "version: 0\ntopic_id: xyz",
+        "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA",
+        "version: 0\n",
+        "version: \u0660\n",
+    ],
+)
 def test_partition_metadata_refuses_bad_values(tmp_path: Path, text: str) -> None:
     p = tmp_path / "partition.metadata"
     p.write_text(text, encoding="utf-8")
@@ -132,12 +158,20 @@ def test_partition_metadata_refuses_bad_values(tmp_path: Path, text: str) -> Non
         read_partition_metadata(p)
 
 
-@pytest.mark.parametrize("props", ["node.id=1_0\nversion=1\n", "node.id=2147483648\nversion=1\n",
-                                   "node.id=1\nversion=\u0661\n", "node.id=1\nversion=1\ndirectory.id=x\n"])
+@pytest.mark.parametrize(
+    "props",
+    [
+        "node.id=1_0\nversion=1\n",
+        "node.id=2147483648\nversion=1\n",
+        "node.id=1\nversion=\u0661\n",
+        "node.id=1\nversion=1\ndirectory.id=x\n",
+    ],
+)
 def test_meta_properties_refuses_bad_values(tmp_path: Path, props: str) -> None:
     p = tmp_path / "meta.properties"
     p.write_text(props, encoding="latin-1", errors="replace") if props.isascii() else p.write_bytes(
-        props.encode("utf-8"))
+        props.encode("utf-8")
+    )
     with pytest.raises(MalformedFileError):
         read_meta_properties(p)
 
@@ -162,7 +196,9 @@ def test_lines_end_only_where_java_ends_them(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------------ snapshots
 def _header() -> bytes:
-    return build_control_batch(0, 1, 5, [(ControlRecordType.SNAPSHOT_HEADER, b"\x00\x00" + b"\x00" * 8 + b"\x00")])
+    return build_control_batch(
+        0, 1, 5, [(ControlRecordType.SNAPSHOT_HEADER, b"\x00\x00" + b"\x00" * 8 + b"\x00")]
+    )
 
 
 def _footer(offset: int) -> bytes:

@@ -193,8 +193,10 @@ def test_truncated_zstd_frames_are_refused() -> None:
     # whole frames, with a checksum or after a skippable frame, are read
     body = zstandard.ZstdDecompressor().decompress(frame)
     skip = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
-    for data in (zstandard.ZstdCompressor(write_checksum=True).compress(body),
-                 skip + zstandard.ZstdCompressor().compress(body)):
+    for data in (
+        zstandard.ZstdCompressor(write_checksum=True).compress(body),
+        skip + zstandard.ZstdCompressor().compress(body),
+    ):
         framed = bytearray(raw[:HEADER_SIZE]) + data
         struct.pack_into(">i", framed, 8, len(framed) - 12)
         assert [r.value for r in decode_batch(_fix_crc(framed)).records] == values

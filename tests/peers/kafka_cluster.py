@@ -256,24 +256,84 @@ def make_tls(folder: Path, key_password: str = "kraftlake-key-secret") -> Tls:
         raise KafkaPeerError("SASL_SSL needs the `openssl` command line tool")
     folder.mkdir(parents=True, exist_ok=True)
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-             "-subj", "/CN=kraftlake test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=folder)
+    _openssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=kraftlake test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+        cwd=folder,
+    )
     for name, cn, ext in (
-        ("server", "localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth"),
+        (
+            "server",
+            "localhost",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth",
+        ),
         ("client", "kraftlake-client", "extendedKeyUsage=clientAuth"),
     ):
         (folder / f"{name}.ext").write_text(f"basicConstraints=CA:FALSE\n{ext}\n")
-        _openssl("req", "-new", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={cn}",
-                 cwd=folder)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-days", "2", "-sha256", "-extfile", f"{name}.ext", "-out", f"{name}.pem", cwd=folder)
+        _openssl(
+            "req",
+            "-new",
+            *ec,
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={cn}",
+            cwd=folder,
+        )
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-sha256",
+            "-extfile",
+            f"{name}.ext",
+            "-out",
+            f"{name}.pem",
+            cwd=folder,
+        )
     # Kafka's file-based PEM key store insists on ssl.key.password, so its key is encrypted PKCS#8
-    _openssl("pkcs8", "-topk8", "-in", "server.key", "-out", "server.enc.key", "-passout",
-             f"pass:{key_password}", "-v1", "PBE-SHA1-3DES", cwd=folder)
+    _openssl(
+        "pkcs8",
+        "-topk8",
+        "-in",
+        "server.key",
+        "-out",
+        "server.enc.key",
+        "-passout",
+        f"pass:{key_password}",
+        "-v1",
+        "PBE-SHA1-3DES",
+        cwd=folder,
+    )
     keystore = folder / "server.keystore.pem"
-    keystore.write_text((folder / "server.enc.key").read_text() + (folder / "server.pem").read_text()
-                        + (folder / "ca.pem").read_text())
+    keystore.write_text(
+        (folder / "server.enc.key").read_text()
+        + (folder / "server.pem").read_text()
+        + (folder / "ca.pem").read_text()
+    )
     return Tls(
         ca_pem=folder / "ca.pem",
         server_keystore_pem=keystore,
@@ -462,8 +522,9 @@ class KafkaCluster:
     def client_key_pem(self) -> Path:
         return self._tls().client_key_pem
 
-    def client_properties(self, user: str | None = None, password: str | None = None,
-                          mechanism: str = "SCRAM-SHA-512") -> Path:
+    def client_properties(
+        self, user: str | None = None, password: str | None = None, mechanism: str = "SCRAM-SHA-512"
+    ) -> Path:
         """A Kafka client ``.properties`` file for Kafka's tools (``--command-config``); returns its path.
 
         Defaults to the admin user. On a PLAINTEXT cluster the file only says ``security.protocol=PLAINTEXT``.
@@ -495,8 +556,11 @@ class KafkaCluster:
             return ""
         tls = self._tls()
         server_users = {self.admin_user: self.admin_password, **self.users}
-        listeners = [CONTROLLER_LISTENER] if node.role == "controller" else [CONTROLLER_LISTENER,
-                                                                             self.broker_listener]
+        listeners = (
+            [CONTROLLER_LISTENER]
+            if node.role == "controller"
+            else [CONTROLLER_LISTENER, self.broker_listener]
+        )
         lines = [
             f"sasl.enabled.mechanisms={','.join(SASL_MECHANISMS)}",
             "sasl.mechanism.controller.protocol=PLAIN",
@@ -513,8 +577,10 @@ class KafkaCluster:
             lines.append("sasl.mechanism.inter.broker.protocol=PLAIN")
         for listener in listeners:
             prefix = f"listener.name.{listener.lower()}"
-            lines.append(f"{prefix}.plain.sasl.jaas.config="
-                         f"{_jaas('PLAIN', self.admin_user, self.admin_password, server_users)}")
+            lines.append(
+                f"{prefix}.plain.sasl.jaas.config="
+                f"{_jaas('PLAIN', self.admin_user, self.admin_password, server_users)}"
+            )
             for mech in SCRAM_MECHANISMS:
                 lines.append(f"{prefix}.{mech.lower()}.sasl.jaas.config={_LOGIN_MODULES[mech]} required;")
         return "\n".join(lines) + "\n"
@@ -652,7 +718,10 @@ broker.heartbeat.interval.ms=1000
         heap = self.controller_heap if node.role == "controller" else self.broker_heap
         node.cds = CdsArchive.for_name(f"kafka-{node.role}", may_dump=may_dump_cds)
         argv = kafka_tools.java_command(
-            "kafka.Kafka", [str(node.config)], heap=heap, log4j2_config=node.log4j2_config,
+            "kafka.Kafka",
+            [str(node.config)],
+            heap=heap,
+            log4j2_config=node.log4j2_config,
             jvm_options=("-Xms64m", *_JVM_LOGGING, *node.cds.options, *self.jvm_options),
         )
         # the kernel kills the JVM if this (main) thread dies: a crashed pytest leaves nothing behind
@@ -662,7 +731,9 @@ broker.heartbeat.interval.ms=1000
         node.started_at = time.monotonic()
         with node.stdout_log.open("ab") as out:
             # its own session, so signals reach exactly this JVM
-            node.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            node.process = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def _wait_started(self, nodes: list[KafkaNode], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -674,8 +745,10 @@ broker.heartbeat.interval.ms=1000
                     why = ""
                     if "Address already in use" in node.log_since_start():
                         why = f" (port {node.port}: Address already in use)"
-                    raise KafkaPeerError(f"node {node.node_id} exited with {code} while starting{why}:\n"
-                                         f"{self.tail(node.node_id)}")
+                    raise KafkaPeerError(
+                        f"node {node.node_id} exited with {code} while starting{why}:\n"
+                        f"{self.tail(node.node_id)}"
+                    )
                 if _STARTED in node.log_since_start() and _port_open(node.port):
                     self.timings[f"node_{node.node_id}"] = time.monotonic() - node.started_at
                     pending.remove(node)
@@ -751,8 +824,13 @@ broker.heartbeat.interval.ms=1000
             if not alive:
                 return
             now = time.monotonic()
-            if len(alive) == 1 and len(nodes) > 1 and last_grace > 0 and alive[0].cds is not None \
-                    and alive[0].cds.pending is None:
+            if (
+                len(alive) == 1
+                and len(nodes) > 1
+                and last_grace > 0
+                and alive[0].cds is not None
+                and alive[0].cds.pending is None
+            ):
                 lone_since = now if lone_since is None else lone_since
                 if now - lone_since > last_grace:
                     break
@@ -833,8 +911,10 @@ broker.heartbeat.interval.ms=1000
             if newer:
                 return newer[-1]
             if time.monotonic() > deadline:
-                raise KafkaPeerError(f"no snapshot beyond offset {after_offset} on node {node_id} within "
-                                     f"{timeout:.0f}s:\n{self.tail(node_id)}")
+                raise KafkaPeerError(
+                    f"no snapshot beyond offset {after_offset} on node {node_id} within "
+                    f"{timeout:.0f}s:\n{self.tail(node_id)}"
+                )
             time.sleep(0.2)
 
     def log_start_offset(self, node_id: int) -> int:
@@ -858,8 +938,10 @@ broker.heartbeat.interval.ms=1000
             if start > above:
                 return start
             if time.monotonic() > deadline:
-                raise KafkaPeerError(f"log start offset of node {node_id} still {start} after {timeout:.0f}s:\n"
-                                     f"{self.tail(node_id)}")
+                raise KafkaPeerError(
+                    f"log start offset of node {node_id} still {start} after {timeout:.0f}s:\n"
+                    f"{self.tail(node_id)}"
+                )
             time.sleep(0.5)
 
     def tail(self, node_id: int, lines: int = 30) -> str:
@@ -879,8 +961,12 @@ broker.heartbeat.interval.ms=1000
         ``{bootstrap}`` in ``args`` becomes `bootstrap_servers`, ``{bootstrap_controller}``
         `bootstrap_controllers`; on a SASL_SSL cluster ``--command-config <admin.properties>`` goes first.
         """
-        subst = [a.replace("{bootstrap_controller}", self.bootstrap_controllers)
-                 .replace("{bootstrap}", self.bootstrap_servers) for a in args]
+        subst = [
+            a.replace("{bootstrap_controller}", self.bootstrap_controllers).replace(
+                "{bootstrap}", self.bootstrap_servers
+            )
+            for a in args
+        ]
         if self.admin_properties is not None and "--command-config" not in subst:
             subst = ["--command-config", str(self.admin_properties), *subst]
         return run_tool(main_class, subst, timeout=timeout)
@@ -891,8 +977,10 @@ broker.heartbeat.interval.ms=1000
         return ["--bootstrap-controller", "{bootstrap_controller}"]
 
     def describe_status_text(self) -> str:
-        return self.admin(METADATA_QUORUM_COMMAND,
-                          ["--bootstrap-controller", "{bootstrap_controller}", "describe", "--status"])
+        return self.admin(
+            METADATA_QUORUM_COMMAND,
+            ["--bootstrap-controller", "{bootstrap_controller}", "describe", "--status"],
+        )
 
     def describe_status(self) -> dict[str, Any]:
         """``kafka-metadata-quorum --bootstrap-controller ... describe --status`` as a dict (``LeaderId``...)."""
@@ -900,8 +988,10 @@ broker.heartbeat.interval.ms=1000
 
     def describe_replication(self) -> str:
         """``kafka-metadata-quorum --bootstrap-controller ... describe --replication``: its text."""
-        return self.admin(METADATA_QUORUM_COMMAND,
-                          ["--bootstrap-controller", "{bootstrap_controller}", "describe", "--replication"])
+        return self.admin(
+            METADATA_QUORUM_COMMAND,
+            ["--bootstrap-controller", "{bootstrap_controller}", "describe", "--replication"],
+        )
 
     def leader_id(self) -> int:
         """The quorum leader's id as ``describe --status`` reports it (-1 when there is none)."""
@@ -923,7 +1013,12 @@ broker.heartbeat.interval.ms=1000
             return None
         top = max(epochs)
         for node_id, st in states.items():
-            if st and st.get("leaderId") == node_id and st.get("leaderEpoch") == top and node_id not in not_in:
+            if (
+                st
+                and st.get("leaderId") == node_id
+                and st.get("leaderEpoch") == top
+                and node_id not in not_in
+            ):
                 return node_id
         return None
 
@@ -947,14 +1042,29 @@ broker.heartbeat.interval.ms=1000
                     last = str(exc)
             if time.monotonic() > deadline:
                 states = {i: self.quorum_state(i) for i in self.controller_ids}
-                raise KafkaPeerError(f"no leader (other than {list(not_in)}) within {timeout:.0f}s: {last}\n"
-                                     f"quorum-state: {states}")
+                raise KafkaPeerError(
+                    f"no leader (other than {list(not_in)}) within {timeout:.0f}s: {last}\n"
+                    f"quorum-state: {states}"
+                )
             time.sleep(0.2)
 
-    def topics_create(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                      config: Mapping[str, str] | None = None) -> str:
-        args = [*self._bootstrap_args(), "--create", "--topic", name, "--partitions", str(partitions),
-                "--replication-factor", str(replication_factor)]
+    def topics_create(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: Mapping[str, str] | None = None,
+    ) -> str:
+        args = [
+            *self._bootstrap_args(),
+            "--create",
+            "--topic",
+            name,
+            "--partitions",
+            str(partitions),
+            "--replication-factor",
+            str(replication_factor),
+        ]
         for k, v in (config or {}).items():
             args += ["--config", f"{k}={v}"]
         return self.admin(TOPIC_COMMAND, args)
@@ -969,15 +1079,35 @@ broker.heartbeat.interval.ms=1000
         # one request per mechanism: 4.3.1 refuses two alterations of one user's credentials in one request
         # ("DuplicateResourceException: A user credential cannot be altered twice in the same request")
         for mech in mechanisms:
-            self.admin(CONFIG_COMMAND, [*self._bootstrap_args(), "--alter", "--add-config",
-                                        f"{mech}=[password={password}]", "--entity-type", "users",
-                                        "--entity-name", name])
+            self.admin(
+                CONFIG_COMMAND,
+                [
+                    *self._bootstrap_args(),
+                    "--alter",
+                    "--add-config",
+                    f"{mech}=[password={password}]",
+                    "--entity-type",
+                    "users",
+                    "--entity-name",
+                    name,
+                ],
+            )
         self.users[name] = password
 
     def grant_cluster_action(self, user: str) -> str:
         """Allow ``User:<user>`` ClusterAction on the cluster (what Fetch/FetchSnapshot from a controller need)."""
-        return self.admin(ACL_COMMAND, [*self._bootstrap_args(), "--add", "--allow-principal", f"User:{user}",
-                                        "--operation", "ClusterAction", "--cluster"])
+        return self.admin(
+            ACL_COMMAND,
+            [
+                *self._bootstrap_args(),
+                "--add",
+                "--allow-principal",
+                f"User:{user}",
+                "--operation",
+                "ClusterAction",
+                "--cluster",
+            ],
+        )
 
     def acl(self, *args: str) -> str:
         """``AclCommand`` with the cluster's bootstrap and admin config, e.g. ``acl("--list")``."""
@@ -989,7 +1119,10 @@ if __name__ == "__main__":
     import tempfile
 
     sec = sys.argv[1] if len(sys.argv) > 1 else "PLAINTEXT"
-    with tempfile.TemporaryDirectory(prefix="kafka-cluster-") as tmp, KafkaCluster(Path(tmp), security=sec) as c:
+    with (
+        tempfile.TemporaryDirectory(prefix="kafka-cluster-") as tmp,
+        KafkaCluster(Path(tmp), security=sec) as c,
+    ):
         print("started", {k: round(v, 2) for k, v in c.timings.items()})
         t = time.monotonic()
         print(c.describe_status())

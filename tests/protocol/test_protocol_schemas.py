@@ -40,7 +40,34 @@ def test_versions_kafka_4_writes() -> None:
     assert str(by_name["PartitionChangeRecord"].valid_versions) == "0-2"
     assert str(by_name["LeaderChangeMessage"].valid_versions) == "0-1"
     keys = sorted(s.api_key for s in SPECS if s.kind == "metadata")
-    assert keys == [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 14, 15, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28]
+    assert keys == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+        7,
+        8,
+        9,
+        10,
+        11,
+        12,
+        14,
+        15,
+        17,
+        18,
+        19,
+        20,
+        21,
+        22,
+        23,
+        24,
+        25,
+        26,
+        27,
+        28,
+    ]
     assert sorted(s.control_type for s in SPECS if s.kind == "control") == [2, 3, 4, 5, 6]
 
 
@@ -85,20 +112,37 @@ def _kafka_specs() -> dict[str, dict[str, Any]]:
         with zipfile.ZipFile(paths[0]) as z:
             for name in z.namelist():
                 if name.startswith(folder) and name.endswith(".json"):
-                    text = "\n".join(line for line in z.read(name).decode().splitlines()
-                                     if not line.strip().startswith("//"))
+                    text = "\n".join(
+                        line
+                        for line in z.read(name).decode().splitlines()
+                        if not line.strip().startswith("//")
+                    )
                     spec = json.loads(text)
                     out[spec["name"]] = spec
     return out
 
 
-def _compare_fields(ours: list[dict[str, Any]], theirs: list[dict[str, Any]], common: dict[str, Any],
-                    where: str, avro: dict[str, Any]) -> None:
+def _compare_fields(
+    ours: list[dict[str, Any]],
+    theirs: list[dict[str, Any]],
+    common: dict[str, Any],
+    where: str,
+    avro: dict[str, Any],
+) -> None:
     assert [f["kafka"]["name"] for f in ours] == [f["name"] for f in theirs], where
     for o, t in zip(ours, theirs, strict=True):
         ann = o["kafka"]
         assert o["name"] == snake_case(t["name"])
-        for key in ("type", "versions", "nullableVersions", "taggedVersions", "tag", "default", "mapKey", "about"):
+        for key in (
+            "type",
+            "versions",
+            "nullableVersions",
+            "taggedVersions",
+            "tag",
+            "default",
+            "mapKey",
+            "about",
+        ):
             assert ann.get(key) == t.get(key), f"{where}.{t['name']}.{key}"
         sub = t.get("fields")
         inner = t["type"].removeprefix("[]")
@@ -125,8 +169,12 @@ def test_schemas_match_kafkas_json_specs() -> None:
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.binary(max_size=64) | st.builds(lambda k, v, b: bytes([1, k, v]) + b, st.integers(0, 30),
-                                          st.integers(0, 4), st.binary(max_size=80)))
+@given(
+    st.binary(max_size=64)
+    | st.builds(
+        lambda k, v, b: bytes([1, k, v]) + b, st.integers(0, 30), st.integers(0, 4), st.binary(max_size=80)
+    )
+)
 def test_fuzz_decoder_raises_only_typed_errors(value: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         decode_metadata_record(value)

@@ -15,7 +15,9 @@ TESTDATA = Path(__file__).parent / "testdata"
 
 @pytest.mark.parametrize("path", sorted(TESTDATA.glob("*.txt")), ids=lambda p: p.stem)
 def test_script(path: Path, request: pytest.FixtureRequest) -> None:
-    rewrite = bool(request.config.getoption("--rewrite", default=False)) or bool(os.environ.get("KRAFTLAKE_REWRITE"))
+    rewrite = bool(request.config.getoption("--rewrite", default=False)) or bool(
+        os.environ.get("KRAFTLAKE_REWRITE")
+    )
     quorum = ScriptedQuorum()
     mismatches = run_file(path, quorum.run, rewrite)
     assert not mismatches, "\n\n".join(mismatches)

@@ -28,8 +28,13 @@ def _quorum(node_id: int = 1, stored: ElectionState | None = None, log_epoch: in
 
 
 def test_defaults_are_kafkas() -> None:
-    assert (CONFIG.election_timeout_ms, CONFIG.fetch_timeout_ms, CONFIG.election_backoff_max_ms,
-            CONFIG.append_linger_ms, CONFIG.max_batch_bytes) == (1000, 2000, 1000, 25, 8 * 1024 * 1024)
+    assert (
+        CONFIG.election_timeout_ms,
+        CONFIG.fetch_timeout_ms,
+        CONFIG.election_backoff_max_ms,
+        CONFIG.append_linger_ms,
+        CONFIG.max_batch_bytes,
+    ) == (1000, 2000, 1000, 25, 8 * 1024 * 1024)
     assert CONFIG.check_quorum_timeout_ms == 3000 and CONFIG.majority == 2
     with pytest.raises(InvalidConfigError):
         QuorumConfig(voters=frozenset())
@@ -109,8 +114,9 @@ def test_append_on_a_follower_names_the_leader() -> None:
 
 
 def test_single_voter_elects_itself_and_commits_after_flush() -> None:
-    node = RaftNode(1, QuorumConfig(voters=frozenset({1}), append_linger_ms=0), MemoryRaftLog(), None,
-                    random.Random(1), 0)
+    node = RaftNode(
+        1, QuorumConfig(voters=frozenset({1}), append_linger_ms=0), MemoryRaftLog(), None, random.Random(1), 0
+    )
     ready = node.tick(5000)
     assert node.is_leader and ready.quorum_state == ElectionState(1, 1, 1) and ready.flush_needed
     assert node.append([b"a"], 5000).last_offset == 1
@@ -125,8 +131,15 @@ def test_leader_change_body_round_trips() -> None:
 
 
 def test_leader_stamps_batches_and_marks_control_types() -> None:
-    node = RaftNode(1, QuorumConfig(voters=frozenset({1}), append_linger_ms=0), MemoryRaftLog(), None,
-                    random.Random(1), 0, timestamp_base_ms=1_700_000_000_000)
+    node = RaftNode(
+        1,
+        QuorumConfig(voters=frozenset({1}), append_linger_ms=0),
+        MemoryRaftLog(),
+        None,
+        random.Random(1),
+        0,
+        timestamp_base_ms=1_700_000_000_000,
+    )
     node.tick(5000)
     node.append([b"a", b"b"], 5007)
     ready = node.flush(5008)
@@ -139,14 +152,26 @@ def test_leader_stamps_batches_and_marks_control_types() -> None:
 
 def test_replica_states_report_fetches_caught_up_times_and_directory_ids() -> None:
     config = QuorumConfig(voters=frozenset({1, 2, 3}), append_linger_ms=0)
-    leader = RaftNode(1, config, MemoryRaftLog(), ElectionState(1, None, None), random.Random(1), 0,
-                      directory_id="dir-of-1")
+    leader = RaftNode(
+        1, config, MemoryRaftLog(), ElectionState(1, None, None), random.Random(1), 0, directory_id="dir-of-1"
+    )
     requests = leader.tick(3000).messages  # prospective: pre-votes, then candidate: votes
     for _ in range(2):
         for req in list(requests):
             assert isinstance(req, VoteRequest)
-            ready = leader.step(VoteResponse(req.dst, 1, req.correlation_id, req.candidate_epoch - req.pre_vote,
-                                             None, True, req.pre_vote, req.candidate_epoch), 3001)
+            ready = leader.step(
+                VoteResponse(
+                    req.dst,
+                    1,
+                    req.correlation_id,
+                    req.candidate_epoch - req.pre_vote,
+                    None,
+                    True,
+                    req.pre_vote,
+                    req.candidate_epoch,
+                ),
+                3001,
+            )
             requests = [m for m in ready.messages if isinstance(m, VoteRequest)] or requests
     assert leader.is_leader and leader.replica_states(3002)[0].node_id == 1
     leader.flush(3003)
@@ -161,8 +186,9 @@ def test_replica_states_report_fetches_caught_up_times_and_directory_ids() -> No
 
 def test_a_partial_flush_commits_only_what_it_covers() -> None:
     """A driver that fsyncs off its loop reports the end offset its fsync covered; the rest stays unflushed."""
-    node = RaftNode(1, QuorumConfig(voters=frozenset({1}), append_linger_ms=0), MemoryRaftLog(), None,
-                    random.Random(1), 0)
+    node = RaftNode(
+        1, QuorumConfig(voters=frozenset({1}), append_linger_ms=0), MemoryRaftLog(), None, random.Random(1), 0
+    )
     node.tick(5000)
     node.flush(5001)  # the LeaderChange
     node.append([b"a"], 5002)
@@ -214,9 +240,11 @@ def test_leaders_and_candidates_outside_the_voter_set_are_refused() -> None:
     from kraftlake.raft.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, Errors
 
     node = RaftNode(2, CONFIG, MemoryRaftLog(), ElectionState(3, 1, None), random.Random(1), 0)
-    for request in (BeginQuorumEpochRequest(9, 2, 1, 1_000_000, 9),
-                    EndQuorumEpochRequest(9, 2, 2, 1_000_000, 9, (2,)),
-                    VoteRequest(9, 2, 3, 1_000_000, 9, 3, 0, False)):
+    for request in (
+        BeginQuorumEpochRequest(9, 2, 1, 1_000_000, 9),
+        EndQuorumEpochRequest(9, 2, 2, 1_000_000, 9, (2,)),
+        VoteRequest(9, 2, 3, 1_000_000, 9, 3, 0, False),
+    ):
         ready = node.step(request, 10)
         assert ready.quorum_state is None
         (reply,) = [m for m in ready.messages if m.correlation_id == request.correlation_id]

@@ -14,12 +14,68 @@ from kraftlake.protocol import runtime
 from kraftlake.protocol.messages import class_for
 from kraftlake.protocol.spec import INT_RANGES, FieldSpec, StructSpec
 
-CHARS = ['"', "\\", "\n", "\r", "\t", "\b", "\f", "\x00", "\x01", "\x1f", "\x7f", "/", "<", "u", "\\u00e9",
-         "é", "ü", "\u2028", "\ufeff", "中", "😀", "a", "b", "-", "_", ".", ":", " ", "0"]
+CHARS = [
+    '"',
+    "\\",
+    "\n",
+    "\r",
+    "\t",
+    "\b",
+    "\f",
+    "\x00",
+    "\x01",
+    "\x1f",
+    "\x7f",
+    "/",
+    "<",
+    "u",
+    "\\u00e9",
+    "é",
+    "ü",
+    "\u2028",
+    "\ufeff",
+    "中",
+    "😀",
+    "a",
+    "b",
+    "-",
+    "_",
+    ".",
+    ":",
+    " ",
+    "0",
+]
 
-FLOATS = [0.0, -0.0, 1.0, -1.5, 1e7, 9999999.0, 9999999.999, 1e-3, 0.001, 9.99e-4, 1e-4, 123456.789, 1e21, 1e22,
-          1e23, 0.1, 0.2, 0.30000000000000004, 2.0**53, 2.0**63, 5e-324, 2.2250738585072014e-308,
-          1.7976931348623157e308, float("inf"), float("-inf"), float("nan"), 100.0, 1234567.5]
+FLOATS = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.5,
+    1e7,
+    9999999.0,
+    9999999.999,
+    1e-3,
+    0.001,
+    9.99e-4,
+    1e-4,
+    123456.789,
+    1e21,
+    1e22,
+    1e23,
+    0.1,
+    0.2,
+    0.30000000000000004,
+    2.0**53,
+    2.0**63,
+    5e-324,
+    2.2250738585072014e-308,
+    1.7976931348623157e308,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    100.0,
+    1234567.5,
+]
 
 
 def random_float(rnd: random.Random) -> float:
@@ -60,7 +116,10 @@ def random_value(f: FieldSpec, version: int, rnd: random.Random) -> object:
     if f.tagged_in(version) and rnd.random() < 0.4:
         return f.default if f.struct is None or f.is_array else class_for(f.struct.qualname)()
     if f.is_array:
-        return tuple(_scalar(f, version, rnd) for _ in range(rnd.choice([0, 0, 1, 2, 4, 40 if rnd.random() < 0.2 else 3])))
+        return tuple(
+            _scalar(f, version, rnd)
+            for _ in range(rnd.choice([0, 0, 1, 2, 4, 40 if rnd.random() < 0.2 else 3]))
+        )
     return _scalar(f, version, rnd)
 
 

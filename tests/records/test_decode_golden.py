@@ -63,8 +63,10 @@ def _golden_segment(seed: int = 13) -> bytes:
         if spec.kind != "metadata":
             continue
         for version in range(spec.valid_versions.lowest, spec.valid_versions.highest + 1):
-            values = [encode_metadata_record(random_record(spec.struct, version, rnd), version)  # type: ignore[arg-type]
-                      for _ in range(3)]
+            values = [
+                encode_metadata_record(random_record(spec.struct, version, rnd), version)  # type: ignore[arg-type]
+                for _ in range(3)
+            ]
             data += build_data_batch(offset, rnd.randint(0, 2**31 - 1), ts + offset, values)
             offset += len(values)
     for spec in load_all():
@@ -78,14 +80,21 @@ def _golden_segment(seed: int = 13) -> bytes:
     offset += 2
     # keys, headers and timestamp deltas: read through the general record parser, not the KRaft fast path
     value = encode_metadata_record(random_record(load_all()[1].struct, 0, rnd), 0)  # type: ignore[arg-type]
-    data += encode_batch([LogRecord(offset, ts + 5, b"k", value, (("h", b"v"),)),
-                          LogRecord(offset + 1, ts + 9, None, value, ())],
-                         base_offset=offset, partition_leader_epoch=3)
+    data += encode_batch(
+        [
+            LogRecord(offset, ts + 5, b"k", value, (("h", b"v"),)),
+            LogRecord(offset + 1, ts + 9, None, value, ()),
+        ],
+        base_offset=offset,
+        partition_leader_epoch=3,
+    )
     return bytes(data)
 
 
 def _fixture_files() -> list[Path]:
-    return sorted(p for p in KAFKA_LOGS.rglob("*") if p.is_file() and p.name.endswith((".log", ".checkpoint")))
+    return sorted(
+        p for p in KAFKA_LOGS.rglob("*") if p.is_file() and p.name.endswith((".log", ".checkpoint"))
+    )
 
 
 def _digest_lines() -> str:
@@ -117,8 +126,12 @@ def test_every_type_prints_as_golden() -> None:
 def test_golden_covers_every_type_and_version() -> None:
     lines = EXPECTED.read_text(encoding="utf-8").split("\n")[:-1]
     printed = {line.split('"type":', 1)[1].split(',"data"', 1)[0] for line in lines}
-    names = {(s.record_type_name, v) for s in load_all() if s.kind == "metadata"
-             for v in range(s.valid_versions.lowest, s.valid_versions.highest + 1)}
+    names = {
+        (s.record_type_name, v)
+        for s in load_all()
+        if s.kind == "metadata"
+        for v in range(s.valid_versions.lowest, s.valid_versions.highest + 1)
+    }
     assert {f'"{t}","version":{v}' for t, v in names} <= printed
     assert any(line.endswith('"data":null}') for line in lines)
 
@@ -137,10 +150,10 @@ def test_golden_data_is_what_dump_log_prints(tmp_path: Path) -> None:
     assert len(theirs) == len(ours)
     compared = 0
     for kafka_line, line in zip(theirs, ours, strict=True):
-        data = line[line.index('"data":') + len('"data":'):-1]
+        data = line[line.index('"data":') + len('"data":') : -1]
         if " payload: " in kafka_line:
-            payload = kafka_line[kafka_line.index(" payload: ") + len(" payload: "):]
-            assert data == payload[payload.index('"data":') + len('"data":'):-1]
+            payload = kafka_line[kafka_line.index(" payload: ") + len(" payload: ") :]
+            assert data == payload[payload.index('"data":') + len('"data":') : -1]
             compared += 1
             continue
         label, _, text = kafka_line.partition("headerKeys: [] ")[2].partition(" ")

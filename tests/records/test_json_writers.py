@@ -78,10 +78,28 @@ def test_the_random_records_reach_the_corners() -> None:
                         (tagged_set if f'"{name[0].lower()}{name[1:]}":' in text else tagged_unset).add(key)
     every = "".join(texts)
     assert re.search(r"\[(-?\d+,){39}-?\d+\]", every)  # an integer array longer than the %-formats go
-    for needle in ("E-", "E2", "-0.0", "Infinity", "NaN", '\\u001F', '\\\\u', '\\"', "😀", ":null", ":[]", ":\"\""):
+    for needle in (
+        "E-",
+        "E2",
+        "-0.0",
+        "Infinity",
+        "NaN",
+        "\\u001F",
+        "\\\\u",
+        '\\"',
+        "😀",
+        ":null",
+        ":[]",
+        ':""',
+    ):
         assert needle in every, needle
-    top_tagged = {(s.name, v, f.name) for s in SPECS for v in _versions(s) for f in s.struct.fields
-                  if v in f.versions and f.tagged_in(v)}
+    top_tagged = {
+        (s.name, v, f.name)
+        for s in SPECS
+        for v in _versions(s)
+        for f in s.struct.fields
+        if v in f.versions and f.tagged_in(v)
+    }
     assert top_tagged and top_tagged <= tagged_set
     # a tagged single struct is always written; every other tagged field is also seen left out
     assert {k for k in top_tagged if not _is_struct_field(k)} <= tagged_unset
@@ -94,8 +112,11 @@ def _is_struct_field(key: tuple[str, int, str]) -> bool:
 
 
 @settings(max_examples=400, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(CASES).flatmap(lambda case: st.tuples(st.just(case), struct_strategy(case[0].struct,
-                                                                                             case[1]))))
+@given(
+    st.sampled_from(CASES).flatmap(
+        lambda case: st.tuples(st.just(case), struct_strategy(case[0].struct, case[1]))
+    )
+)
 def test_hypothesis_records_write_as_the_reference(drawn: tuple[tuple[MessageSpec, int], Record]) -> None:
     (_, version), rec = drawn
     assert data_writer(type(rec), version)(rec) == dumps(record_data(rec, version))
@@ -110,22 +131,43 @@ def _envelopes(rnd: random.Random) -> list[MetadataRecord]:
                 rec: Any = random_record(spec.struct, version, rnd)
                 control = spec.kind == "control"
                 raw = encode_control_body(rec) if control else encode_metadata_record(rec, version)
-                out.append(MetadataRecord(offset, rnd.randrange(2**31), rnd.randrange(2**41), offset - offset % 7,
-                                          control, spec.name, spec.api_key or spec.control_type or 0, version, rec,
-                                          raw))
+                out.append(
+                    MetadataRecord(
+                        offset,
+                        rnd.randrange(2**31),
+                        rnd.randrange(2**41),
+                        offset - offset % 7,
+                        control,
+                        spec.name,
+                        spec.api_key or spec.control_type or 0,
+                        version,
+                        rec,
+                        raw,
+                    )
+                )
                 offset += 1
     # the same value twice (its text is reused), NoOp records, equal control values of different types
     noop = MESSAGE_CLASSES["NoOpRecord"]()
-    out += [MetadataRecord(offset + i, 1, 5, offset, False, "NoOpRecord", 0, 0, noop, b"\x01\x14\x00\x00")
-            for i in range(3)]
+    out += [
+        MetadataRecord(offset + i, 1, 5, offset, False, "NoOpRecord", 0, 0, noop, b"\x01\x14\x00\x00")
+        for i in range(3)
+    ]
     out += [out[3]._replace(offset=offset + 3)]
     version_rec = MESSAGE_CLASSES["KRaftVersionRecord"](version=0, kraft_version=1)
     footer = MESSAGE_CLASSES["SnapshotFooterRecord"](version=0)
-    out += [MetadataRecord(offset + 4, 1, 5, offset, True, "KRaftVersionRecord", 5, 0, version_rec, b"\x00\x00\x00\x01"),
-            MetadataRecord(offset + 5, 1, 5, offset, True, "SnapshotFooterRecord", 2, 0, footer, b"\x00\x00\x00\x01")]
+    out += [
+        MetadataRecord(
+            offset + 4, 1, 5, offset, True, "KRaftVersionRecord", 5, 0, version_rec, b"\x00\x00\x00\x01"
+        ),
+        MetadataRecord(
+            offset + 5, 1, 5, offset, True, "SnapshotFooterRecord", 2, 0, footer, b"\x00\x00\x00\x01"
+        ),
+    ]
     # control markers without a body, and an unknown control type
-    out += [MetadataRecord(offset + 6, 1, 5, offset, True, "ABORT", int(ControlRecordType.ABORT), 0, None, b""),
-            MetadataRecord(offset + 7, 1, 5, offset, True, "UNKNOWN(99)", 99, 0, None, b"")]
+    out += [
+        MetadataRecord(offset + 6, 1, 5, offset, True, "ABORT", int(ControlRecordType.ABORT), 0, None, b""),
+        MetadataRecord(offset + 7, 1, 5, offset, True, "UNKNOWN(99)", 99, 0, None, b""),
+    ]
     rnd.shuffle(out)
     return out
 

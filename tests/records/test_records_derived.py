@@ -21,9 +21,18 @@ from kraftlake.records.layout import ENVELOPE_COLUMNS, record_column, to_plain
 from kraftlake.records.reader import MetadataRecord, iter_records
 
 SPECS = load_all()
-_ARROW = {"int8": pa.int32(), "int16": pa.int32(), "uint16": pa.int32(), "int32": pa.int32(),
-          "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(),
-          "bytes": pa.binary(), "uuid": pa.string()}
+_ARROW = {
+    "int8": pa.int32(),
+    "int16": pa.int32(),
+    "uint16": pa.int32(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "string": pa.string(),
+    "bytes": pa.binary(),
+    "uuid": pa.string(),
+}
 
 
 def _expected_arrow(s: StructSpec) -> pa.StructType:
@@ -70,17 +79,31 @@ def test_fastavro_round_trip_and_arrow_table() -> None:
 
 def test_write_records_of_one_type_with_nested_structs() -> None:
     voters = class_for("VotersRecord")
-    rec = voters(voters=[voters.Voter(voter_id=1, endpoints=[voters.Endpoint(name="C", host="h", port=9093)],
-                                      kraft_version_feature=voters.KRaftVersionFeature(max_supported_version=1))])
+    rec = voters(
+        voters=[
+            voters.Voter(
+                voter_id=1,
+                endpoints=[voters.Endpoint(name="C", host="h", port=9093)],
+                kraft_version_feature=voters.KRaftVersionFeature(max_supported_version=1),
+            )
+        ]
+    )
     buf = io.BytesIO()
     write_records(buf, [rec])
     buf.seek(0)
     (row,) = list(fastavro.reader(buf, reader_schema=parsed_schema("VotersRecord")))
     assert row == to_plain(rec)
-    rebuilt = voters(voters=[voters.Voter(
-        voter_id=v["voter_id"], voter_directory_id=v["voter_directory_id"],
-        endpoints=[voters.Endpoint(**e) for e in v["endpoints"]],
-        kraft_version_feature=voters.KRaftVersionFeature(**v["kraft_version_feature"])) for v in row["voters"]])
+    rebuilt = voters(
+        voters=[
+            voters.Voter(
+                voter_id=v["voter_id"],
+                voter_directory_id=v["voter_directory_id"],
+                endpoints=[voters.Endpoint(**e) for e in v["endpoints"]],
+                kraft_version_feature=voters.KRaftVersionFeature(**v["kraft_version_feature"]),
+            )
+            for v in row["voters"]
+        ]
+    )
     assert rebuilt == rec
 
 
@@ -98,9 +121,20 @@ def test_record_batch_equals_the_row_dicts(data: st.DataObject) -> None:
     for i, (spec, version) in enumerate(cases):
         rec = data.draw(struct_strategy(spec.struct, version))
         kind = spec.kind == "control"
-        records.append(MetadataRecord(offset=i, epoch=1, timestamp=7, batch_offset=0, is_control=kind,
-                                      type=spec.name, api_key=spec.control_type if kind else spec.api_key,
-                                      version=version, record=rec, raw=b"x"))
+        records.append(
+            MetadataRecord(
+                offset=i,
+                epoch=1,
+                timestamp=7,
+                batch_offset=0,
+                is_control=kind,
+                type=spec.name,
+                api_key=spec.control_type if kind else spec.api_key,
+                version=version,
+                record=rec,
+                raw=b"x",
+            )
+        )
     want = pa.RecordBatch.from_pylist([to_row(r) for r in records], schema=metadata_log_schema())
     got = record_batch(records)
     assert got.schema == want.schema

@@ -37,8 +37,14 @@ def _values(rng: random.Random, n: int) -> list[bytes]:
         reps = tuple(rng.randrange(1 << 31) for _ in range(rng.choice((0, 1, 3, 70 if big else 5))))
         name = "t" * rng.choice((1, 10, 200 if big else 30))
         if k == 0:
-            rec: Any = m.PartitionRecord(partition_id=rng.randrange(1000), topic_id=_uuid(rng), replicas=reps,
-                                         isr=reps, leader=1, directories=tuple(_uuid(rng) for _ in reps))
+            rec: Any = m.PartitionRecord(
+                partition_id=rng.randrange(1000),
+                topic_id=_uuid(rng),
+                replicas=reps,
+                isr=reps,
+                leader=1,
+                directories=tuple(_uuid(rng) for _ in reps),
+            )
             out.append(encode_metadata_record(rec, rng.choice((1, 2))))
         elif k == 1:
             rec = m.PartitionChangeRecord(partition_id=1, topic_id=_uuid(rng), isr=reps or None, leader=-1)
@@ -51,9 +57,16 @@ def _values(rng: random.Random, n: int) -> list[bytes]:
         elif k == 4:
             out.append(encode_metadata_record(m.NoOpRecord(), 0))
         else:
-            ep = m.RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host=name, port=9092, security_protocol=0)
-            rec = m.RegisterBrokerRecord(broker_id=rng.randrange(10), incarnation_id=_uuid(rng), broker_epoch=5,
-                                         end_points=(ep,) * (1 if not big else 3), rack=None if big else "r")
+            ep = m.RegisterBrokerRecord.BrokerEndpoint(
+                name="PLAINTEXT", host=name, port=9092, security_protocol=0
+            )
+            rec = m.RegisterBrokerRecord(
+                broker_id=rng.randrange(10),
+                incarnation_id=_uuid(rng),
+                broker_epoch=5,
+                end_points=(ep,) * (1 if not big else 3),
+                rack=None if big else "r",
+            )
             out.append(encode_metadata_record(rec, rng.choice((0, 1, 2, 3))))
     return out
 
@@ -64,8 +77,20 @@ def _reference(raw: bytes, source: str = "<bytes>") -> list[MetadataRecord]:
     for batch in read_batches(raw, source):
         for r in batch.records:
             rec, version = decode_metadata_record(r.value)
-            out.append(MetadataRecord(r.offset, batch.partition_leader_epoch, r.timestamp, batch.base_offset,
-                                      False, type(rec).__name__, rec._api_key, version, rec, r.value))
+            out.append(
+                MetadataRecord(
+                    r.offset,
+                    batch.partition_leader_epoch,
+                    r.timestamp,
+                    batch.base_offset,
+                    False,
+                    type(rec).__name__,
+                    rec._api_key,
+                    version,
+                    rec,
+                    r.value,
+                )
+            )
     return out
 
 

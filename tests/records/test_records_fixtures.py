@@ -57,11 +57,14 @@ def test_known_records_of_the_minimal_log() -> None:
     assert dumps(to_kafka_json(recs[35].record, recs[35].version)) == (
         '{"type":"PARTITION_RECORD","version":1,"data":{"partitionId":0,"topicId":"v9meXjI1RVKB-NSvF0GXDA",'
         '"replicas":[1],"isr":[1],"removingReplicas":[],"addingReplicas":[],"leader":1,"leaderEpoch":0,'
-        '"partitionEpoch":0,"directories":["AiSXPLrdRM-HREWplhnaNA"]}}')
+        '"partitionEpoch":0,"directories":["AiSXPLrdRM-HREWplhnaNA"]}}'
+    )
     assert recs[35].epoch == 1 and recs[35].batch_offset == 34 and recs[35].timestamp == 1726045957397
     assert recs[35].api_key == 3 and not recs[35].is_control
-    assert dumps(to_kafka_json(recs[3].record, 0)) == \
-        '{"type":"ZK_MIGRATION_STATE_RECORD","version":0,"data":{"zkMigrationState":0}}'
+    assert (
+        dumps(to_kafka_json(recs[3].record, 0))
+        == '{"type":"ZK_MIGRATION_STATE_RECORD","version":0,"data":{"zkMigrationState":0}}'
+    )
     boot = _records(FIXTURES / "minimal" / "bootstrap.checkpoint")
     assert boot[0].is_control and boot[0].type == "SnapshotHeaderRecord" and boot[0].api_key == 3
     assert dumps(control_to_kafka_json(boot[0].record)) == '{"version":0,"lastContainedLogTimestamp":0}'
@@ -85,9 +88,19 @@ def _java() -> str | None:
 
 def _dump_log(path: Path) -> dict[int, str]:
     out = subprocess.run(
-        [_java() or "java", "-cp", str(JARS / "*"), "org.apache.kafka.tools.DumpLogSegments",
-         "--cluster-metadata-decoder", "--files", str(path)],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            _java() or "java",
+            "-cp",
+            str(JARS / "*"),
+            "org.apache.kafka.tools.DumpLogSegments",
+            "--cluster-metadata-decoder",
+            "--files",
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     ).stdout
     lines = {}
     for line in out.splitlines():
@@ -108,7 +121,9 @@ def test_json_equals_kafka_dump_log(path: Path, tmp_path: Path) -> None:
     ours = {}
     for r in _records(path):
         if r.is_control:
-            ours[r.offset] = f"{CONTROL_LABELS[r.api_key]} {dumps(control_to_kafka_json(r.record, r.version))}"
+            ours[r.offset] = (
+                f"{CONTROL_LABELS[r.api_key]} {dumps(control_to_kafka_json(r.record, r.version))}"
+            )
         else:
             ours[r.offset] = "payload: " + dumps(to_kafka_json(r.record, r.version))
     assert ours == expected

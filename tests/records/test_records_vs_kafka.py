@@ -52,7 +52,9 @@ def _scalar(f: FieldSpec, version: int, rnd: random.Random) -> object:
     if base == "bool":
         return rnd.random() < 0.5
     if base == "float64":
-        return rnd.choice([0.0, 1.5, -2.0, 1e7, 1e-4, 123456.789, float(rnd.randint(-1000, 1000)), rnd.random()])
+        return rnd.choice(
+            [0.0, 1.5, -2.0, 1e7, 1e-4, 123456.789, float(rnd.randint(-1000, 1000)), rnd.random()]
+        )
     if base == "string":
         return "".join(rnd.choice('ab-_ .:/"\\é\n') for _ in range(rnd.randrange(8)))
     if base == "bytes":
@@ -89,9 +91,19 @@ def test_random_records_print_as_kafka_prints_them(tmp_path: Path) -> None:
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(data)
     out = subprocess.run(
-        [JAVA or "java", "-cp", str(JARS / "*"), "org.apache.kafka.tools.DumpLogSegments",
-         "--cluster-metadata-decoder", "--files", str(seg)],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            JAVA or "java",
+            "-cp",
+            str(JARS / "*"),
+            "org.apache.kafka.tools.DumpLogSegments",
+            "--cluster-metadata-decoder",
+            "--files",
+            str(seg),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     ).stdout
     printed = [m.group(1) for m in re.finditer(r"\| offset: \d+ .*?headerKeys: \[\] (.*)", out)]
     assert printed == expected + controls

@@ -18,8 +18,9 @@ from kraftlake.service.errors import ServiceError
 
 def main(argv: list[str]) -> int:
     cluster_id, ack_file, stop_file, secret_file, *endpoints = argv
-    client = QuorumClient([parse_endpoint(e) for e in endpoints], cluster_id, timeout_s=5.0,
-                          append_secret=secret_file)
+    client = QuorumClient(
+        [parse_endpoint(e) for e in endpoints], cluster_id, timeout_s=5.0, append_secret=secret_file
+    )
     stop = Path(stop_file)
     seq = 0
     with open(ack_file, "w") as out:

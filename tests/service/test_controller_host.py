@@ -40,8 +40,15 @@ NOW = 1_700_000_000_000
 
 @pytest.fixture
 def cq(tmp_path: Path) -> Iterator[ControllerQuorum]:
-    q = ControllerQuorum(3, tmp_path / "q", CLUSTER, fsync=False, quorum=fast_config(),
-                         config=ControllerConfig(min_insync_replicas=2), clock=lambda: NOW)
+    q = ControllerQuorum(
+        3,
+        tmp_path / "q",
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        config=ControllerConfig(min_insync_replicas=2),
+        clock=lambda: NOW,
+    )
     q.start()
     try:
         yield q
@@ -53,14 +60,16 @@ def register_and_unfence(q: ControllerQuorum, brokers: int) -> dict[int, int]:
     epochs: dict[int, int] = {}
     for b in range(brokers):
         rng = random.Random(b)
-        req = BrokerRegistrationRequest(b, random_uuid(rng), (Listener("PLAINTEXT", f"broker-{b}", 9092),),
-                                        log_dirs=(random_uuid(rng),))
+        req = BrokerRegistrationRequest(
+            b, random_uuid(rng), (Listener("PLAINTEXT", f"broker-{b}", 9092),), log_dirs=(random_uuid(rng),)
+        )
         resp = q.submit(lambda c, req=req: c.handle_register_broker(req, NOW))
         assert resp.error.ok, resp
         epochs[b] = resp.data["broker_epoch"]
     for b in range(brokers):
-        resp = q.submit(lambda c, b=b: c.handle_heartbeat(
-            BrokerHeartbeatRequest(b, epochs[b], c.next_offset - 1), NOW))
+        resp = q.submit(
+            lambda c, b=b: c.handle_heartbeat(BrokerHeartbeatRequest(b, epochs[b], c.next_offset - 1), NOW)
+        )
         assert resp.error.ok, resp
     return epochs
 
@@ -76,8 +85,13 @@ def shrink_isr(q: ControllerQuorum, epochs: dict[int, int], topic: str, pid: int
         t = c.image.topics_by_name[topic]
         p = t.partitions[pid]
         new_isr = tuple(r for r in p.isr if r != next(r for r in p.isr if r != p.leader))
-        return c.handle_alter_partition(AlterPartitionRequest(p.leader, epochs[p.leader], (
-            PartitionIsrUpdate(t.id, pid, p.leader_epoch, p.partition_epoch, new_isr),)))
+        return c.handle_alter_partition(
+            AlterPartitionRequest(
+                p.leader,
+                epochs[p.leader],
+                (PartitionIsrUpdate(t.id, pid, p.leader_epoch, p.partition_epoch, new_isr),),
+            )
+        )
 
     resp = q.submit(command)
     assert resp.error.ok, resp
@@ -166,8 +180,10 @@ def test_failover_serves_at_once_from_the_hot_image(cq: ControllerQuorum) -> Non
     fast = fast_config()
     # Kafka's goal for a failover: within fetch timeout + 2 election timeouts
     assert served - killed < (fast.fetch_timeout_ms + 4 * fast.election_timeout_ms) / 1000 + 1.0
-    print(f"failover: kill -> active {activated - killed:.3f} s, kill -> first command committed "
-          f"{served - killed:.3f} s")
+    print(
+        f"failover: kill -> active {activated - killed:.3f} s, kill -> first command committed "
+        f"{served - killed:.3f} s"
+    )
     # the old node comes back as a standby and catches up
     cq.restart(old.node_id)
     image = assert_images_equal(cq)
@@ -175,9 +191,16 @@ def test_failover_serves_at_once_from_the_hot_image(cq: ControllerQuorum) -> Non
 
 
 def test_snapshots_are_metadata_checkpoints_and_a_restart_loads_snapshot_plus_tail(tmp_path: Path) -> None:
-    q = ControllerQuorum(3, tmp_path / "q", CLUSTER, fsync=False, quorum=fast_config(),
-                         config=ControllerConfig(min_insync_replicas=2), clock=lambda: NOW,
-                         node_options={"snapshot_max_bytes": 4096, "segment_bytes": 8192, "retention_bytes": 0})
+    q = ControllerQuorum(
+        3,
+        tmp_path / "q",
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        config=ControllerConfig(min_insync_replicas=2),
+        clock=lambda: NOW,
+        node_options={"snapshot_max_bytes": 4096, "segment_bytes": 8192, "retention_bytes": 0},
+    )
     q.start()
     try:
         register_and_unfence(q, 3)
@@ -187,7 +210,9 @@ def test_snapshots_are_metadata_checkpoints_and_a_restart_loads_snapshot_plus_ta
         leader = q.wait_active()
         follower = next(h for h in q.hosts if h != leader.node_id)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not list_snapshots(q.node_dir(follower) / METADATA_PARTITION_DIR):
+        while time.monotonic() < deadline and not list_snapshots(
+            q.node_dir(follower) / METADATA_PARTITION_DIR
+        ):
             time.sleep(0.05)
         snaps = list_snapshots(q.node_dir(follower) / METADATA_PARTITION_DIR)
         assert snaps, "no snapshot written"
@@ -205,7 +230,9 @@ def test_snapshots_are_metadata_checkpoints_and_a_restart_loads_snapshot_plus_ta
         end = image.offset
         tail = host.stats.records_replayed - replayed
         latest = list_snapshots(q.node_dir(follower) / METADATA_PARTITION_DIR)[-1][0]
-        assert tail <= end + 1 - latest.end_offset + 2, f"replayed {tail} records after a snapshot at {latest}"
+        assert tail <= end + 1 - latest.end_offset + 2, (
+            f"replayed {tail} records after a snapshot at {latest}"
+        )
         assert len(image.topics_by_name) == 20
         assert image_at(q.node_dir(follower)).state_equals(image)
     finally:
@@ -232,14 +259,23 @@ def test_commands_per_second_through_the_quorum(cq: ControllerQuorum) -> None:
 
 
 def test_a_command_of_many_batches_is_appended_between_raft_io_and_others_wait(tmp_path: Path) -> None:
-    q = ControllerQuorum(3, tmp_path / "q", CLUSTER, fsync=False, quorum=fast_config(),
-                         config=ControllerConfig(max_records_per_batch=10), clock=lambda: NOW)
+    q = ControllerQuorum(
+        3,
+        tmp_path / "q",
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        config=ControllerConfig(max_records_per_batch=10),
+        clock=lambda: NOW,
+    )
     with q:
         register_and_unfence(q, 3)
         host = q.wait_active()
         big = host.submit(lambda c: c.handle_create_topics([CreatableTopic("big", 95, 3)]))  # 96 records
-        after = [host.submit(lambda c, i=i: c.handle_create_topics([CreatableTopic(f"small-{i}", 1, 3)]))
-                 for i in range(3)]
+        after = [
+            host.submit(lambda c, i=i: c.handle_create_topics([CreatableTopic(f"small-{i}", 1, 3)]))
+            for i in range(3)
+        ]
         assert big.result(30).by_name()["big"].error.ok
         assert all(f.result(30).topics[0].error.ok for f in after)
         assert host.stats.commands >= 3 + 3 + 4
@@ -250,6 +286,6 @@ def test_a_command_of_many_batches_is_appended_between_raft_io_and_others_wait(t
         records = [r for r in log_records(log_dir / METADATA_PARTITION_DIR) if not r.is_control]
         kinds = [r.type for r in records]
         begin, end = kinds.index("BeginTransactionRecord"), kinds.index("EndTransactionRecord")
-        assert end - begin == 97 and kinds[begin + 1:end].count("PartitionRecord") == 95
+        assert end - begin == 97 and kinds[begin + 1 : end].count("PartitionRecord") == 95
         names = [r.record.name for r in records[end:] if r.type == "TopicRecord"]
         assert names == ["small-0", "small-1", "small-2"]

@@ -62,8 +62,12 @@ from kraftlake.service.kafka_rpc import (
 )
 from kraftlake.wire.connection import KafkaConnection
 
-CTX = WireContext(CLUSTER, 2, "hSCzevIQRUa-ojqTd_8C5w",
-                  {1: ("127.0.0.1", 9001), 2: ("127.0.0.1", 9002), 3: ("127.0.0.1", 9003)})
+CTX = WireContext(
+    CLUSTER,
+    2,
+    "hSCzevIQRUa-ojqTd_8C5w",
+    {1: ("127.0.0.1", 9001), 2: ("127.0.0.1", 9002), 3: ("127.0.0.1", 9003)},
+)
 DIR = "T3J0aG9kb3hLYWZrYS0tLQ"
 
 
@@ -78,6 +82,7 @@ def wait_until(predicate: Any, timeout: float = 10.0) -> None:
 
 # -- translation -----------------------------------------------------------------------------------------------
 
+
 def _over_the_wire(request: Message, sender: WireContext = CTX) -> tuple[int, int, Message]:
     """A raft request sent by `sender` as Kafka bytes and read back by its destination."""
     api_key, version, frame = encode_raft_request(request, 4242, sender)
@@ -87,20 +92,28 @@ def _over_the_wire(request: Message, sender: WireContext = CTX) -> tuple[int, in
     return api_key, version, raft_request(api_key, version, 4242, body, request.dst, CLUSTER)
 
 
-@pytest.mark.parametrize("request_", [
-    VoteRequest(2, 1, 4242, 7, 2, 6, 1234, True),
-    VoteRequest(2, 3, 4242, 8, 2, 6, 1234, False),
-    BeginQuorumEpochRequest(2, 1, 4242, 9, 2),
-    EndQuorumEpochRequest(2, 3, 4242, 9, 2, (3, 1)),
-    FetchRequest(2, 1, 4242, 9, 2, 500, 8, 500, DIR),
-    FetchRequest(2, 1, 4242, 9, 2, 0, 0, 0, ""),
-    FetchSnapshotRequest(2, 1, 4242, 9, 2, SnapshotId(300, 8), 1 << 20, 1 << 20),
-], ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize(
+    "request_",
+    [
+        VoteRequest(2, 1, 4242, 7, 2, 6, 1234, True),
+        VoteRequest(2, 3, 4242, 8, 2, 6, 1234, False),
+        BeginQuorumEpochRequest(2, 1, 4242, 9, 2),
+        EndQuorumEpochRequest(2, 3, 4242, 9, 2, (3, 1)),
+        FetchRequest(2, 1, 4242, 9, 2, 500, 8, 500, DIR),
+        FetchRequest(2, 1, 4242, 9, 2, 0, 0, 0, ""),
+        FetchSnapshotRequest(2, 1, 4242, 9, 2, SnapshotId(300, 8), 1 << 20, 1 << 20),
+    ],
+    ids=lambda m: type(m).__name__,
+)
 def test_every_raft_request_round_trips_through_kafkas_rpc(request_: Message) -> None:
     api_key, version, back = _over_the_wire(request_)
-    assert (api_key, version) == {VoteRequest: (52, 2), BeginQuorumEpochRequest: (53, 1),
-                                  EndQuorumEpochRequest: (54, 1), FetchRequest: (1, 18),
-                                  FetchSnapshotRequest: (59, 1)}[type(request_)]
+    assert (api_key, version) == {
+        VoteRequest: (52, 2),
+        BeginQuorumEpochRequest: (53, 1),
+        EndQuorumEpochRequest: (54, 1),
+        FetchRequest: (1, 18),
+        FetchSnapshotRequest: (59, 1),
+    }[type(request_)]
     assert back == request_
 
 
@@ -115,9 +128,11 @@ def _entries() -> list[Entry]:
 
 def _batches(entries: list[Entry]) -> dict[int, bytes]:
     """The batches a leader wrote for `_entries` (as `FileRaftLog` writes them)."""
-    return {10: build_control_batch(10, 4, entries[0].timestamp, [(2, entries[0].value)]),
-            11: build_data_batch(11, 4, entries[1].timestamp, [e.value for e in entries[1:4]]),
-            14: build_data_batch(14, 4, entries[4].timestamp, [e.value for e in entries[4:]])}
+    return {
+        10: build_control_batch(10, 4, entries[0].timestamp, [(2, entries[0].value)]),
+        11: build_data_batch(11, 4, entries[1].timestamp, [e.value for e in entries[1:4]]),
+        14: build_data_batch(14, 4, entries[4].timestamp, [e.value for e in entries[4:]]),
+    }
 
 
 def _response_round_trip(response: Message, request: Message, raw: Any = None) -> tuple[Message, list[bytes]]:
@@ -127,23 +142,50 @@ def _response_round_trip(response: Message, request: Message, raw: Any = None) -
     return decode_raft_response(frame[4:], api_key, version, request)
 
 
-@pytest.mark.parametrize("response,request_", [
-    (VoteResponse(1, 2, 55, 7, None, True, True, 7), VoteRequest(2, 1, 55, 7, 2, 6, 1234, True)),
-    (VoteResponse(1, 2, 55, 8, 3, False, False, 9, Errors.NONE), VoteRequest(2, 1, 55, 9, 2, 6, 1234, False)),
-    (BeginQuorumEpochResponse(1, 2, 56, 9, 2), BeginQuorumEpochRequest(2, 1, 56, 9, 2)),
-    (EndQuorumEpochResponse(1, 2, 57, 10, None), EndQuorumEpochRequest(2, 1, 57, 9, 2, (1, 3))),
-    (FetchResponse(1, 2, 58, 9, 1, 300, (), OffsetAndEpoch(120, 7)), FetchRequest(2, 1, 58, 9, 2, 150, 8, 500)),
-    (FetchResponse(1, 2, 58, 9, 1, 300, (), OffsetAndEpoch(0, 0)), FetchRequest(2, 1, 58, 9, 2, 150, 8, 500)),
-    (FetchResponse(1, 2, 58, 9, 1, 300, (), None, SnapshotId(280, 8)), FetchRequest(2, 1, 58, 9, 2, 0, 0, 500)),
-    (FetchResponse(1, 2, 58, 10, 3, 0, error=Errors.FENCED_LEADER_EPOCH), FetchRequest(2, 1, 58, 9, 2, 0, 0, 0)),
-    (FetchResponse(1, 2, 58, 8, None, 0, error=Errors.UNKNOWN_LEADER_EPOCH), FetchRequest(2, 1, 58, 9, 2, 0, 0, 0)),
-    (FetchSnapshotResponse(1, 2, 59, 9, 1, SnapshotId(300, 8), 5000, 1024, b"chunk" * 10),
-     FetchSnapshotRequest(2, 1, 59, 9, 2, SnapshotId(300, 8), 1024, 1 << 20)),
-    (FetchSnapshotResponse(1, 2, 59, 9, 1, SnapshotId(300, 8), 0, 0, b"", Errors.SNAPSHOT_NOT_FOUND),
-     FetchSnapshotRequest(2, 1, 59, 9, 2, SnapshotId(300, 8), 0, 1 << 20)),
-], ids=lambda m: type(m).__name__)
-def test_every_raft_response_round_trips_with_what_its_request_carried(response: Message,
-                                                                         request_: Message) -> None:
+@pytest.mark.parametrize(
+    "response,request_",
+    [
+        (VoteResponse(1, 2, 55, 7, None, True, True, 7), VoteRequest(2, 1, 55, 7, 2, 6, 1234, True)),
+        (
+            VoteResponse(1, 2, 55, 8, 3, False, False, 9, Errors.NONE),
+            VoteRequest(2, 1, 55, 9, 2, 6, 1234, False),
+        ),
+        (BeginQuorumEpochResponse(1, 2, 56, 9, 2), BeginQuorumEpochRequest(2, 1, 56, 9, 2)),
+        (EndQuorumEpochResponse(1, 2, 57, 10, None), EndQuorumEpochRequest(2, 1, 57, 9, 2, (1, 3))),
+        (
+            FetchResponse(1, 2, 58, 9, 1, 300, (), OffsetAndEpoch(120, 7)),
+            FetchRequest(2, 1, 58, 9, 2, 150, 8, 500),
+        ),
+        (
+            FetchResponse(1, 2, 58, 9, 1, 300, (), OffsetAndEpoch(0, 0)),
+            FetchRequest(2, 1, 58, 9, 2, 150, 8, 500),
+        ),
+        (
+            FetchResponse(1, 2, 58, 9, 1, 300, (), None, SnapshotId(280, 8)),
+            FetchRequest(2, 1, 58, 9, 2, 0, 0, 500),
+        ),
+        (
+            FetchResponse(1, 2, 58, 10, 3, 0, error=Errors.FENCED_LEADER_EPOCH),
+            FetchRequest(2, 1, 58, 9, 2, 0, 0, 0),
+        ),
+        (
+            FetchResponse(1, 2, 58, 8, None, 0, error=Errors.UNKNOWN_LEADER_EPOCH),
+            FetchRequest(2, 1, 58, 9, 2, 0, 0, 0),
+        ),
+        (
+            FetchSnapshotResponse(1, 2, 59, 9, 1, SnapshotId(300, 8), 5000, 1024, b"chunk" * 10),
+            FetchSnapshotRequest(2, 1, 59, 9, 2, SnapshotId(300, 8), 1024, 1 << 20),
+        ),
+        (
+            FetchSnapshotResponse(1, 2, 59, 9, 1, SnapshotId(300, 8), 0, 0, b"", Errors.SNAPSHOT_NOT_FOUND),
+            FetchSnapshotRequest(2, 1, 59, 9, 2, SnapshotId(300, 8), 0, 1 << 20),
+        ),
+    ],
+    ids=lambda m: type(m).__name__,
+)
+def test_every_raft_response_round_trips_with_what_its_request_carried(
+    response: Message, request_: Message
+) -> None:
     back, raws = _response_round_trip(response, request_)
     assert back == response and raws == []
 
@@ -170,9 +212,20 @@ def test_fetch_entries_travel_as_the_leaders_batches() -> None:
     assert [(e.offset, e.batch_base, e.value) for e in cut] == [(11, 11, b"v0"), (12, 11, b"v1")]
 
 
-@pytest.mark.parametrize("values", [[b"r" * 256] * 500, [b"x" * 10] * 70, [b"q" * 100] * 8192, [b"z" * 5000] * 3,
-                                    [b""] * 5, [b"a"], [b"a", b"bb"], [b"v%d" % i for i in range(200)]],
-                         ids=lambda v: f"{len(v)}x{len(v[0])}")
+@pytest.mark.parametrize(
+    "values",
+    [
+        [b"r" * 256] * 500,
+        [b"x" * 10] * 70,
+        [b"q" * 100] * 8192,
+        [b"z" * 5000] * 3,
+        [b""] * 5,
+        [b"a"],
+        [b"a", b"bb"],
+        [b"v%d" % i for i in range(200)],
+    ],
+    ids=lambda v: f"{len(v)}x{len(v[0])}",
+)
 def test_uniform_values_reads_what_kraft_values_reads(values: list[bytes]) -> None:
     raw = kraft_data_batch(100, 3, 1_700_000_000_000, values)
     uniform = len({len(v) for v in values}) == 1
@@ -195,8 +248,9 @@ def test_uniform_values_checks_every_framing_byte() -> None:
 
 
 def test_refusals_name_the_senders_cluster_id_only() -> None:
-    api_key, version, frame = encode_raft_request(FetchRequest(2, 1, 1, 4, 2, 0, 0, 0),
-                                                  7, WireContext("other-cluster", 2, "", CTX.endpoints))
+    api_key, version, frame = encode_raft_request(
+        FetchRequest(2, 1, 1, 4, 2, 0, 0, 0), 7, WireContext("other-cluster", 2, "", CTX.endpoints)
+    )
     _, body = rpc.decode_request(frame[4:])
     with pytest.raises(RequestRefused) as info:
         raft_request(api_key, version, 7, body, 1, CLUSTER)
@@ -205,7 +259,11 @@ def test_refusals_name_the_senders_cluster_id_only() -> None:
     # a refused request reaches the sender's node as an error, which backs off and asks again
     refusal = rpc.encode_response(rpc.make("FetchResponse", error_code=104), ApiKey.FETCH, 18, 7)
     back, _ = decode_raft_response(refusal[4:], ApiKey.FETCH, 18, FetchRequest(2, 1, 1, 4, 2, 0, 0, 0))
-    assert isinstance(back, FetchResponse) and back.error is Errors.INCONSISTENT_CLUSTER_ID and back.leader_id is None
+    assert (
+        isinstance(back, FetchResponse)
+        and back.error is Errors.INCONSISTENT_CLUSTER_ID
+        and back.leader_id is None
+    )
 
 
 def test_the_append_rpc_in_kafkas_framing() -> None:
@@ -220,6 +278,7 @@ def test_the_append_rpc_in_kafkas_framing() -> None:
 
 
 # -- a live quorum ----------------------------------------------------------------------------------------------
+
 
 def _raw_exchange(port: int, frame: bytes) -> tuple[bytes, bool]:
     """Send `frame`, read one answer; also whether the server then closed the connection."""
@@ -259,7 +318,9 @@ def test_bad_frames_are_refused_on_their_own_connection_while_commits_go_on(quor
     # a known API at a version we lack, and a body that does not parse
     payload, closed = _raw_exchange(port, struct.pack(">ihhih", 10, ApiKey.DESCRIBE_QUORUM, 9, 78, -1))
     assert decode_refusal(payload)[:2] == (78, KafkaErrors.UNSUPPORTED_VERSION) and closed
-    payload, closed = _raw_exchange(port, struct.pack(">ihhih", 13, ApiKey.FETCH, 18, 79, -1) + b"\x00\xff\xff")
+    payload, closed = _raw_exchange(
+        port, struct.pack(">ihhih", 13, ApiKey.FETCH, 18, 79, -1) + b"\x00\xff\xff"
+    )
     corr, code, text = decode_refusal(payload)
     assert (corr, code, closed) == (79, KafkaErrors.INVALID_REQUEST, True) and "malformed Fetch v18" in text
     # an oversized frame: refused before its body is read
@@ -277,7 +338,9 @@ def test_bad_frames_are_refused_on_their_own_connection_while_commits_go_on(quor
     assert (corr, reply.error, closed) == (81, KafkaErrors.INCONSISTENT_CLUSTER_ID, False)
     assert reply.message is not None and CLUSTER not in reply.message
     with pytest.raises(ClusterIdMismatchError):
-        QuorumClient([("127.0.0.1", port)], "other-cluster", append_secret=quorum.append_secret_path).append([b"x"])
+        QuorumClient([("127.0.0.1", port)], "other-cluster", append_secret=quorum.append_secret_path).append(
+            [b"x"]
+        )
     with pytest.raises(ClusterIdMismatchError, match="other-cluster"):
         ObserverClient([("127.0.0.1", port)], "other-cluster").fetch(0, 10, 0)
     # the quorum never noticed
@@ -296,18 +359,32 @@ def test_api_versions_describe_cluster_and_describe_quorum_as_kafka_clients_ask(
     corr, body = rpc.decode_response(payload, ApiKey.API_VERSIONS, 0)
     assert corr == 5 and body.error_code == KafkaErrors.UNSUPPORTED_VERSION and not closed
     assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == {
-        k: (v.lowest, v.highest) for k, v in SERVED.items()}
+        k: (v.lowest, v.highest) for k, v in SERVED.items()
+    }
     with KafkaConnection(host, port) as conn:  # ApiVersions v4 first, as Kafka's clients do
         assert conn.versions[ApiKey.FETCH] == 18 and conn.versions[ApiKey.DESCRIBE_QUORUM] == 2
         cluster = conn.request(ApiKey.DESCRIBE_CLUSTER, rpc.make("DescribeClusterRequest", endpoint_type=2))
         assert (cluster.error_code, cluster.endpoint_type, cluster.cluster_id, cluster.controller_id) == (
-            0, 2, CLUSTER, leader.node_id)
+            0,
+            2,
+            CLUSTER,
+            leader.node_id,
+        )
         assert sorted((b.broker_id, b.host, b.port) for b in cluster.brokers) == sorted(
-            (i, h, p) for i, (h, p) in quorum.endpoints.items())
-        assert conn.request(ApiKey.DESCRIBE_CLUSTER, rpc.make("DescribeClusterRequest", endpoint_type=1)
-                            ).error_code == KafkaErrors.MISMATCHED_ENDPOINT_TYPE
+            (i, h, p) for i, (h, p) in quorum.endpoints.items()
+        )
+        assert (
+            conn.request(
+                ApiKey.DESCRIBE_CLUSTER, rpc.make("DescribeClusterRequest", endpoint_type=1)
+            ).error_code
+            == KafkaErrors.MISMATCHED_ENDPOINT_TYPE
+        )
         q = rpc.message_class("DescribeQuorumRequest")
-        ask = q(topics=[q.TopicData(topic_name="__cluster_metadata", partitions=[q.PartitionData(partition_index=0)])])
+        ask = q(
+            topics=[
+                q.TopicData(topic_name="__cluster_metadata", partitions=[q.PartitionData(partition_index=0)])
+            ]
+        )
         answer = conn.request(ApiKey.DESCRIBE_QUORUM, ask)
         p = answer.topics[0].partitions[0]
         assert p.error_code == KafkaErrors.NOT_LEADER_OR_FOLLOWER and p.leader_id == leader.node_id
@@ -330,8 +407,13 @@ def test_followers_write_the_leaders_batches_byte_for_byte(tmp_path: Path) -> No
         for i in range(20):
             end = leader.append([b"%d-%d" % (i, k) for k in range(1 + i % 7)]).result(10)[1] + 1
         wait_until(lambda: all(s.high_watermark >= end for s in q.services.values()))
-        logs = {i: b"".join(p.read_bytes() for p in sorted((tmp_path / f"node-{i}" / "__cluster_metadata-0")
-                                                           .glob("*.log"))) for i in q.services}
+        logs = {
+            i: b"".join(
+                p.read_bytes()
+                for p in sorted((tmp_path / f"node-{i}" / "__cluster_metadata-0").glob("*.log"))
+            )
+            for i in q.services
+        }
     assert len({len(b) for b in logs.values()}) == 1
     assert logs[1] == logs[2] == logs[3]  # CRCs and timestamps included
     assert len(read_batches(logs[1], "log")) == 21  # the LeaderChange batch and one batch per append
@@ -344,8 +426,9 @@ def test_a_kafka_observer_follows_a_kraftlake_quorum_and_is_listed(quorum: Local
     end = leader.append([b"a", b"b", b"c"]).result(10)[1] + 1
     follower = next(i for i in quorum.services if i != leader.node_id)
     host, port = quorum.endpoints[follower]
-    observer = MetadataObserver([Endpoint(host, port)], 100, cluster_id=CLUSTER, max_wait_ms=100,
-                                directory_id=DIR)
+    observer = MetadataObserver(
+        [Endpoint(host, port)], 100, cluster_id=CLUSTER, max_wait_ms=100, directory_id=DIR
+    )
     conns: dict[Endpoint, KafkaConnection] = {}
     got: list[Any] = []
     deadline = time.monotonic() + 15
@@ -357,11 +440,15 @@ def test_a_kafka_observer_follows_a_kraftlake_quorum_and_is_listed(quorum: Local
                 time.sleep(0.01)
                 continue
             assert isinstance(step, Send)
-            conn = conns.get(step.endpoint) or conns.setdefault(step.endpoint, KafkaConnection(
-                step.endpoint.host, step.endpoint.port).open())
-            body = conn.request(step.api_key, for_version(step, conn.version(step.api_key)),
-                                extra_wait_s=step.wait_ms / 1000)
-            asked_at_end = step.api_key == ApiKey.FETCH and step.message.topics[0].partitions[0].fetch_offset == end
+            conn = conns.get(step.endpoint) or conns.setdefault(
+                step.endpoint, KafkaConnection(step.endpoint.host, step.endpoint.port).open()
+            )
+            body = conn.request(
+                step.api_key, for_version(step, conn.version(step.api_key)), extra_wait_s=step.wait_ms / 1000
+            )
+            asked_at_end = (
+                step.api_key == ApiKey.FETCH and step.message.topics[0].partitions[0].fetch_offset == end
+            )
             for effect in observer.on_response(step, body, int(time.monotonic() * 1000)):
                 assert isinstance(effect, AppendBatches)
                 got.extend(effect.batches)
@@ -370,10 +457,19 @@ def test_a_kafka_observer_follows_a_kraftlake_quorum_and_is_listed(quorum: Local
             conn.close()
     assert observer.leader is not None and observer.leader.leader_id == leader.node_id
     assert observer.log_end == end and got[0].base_offset == 0
-    assert sorted(b.data for b in got) == sorted(b.raw for b in read_batches(
-        b"".join(p.read_bytes() for p in sorted((quorum.data_dir / f"node-{leader.node_id}" /
-                                                 "__cluster_metadata-0").glob("*.log"))), "leader")
-        if b.base_offset < end)
+    assert sorted(b.data for b in got) == sorted(
+        b.raw
+        for b in read_batches(
+            b"".join(
+                p.read_bytes()
+                for p in sorted(
+                    (quorum.data_dir / f"node-{leader.node_id}" / "__cluster_metadata-0").glob("*.log")
+                )
+            ),
+            "leader",
+        )
+        if b.base_offset < end
+    )
     description = leader.describe()
     assert description.observers == (100,)
     row = next(r for r in description.replicas if r.node_id == 100)
@@ -389,10 +485,16 @@ def test_kafka_metadata_quorum_describes_a_kraftlake_quorum(tmp_path: Path) -> N
         leader.append([b"x"] * 10).result(10)
         follower = next(i for i in q.services if i != leader.node_id)
         bootstrap = f"127.0.0.1:{q.endpoints[follower][1]}"  # not the leader: DescribeCluster names it
-        status = run_class("org.apache.kafka.tools.MetadataQuorumCommand",
-                           ["--bootstrap-controller", bootstrap, "describe", "--status"], timeout=120)
-        replication = run_class("org.apache.kafka.tools.MetadataQuorumCommand",
-                                ["--bootstrap-controller", bootstrap, "describe", "--replication"], timeout=120)
+        status = run_class(
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            ["--bootstrap-controller", bootstrap, "describe", "--status"],
+            timeout=120,
+        )
+        replication = run_class(
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            ["--bootstrap-controller", bootstrap, "describe", "--replication"],
+            timeout=120,
+        )
         description = leader.describe()
     fields = dict(line.split(":", 1) for line in status.strip().splitlines())
     fields = {k.strip(): v.strip() for k, v in fields.items()}
@@ -400,12 +502,21 @@ def test_kafka_metadata_quorum_describes_a_kraftlake_quorum(tmp_path: Path) -> N
     assert fields["LeaderId"] == str(leader.node_id) and fields["LeaderEpoch"] == str(leader.epoch)
     assert int(fields["HighWatermark"]) >= 11
     for v in description.voters:
-        assert f'{{"id": {v.node_id}, "directoryId": "{v.directory_id}", "endpoints": ' \
-               f'["CONTROLLER://{v.endpoint}"]}}' in fields["CurrentVoters"]
+        assert (
+            f'{{"id": {v.node_id}, "directoryId": "{v.directory_id}", "endpoints": '
+            f'["CONTROLLER://{v.endpoint}"]}}' in fields["CurrentVoters"]
+        )
     assert fields["CurrentObservers"] == "[]"
     rows = [line.split() for line in replication.strip().splitlines()]
-    assert rows[0] == ["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
-                       "LastCaughtUpTimestamp", "Status"]
+    assert rows[0] == [
+        "NodeId",
+        "DirectoryId",
+        "LogEndOffset",
+        "Lag",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+        "Status",
+    ]
     followers = sorted((i, "Follower") for i in (1, 2, 3) if i != leader.node_id)
     assert [(int(r[0]), r[-1]) for r in rows[1:]] == [(leader.node_id, "Leader"), *followers]
     assert {r[1] for r in rows[1:]} == {v.directory_id for v in description.voters}

@@ -117,9 +117,20 @@ def test_quorum_client_appends_through_any_voter_and_describes(quorum: LocalQuor
     assert sorted(r.node_id for r in description.replicas) == [1, 2, 3]
     assert {r.status for r in description.replicas} == {"Leader", "Follower"}
     text = "\n".join(description.status_lines() + description.replication_lines())
-    for field in ("ClusterId:", "LeaderId:", "LeaderEpoch:", "HighWatermark:", "MaxFollowerLag:",
-                  "MaxFollowerLagTimeMs:", "CurrentVoters:", "CurrentObservers:", "LogEndOffset",
-                  "LastFetchTimestamp", "LastCaughtUpTimestamp", "DirectoryId"):
+    for field in (
+        "ClusterId:",
+        "LeaderId:",
+        "LeaderEpoch:",
+        "HighWatermark:",
+        "MaxFollowerLag:",
+        "MaxFollowerLagTimeMs:",
+        "CurrentVoters:",
+        "CurrentObservers:",
+        "LogEndOffset",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+        "DirectoryId",
+    ):
         assert field in text
 
 
@@ -141,15 +152,23 @@ class Recorder:
 
 def test_listeners_and_restart_from_kafka_layout_files(tmp_path: Path) -> None:
     recorders = {i: Recorder() for i in (1, 2, 3)}
-    q = LocalQuorum(3, tmp_path, CLUSTER, fsync=True, quorum=fast_config(),
-                    listeners={i: [r] for i, r in recorders.items()})
+    q = LocalQuorum(
+        3,
+        tmp_path,
+        CLUSTER,
+        fsync=True,
+        quorum=fast_config(),
+        listeners={i: [r] for i, r in recorders.items()},
+    )
     q.start()
     try:
         leader = q.wait_for_leader()
         results = [leader.append([f"{j}-{k}".encode() for k in range(5)]).result(10) for j in range(4)]
         end = results[-1][1] + 1
         wait_until(lambda: all(s.high_watermark >= end for s in q.services.values()))
-        wait_until(lambda: all(r.batches and r.batches[-1].last_offset == end - 1 for r in recorders.values()))
+        wait_until(
+            lambda: all(r.batches and r.batches[-1].last_offset == end - 1 for r in recorders.values())
+        )
         for recorder in recorders.values():
             offsets = [e.offset for b in recorder.batches for e in b.entries]
             assert offsets == list(range(end))
@@ -167,8 +186,14 @@ def test_listeners_and_restart_from_kafka_layout_files(tmp_path: Path) -> None:
     assert log_dir.quorum_state() is not None and log_dir.meta_properties().cluster_id == CLUSTER
     assert log_dir.leader_epochs()[0].epoch == batches[0].partition_leader_epoch
     # a restart replays the files and keeps everything committed
-    q2 = LocalQuorum(3, tmp_path, CLUSTER, fsync=True, quorum=fast_config(), ports={
-        i: p for i, (_, p) in q.endpoints.items()})
+    q2 = LocalQuorum(
+        3,
+        tmp_path,
+        CLUSTER,
+        fsync=True,
+        quorum=fast_config(),
+        ports={i: p for i, (_, p) in q.endpoints.items()},
+    )
     q2.start()
     try:
         leader = q2.wait_for_leader()

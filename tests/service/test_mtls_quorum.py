@@ -26,8 +26,10 @@ VOTER = "User:CN=voter,O=kraftlake"
 
 def client(ca: Path, keystore: Path | None) -> ClientSecurity:
     store = f"ssl.keystore.type=PEM\nssl.keystore.location={keystore}\n" if keystore is not None else ""
-    return parse_client_properties(f"security.protocol=SSL\nssl.truststore.type=PEM\n"
-                                   f"ssl.truststore.location={ca}\n{store}", f"<{keystore}>")
+    return parse_client_properties(
+        f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n{store}",
+        f"<{keystore}>",
+    )
 
 
 class Mtls:
@@ -50,15 +52,24 @@ def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mtls]:
     make_ca(folder, "rogue-ca")
     make_cert(folder, "rogue-ca", "rogue", "/O=kraftlake/CN=voter")  # the voters' very name, another CA
     path = folder / "listener.properties"
-    path.write_text("listener.security.protocol.map=CONTROLLER:SSL\nssl.client.auth=required\n"
-                    f"ssl.keystore.type=PEM\nssl.keystore.location={voter}\n"
-                    f"ssl.truststore.type=PEM\nssl.truststore.location={ca}\n"
-                    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
-                    f"super.users={VOTER}\n"
-                    "kraftlake.acl.cluster.CLUSTER_ACTION=User:CN=observer,O=kraftlake\n"
-                    "kraftlake.acl.cluster.describe=User:CN=reader,O=kraftlake\n")
-    quorum = LocalQuorum(3, folder / "q", CLUSTER, fsync=False, quorum=fast_config(),
-                         listener_security=load_listener_properties(path), security=client(ca, voter))
+    path.write_text(
+        "listener.security.protocol.map=CONTROLLER:SSL\nssl.client.auth=required\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={voter}\n"
+        f"ssl.truststore.type=PEM\nssl.truststore.location={ca}\n"
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        f"super.users={VOTER}\n"
+        "kraftlake.acl.cluster.CLUSTER_ACTION=User:CN=observer,O=kraftlake\n"
+        "kraftlake.acl.cluster.describe=User:CN=reader,O=kraftlake\n"
+    )
+    quorum = LocalQuorum(
+        3,
+        folder / "q",
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        listener_security=load_listener_properties(path),
+        security=client(ca, voter),
+    )
     try:
         yield Mtls(quorum.start(), ca, folder)
     finally:
@@ -75,7 +86,9 @@ def test_an_mtls_quorum_elects_commits_replicates_and_serves_an_observer(mtls: M
     while not all(s.high_watermark > last for s in q.services.values()) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert all(s.high_watermark > last for s in q.services.values())
-    observer = ObserverClient([q.endpoints[i] for i in q.endpoints], CLUSTER, security=mtls.client("observer"))
+    observer = ObserverClient(
+        [q.endpoints[i] for i in q.endpoints], CLUSTER, security=mtls.client("observer")
+    )
     got: list[bytes] = []
     offset = 0
     while offset <= last and time.monotonic() < deadline:
@@ -108,8 +121,10 @@ def test_a_certificate_without_cluster_action_gets_31_for_vote_and_fetch(mtls: M
     claimed = 3 if target != 3 else 2
     ctx = WireContext(CLUSTER, claimed, "", dict(q.endpoints))
     with KafkaConnection(*q.endpoints[target], mtls.client("reader")) as conn:
-        for request in (VoteRequest(claimed, target, 1, epoch + 50, claimed, epoch, 10**6, False),
-                        FetchRequest(claimed, target, 2, epoch, 0, 0, 0, 100, "")):
+        for request in (
+            VoteRequest(claimed, target, 1, epoch + 50, claimed, epoch, 10**6, False),
+            FetchRequest(claimed, target, 2, epoch, 0, 0, 0, 100, ""),
+        ):
             api_key, _, body = kafka_request(request, ctx)
             answer: Any = conn.request(api_key, body)
             assert answer.error_code == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED

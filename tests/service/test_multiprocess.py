@@ -45,10 +45,31 @@ class Cluster:
     def start(self, node_id: int) -> None:
         log = open(self.root / f"node-{node_id}.out", "ab")  # noqa: SIM115 - owned by the process
         self.procs[node_id] = subprocess.Popen(
-            [sys.executable, "-m", "kraftlake.cli", "quorum", "start", "--node-id", str(node_id),
-             "--voters", self.voters, "--data-dir", str(self.root / f"n{node_id}"), "--cluster-id", CLUSTER,
-             "--append-secret", str(self.secret), "--quiet", "--election-timeout-ms", "300", "--fetch-timeout-ms", "600"],
-            stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "kraftlake.cli",
+                "quorum",
+                "start",
+                "--node-id",
+                str(node_id),
+                "--voters",
+                self.voters,
+                "--data-dir",
+                str(self.root / f"n{node_id}"),
+                "--cluster-id",
+                CLUSTER,
+                "--append-secret",
+                str(self.secret),
+                "--quiet",
+                "--election-timeout-ms",
+                "300",
+                "--fetch-timeout-ms",
+                "600",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
     def kill9(self, node_id: int) -> None:
         proc = self.procs.pop(node_id)
@@ -72,7 +93,8 @@ class Cluster:
             for node_id in list(self.procs):
                 try:
                     description, from_leader = QuorumClient(
-                        [("127.0.0.1", self.ports[node_id])], CLUSTER, timeout_s=1.0).describe()
+                        [("127.0.0.1", self.ports[node_id])], CLUSTER, timeout_s=1.0
+                    ).describe()
                 except (ServiceError, OSError):
                     continue
                 if from_leader and description.leader_id in self.procs:
@@ -116,9 +138,18 @@ def test_kill9_leader_and_follower_under_load(cluster: Cluster, tmp_path: Path) 
         cluster.start(node_id)
     cluster.leader()
     acks, stop = tmp_path / "acks.txt", tmp_path / "stop"
-    loader = subprocess.Popen([sys.executable, str(HERE / "mp_loader.py"), CLUSTER, str(acks), str(stop), str(cluster.secret),
-                               *(f"127.0.0.1:{p}" for p in cluster.ports.values())],
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    loader = subprocess.Popen(
+        [
+            sys.executable,
+            str(HERE / "mp_loader.py"),
+            CLUSTER,
+            str(acks),
+            str(stop),
+            str(cluster.secret),
+            *(f"127.0.0.1:{p}" for p in cluster.ports.values()),
+        ],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     try:
         time.sleep(2.0)
         leader = cluster.leader()

@@ -65,14 +65,18 @@ def test_spoofed_epochs_and_leaders_outside_the_voter_set_are_refused(quorum: Lo
         top = 2**31 - 1
         # one spoofed BeginQuorumEpoch with epoch 2^31-1 per voter: the int32 maximum, no next election
         request: Message
-        for request in (BeginQuorumEpochRequest(other, node_id, 1, top, other),
-                        VoteRequest(other, node_id, 2, top, other, top, 10**9, False)):
+        for request in (
+            BeginQuorumEpochRequest(other, node_id, 1, top, other),
+            VoteRequest(other, node_id, 2, top, other, top, 10**9, False),
+        ):
             assert _spoof(port, request, ctx) is Errors.INVALID_REQUEST
         # a leader or candidate that is not a voter, epoch 1,000,000
         stranger = WireContext(CLUSTER, 9, "", dict(quorum.endpoints))
-        spoofed: tuple[Message, ...] = (BeginQuorumEpochRequest(9, node_id, 3, 1_000_000, 9),
-                                         EndQuorumEpochRequest(9, node_id, 4, 1_000_000, 9, (node_id,)),
-                                         VoteRequest(9, node_id, 5, 1_000_000, 9, 10**6, 10**9, False))
+        spoofed: tuple[Message, ...] = (
+            BeginQuorumEpochRequest(9, node_id, 3, 1_000_000, 9),
+            EndQuorumEpochRequest(9, node_id, 4, 1_000_000, 9, (node_id,)),
+            VoteRequest(9, node_id, 5, 1_000_000, 9, 10**6, 10**9, False),
+        )
         for request in spoofed:
             assert _spoof(port, request, stranger) is Errors.INCONSISTENT_VOTER_SET
     after = leader.append([b"after"]).result(10)
@@ -118,17 +122,36 @@ quorum.stop()
 
 def _observer_fetch_frame(corr: int) -> bytes:
     f = rpc.message_class("FetchRequest")
-    partition = f.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
-                                 log_start_offset=-1, partition_max_bytes=64 << 20, replica_directory_id=ZERO_UUID)
-    request = f(cluster_id=CLUSTER, replica_state=f.ReplicaState(replica_id=-1, replica_epoch=-1), max_wait_ms=0,
-                min_bytes=1, max_bytes=64 << 20, isolation_level=0, session_id=0, session_epoch=-1,
-                topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])])
+    partition = f.FetchPartition(
+        partition=0,
+        current_leader_epoch=-1,
+        fetch_offset=0,
+        last_fetched_epoch=-1,
+        log_start_offset=-1,
+        partition_max_bytes=64 << 20,
+        replica_directory_id=ZERO_UUID,
+    )
+    request = f(
+        cluster_id=CLUSTER,
+        replica_state=f.ReplicaState(replica_id=-1, replica_epoch=-1),
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=64 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[f.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])],
+    )
     return rpc.encode_request(request, 17, corr, "greedy")
 
 
 def test_unread_fetches_half_sent_frames_and_connection_floods_keep_memory_bounded(tmp_path: Path) -> None:
-    voter = subprocess.Popen([sys.executable, "-c", _VOTER, str(tmp_path / "v")], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    voter = subprocess.Popen(
+        [sys.executable, "-c", _VOTER, str(tmp_path / "v")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert voter.stdin is not None and voter.stdout is not None
     socks: list[socket.socket] = []
     try:
@@ -167,8 +190,10 @@ def test_unread_fetches_half_sent_frames_and_connection_floods_keep_memory_bound
             with contextlib.suppress(TimeoutError, BlockingIOError):
                 closed += s.recv(1) == b""
         growth = rss1 - rss0
-        print(f"RSS {rss0 >> 20} MiB -> {rss1 >> 20} MiB, commits {commits0} then {commits1 - commits0} in 4 s, "
-              f"{closed} of 300 extra connections closed")
+        print(
+            f"RSS {rss0 >> 20} MiB -> {rss1 >> 20} MiB, commits {commits0} then {commits1 - commits0} in 4 s, "
+            f"{closed} of 300 extra connections closed"
+        )
         assert commits1 - commits0 > 20
         assert growth < 200 * 1024 * 1024
         assert closed >= 100

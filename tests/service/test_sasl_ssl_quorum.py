@@ -32,8 +32,12 @@ from kraftlake.wire.errors import AuthenticationError
 from kraftlake.wire.listener_config import ListenerSecurity, load_listener_properties
 from kraftlake.wire.sasl_server import scram_credential
 
-PASSWORDS = {"voter": "voter-secret", "alice": "alice-secret", "observer": "observer-secret",
-             "appender": "appender-secret"}
+PASSWORDS = {
+    "voter": "voter-secret",
+    "alice": "alice-secret",
+    "observer": "observer-secret",
+    "appender": "appender-secret",
+}
 
 
 class Secured:
@@ -44,7 +48,9 @@ class Secured:
         self.ca = ca
         self.folder = folder
 
-    def client(self, user: str, password: str | None = None, mechanism: str = "SCRAM-SHA-512") -> ClientSecurity:
+    def client(
+        self, user: str, password: str | None = None, mechanism: str = "SCRAM-SHA-512"
+    ) -> ClientSecurity:
         return client_security(self.ca, user, PASSWORDS[user] if password is None else password, mechanism)
 
     def endpoint(self, node_id: int) -> tuple[str, int]:
@@ -57,12 +63,17 @@ def client_security(ca: Path, user: str, password: str, mechanism: str) -> Clien
     return parse_client_properties(
         f"security.protocol=SASL_SSL\nsasl.mechanism={mechanism}\n"
         f'sasl.jaas.config=org.apache.kafka.common.security.{module} required username="{user}" '
-        f'password="{password}";\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n', f"<{user}>")
+        f'password="{password}";\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n',
+        f"<{user}>",
+    )
 
 
 def listener_properties(folder: Path, ca: Path, keystore: Path) -> ListenerSecurity:
-    scram = " ".join(f'user_{u}="{scram_credential("SCRAM-SHA-512", p).to_string()}"'
-                     for u, p in PASSWORDS.items() if u != "voter")
+    scram = " ".join(
+        f'user_{u}="{scram_credential("SCRAM-SHA-512", p).to_string()}"'
+        for u, p in PASSWORDS.items()
+        if u != "voter"
+    )
     path = folder / "listener.properties"
     path.write_text(
         "listener.security.protocol.map=CONTROLLER:SASL_SSL\n"
@@ -77,7 +88,8 @@ def listener_properties(folder: Path, ca: Path, keystore: Path) -> ListenerSecur
         "super.users=User:voter\n"
         "kraftlake.acl.cluster.ClusterAction=User:observer\n"
         "kraftlake.acl.cluster.Describe=User:alice\n"
-        "kraftlake.acl.cluster.Alter=User:appender\n")
+        "kraftlake.acl.cluster.Alter=User:appender\n"
+    )
     return load_listener_properties(path)
 
 
@@ -87,8 +99,15 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     ca = make_ca(folder, "ca")
     keystore = make_cert(folder, "ca", "voter", "/O=kraftlake/CN=voter")
     listener = listener_properties(folder, ca, keystore)
-    quorum = LocalQuorum(3, folder / "q", CLUSTER, fsync=False, quorum=fast_config(), listener_security=listener,
-                         security=client_security(ca, "voter", PASSWORDS["voter"], "PLAIN"))
+    quorum = LocalQuorum(
+        3,
+        folder / "q",
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        listener_security=listener,
+        security=client_security(ca, "voter", PASSWORDS["voter"], "PLAIN"),
+    )
     try:
         yield Secured(quorum.start(), ca, folder)
     finally:
@@ -121,21 +140,29 @@ def test_a_sasl_ssl_quorum_elects_commits_and_replicates(secured: Secured) -> No
         time.sleep(0.02)
     assert all(s.high_watermark >= end for s in q.services.values())
     # a client with ALTER and the append credential appends; with DESCRIBE only it describes the quorum
-    appender = QuorumClient([secured.endpoint(1)], CLUSTER, append_secret=q.append_secret_path,
-                            security=secured.client("appender"))
+    appender = QuorumClient(
+        [secured.endpoint(1)],
+        CLUSTER,
+        append_secret=q.append_secret_path,
+        security=secured.client("appender"),
+    )
     base, last = appender.append_retrying([b"x", b"y"])
     assert last == base + 1 and base >= end
     appender.close()
-    described, from_leader = QuorumClient([secured.endpoint(2)], CLUSTER, security=secured.client("appender")).describe()
+    described, from_leader = QuorumClient(
+        [secured.endpoint(2)], CLUSTER, security=secured.client("appender")
+    ).describe()
     assert from_leader and described.leader_id == q.wait_for_leader().node_id
 
 
 def _spoofs(secured: Secured, target: int, epoch: int) -> list[Message]:
     """The issue's attack: Votes and a BeginQuorumEpoch in voter 3's (or 2's) name, epochs far ahead."""
     claimed = 3 if target != 3 else 2
-    return [VoteRequest(claimed, target, 1, epoch + 100, claimed, epoch, 10**6, False),
-            VoteRequest(claimed, target, 2, epoch + 100, claimed, epoch, 10**6, True),
-            BeginQuorumEpochRequest(claimed, target, 3, epoch + 200, claimed)]
+    return [
+        VoteRequest(claimed, target, 1, epoch + 100, claimed, epoch, 10**6, False),
+        VoteRequest(claimed, target, 2, epoch + 100, claimed, epoch, 10**6, True),
+        BeginQuorumEpochRequest(claimed, target, 3, epoch + 200, claimed),
+    ]
 
 
 def test_unauthenticated_votes_in_a_voters_name_are_refused_and_the_quorum_goes_on(secured: Secured) -> None:
@@ -153,8 +180,9 @@ def test_unauthenticated_votes_in_a_voters_name_are_refused_and_the_quorum_goes_
                 answer = _recv_all(sock)
             assert answer[:1] in (b"", b"\x15")  # nothing, or a TLS alert: never a Kafka response
             # TLS, but no SASL: Kafka's rule, anything but ApiVersions and the handshake closes the connection
-            with tls.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5),
-                                 server_hostname="127.0.0.1") as sock:
+            with tls.wrap_socket(
+                socket.create_connection(("127.0.0.1", port), timeout=5), server_hostname="127.0.0.1"
+            ) as sock:
                 sock.sendall(frame)
                 assert _recv_all(sock) == b""
     after = leader.append([b"after"]).result(10)
@@ -164,8 +192,12 @@ def test_unauthenticated_votes_in_a_voters_name_are_refused_and_the_quorum_goes_
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
-def test_a_wrong_password_is_an_authentication_error_naming_the_mechanism(secured: Secured, mechanism: str) -> None:
-    client = ObserverClient([secured.endpoint(1)], CLUSTER, security=secured.client("alice", "wrong", mechanism))
+def test_a_wrong_password_is_an_authentication_error_naming_the_mechanism(
+    secured: Secured, mechanism: str
+) -> None:
+    client = ObserverClient(
+        [secured.endpoint(1)], CLUSTER, security=secured.client("alice", "wrong", mechanism)
+    )
     with pytest.raises(AuthenticationError) as failure:
         client.fetch(0, max_wait_ms=0)
     assert failure.value.mechanism == mechanism and "alice-secret" not in str(failure.value)
@@ -191,8 +223,12 @@ def test_a_principal_without_cluster_action_gets_31_for_vote_and_fetch(secured: 
     assert refused.value.code == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
     # DESCRIBE is not ALTER: no append, even with the credential
     with pytest.raises(AppendNotAuthorizedError):
-        QuorumClient([secured.endpoint(leader.node_id)], CLUSTER, append_secret=q.append_secret_path,
-                     security=secured.client("alice")).append([b"no"])
+        QuorumClient(
+            [secured.endpoint(leader.node_id)],
+            CLUSTER,
+            append_secret=q.append_secret_path,
+            security=secured.client("alice"),
+        ).append([b"no"])
     assert leader.is_leader and leader.epoch == epoch
     leader.append([b"still committing"]).result(10)
 
@@ -202,8 +238,13 @@ def test_an_observer_with_cluster_action_follows(secured: Secured) -> None:
     leader = q.wait_for_leader()
     last = leader.append([b"for-the-observer-%d" % i for i in range(5)]).result(10)[1]
     # pickled as Spark ships it to an executor: the security settings travel with it
-    observer = pickle.loads(pickle.dumps(ObserverClient([secured.endpoint(i) for i in q.endpoints], CLUSTER,
-                                                        security=secured.client("observer"))))
+    observer = pickle.loads(
+        pickle.dumps(
+            ObserverClient(
+                [secured.endpoint(i) for i in q.endpoints], CLUSTER, security=secured.client("observer")
+            )
+        )
+    )
     got: list[bytes] = []
     offset = 0
     deadline = time.monotonic() + 10
@@ -213,7 +254,7 @@ def test_an_observer_with_cluster_action_follows(secured: Secured) -> None:
         offset = entries[-1].offset + 1 if entries else offset
     observer.close()
     assert got[-5:] == [b"for-the-observer-%d" % i for i in range(5)]
-    assert [e.value for e in leader.read_committed(0, 10_000) if not e.is_control][:len(got)] == got
+    assert [e.value for e in leader.read_committed(0, 10_000) if not e.is_control][: len(got)] == got
 
 
 def test_a_sasl_listener_offers_the_handshake_in_api_versions(secured: Secured) -> None:
@@ -221,30 +262,50 @@ def test_a_sasl_listener_offers_the_handshake_in_api_versions(secured: Secured) 
         assert conn.versions[ApiKey.SASL_HANDSHAKE] == 1 and conn.versions[ApiKey.SASL_AUTHENTICATE] == 2
     # before authenticating, a frame larger than Kafka's sasl.server.max.receive.size (512 KiB) is not read
     tls = ssl.create_default_context(cafile=str(secured.ca))
-    with tls.wrap_socket(socket.create_connection(secured.endpoint(1), timeout=5),
-                         server_hostname="127.0.0.1") as sock:
+    with tls.wrap_socket(
+        socket.create_connection(secured.endpoint(1), timeout=5), server_hostname="127.0.0.1"
+    ) as sock:
         sock.sendall(struct.pack(">ihhi", 1 << 20, ApiKey.SASL_HANDSHAKE, 1, 5))
         answer = _recv_all(sock)
     assert answer[4:8] == struct.pack(">i", 5) and b"exceeds the maximum of 524288" in answer
 
 
-def test_quorum_describe_and_append_take_a_command_config(secured: Secured,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_quorum_describe_and_append_take_a_command_config(
+    secured: Secured, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = secured.folder / "appender.properties"
     config.write_text(
         "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
         "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
         f'username="appender" password="{PASSWORDS["appender"]}";\n'
-        f"ssl.truststore.type=PEM\nssl.truststore.location={secured.ca}\n")
+        f"ssl.truststore.type=PEM\nssl.truststore.location={secured.ca}\n"
+    )
     bootstrap = f"127.0.0.1:{secured.endpoint(1)[1]}"
     common = ["--bootstrap", bootstrap, "--cluster-id", CLUSTER, "--command-config", str(config)]
-    assert cli_main(["quorum", "append", *common, "--append-secret", str(secured.quorum.append_secret_path),
-                     "from-the-cli"]) == 0
+    assert (
+        cli_main(
+            [
+                "quorum",
+                "append",
+                *common,
+                "--append-secret",
+                str(secured.quorum.append_secret_path),
+                "from-the-cli",
+            ]
+        )
+        == 0
+    )
     assert "committed at offsets" in capsys.readouterr().out
     assert cli_main(["quorum", "describe", *common]) == 0
-    status = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in capsys.readouterr().out.splitlines())}
-    assert status["ClusterId"] == CLUSTER and status["LeaderId"] == str(secured.quorum.wait_for_leader().node_id)
-    assert cli_main(["quorum", "describe", "--bootstrap", bootstrap, "--cluster-id", CLUSTER]) == 2  # PLAINTEXT
+    status = {
+        k.strip(): v.strip() for k, v in (line.split(":", 1) for line in capsys.readouterr().out.splitlines())
+    }
+    assert status["ClusterId"] == CLUSTER and status["LeaderId"] == str(
+        secured.quorum.wait_for_leader().node_id
+    )
+    assert (
+        cli_main(["quorum", "describe", "--bootstrap", bootstrap, "--cluster-id", CLUSTER]) == 2
+    )  # PLAINTEXT
 
 
 @pytest.mark.kafka
@@ -258,10 +319,20 @@ def test_kafka_metadata_quorum_describes_a_sasl_ssl_kraftlake_quorum(secured: Se
         "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
         "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
         f'username="appender" password="{PASSWORDS["appender"]}";\n'
-        f"ssl.truststore.type=PEM\nssl.truststore.location={secured.ca}\n")
-    status = run_class("org.apache.kafka.tools.MetadataQuorumCommand",
-                       ["--bootstrap-controller", f"127.0.0.1:{secured.endpoint(follower)[1]}",
-                        "--command-config", str(config), "describe", "--status"], timeout=120)
+        f"ssl.truststore.type=PEM\nssl.truststore.location={secured.ca}\n"
+    )
+    status = run_class(
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        [
+            "--bootstrap-controller",
+            f"127.0.0.1:{secured.endpoint(follower)[1]}",
+            "--command-config",
+            str(config),
+            "describe",
+            "--status",
+        ],
+        timeout=120,
+    )
     fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in status.strip().splitlines())}
     assert fields["ClusterId"] == CLUSTER and fields["LeaderId"] == str(leader.node_id)
     assert fields["LeaderEpoch"] == str(leader.epoch)

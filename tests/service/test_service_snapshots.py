@@ -56,12 +56,21 @@ class Recorder:
 
 
 @contextmanager
-def restarted(root: Path, options: dict[str, int], ports: dict[int, int]
-              ) -> Iterator[tuple[LocalQuorum, dict[int, Recorder]]]:
+def restarted(
+    root: Path, options: dict[str, int], ports: dict[int, int]
+) -> Iterator[tuple[LocalQuorum, dict[int, Recorder]]]:
     """The quorum started again on its directories; yields once every node applied a new value ``b"after"``."""
     again = {i: Recorder() for i in (1, 2, 3)}
-    q = LocalQuorum(3, root, CLUSTER, fsync=False, quorum=fast_config(), node_options=options, ports=ports,
-                    listeners={i: [r] for i, r in again.items()})
+    q = LocalQuorum(
+        3,
+        root,
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        node_options=options,
+        ports=ports,
+        listeners={i: [r] for i, r in again.items()},
+    )
     q.start()
     try:
         q.wait_for_leader().append([b"after"]).result(10)
@@ -81,12 +90,18 @@ def _append_many(q: LocalQuorum, n: int, size: int = 200, tag: str = "v") -> lis
 
 
 def test_checkpoint_has_header_values_footer_and_round_trips() -> None:
-    data = build_checkpoint(SnapshotId(120, 3), [b"a", b"bb", b"c" * 5000], 1_700_000_000_123, 1_700_000_001_000)
+    data = build_checkpoint(
+        SnapshotId(120, 3), [b"a", b"bb", b"c" * 5000], 1_700_000_000_123, 1_700_000_001_000
+    )
     batches = read_batches(data, "snap")
     assert batches[0].is_control and batches[-1].is_control
     assert [b.partition_leader_epoch for b in batches] == [3] * len(batches)
-    assert batches[0].records[0].key == b"\x00\x00" + int(ControlRecordType.SNAPSHOT_HEADER).to_bytes(2, "big")
-    assert batches[-1].records[0].key == b"\x00\x00" + int(ControlRecordType.SNAPSHOT_FOOTER).to_bytes(2, "big")
+    assert batches[0].records[0].key == b"\x00\x00" + int(ControlRecordType.SNAPSHOT_HEADER).to_bytes(
+        2, "big"
+    )
+    assert batches[-1].records[0].key == b"\x00\x00" + int(ControlRecordType.SNAPSHOT_FOOTER).to_bytes(
+        2, "big"
+    )
     assert [r.offset for b in batches for r in b.records] == list(range(5))
     assert checkpoint_values(data) == [b"a", b"bb", b"c" * 5000]
     # a later snapshot copies the earlier one's data batches and appends the new values after them
@@ -109,10 +124,19 @@ def test_policy_triggers_on_bytes_or_interval() -> None:
     assert not SnapshotPolicy(max_bytes=100, interval_ms=0).due(10**9)
 
 
-def test_size_policy_snapshots_advance_log_start_and_restart_replays_snapshot_plus_tail(tmp_path: Path) -> None:
+def test_size_policy_snapshots_advance_log_start_and_restart_replays_snapshot_plus_tail(
+    tmp_path: Path,
+) -> None:
     recorders = {i: Recorder() for i in (1, 2, 3)}
-    q = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=SMALL,
-                    listeners={i: [r] for i, r in recorders.items()})
+    q = LocalQuorum(
+        3,
+        tmp_path,
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        node_options=SMALL,
+        listeners={i: [r] for i, r in recorders.items()},
+    )
     q.start()
     try:
         values = _append_many(q, 200)
@@ -126,10 +150,14 @@ def test_size_policy_snapshots_advance_log_start_and_restart_replays_snapshot_pl
             # on the loop thread: no snapshot can be written while we look
             latest = store.latest_snapshot()
             assert latest is not None
-            return (latest, leader.high_watermark, store.log_start_offset,
-                    [(f, path, path.read_bytes()) for f, path in list_snapshots(part)],
-                    sorted(int(p.name[:20]) for p in part.glob("*.log")),
-                    leader.runner.read_committed(latest.offset, 100_000))
+            return (
+                latest,
+                leader.high_watermark,
+                store.log_start_offset,
+                [(f, path, path.read_bytes()) for f, path in list_snapshots(part)],
+                sorted(int(p.name[:20]) for p in part.glob("*.log")),
+                leader.runner.read_committed(latest.offset, 100_000),
+            )
 
         latest, hw, start, files, segments, tail_entries = leader._loop.call(look)
         assert 0 < latest.offset <= hw and start == latest.offset
@@ -156,8 +184,15 @@ def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path
     a restart starts the log at the oldest kept snapshot and the state machine at the latest."""
     retained = {**SMALL, "retention_bytes": 24 * 1024}
     recorders = {i: Recorder() for i in (1, 2, 3)}
-    q = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=retained,
-                    listeners={i: [r] for i, r in recorders.items()})
+    q = LocalQuorum(
+        3,
+        tmp_path,
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        node_options=retained,
+        listeners={i: [r] for i, r in recorders.items()},
+    )
     q.start()
     try:
         values = _append_many(q, 400)  # about 90 KiB: several snapshots, more than the retention
@@ -173,8 +208,13 @@ def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path
             oldest, path = list_snapshots(part)[0]
             # an older retained snapshot is read from its file (only the latest is held in memory)
             assert store.read_snapshot(SnapshotId(oldest.end_offset, oldest.epoch)) == path.read_bytes()
-            return (latest, store.log_start_offset, store.value_bytes(store.log_start_offset, store.end_offset),
-                    [f.end_offset for f, _ in list_snapshots(part)], store.end_offset)
+            return (
+                latest,
+                store.log_start_offset,
+                store.value_bytes(store.log_start_offset, store.end_offset),
+                [f.end_offset for f, _ in list_snapshots(part)],
+                store.end_offset,
+            )
 
         seen = leader._loop.call(look)
         while True:  # until the snapshot written off the loop for the last appends is in
@@ -195,7 +235,7 @@ def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path
             got.extend(e.value for e in entries if not e.is_control)
             offset = entries[-1].offset + 1
         client.close()
-        assert got == values[len(values) - len(got):] and len(got) > 0
+        assert got == values[len(values) - len(got) :] and len(got) > 0
         ports = {i: p for i, (_, p) in q.endpoints.items()}
     finally:
         q.stop()
@@ -203,7 +243,10 @@ def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path
         for node_id, recorder in again.items():
             assert recorder.snapshots and recorder.values == [*values, b"after"]
             node_store = q2.services[node_id].runner.log_store
-            assert node_store is not None and node_store.log_start_offset < recorder.snapshots[0].snapshot_id.offset
+            assert (
+                node_store is not None
+                and node_store.log_start_offset < recorder.snapshots[0].snapshot_id.offset
+            )
 
 
 def test_observer_below_log_start_downloads_the_snapshot_then_fetches_on(tmp_path: Path) -> None:
@@ -240,9 +283,16 @@ def test_provider_supplies_the_payload_and_a_lagging_follower_installs_the_snaps
         return [b"state", str(snapshot_id.offset).encode()]
 
     recorders = {i: Recorder() for i in (1, 2, 3)}
-    q = LocalQuorum(3, tmp_path, CLUSTER, fsync=False, quorum=fast_config(), node_options=SMALL,
-                    snapshot_providers={i: provider for i in (1, 2, 3)},
-                    listeners={i: [r] for i, r in recorders.items()})
+    q = LocalQuorum(
+        3,
+        tmp_path,
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(),
+        node_options=SMALL,
+        snapshot_providers={i: provider for i in (1, 2, 3)},
+        listeners={i: [r] for i, r in recorders.items()},
+    )
     q.start()
     try:
         leader = q.wait_for_leader()

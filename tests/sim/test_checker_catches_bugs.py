@@ -31,12 +31,23 @@ class TwoVotesPerEpoch(RaftNode):
 
     def _may_grant_vote(self, request: VoteRequest) -> bool:
         return request.candidate_epoch == self.epoch and self._log_is_up_to_date(
-            request.last_epoch, request.last_epoch_end_offset)
+            request.last_epoch, request.last_epoch_end_offset
+        )
 
     def handle_vote_request(self, request: VoteRequest, now_ms: int) -> None:
         if not request.pre_vote and request.candidate_epoch == self.epoch and self._may_grant_vote(request):
-            self._send(VoteResponse(self.node_id, request.src, request.correlation_id, self.epoch, None, True,
-                                    False, request.candidate_epoch))
+            self._send(
+                VoteResponse(
+                    self.node_id,
+                    request.src,
+                    request.correlation_id,
+                    self.epoch,
+                    None,
+                    True,
+                    False,
+                    request.candidate_epoch,
+                )
+            )
             return
         super().handle_vote_request(request, now_ms)
 
@@ -49,9 +60,16 @@ class SkipsPreVote(TwoVotesPerEpoch):
 
 
 def _factory(cls: type[RaftNode]) -> Callable[..., RaftNode]:
-    def make(node_id: int, config: QuorumConfig, log: RaftLog, stored: ElectionState | None,
-             rng: random.Random, now_ms: int) -> RaftNode:
+    def make(
+        node_id: int,
+        config: QuorumConfig,
+        log: RaftLog,
+        stored: ElectionState | None,
+        rng: random.Random,
+        now_ms: int,
+    ) -> RaftNode:
         return cls(node_id, config, log, stored, rng, now_ms)
+
     return make
 
 
@@ -61,11 +79,17 @@ def test_correct_nodes_pass_the_same_seeds() -> None:
 
 
 def test_commit_without_majority_is_caught() -> None:
-    found = [run_seed("leader_hard_failure", seed, node_factory=_factory(HighWatermarkWithoutMajority))
-             for seed in range(10)]
+    found = [
+        run_seed("leader_hard_failure", seed, node_factory=_factory(HighWatermarkWithoutMajority))
+        for seed in range(10)
+    ]
     violations = [o.violation for o in found if o.violation is not None]
     assert violations, "advancing the HW without a majority went unnoticed"
-    assert {v.invariant for v in violations} & {"majority-holds-hw", "acked-append-kept", "committed-data-identical"}
+    assert {v.invariant for v in violations} & {
+        "majority-holds-hw",
+        "acked-append-kept",
+        "committed-data-identical",
+    }
     assert all(o.trace for o in found if o.violation is not None)
 
 

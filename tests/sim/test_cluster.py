@@ -16,7 +16,9 @@ from kraftlake.sim.errors import InvariantViolation
 
 
 def _small(seed: int, events: int = 1500) -> ClusterSimConfig:
-    return ClusterSimConfig(brokers=6, topics=8, partitions_per_topic=4, events=events, seed=seed, check_every=1)
+    return ClusterSimConfig(
+        brokers=6, topics=8, partitions_per_topic=4, events=events, seed=seed, check_every=1
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -28,8 +30,14 @@ def test_invariants_hold_after_every_event(seed: int) -> None:
     counts = summary.event_counts
     assert counts["isr_shrink"] and counts["isr_expand"] and counts["create_topic"]
     types = {r.type for r in sim.log.records}
-    assert {"PartitionChangeRecord", "RegisterBrokerRecord", "BrokerRegistrationChangeRecord",
-            "RemoveTopicRecord", "ConfigRecord", "ProducerIdsRecord"} <= types
+    assert {
+        "PartitionChangeRecord",
+        "RegisterBrokerRecord",
+        "BrokerRegistrationChangeRecord",
+        "RemoveTopicRecord",
+        "ConfigRecord",
+        "ProducerIdsRecord",
+    } <= types
 
 
 def test_same_seed_same_log() -> None:
@@ -44,9 +52,24 @@ def test_same_seed_same_log() -> None:
 
 
 def test_crashes_and_failovers_happen_and_standby_agrees() -> None:
-    cfg = ClusterSimConfig(brokers=5, topics=5, partitions_per_topic=3, events=3000, seed=11, max_down_fraction=0.4,
-                           weights={"isr_shrink": 5, "isr_expand": 5, "crash": 2, "restart": 2,
-                                    "controlled_shutdown": 2, "failover": 1, "rolling_restart": 0.2, "idle": 5})
+    cfg = ClusterSimConfig(
+        brokers=5,
+        topics=5,
+        partitions_per_topic=3,
+        events=3000,
+        seed=11,
+        max_down_fraction=0.4,
+        weights={
+            "isr_shrink": 5,
+            "isr_expand": 5,
+            "crash": 2,
+            "restart": 2,
+            "controlled_shutdown": 2,
+            "failover": 1,
+            "rolling_restart": 0.2,
+            "idle": 5,
+        },
+    )
     sim = ClusterSimulator(cfg)
     summary = sim.run()
     assert summary.failovers > 0
@@ -62,8 +85,19 @@ def test_invariant_checker_catches_a_broken_image() -> None:
     img = sim.image
     t = next(iter(img.topics_by_id.values()))
     p = t.partitions[0]
-    bad = PartitionRegistration(p.replicas, p.directories, (*p.isr, 99), (), (), p.leader, 0,
-                                p.leader_epoch, p.partition_epoch, (), ())
+    bad = PartitionRegistration(
+        p.replicas,
+        p.directories,
+        (*p.isr, 99),
+        (),
+        (),
+        p.leader,
+        0,
+        p.leader_epoch,
+        p.partition_epoch,
+        (),
+        (),
+    )
     t.partitions[0] = bad  # a private copy is not worth it: the image is thrown away
     with pytest.raises(InvariantViolation, match="isr"):
         check_image(img, elr_enabled=True)
@@ -71,8 +105,10 @@ def test_invariant_checker_catches_a_broken_image() -> None:
 
 def _write_log(tmp_path: Path, events: int = 600) -> tuple[ClusterSimulator, LocalMetadataLog]:
     log = LocalMetadataLog(tmp_path / "data", cluster_id="test-cluster-id-0000", snapshot_bytes=30_000)
-    sim = ClusterSimulator(ClusterSimConfig(brokers=5, topics=6, partitions_per_topic=3, events=events,
-                                            seed=5, check_every=10), log)
+    sim = ClusterSimulator(
+        ClusterSimConfig(brokers=5, topics=6, partitions_per_topic=3, events=events, seed=5, check_every=10),
+        log,
+    )
     sim.after_event = lambda s: log.maybe_snapshot(s.active.committed_image)
     sim.run()
     log.maybe_snapshot(sim.active.committed_image, force=True)
@@ -102,10 +138,13 @@ def test_kafka_tools_read_the_simulated_log(tmp_path: Path) -> None:
     files = [*log.segments(), *(p for _, p in snaps)]
     text = dump_log(files)
     assert "Error at" not in text and "isvalid: false" not in text.replace("isvalid: true", "")
-    assert text.count("payload:") >= sum(v for k, v in log.records_by_type.items() if k != "LeaderChangeMessage")
+    assert text.count("payload:") >= sum(
+        v for k, v in log.records_by_type.items() if k != "LeaderChangeMessage"
+    )
     last = snaps[-1][1]
     ours = shell_tree(load_snapshot(last)).splitlines()
     theirs = metadata_shell(last, "tree /image").splitlines()
+
     # the provenance line differs: the shell counts offsets inside the .checkpoint file (they start at 0),
     # our loader uses the snapshot's end offset; everything else must be identical
     def strip(lines: list[str]) -> list[str]:
@@ -117,16 +156,21 @@ def test_kafka_tools_read_the_simulated_log(tmp_path: Path) -> None:
 
 
 def _under_replicated(sim: ClusterSimulator, broker: int | None = None) -> int:
-    return sum(1 for t in sim.image.topics_by_id.values() for p in t.partitions.values()
-               if len(p.isr) < len(p.replicas) and (broker is None or broker not in p.isr))
+    return sum(
+        1
+        for t in sim.image.topics_by_id.values()
+        for p in t.partitions.values()
+        if len(p.isr) < len(p.replicas) and (broker is None or broker not in p.isr)
+    )
 
 
 def test_isr_churn_keeps_the_isrs_nearly_full() -> None:
     """Lagging replicas catch up (the ISR expansions bring back replicas that fell out), so churn without
     broker failures does not drift towards an under-replicated cluster."""
     weights = {"isr_shrink": 25.0, "isr_expand": 35.0, "config_change": 3.0, "idle": 5.0}
-    cfg = ClusterSimConfig(brokers=10, topics=20, partitions_per_topic=5, events=4000, seed=7, check_every=0,
-                           weights=weights)
+    cfg = ClusterSimConfig(
+        brokers=10, topics=20, partitions_per_topic=5, events=4000, seed=7, check_every=0, weights=weights
+    )
     sim = ClusterSimulator(cfg)
     seen: list[int] = []
     sim.after_event = lambda s: seen.append(_under_replicated(s)) if s.summary.events % 200 == 0 else None
@@ -138,8 +182,9 @@ def test_isr_churn_keeps_the_isrs_nearly_full() -> None:
 
 
 def test_a_restarted_broker_rejoins_every_isr() -> None:
-    cfg = ClusterSimConfig(brokers=6, topics=30, partitions_per_topic=10, events=0, seed=3, check_every=0,
-                           catch_up_per_tick=50)
+    cfg = ClusterSimConfig(
+        brokers=6, topics=30, partitions_per_topic=10, events=0, seed=3, check_every=0, catch_up_per_tick=50
+    )
     sim = ClusterSimulator(cfg)
     sim.run()
     assert _under_replicated(sim) == 0

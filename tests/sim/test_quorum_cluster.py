@@ -13,18 +13,32 @@ from kraftlake.raft.config import QuorumConfig
 from kraftlake.sim.cluster import DEFAULT_WEIGHTS, ClusterSimConfig
 from kraftlake.sim.quorum_cluster import QuorumSimResult, simulate_on_quorum
 
-FAST = QuorumConfig(voters=frozenset({1, 2, 3}), election_timeout_ms=300, fetch_timeout_ms=600,
-                    election_backoff_max_ms=300, request_timeout_ms=1000, max_fetch_wait_ms=200,
-                    append_linger_ms=5)
+FAST = QuorumConfig(
+    voters=frozenset({1, 2, 3}),
+    election_timeout_ms=300,
+    fetch_timeout_ms=600,
+    election_backoff_max_ms=300,
+    request_timeout_ms=1000,
+    max_fetch_wait_ms=200,
+    append_linger_ms=5,
+)
 
 
 def _run(tmp_path: Path, events: int = 400, seed: int = 3) -> QuorumSimResult:
     weights = dict(DEFAULT_WEIGHTS, failover=1.5)
-    config = ClusterSimConfig(brokers=6, topics=6, partitions_per_topic=3, events=events, seed=seed,
-                              check_every=1, weights=weights)
+    config = ClusterSimConfig(
+        brokers=6, topics=6, partitions_per_topic=3, events=events, seed=seed, check_every=1, weights=weights
+    )
     config = replace(config)
-    return simulate_on_quorum(config, tmp_path / "sim", fsync=False, quorum=FAST, snapshot_bytes=16 * 1024,
-                              segment_bytes=32 * 1024, events_per_call=10)
+    return simulate_on_quorum(
+        config,
+        tmp_path / "sim",
+        fsync=False,
+        quorum=FAST,
+        snapshot_bytes=16 * 1024,
+        segment_bytes=32 * 1024,
+        events_per_call=10,
+    )
 
 
 def test_simulation_through_the_quorum_writes_the_same_log_on_every_voter(tmp_path: Path) -> None:
@@ -65,8 +79,9 @@ def test_a_wait_for_commits_follows_leadership_when_the_records_are_lost(tmp_pat
     from kraftlake.sim.quorum_cluster import QuorumClusterSimulator
 
     config = ClusterSimConfig(brokers=3, topics=2, partitions_per_topic=2, events=0, seed=5, check_every=0)
-    with ControllerQuorum(3, tmp_path / "q", "c", config=config.controller, seed=5, fsync=False,
-                          quorum=FAST) as cq:
+    with ControllerQuorum(
+        3, tmp_path / "q", "c", config=config.controller, seed=5, fsync=False, quorum=FAST
+    ) as cq:
         sim = QuorumClusterSimulator(config, cq, timeout=20.0)
         sim.run()
         old = sim._host

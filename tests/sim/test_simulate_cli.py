@@ -12,8 +12,20 @@ from kraftlake.cli import main
 from kraftlake.image import image_at
 from kraftlake.sim.cluster import check_image
 
-ARGS = ["simulate", "--brokers", "4", "--topics", "3", "--partitions-per-topic", "2", "--events", "120",
-        "--seed", "3", "--no-progress"]
+ARGS = [
+    "simulate",
+    "--brokers",
+    "4",
+    "--topics",
+    "3",
+    "--partitions-per-topic",
+    "2",
+    "--events",
+    "120",
+    "--seed",
+    "3",
+    "--no-progress",
+]
 
 
 def _run(argv: list[str]) -> str:
@@ -25,8 +37,11 @@ def _run(argv: list[str]) -> str:
 
 @pytest.mark.parametrize("through", ["local", "quorum"])
 def test_simulate_writes_a_log_that_replays(tmp_path: Path, through: str) -> None:
-    text = _run([*ARGS, "--data-dir", str(tmp_path), "--through", through, "--no-fsync"]
-                if through == "quorum" else [*ARGS, "--data-dir", str(tmp_path), "--through", through])
+    text = _run(
+        [*ARGS, "--data-dir", str(tmp_path), "--through", through, "--no-fsync"]
+        if through == "quorum"
+        else [*ARGS, "--data-dir", str(tmp_path), "--through", through]
+    )
     assert "events: 120 (" in text
     log_dirs = [tmp_path] if through == "local" else sorted(tmp_path.glob("node-*"))
     assert len(log_dirs) == (1 if through == "local" else 3)
@@ -41,8 +56,19 @@ def test_simulate_writes_a_log_that_replays(tmp_path: Path, through: str) -> Non
 
 
 def test_weights_override_the_scaled_defaults(tmp_path: Path) -> None:
-    text = _run([*ARGS, "--data-dir", str(tmp_path), "--through", "local", "--events", "400",
-                 "--weights", "crash=0,controlled_shutdown=0,rolling_restart=0,config_change=40"])
+    text = _run(
+        [
+            *ARGS,
+            "--data-dir",
+            str(tmp_path),
+            "--through",
+            "local",
+            "--events",
+            "400",
+            "--weights",
+            "crash=0,controlled_shutdown=0,rolling_restart=0,config_change=40",
+        ]
+    )
     counts = dict(kv.split("=") for kv in text.split("events: 400 (")[1].split(")")[0].split(", "))
     assert "crash" not in counts and "controlled_shutdown" not in counts
     assert int(counts["config_change"]) > 100  # 40 of about 150 weight
@@ -58,7 +84,10 @@ def test_large_clusters_get_rare_broker_events() -> None:
     big = scaled_weights(100, 2_000_000, 3)  # 60,000 replicas a broker
     assert big["crash"] == pytest.approx(DEFAULT_WEIGHTS["crash"] * (100 / 60_000) ** 1.5)
     assert big["create_topic"] == pytest.approx(DEFAULT_WEIGHTS["create_topic"] / 200)
-    assert big["isr_shrink"] == DEFAULT_WEIGHTS["isr_shrink"] and big["config_change"] == DEFAULT_WEIGHTS["config_change"]
+    assert (
+        big["isr_shrink"] == DEFAULT_WEIGHTS["isr_shrink"]
+        and big["config_change"] == DEFAULT_WEIGHTS["config_change"]
+    )
 
 
 def test_the_in_process_quorum_gets_a_fetch_timeout_for_the_cluster_size() -> None:

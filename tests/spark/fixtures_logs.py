@@ -42,18 +42,29 @@ class _Model:
         self.names = 0
 
     def _broker(self, bid: int, epoch: int) -> Any:
-        ep = m.RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host=f"b{bid}", port=9092 + bid,
-                                                   security_protocol=0)
-        return m.RegisterBrokerRecord(broker_id=bid, broker_epoch=epoch, incarnation_id=_uuid(self.rng),
-                                      end_points=(ep,), rack=self.rng.choice([None, "r1", "r2"]),
-                                      fenced=True, log_dirs=(_uuid(self.rng),))
+        ep = m.RegisterBrokerRecord.BrokerEndpoint(
+            name="PLAINTEXT", host=f"b{bid}", port=9092 + bid, security_protocol=0
+        )
+        return m.RegisterBrokerRecord(
+            broker_id=bid,
+            broker_epoch=epoch,
+            incarnation_id=_uuid(self.rng),
+            end_points=(ep,),
+            rack=self.rng.choice([None, "r1", "r2"]),
+            fenced=True,
+            log_dirs=(_uuid(self.rng),),
+        )
 
     def start(self) -> list[Any]:
         out: list[Any] = [m.FeatureLevelRecord(name="metadata.version", feature_level=21)]
-        ep = m.RegisterControllerRecord.ControllerEndpoint(name="CONTROLLER", host="c", port=9093,
-                                                           security_protocol=0)
-        out.append(m.RegisterControllerRecord(controller_id=3000, incarnation_id=_uuid(self.rng),
-                                              zk_migration_ready=False, end_points=(ep,)))
+        ep = m.RegisterControllerRecord.ControllerEndpoint(
+            name="CONTROLLER", host="c", port=9093, security_protocol=0
+        )
+        out.append(
+            m.RegisterControllerRecord(
+                controller_id=3000, incarnation_id=_uuid(self.rng), zk_migration_ready=False, end_points=(ep,)
+            )
+        )
         for bid in range(1, 5):
             self.brokers[bid] = 10 + bid
             out.append(self._broker(bid, self.brokers[bid]))
@@ -63,9 +74,28 @@ class _Model:
     def step(self, kind: str | None = None) -> list[Any]:
         rng = self.rng
         live = sorted(self.brokers)
-        kind = kind or rng.choices(
-            ["topic", "change", "change", "change", "delete", "config", "broker", "quota", "pid", "acl", "scram",
-             "token", "feature", "clear_elr"], k=1)[0]
+        kind = (
+            kind
+            or rng.choices(
+                [
+                    "topic",
+                    "change",
+                    "change",
+                    "change",
+                    "delete",
+                    "config",
+                    "broker",
+                    "quota",
+                    "pid",
+                    "acl",
+                    "scram",
+                    "token",
+                    "feature",
+                    "clear_elr",
+                ],
+                k=1,
+            )[0]
+        )
         if kind == "topic" or (kind in ("change", "delete") and not self.topics):
             tid = _uuid(rng)
             self.names += 1
@@ -75,12 +105,27 @@ class _Model:
             out: list[Any] = [m.TopicRecord(name=name, topic_id=tid)]
             for pid in range(n):
                 reps = tuple(rng.sample(live, min(3, len(live))))
-                out.append(m.PartitionRecord(partition_id=pid, topic_id=tid, replicas=reps, isr=reps,
-                                             leader=reps[0], leader_epoch=0, partition_epoch=0,
-                                             directories=tuple(_uuid(rng) for _ in reps)))
+                out.append(
+                    m.PartitionRecord(
+                        partition_id=pid,
+                        topic_id=tid,
+                        replicas=reps,
+                        isr=reps,
+                        leader=reps[0],
+                        leader_epoch=0,
+                        partition_epoch=0,
+                        directories=tuple(_uuid(rng) for _ in reps),
+                    )
+                )
             if rng.random() < 0.5:
-                out.append(m.ConfigRecord(resource_type=2, resource_name=name, name="retention.ms",
-                                          value=str(rng.randint(1, 10**6))))
+                out.append(
+                    m.ConfigRecord(
+                        resource_type=2,
+                        resource_name=name,
+                        name="retention.ms",
+                        value=str(rng.randint(1, 10**6)),
+                    )
+                )
             return out
         if kind == "change":
             tid = rng.choice(sorted(self.topics))
@@ -90,14 +135,29 @@ class _Model:
                 isr = tuple(sorted(rng.sample(live, rng.randint(1, min(3, len(live))))))
                 return [m.PartitionChangeRecord(partition_id=pid, topic_id=tid, isr=isr)]
             if what == "leader":
-                return [m.PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=rng.choice([-1, *live]))]
+                return [
+                    m.PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=rng.choice([-1, *live]))
+                ]
             if what == "elr":
-                return [m.PartitionChangeRecord(partition_id=pid, topic_id=tid,
-                                                eligible_leader_replicas=(rng.choice(live),),
-                                                last_known_elr=(rng.choice(live),))]
+                return [
+                    m.PartitionChangeRecord(
+                        partition_id=pid,
+                        topic_id=tid,
+                        eligible_leader_replicas=(rng.choice(live),),
+                        last_known_elr=(rng.choice(live),),
+                    )
+                ]
             reps = tuple(rng.sample(live, min(2, len(live))))
-            return [m.PartitionChangeRecord(partition_id=pid, topic_id=tid, replicas=reps, isr=reps,
-                                            leader=reps[0], directories=tuple(_uuid(rng) for _ in reps))]
+            return [
+                m.PartitionChangeRecord(
+                    partition_id=pid,
+                    topic_id=tid,
+                    replicas=reps,
+                    isr=reps,
+                    leader=reps[0],
+                    directories=tuple(_uuid(rng) for _ in reps),
+                )
+            ]
         if kind == "delete":
             tid = rng.choice(sorted(self.topics))
             del self.topics[tid]
@@ -105,8 +165,11 @@ class _Model:
         if kind == "config":
             rt, rn = rng.choice([(4, ""), (4, "1"), (2, next(iter(self.topics.values()), ("t0", 0))[0])])
             value = rng.choice([None, str(rng.randint(1, 99))])
-            return [m.ConfigRecord(resource_type=rt, resource_name=rn, name=rng.choice(["a.b", "c.d"]),
-                                   value=value)]
+            return [
+                m.ConfigRecord(
+                    resource_type=rt, resource_name=rn, name=rng.choice(["a.b", "c.d"]), value=value
+                )
+            ]
         if kind == "broker":
             bid = rng.randint(1, 6)
             if bid not in self.brokers:
@@ -120,22 +183,50 @@ class _Model:
             if op == "fence":
                 return [m.FenceBrokerRecord(id=bid, epoch=epoch)]
             if op == "shutdown":
-                return [m.BrokerRegistrationChangeRecord(broker_id=bid, broker_epoch=epoch, in_controlled_shutdown=1)]
+                return [
+                    m.BrokerRegistrationChangeRecord(
+                        broker_id=bid, broker_epoch=epoch, in_controlled_shutdown=1
+                    )
+                ]
             return [m.UnfenceBrokerRecord(id=bid, epoch=epoch)]
         if kind == "quota":
-            ent = (m.ClientQuotaRecord.EntityData(entity_type="user", entity_name=rng.choice([None, "alice", "bob"])),)
-            return [m.ClientQuotaRecord(entity=ent, key="producer_byte_rate", value=float(rng.randint(1, 9)),
-                                        remove=rng.random() < 0.3)]
+            ent = (
+                m.ClientQuotaRecord.EntityData(
+                    entity_type="user", entity_name=rng.choice([None, "alice", "bob"])
+                ),
+            )
+            return [
+                m.ClientQuotaRecord(
+                    entity=ent,
+                    key="producer_byte_rate",
+                    value=float(rng.randint(1, 9)),
+                    remove=rng.random() < 0.3,
+                )
+            ]
         if kind == "pid":
             self.next_pid += 1000
-            return [m.ProducerIdsRecord(broker_id=1, broker_epoch=self.brokers.get(1, 0), next_producer_id=self.next_pid)]
+            return [
+                m.ProducerIdsRecord(
+                    broker_id=1, broker_epoch=self.brokers.get(1, 0), next_producer_id=self.next_pid
+                )
+            ]
         if kind == "acl":
             if self.acls and rng.random() < 0.4:
                 return [m.RemoveAccessControlEntryRecord(id=self.acls.pop(rng.randrange(len(self.acls))))]
             aid = _uuid(rng)
             self.acls.append(aid)
-            return [m.AccessControlEntryRecord(id=aid, resource_type=2, resource_name="t1", pattern_type=3,
-                                               principal="User:alice", host="*", operation=3, permission_type=3)]
+            return [
+                m.AccessControlEntryRecord(
+                    id=aid,
+                    resource_type=2,
+                    resource_name="t1",
+                    pattern_type=3,
+                    principal="User:alice",
+                    host="*",
+                    operation=3,
+                    permission_type=3,
+                )
+            ]
         if kind == "scram":
             if self.scram and rng.random() < 0.4:
                 user, mech = self.scram.pop(rng.randrange(len(self.scram)))
@@ -143,17 +234,32 @@ class _Model:
             key = (rng.choice(["alice", "bob", "carol"]), rng.choice([1, 2]))
             if key not in self.scram:
                 self.scram.append(key)
-            return [m.UserScramCredentialRecord(name=key[0], mechanism=key[1], salt=rng.randbytes(8),
-                                                stored_key=rng.randbytes(8), server_key=rng.randbytes(8),
-                                                iterations=4096)]
+            return [
+                m.UserScramCredentialRecord(
+                    name=key[0],
+                    mechanism=key[1],
+                    salt=rng.randbytes(8),
+                    stored_key=rng.randbytes(8),
+                    server_key=rng.randbytes(8),
+                    iterations=4096,
+                )
+            ]
         if kind == "token":
             if self.tokens and rng.random() < 0.4:
                 return [m.RemoveDelegationTokenRecord(token_id=self.tokens.pop())]
             tok = f"tok{rng.randint(0, 10**6)}"
             self.tokens.append(tok)
-            return [m.DelegationTokenRecord(owner="User:alice", requester="User:alice", renewers=("User:bob",),
-                                            issue_timestamp=1, max_timestamp=2, expiration_timestamp=3,
-                                            token_id=tok)]
+            return [
+                m.DelegationTokenRecord(
+                    owner="User:alice",
+                    requester="User:alice",
+                    renewers=("User:bob",),
+                    issue_timestamp=1,
+                    max_timestamp=2,
+                    expiration_timestamp=3,
+                    token_id=tok,
+                )
+            ]
         if kind == "feature":
             return [m.FeatureLevelRecord(name="kraft.version", feature_level=rng.randint(0, 1))]
         return [m.ClearElrRecord(topic_name="")] if rng.random() < 0.5 else [m.NoOpRecord()]
@@ -169,9 +275,12 @@ def synthetic_records(seed: int, steps: int) -> list[Any]:
             # a transaction of a few topic creations; an aborted one must leave no trace
             snapshot = (dict(model.topics), model.names)
             aborted = rng.random() < 0.3
-            body = [r for _ in range(rng.randint(1, 3))
-                    for r in model.step(rng.choice(["topic", "change"]) if aborted else None)
-                    if not isinstance(r, m.NoOpRecord)]
+            body = [
+                r
+                for _ in range(rng.randint(1, 3))
+                for r in model.step(rng.choice(["topic", "change"]) if aborted else None)
+                if not isinstance(r, m.NoOpRecord)
+            ]
             if aborted:
                 model.topics, model.names = snapshot[0], snapshot[1]
                 if not body:
@@ -197,8 +306,8 @@ def write_synthetic_log(root: Path, seed: int = 7, steps: int = 400) -> Path:
         if rng.random() < 0.05:
             epoch += 1
         ts += rng.randint(1, 500)
-        batches.append((offset, build_data_batch(offset, epoch, ts, values[offset:offset + n])))
-        offset += len(values[offset:offset + n])
+        batches.append((offset, build_data_batch(offset, epoch, ts, values[offset : offset + n])))
+        offset += len(values[offset : offset + n])
     cut = len(batches) // 2
     for part in (batches[:cut], batches[cut:]):
         if part:

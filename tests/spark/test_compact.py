@@ -21,13 +21,23 @@ from pipelines.compact import HOUR_MS, Commit, needs_optimize, needs_vacuum, not
 NOW = 1_800_000_000_000
 
 
-def _c(version: int, operation: str, ts: int = NOW, metrics: dict[str, str] | None = None,
-       mode: str | None = None) -> Commit:
+def _c(
+    version: int,
+    operation: str,
+    ts: int = NOW,
+    metrics: dict[str, str] | None = None,
+    mode: str | None = None,
+) -> Commit:
     return Commit(version, ts, operation, {} if mode is None else {"mode": mode}, metrics or {})
 
 
 APPEND = {"numFiles": "1", "numOutputRows": "10", "numOutputBytes": "900"}
-DELETE = {"numRemovedFiles": "1", "numAddedFiles": "0", "numDeletedRows": "10", "numDeletionVectorsAdded": "0"}
+DELETE = {
+    "numRemovedFiles": "1",
+    "numAddedFiles": "0",
+    "numDeletedRows": "10",
+    "numDeletionVectorsAdded": "0",
+}
 
 
 def test_optimize_only_after_data_commits() -> None:
@@ -35,8 +45,9 @@ def test_optimize_only_after_data_commits() -> None:
     assert not needs_optimize([_c(7, "VACUUM END"), _c(6, "VACUUM START"), *optimized], None)
     assert needs_optimize([_c(6, "WRITE", metrics=APPEND, mode="Append"), *optimized], None)
     # a DELETE that matched nothing changed no file
-    assert not needs_optimize([_c(6, "DELETE", metrics={"numRemovedFiles": "0", "numAddedFiles": "0"}),
-                               *optimized], None)
+    assert not needs_optimize(
+        [_c(6, "DELETE", metrics={"numRemovedFiles": "0", "numAddedFiles": "0"}), *optimized], None
+    )
     # an OPTIMIZE that had nothing to rewrite committed nothing: the version it saw stands for it
     writes = [_c(2, "WRITE", metrics=APPEND, mode="Append"), _c(1, "WRITE", metrics=APPEND, mode="Append")]
     assert needs_optimize(writes, None) and needs_optimize(writes, 1) and not needs_optimize(writes, 2)
@@ -54,8 +65,14 @@ def test_vacuum_when_a_removal_ages_past_the_retention() -> None:
     assert mine["removal_hours"] == [NOW // HOUR_MS]  # not yet deletable at the first VACUUM
     assert not needs_vacuum(mine, NOW + HOUR_MS, retain)
     # appends and vacuums remove nothing
-    note_removals(mine, [_c(5, "VACUUM END", NOW + 2), _c(4, "WRITE", NOW + 1, APPEND, "Append"),
-                         _c(3, "DELETE", NOW, DELETE)])
+    note_removals(
+        mine,
+        [
+            _c(5, "VACUUM END", NOW + 2),
+            _c(4, "WRITE", NOW + 1, APPEND, "Append"),
+            _c(3, "DELETE", NOW, DELETE),
+        ],
+    )
     assert mine["removal_hours"] == [NOW // HOUR_MS]
     assert not needs_vacuum(mine, NOW + retain - HOUR_MS, retain)
     assert needs_vacuum(mine, NOW + retain + HOUR_MS, retain)
@@ -85,12 +102,15 @@ def _versions(spark: Any, warehouse: Path) -> dict[str, int]:
     from kraftlake.spark.tables import table_path
     from pipelines.compact import COMPACTED
 
-    return {t: int(DeltaTable.forPath(spark, table_path(warehouse, t)).history(1).collect()[0]["version"])
-            for t in COMPACTED}
+    return {
+        t: int(DeltaTable.forPath(spark, table_path(warehouse, t)).history(1).collect()[0]["version"])
+        for t in COMPACTED
+    }
 
 
 def test_a_second_compaction_with_nothing_new_commits_nothing(
-        spark: Any, warehouse: tuple[Path, Path, int], tmp_path: Path) -> None:
+    spark: Any, warehouse: tuple[Path, Path, int], tmp_path: Path
+) -> None:
     from pipelines.compact import COMPACTED, HISTORY_TABLES, compact
     from pipelines.reconstruct import image_at_offset
 
@@ -126,7 +146,8 @@ def test_a_second_compaction_with_nothing_new_commits_nothing(
 
 
 def test_a_concurrent_append_does_not_fail_the_compaction(
-        spark: Any, warehouse: tuple[Path, Path, int], tmp_path: Path) -> None:
+    spark: Any, warehouse: tuple[Path, Path, int], tmp_path: Path
+) -> None:
     """Blind appends to ``metadata_log`` (what the stream writes) while compaction deletes from and optimizes it."""
     import threading
 
@@ -147,8 +168,12 @@ def test_a_concurrent_append_does_not_fail_the_compaction(
         try:
             while not done.is_set() or appended[0] < 2:
                 k = appended[0] + 1
-                (rows.withColumn("offset", rows["offset"] + shift * k).write.format("delta").mode("append")
-                 .save(table_path(w, LOG)))
+                (
+                    rows.withColumn("offset", rows["offset"] + shift * k)
+                    .write.format("delta")
+                    .mode("append")
+                    .save(table_path(w, LOG))
+                )
                 appended[0] = k
         except Exception as exc:  # the test's own writer failing is reported, not swallowed
             errors.append(exc)
@@ -172,6 +197,9 @@ def test_a_concurrent_append_does_not_fail_the_compaction(
     # nothing appends now: whatever was left goes (the OPTIMIZE and VACUUM above are not what this checks again)
     again = compact(spark, w, offset=last // 2, retain_offsets=0, optimize=False)
     assert not again.deferred
-    assert spark.sql(f"SELECT min(offset) AS m FROM {table_ref(w, LOG)}").collect()[0]["m"] > result.snapshot_offset
+    assert (
+        spark.sql(f"SELECT min(offset) AS m FROM {table_ref(w, LOG)}").collect()[0]["m"]
+        > result.snapshot_offset
+    )
     n = spark.sql(f"SELECT count(*) AS n FROM {table_ref(w, LOG)} WHERE offset >= {shift}").collect()[0]["n"]
     assert n == 3 * appended[0]

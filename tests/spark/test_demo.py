@@ -13,8 +13,15 @@ from pipelines.demo import DemoConfig, run_demo
 @pytest.mark.slow
 def test_demo_answers_agree_with_the_image(spark: Any, tmp_path: Path) -> None:
     lines: list[str] = []
-    config = DemoConfig(warehouse=tmp_path / "warehouse", brokers=4, topics=4, partitions_per_topic=2,
-                        events=300, stream_rounds_s=15.0, sample_points=4)
+    config = DemoConfig(
+        warehouse=tmp_path / "warehouse",
+        brokers=4,
+        topics=4,
+        partitions_per_topic=2,
+        events=300,
+        stream_rounds_s=15.0,
+        sample_points=4,
+    )
     report = run_demo(spark, config, say=lines.append)
 
     assert report.sim is not None and report.sim.events == 300

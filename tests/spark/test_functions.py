@@ -56,8 +56,9 @@ def _env() -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600
+    )
 
 
 def _canon(rows: list[dict[str, Any]]) -> list[str]:
@@ -82,7 +83,9 @@ def test_functions_persist_across_processes(small: tuple[Path, Path, list[int]],
     assert made.returncode == 0, made.stderr[-4000:]
     doc = json.loads(made.stdout)
     assert doc["catalog"] == "hive" and doc["database"] == "kraftlake"
-    assert {"kraftlake.partitions_at", "kraftlake.brokers_at_time", "kraftlake.isr_history"} <= set(doc["functions"])
+    assert {"kraftlake.partitions_at", "kraftlake.brokers_at_time", "kraftlake.isr_history"} <= set(
+        doc["functions"]
+    )
     assert "kraftlake.metadata_log" in doc["tables"]
     assert (warehouse / "_metastore" / "metastore_db").is_dir()
     assert not (tmp_path / "derby.log").exists() and (warehouse / "_metastore" / "derby.log").exists()

@@ -23,8 +23,11 @@ def apply_table(tables: dict[str, list[dict[str, Any]]], batch: HistoryBatch, ta
     # one close per key and slice: a MERGE refuses two source rows matching one target row
     assert len({tuple(c[k] for k in key) for c in closes}) == len(closes)
     for c in closes:
-        open_ = [r for r in tables[table] if r["to_offset"] is None
-                 and all(r[k] == c[k] for k in key) and r["from_offset"] < c["to_offset"]]
+        open_ = [
+            r
+            for r in tables[table]
+            if r["to_offset"] is None and all(r[k] == c[k] for k in key) and r["from_offset"] < c["to_offset"]
+        ]
         assert len(open_) <= 1
         for r in open_:
             r["to_offset"] = c["to_offset"]
@@ -37,7 +40,7 @@ def apply_slices(log_dir: Path, size: int) -> dict[str, list[dict[str, Any]]]:
     builder = HistoryBuilder()
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in ENTITIES}
     for i in range(0, len(recs), size):
-        batch = builder.feed(recs[i:i + size])
+        batch = builder.feed(recs[i : i + size])
         assert batch.first_offset == recs[i].offset
         for table in batch.tables():
             apply_table(tables, batch, table)
@@ -49,8 +52,9 @@ def _canon_tables(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[str
 
 
 @pytest.mark.parametrize(("killed", "resumed", "tables_done"), [(97, 13, 3), (40, 150, 7), (60, 60, 11)])
-def test_resume_after_a_torn_slice_with_other_slicing(tmp_path: Path, killed: int, resumed: int,
-                                                      tables_done: int) -> None:
+def test_resume_after_a_torn_slice_with_other_slicing(
+    tmp_path: Path, killed: int, resumed: int, tables_done: int
+) -> None:
     """A run killed inside its third slice (some tables written), resumed with another slice size, ends with
     exactly the tables of an uninterrupted run (``pipelines.ingest.without_written``)."""
     from pipelines.ingest import without_written
@@ -61,27 +65,33 @@ def test_resume_after_a_torn_slice_with_other_slicing(tmp_path: Path, killed: in
     builder = HistoryBuilder()
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in ENTITIES}
     for i in range(3):
-        batch = builder.feed(recs[i * killed:(i + 1) * killed])
+        batch = builder.feed(recs[i * killed : (i + 1) * killed])
         for table in batch.tables()[:tables_done] if i == 2 else batch.tables():
             apply_table(tables, batch, table)
     written = {t: max((r["from_offset"] for r in rows), default=-1) for t, rows in tables.items()}
     done = 2 * killed  # the commit point: the first two slices
     builder = HistoryBuilder(image_at(log_dir, recs[done - 1].offset))
     for i in range(done, len(recs), resumed):
-        batch = without_written(builder.feed(recs[i:i + resumed]), written)
+        batch = without_written(builder.feed(recs[i : i + resumed]), written)
         for table in batch.tables():
             apply_table(tables, batch, table)
     assert _canon_tables(tables) == want
 
 
 def at(tables: dict[str, list[dict[str, Any]]], table: str, n: int) -> list[str]:
-    rows = [{k: v for k, v in r.items() if k not in ("from_offset", "to_offset")} for r in tables[table]
-            if r["from_offset"] <= n and (r["to_offset"] is None or r["to_offset"] > n)]
+    rows = [
+        {k: v for k, v in r.items() if k not in ("from_offset", "to_offset")}
+        for r in tables[table]
+        if r["from_offset"] <= n and (r["to_offset"] is None or r["to_offset"] > n)
+    ]
     return sorted(repr(sorted(r.items())) for r in rows)
 
 
 def expected(log_dir: Path, n: int) -> dict[str, list[str]]:
-    return {t: sorted(repr(sorted(r.items())) for r in rows) for t, rows in entity_rows(image_at(log_dir, n)).items()}
+    return {
+        t: sorted(repr(sorted(r.items())) for r in rows)
+        for t, rows in entity_rows(image_at(log_dir, n)).items()
+    }
 
 
 @pytest.mark.parametrize(("seed", "size"), [(1, 1), (2, 37), (3, 1000)])

@@ -51,8 +51,13 @@ def built(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Built:
     ingest(spark, log_dir, warehouse, batch_records=len(records) // 2 + 1, fold=False)
     assert pending_closes(spark, warehouse) > 0  # the history is read through pending closes
     last = records[-1].offset
-    return Built(log_dir, warehouse, {n: image_at(log_dir, n) for n in range(last + 1)},
-                 {r.offset: r.timestamp for r in records}, last)
+    return Built(
+        log_dir,
+        warehouse,
+        {n: image_at(log_dir, n) for n in range(last + 1)},
+        {r.offset: r.timestamp for r in records},
+        last,
+    )
 
 
 def _partition(image: MetadataImage, topic: str, index: int) -> tuple[str, Any] | None:
@@ -64,8 +69,10 @@ def _partition(image: MetadataImage, topic: str, index: int) -> tuple[str, Any] 
 
 
 def _broker_states(image: MetadataImage) -> dict[int, str]:
-    return {b.id: "fenced" if b.fenced else "in controlled shutdown" if b.in_controlled_shutdown else "registered"
-            for b in image.brokers.values()}
+    return {
+        b.id: "fenced" if b.fenced else "in controlled shutdown" if b.in_controlled_shutdown else "registered"
+        for b in image.brokers.values()
+    }
 
 
 def _covering(frame: pd.DataFrame, n: int) -> pd.DataFrame:
@@ -97,13 +104,19 @@ def _busiest_partition(b: Built) -> tuple[str, int]:
 
 def test_the_log_holds_what_the_figures_draw(built: Built) -> None:
     images = built.images.values()
-    assert any(len(p.isr) < len(p.replicas) for i in images for t in i.topics_by_id.values()
-               for p in t.partitions.values())
+    assert any(
+        len(p.isr) < len(p.replicas)
+        for i in images
+        for t in i.topics_by_id.values()
+        for p in t.partitions.values()
+    )
     assert any(p.leader == -1 for i in images for t in i.topics_by_id.values() for p in t.partitions.values())
     states = {s for i in images for s in _broker_states(i).values()}
     assert states == {"registered", "fenced", "in controlled shutdown"}
     assert len({len(i.brokers) for i in images}) > 2  # registrations and unregistrations
-    assert sum(1 for n in range(1, built.last + 1) if built.images[n].configs != built.images[n - 1].configs) > 5
+    assert (
+        sum(1 for n in range(1, built.last + 1) if built.images[n].configs != built.images[n - 1].configs) > 5
+    )
 
 
 def test_under_replicated_counts_equal_the_image_at_every_offset(spark: Any, built: Built) -> None:
@@ -120,8 +133,11 @@ def test_under_replicated_counts_equal_the_image_at_every_offset(spark: Any, bui
         for n in range(rng.lo, rng.hi + 1):
             row = frame[frame["offset"] <= n].iloc[-1]
             parts = [p for t in built.images[n].topics_by_id.values() for p in t.partitions.values()]
-            expected = (sum(len(p.isr) < len(p.replicas) for p in parts), sum(p.leader == -1 for p in parts),
-                        len(parts))
+            expected = (
+                sum(len(p.isr) < len(p.replicas) for p in parts),
+                sum(p.leader == -1 for p in parts),
+                len(parts),
+            )
             assert (row.under_replicated, row.offline, row.partitions) == expected, n
         # a point only where something changed (the ends aside)
         inner = frame.iloc[1:-1]
@@ -153,8 +169,11 @@ def test_leader_and_isr_segments_equal_the_image(spark: Any, built: Built) -> No
         before = _partition(built.images[row.from_offset - 1], topic, index)
         after = _partition(built.images[row.from_offset], topic, index)
         assert after is not None
-        held = before is not None and before[0] == after[0] and (
-            before[1].leader == row.broker if row.role == "leader" else row.broker in before[1].isr)
+        held = (
+            before is not None
+            and before[0] == after[0]
+            and (before[1].leader == row.broker if row.role == "leader" else row.broker in before[1].isr)
+        )
         assert not held, row
     _check_clipped(frame, built, rng.lo, rng.hi)
 
@@ -196,8 +215,9 @@ def test_config_segments_equal_the_image(spark: Any, built: Built) -> None:
     assert len(frame) >= 5 and frame["to_offset"].notna().any()
     for n in range(rng.lo, rng.hi + 1):
         cover = _covering(frame, n)
-        assert dict(zip(cover["key"], cover["value"], strict=True)) == \
-            dict(built.images[n].configs.get((rtype, resource[1]), {})), n
+        assert dict(zip(cover["key"], cover["value"], strict=True)) == dict(
+            built.images[n].configs.get((rtype, resource[1]), {})
+        ), n
     _check_clipped(frame, built, rng.lo, rng.hi)
 
 
@@ -206,7 +226,9 @@ def test_a_range_by_time_is_the_offsets_at_those_times(spark: Any, built: Built)
     from pipelines.plots import resolve_range
 
     a, b = built.last // 4, built.last // 2
-    rng = resolve_range(spark, built.warehouse, Bound(time_ms=built.stamps[a] + 1), Bound(time_ms=built.stamps[b]))
+    rng = resolve_range(
+        spark, built.warehouse, Bound(time_ms=built.stamps[a] + 1), Bound(time_ms=built.stamps[b])
+    )
     # the state at a time is the one at the last record at or before it
     assert rng.lo == max(o for o, t in built.stamps.items() if t <= built.stamps[a] + 1)
     assert rng.hi == max(o for o, t in built.stamps.items() if t <= built.stamps[b])
@@ -227,8 +249,9 @@ def _spec(path: Path) -> dict[str, Any]:
     return spec
 
 
-def test_the_overview_writes_html_files_holding_each_chart_and_its_data(spark: Any, built: Built,
-                                                                        tmp_path: Path) -> None:
+def test_the_overview_writes_html_files_holding_each_chart_and_its_data(
+    spark: Any, built: Built, tmp_path: Path
+) -> None:
     """What ``make run`` writes: one figure per kind, each file holding its Vega-Lite spec and the frame."""
     from pipelines.plots import write_overview
 
@@ -254,18 +277,62 @@ def test_the_overview_writes_html_files_holding_each_chart_and_its_data(spark: A
         assert layers[0]["encoding"]["x"]["scale"]["type"] == "utc"
 
 
-def test_the_command_writes_the_file_and_refuses_what_it_cannot(spark: Any, built: Built, tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_writes_the_file_and_refuses_what_it_cannot(
+    spark: Any, built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kraftlake.cli import main
 
     out = tmp_path / "b.html"
-    assert main(["plot", "--warehouse", str(built.warehouse), "brokers", "--broker", "1", "--from", "2",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "--warehouse",
+                str(built.warehouse),
+                "brokers",
+                "--broker",
+                "1",
+                "--from",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert str(out) in capsys.readouterr().out and _spec(out)["datasets"]
-    assert main(["plot", "--warehouse", str(built.warehouse), "partition", "--topic", "nope", "--partition", "0",
-                 "--out", str(tmp_path / "p.html")]) == 2
+    assert (
+        main(
+            [
+                "plot",
+                "--warehouse",
+                str(built.warehouse),
+                "partition",
+                "--topic",
+                "nope",
+                "--partition",
+                "0",
+                "--out",
+                str(tmp_path / "p.html"),
+            ]
+        )
+        == 2
+    )
     assert "partition nope-0 does not exist" in capsys.readouterr().err
-    assert main(["plot", "--warehouse", str(built.warehouse), "under-replicated", "--to",
-                 str(built.last + 5), "--out", str(tmp_path / "u.html")]) == 2
+    assert (
+        main(
+            [
+                "plot",
+                "--warehouse",
+                str(built.warehouse),
+                "under-replicated",
+                "--to",
+                str(built.last + 5),
+                "--out",
+                str(tmp_path / "u.html"),
+            ]
+        )
+        == 2
+    )
     assert f"past the warehouse's last offset {built.last}" in capsys.readouterr().err
     assert not (tmp_path / "p.html").exists() and not (tmp_path / "u.html").exists()

@@ -58,8 +58,14 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _cli(args: list[str], **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "kraftlake.cli", *args], cwd=REPO, env=_env(**env),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kraftlake.cli", *args],
+        cwd=REPO,
+        env=_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str, str]:
@@ -91,9 +97,26 @@ def server(small: tuple[Path, Path, list[int]], tmp_path_factory: pytest.TempPat
     log = root / "serve.log"
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kraftlake.cli", "serve", "--warehouse", str(small[1]), "--port", "0",
-             "--jdbc-port", "0", "--token-file", str(token_file)],
-            cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=err, text=True)
+            [
+                sys.executable,
+                "-m",
+                "kraftlake.cli",
+                "serve",
+                "--warehouse",
+                str(small[1]),
+                "--port",
+                "0",
+                "--jdbc-port",
+                "0",
+                "--token-file",
+                str(token_file),
+            ],
+            cwd=REPO,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
     try:
         assert proc.stdout is not None
         lines = []
@@ -143,8 +166,13 @@ def _beeline(jdbc: str, queries: list[str], tmp_path: Path) -> list[list[list[st
     script = tmp_path / "queries.sql"
     script.write_text("".join(q + ";\n" for q in queries))
     beeline = Path(pyspark.__file__).parent / "bin" / "beeline"
-    done = subprocess.run([str(beeline), "-u", jdbc, "--outputformat=tsv2", "--silent=true", "-f", str(script)],
-                          env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(beeline), "-u", jdbc, "--outputformat=tsv2", "--silent=true", "-f", str(script)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     results: list[list[list[str]]] = []
     for line in done.stdout.split("\n"):
@@ -160,8 +188,9 @@ def _beeline(jdbc: str, queries: list[str], tmp_path: Path) -> list[list[list[st
     return results
 
 
-def test_connect_and_jdbc_answer_as_in_process_and_the_image(spark: Any, small: tuple[Path, Path, list[int]],
-                                                             server: Served, tmp_path: Path) -> None:
+def test_connect_and_jdbc_answer_as_in_process_and_the_image(
+    spark: Any, small: tuple[Path, Path, list[int]], server: Served, tmp_path: Path
+) -> None:
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
     from kraftlake.spark.sql import register
@@ -182,7 +211,9 @@ def test_connect_and_jdbc_answer_as_in_process_and_the_image(spark: Any, small: 
     for entity, result in zip(ENTITIES_COMPARED, _beeline(server.jdbc, queries, tmp_path), strict=True):
         header, *rows = result
         typed = {**types, **dict(ENTITIES[entity].columns)}
-        via_jdbc.append([{c: _jdbc_value(v, typed[c]) for c, v in zip(header, row, strict=True)} for row in rows])
+        via_jdbc.append(
+            [{c: _jdbc_value(v, typed[c]) for c, v in zip(header, row, strict=True)} for row in rows]
+        )
 
     for entity, here, connect, jdbc in zip(ENTITIES_COMPARED, local, via_connect, via_jdbc, strict=True):
         assert here, entity
@@ -190,8 +221,11 @@ def test_connect_and_jdbc_answer_as_in_process_and_the_image(spark: Any, small: 
         assert _canon(jdbc) == _canon(here), entity
         for n in offsets:
             expected = entity_rows(image_at(log_dir, n))[entity]
-            got = [{k: v for k, v in r.items() if k not in ("at_offset", "from_offset")}
-                   for r in connect if r["at_offset"] == n]
+            got = [
+                {k: v for k, v in r.items() if k not in ("at_offset", "from_offset")}
+                for r in connect
+                if r["at_offset"] == n
+            ]
             assert _canon(got) == _canon(expected), (entity, n)
 
 
@@ -204,17 +238,22 @@ def _local(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_sql_and_state_remote_print_what_local_prints(spark: Any, small: tuple[Path, Path, list[int]],
-                                                       server: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sql_and_state_remote_print_what_local_prints(
+    spark: Any, small: tuple[Path, Path, list[int]], server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, warehouse, offsets = small
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
-    query = (f"SELECT topic, `partition`, leader, isr, directories FROM partitions_at({offsets[1]}) "
-             "ORDER BY topic, `partition`")
+    query = (
+        f"SELECT topic, `partition`, leader, isr, directories FROM partitions_at({offsets[1]}) "
+        "ORDER BY topic, `partition`"
+    )
     state = ["state", "--offset", str(offsets[-1]), "--entity", "brokers", "--format", "jsonl"]
     # both remote clients at once (no JVM: Python and gRPC only); the server's warehouse is named in one of
     # them, checked against the one it serves
-    by_flag = _cli(["sql", "--remote", server.connect, "--warehouse", str(warehouse), query],
-                   SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN)
+    by_flag = _cli(
+        ["sql", "--remote", server.connect, "--warehouse", str(warehouse), query],
+        SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN,
+    )
     by_env = _cli(state, SPARK_REMOTE=server.with_token)
     remote_sql, remote_state = _finish(by_flag), _finish(by_env)
     local_sql = _local(["sql", "--warehouse", str(warehouse), query])
@@ -225,34 +264,42 @@ def test_sql_and_state_remote_print_what_local_prints(spark: Any, small: tuple[P
     assert remote_state == local_state
 
 
-def test_errors_through_connect_are_one_line(spark: Any, small: tuple[Path, Path, list[int]], server: Served,
-                                             tmp_path: Path) -> None:
+def test_errors_through_connect_are_one_line(
+    spark: Any, small: tuple[Path, Path, list[int]], server: Served, tmp_path: Path
+) -> None:
     _, warehouse, _ = small
     negative = "SELECT * FROM partitions_at(-1)"
     runs = {
         "negative": _cli(["sql", "--remote", server.with_token, negative]),
         "no token": _cli(["sql", "--remote", server.connect, "SELECT 1"]),
         "wrong token": _cli(["sql", "--remote", f"{server.connect}/;token=not-{TOKEN}", "SELECT 1"]),
-        "127.0.0.1 with a token": _cli(["sql", "--remote", f"sc://127.0.0.1:{server.port}", "SELECT 1"],
-                                       SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN),
-        "other warehouse": _cli(["sql", "--remote", server.with_token, "--warehouse", str(tmp_path), "SELECT 1"]),
+        "127.0.0.1 with a token": _cli(
+            ["sql", "--remote", f"sc://127.0.0.1:{server.port}", "SELECT 1"],
+            SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN,
+        ),
+        "other warehouse": _cli(
+            ["sql", "--remote", server.with_token, "--warehouse", str(tmp_path), "SELECT 1"]
+        ),
     }
     got = {name: _finish(proc, 120) for name, proc in runs.items()}
     local = _local(["sql", "--warehouse", str(warehouse), negative])
     assert local == (2, "", "kraftlake sql: error: offset -1 is negative\n")
     assert got["negative"] == local
-    for name, text in (("no token", "refused us: No authentication token provided"),
-                       ("wrong token", "refused us: Invalid authentication token"),
-                       ("127.0.0.1 with a token", f"name the local endpoint sc://localhost:{server.port}"),
-                       ("other warehouse", f"serves the warehouse {warehouse.resolve()}, not {tmp_path}")):
+    for name, text in (
+        ("no token", "refused us: No authentication token provided"),
+        ("wrong token", "refused us: Invalid authentication token"),
+        ("127.0.0.1 with a token", f"name the local endpoint sc://localhost:{server.port}"),
+        ("other warehouse", f"serves the warehouse {warehouse.resolve()}, not {tmp_path}"),
+    ):
         code, out, err = got[name]
         assert (code, out) == (2, ""), (name, err)
         assert err.startswith("kraftlake sql: error: ") and err.count("\n") == 1 and text in err, (name, err)
         assert TOKEN not in err
 
 
-def test_serve_refuses_before_starting_spark(small: tuple[Path, Path, list[int]], tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_refuses_before_starting_spark(
+    small: tuple[Path, Path, list[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, warehouse, _ = small
     monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
     token = tmp_path / "token"
@@ -261,15 +308,20 @@ def test_serve_refuses_before_starting_spark(small: tuple[Path, Path, list[int]]
         busy = taken.getsockname()[1]
         for argv, text in (
             (["--host", "0.0.0.0"], "0.0.0.0 is not a loopback address: Spark Connect there needs a token"),
-            (["--host", "0.0.0.0", "--token-file", str(token), "--jdbc-port", "0"],
-             "the JDBC server has no authentication here"),
+            (
+                ["--host", "0.0.0.0", "--token-file", str(token), "--jdbc-port", "0"],
+                "the JDBC server has no authentication here",
+            ),
             (["--port", str(busy)], f"Spark Connect port {busy} on 127.0.0.1 is in use"),
             (["--port", "0", "--jdbc-port", str(busy)], f"JDBC port {busy} on 127.0.0.1 is in use"),
             (["--token-file", str(tmp_path / "missing")], "cannot read the token file"),
         ):
             code, out, err = _local(["serve", "--warehouse", str(warehouse), *argv])
             assert (code, out) == (2, ""), (argv, err)
-            assert err.startswith("kraftlake serve: error: ") and err.count("\n") == 1 and text in err, (argv, err)
+            assert err.startswith("kraftlake serve: error: ") and err.count("\n") == 1 and text in err, (
+                argv,
+                err,
+            )
     code, _, err = _local(["serve", "--warehouse", str(tmp_path)])
     assert code == 2 and "holds no kraftlake warehouse" in err
     code, _, err = _local(["sql", "--remote", f"sc://localhost:{busy}", "SELECT 1"])

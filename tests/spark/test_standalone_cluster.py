@@ -37,7 +37,7 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-PROBE = '''
+PROBE = """
 import sys
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.getOrCreate()
@@ -48,7 +48,7 @@ def where(_):
 print("PROBE " + repr(spark.sparkContext.parallelize(range(2), 2).mapPartitions(where).collect()))
 print("MASTER " + spark.sparkContext.master)
 spark.stop()
-'''
+"""
 
 
 def _pyspark_home() -> Path:
@@ -93,19 +93,58 @@ def standalone_cluster(root: Path, env: dict[str, str]) -> Iterator[tuple[str, P
     try:
         master_log = root / "master.log"
         with master_log.open("wb") as out:
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
-                 str(port), "--webui-port", "0"], stdout=out, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True))
-        _wait_for(lambda: "I have been elected leader" in master_log.read_text(), 120, "the master", master_log)
+            procs.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.master.Master",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(port),
+                        "--webui-port",
+                        "0",
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+            )
+        _wait_for(
+            lambda: "I have been elected leader" in master_log.read_text(), 120, "the master", master_log
+        )
         worker_log = root / "worker.log"
         with worker_log.open("wb") as out:
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--cores", "1", "--memory", "1g",
-                 "--host", "127.0.0.1", "--webui-port", "0", "--work-dir", str(work)],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        _wait_for(lambda: "Successfully registered with master" in worker_log.read_text(), 120, "the worker",
-                  worker_log)
+            procs.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.worker.Worker",
+                        url,
+                        "--cores",
+                        "1",
+                        "--memory",
+                        "1g",
+                        "--host",
+                        "127.0.0.1",
+                        "--webui-port",
+                        "0",
+                        "--work-dir",
+                        str(work),
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+            )
+        _wait_for(
+            lambda: "Successfully registered with master" in worker_log.read_text(),
+            120,
+            "the worker",
+            worker_log,
+        )
         yield url, work
     finally:
         for proc in reversed(procs):
@@ -124,8 +163,22 @@ def _build_package(root: Path) -> Path:
         if (REPO / f).exists():
             shutil.copy(REPO / f, src / f)
     dist = root / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(dist), str(src)], check=True, cwd=src)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(src),
+        ],
+        check=True,
+        cwd=src,
+    )
     (wheel,) = dist.glob("kraftlake-*.whl")
     shipped = dist / (wheel.name.removesuffix(".whl") + ".zip")
     shutil.copy(wheel, shipped)
@@ -141,19 +194,31 @@ def _isolated_python(root: Path) -> Path:
     site = Path(sysconfig.get_paths()["purelib"])
     (next(venv.glob("lib/python*/site-packages")) / "main-venv.pth").write_text(f"{site}\n")
     python = venv / "bin" / "python"
-    check = subprocess.run([str(python), "-c", "import pyspark, pyarrow\nimport kraftlake"], cwd=root,
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [str(python), "-c", "import pyspark, pyarrow\nimport kraftlake"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert "No module named 'kraftlake'" in check.stderr, check.stderr
     return python
 
 
 def _submit(args: list[str], env: dict[str, str], log: Path, cwd: Path) -> str:
     t0 = time.monotonic()
-    proc = subprocess.run([str(_pyspark_home() / "bin" / "spark-submit"), *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [str(_pyspark_home() / "bin" / "spark-submit"), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     with log.open("a") as f:
-        f.write(f"$ spark-submit {' '.join(args)}\n{proc.stdout}\n{proc.stderr}\n"
-                f"({time.monotonic() - t0:.1f}s, exit {proc.returncode})\n")
+        f.write(
+            f"$ spark-submit {' '.join(args)}\n{proc.stdout}\n{proc.stderr}\n"
+            f"({time.monotonic() - t0:.1f}s, exit {proc.returncode})\n"
+        )
     assert proc.returncode == 0, f"spark-submit failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-5000:]}"
     return proc.stdout
 
@@ -177,9 +242,14 @@ def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path) -> Non
     package = _build_package(tmp_path)
     python = _isolated_python(tmp_path)
     timings["build"] = time.monotonic() - t0
-    env = {**os.environ, "SPARK_HOME": str(_pyspark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
-           "KRAFTLAKE_JARS": str(jar_cache()), "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(_pyspark_home()),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "KRAFTLAKE_JARS": str(jar_cache()),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
     env.pop("PYTHONPATH", None)
     jars = ",".join(str(j) for j in delta_jars())
     query = f"SELECT * FROM partitions_at({last // 2}) ORDER BY topic, partition"
@@ -188,9 +258,22 @@ def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path) -> Non
     t1 = time.monotonic()
     with standalone_cluster(tmp_path, env) as (url, work):
         timings["cluster_start"] = time.monotonic() - t1
-        common = ["--master", url, "--py-files", str(package), "--jars", jars,
-                  "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={sys.executable}",
-                  "--conf", "spark.executor.memory=768m", "--conf", "spark.cores.max=1"]
+        common = [
+            "--master",
+            url,
+            "--py-files",
+            str(package),
+            "--jars",
+            jars,
+            "--conf",
+            f"spark.pyspark.python={python}",
+            "--conf",
+            f"spark.pyspark.driver.python={sys.executable}",
+            "--conf",
+            "spark.executor.memory=768m",
+            "--conf",
+            "spark.cores.max=1",
+        ]
         t2 = time.monotonic()
         probe = tmp_path / "probe.py"
         probe.write_text(PROBE)
@@ -202,16 +285,41 @@ def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path) -> Non
             # the executor imported kraftlake from the shipped archive, fetched into its work dir
             assert f"{package.name}/kraftlake/__init__.py" in path and str(REPO) not in path, path
         cluster_w = tmp_path / "cluster-warehouse"
-        _submit([*common, str(REPO / "jobs" / "ingest.py"), "--log-dir", str(log_dir), "--warehouse",
-                 str(cluster_w)], env, submit_log, tmp_path)
-        remote = _submit([*common, str(REPO / "jobs" / "sql.py"), "--warehouse", str(cluster_w), "--format",
-                          "jsonl", query], env, submit_log, tmp_path)
+        _submit(
+            [
+                *common,
+                str(REPO / "jobs" / "ingest.py"),
+                "--log-dir",
+                str(log_dir),
+                "--warehouse",
+                str(cluster_w),
+            ],
+            env,
+            submit_log,
+            tmp_path,
+        )
+        remote = _submit(
+            [
+                *common,
+                str(REPO / "jobs" / "sql.py"),
+                "--warehouse",
+                str(cluster_w),
+                "--format",
+                "jsonl",
+                query,
+            ],
+            env,
+            submit_log,
+            tmp_path,
+        )
         timings["cluster_jobs"] = time.monotonic() - t2
         # the applications ran on the worker's executors (one app dir per spark-submit)
         assert len(list(work.glob("app-*"))) == 3
     # the oracle: the image at that offset, its partitions as `kraftlake image` renders them
     doc = image_json(image_at(log_dir, last // 2))
-    want = [{"topic": t["name"], "topic_id": t["topic_id"], **p} for t in doc["topics"] for p in t["partitions"]]
+    want = [
+        {"topic": t["name"], "topic_id": t["topic_id"], **p} for t in doc["topics"] for p in t["partitions"]
+    ]
     got = [json.loads(line) for line in remote.splitlines() if line.startswith("{")]
     for row in got:
         assert row.pop("from_offset") <= last // 2

@@ -44,8 +44,18 @@ def test_stream_a_live_cluster(spark: Any, kafka: KafkaPeer, tmp_path: Path) -> 
 
     def run(until: int | None, timeout: float) -> None:
         try:
-            results.append(stream(spark, "kafka", options, warehouse, trigger_interval_s=0.5, until_offset=until,
-                                  timeout_s=timeout, fold_at=None))
+            results.append(
+                stream(
+                    spark,
+                    "kafka",
+                    options,
+                    warehouse,
+                    trigger_interval_s=0.5,
+                    until_offset=until,
+                    timeout_s=timeout,
+                    fold_at=None,
+                )
+            )
         except BaseException as exc:
             errors.append(exc)
 

@@ -67,9 +67,20 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
 
     def run() -> None:
         try:
-            results.append(stream(spark, "log-dir", {"path": str(live)}, warehouse, trigger_interval_s=0.3,
-                                  max_records_per_batch=40, until_offset=last, timeout_s=600,
-                                  progress=lambda p: committed.append(p.last_offset), fold_at=8))
+            results.append(
+                stream(
+                    spark,
+                    "log-dir",
+                    {"path": str(live)},
+                    warehouse,
+                    trigger_interval_s=0.3,
+                    max_records_per_batch=40,
+                    until_offset=last,
+                    timeout_s=600,
+                    progress=lambda p: committed.append(p.last_offset),
+                    fold_at=8,
+                )
+            )
         except BaseException as exc:  # handed to the test thread
             errors.append(exc)
 
@@ -97,7 +108,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
         time.sleep(2)
         assert last_offset(spark, warehouse) == before_last  # the torn batch still held back
         with open(live / name, "ab") as f:
-            f.write(data[len(data) // 2:])
+            f.write(data[len(data) // 2 :])
     finally:
         t.join(600)
     assert not errors, errors

@@ -30,13 +30,22 @@ def _log_with_a_bad_record(root: Path) -> tuple[Path, int, int]:
         elif isinstance(rec, m.RemoveTopicRecord) and rec.topic_id in alive:
             alive.remove(rec.topic_id)
     topic_id = alive[0]
-    bad = m.PartitionRecord(partition_id=999, topic_id=topic_id, replicas=(1, 2), isr=(1, 7), leader=1,
-                            leader_epoch=0, partition_epoch=0)
+    bad = m.PartitionRecord(
+        partition_id=999,
+        topic_id=topic_id,
+        replicas=(1, 2),
+        isr=(1, 7),
+        leader=1,
+        leader_epoch=0,
+        partition_epoch=0,
+    )
     records.insert(at, bad)
     d = root / "__cluster_metadata-0"
     d.mkdir(parents=True)
     values = [_encode(r) for r in records]
-    batches = [build_data_batch(i, 1, 1_700_000_000_000 + i, values[i:i + 5]) for i in range(0, len(values), 5)]
+    batches = [
+        build_data_batch(i, 1, 1_700_000_000_000 + i, values[i : i + 5]) for i in range(0, len(values), 5)
+    ]
     (d / segment_filename(0)).write_bytes(b"".join(batches))
     return d, at, len(values)
 
@@ -48,8 +57,9 @@ def test_failing_rows_are_quarantined_and_the_rest_commits(spark: Any, tmp_path:
 
     log_dir, bad_offset, n = _log_with_a_bad_record(tmp_path / "src")
     warehouse = tmp_path / "wh"
-    result = stream(spark, "log-dir", {"path": str(log_dir)}, warehouse, available_now=True,
-                    max_records_per_batch=60)
+    result = stream(
+        spark, "log-dir", {"path": str(log_dir)}, warehouse, available_now=True, max_records_per_batch=60
+    )
     assert result.records == n and result.batches > 1
     assert result.quarantined == 1
     rows = spark.sql(f"SELECT offset, type, reasons FROM {table_ref(warehouse, QUARANTINE)}").collect()
@@ -57,6 +67,8 @@ def test_failing_rows_are_quarantined_and_the_rest_commits(spark: Any, tmp_path:
     assert "record_partition_isr_subset_of_replicas" in rows[0]["reasons"]
     logged = spark.sql(f"SELECT count(*) AS c FROM {table_ref(warehouse, 'metadata_log')}").first()["c"]
     assert logged == n  # nothing lost: the log keeps every record, as Kafka applied it
-    part = spark.sql(f"SELECT isr FROM {table_ref(warehouse, 'partitions')} "
-                     f"WHERE `partition` = 999 AND from_offset = {bad_offset}").collect()
+    part = spark.sql(
+        f"SELECT isr FROM {table_ref(warehouse, 'partitions')} "
+        f"WHERE `partition` = 999 AND from_offset = {bad_offset}"
+    ).collect()
     assert [list(r["isr"]) for r in part] == [[1, 7]]  # the history is the image's, bad record included

@@ -32,9 +32,15 @@ K = 48
 
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalQuorum, int]]:
-    cfg = QuorumConfig(voters=frozenset({1, 2, 3}), election_timeout_ms=300, fetch_timeout_ms=600,
-                       election_backoff_max_ms=300, request_timeout_ms=1000, max_fetch_wait_ms=200,
-                       append_linger_ms=5)
+    cfg = QuorumConfig(
+        voters=frozenset({1, 2, 3}),
+        election_timeout_ms=300,
+        fetch_timeout_ms=600,
+        election_backoff_max_ms=300,
+        request_timeout_ms=1000,
+        max_fetch_wait_ms=200,
+        append_linger_ms=5,
+    )
     q = LocalQuorum(3, tmp_path_factory.mktemp("quorum"), CLUSTER, fsync=False, quorum=cfg)
     q.start()
     try:
@@ -42,7 +48,7 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalQuor
         values = [_encode(r) for r in synthetic_records(5, 60)]
         last = -1
         for i in range(0, len(values), 7):
-            _, last = q.append(values[i:i + 7]).result(timeout=30)
+            _, last = q.append(values[i : i + 7]).result(timeout=30)
         yield q, last
     finally:
         q.stop()
@@ -68,31 +74,46 @@ def table_counts(spark: Any, warehouse: Path, upto: int) -> dict[str, int]:
     from kraftlake.spark.history import ENTITIES
     from kraftlake.spark.tables import table_ref
 
-    parts = [f"SELECT '{n}' AS t, count(*) AS c FROM {table_ref(warehouse, n)} WHERE offset <= {upto}"
-             for n in ("metadata_log", "offsets")]
-    parts += [f"SELECT '{n}' AS t, count(*) AS c FROM {table_ref(warehouse, n)} WHERE from_offset <= {upto}"
-              for n in ENTITIES]
-    parts += [f"SELECT '{n} duplicates' AS t, count(*) - count(DISTINCT offset) AS c FROM {table_ref(warehouse, n)}"
-              for n in ("metadata_log", "offsets")]
+    parts = [
+        f"SELECT '{n}' AS t, count(*) AS c FROM {table_ref(warehouse, n)} WHERE offset <= {upto}"
+        for n in ("metadata_log", "offsets")
+    ]
+    parts += [
+        f"SELECT '{n}' AS t, count(*) AS c FROM {table_ref(warehouse, n)} WHERE from_offset <= {upto}"
+        for n in ENTITIES
+    ]
+    parts += [
+        f"SELECT '{n} duplicates' AS t, count(*) - count(DISTINCT offset) AS c FROM {table_ref(warehouse, n)}"
+        for n in ("metadata_log", "offsets")
+    ]
     counts = {r["t"]: r["c"] for r in spark.sql(" UNION ALL ".join(parts)).collect()}
     assert counts.pop("metadata_log duplicates") == 0 and counts.pop("offsets duplicates") == 0, warehouse
     return counts
 
 
 @pytest.fixture(scope="module")
-def streamed(spark: Any, quorum: tuple[LocalQuorum, int], tmp_path_factory: pytest.TempPathFactory
-             ) -> tuple[Path, Any]:
+def streamed(
+    spark: Any, quorum: tuple[LocalQuorum, int], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Any]:
     from pipelines.stream import stream
 
     q, _ = quorum
     warehouse = tmp_path_factory.mktemp("stream-wh")
-    result = stream(spark, "service", {"bootstrap": bootstrap(q), "clusterId": CLUSTER}, warehouse,
-                    available_now=True, max_records_per_batch=K, timeout_s=600)
+    result = stream(
+        spark,
+        "service",
+        {"bootstrap": bootstrap(q), "clusterId": CLUSTER},
+        warehouse,
+        available_now=True,
+        max_records_per_batch=K,
+        timeout_s=600,
+    )
     return warehouse, result
 
 
-def test_stream_equals_batch_ingest_and_image(spark: Any, quorum: tuple[LocalQuorum, int],
-                                              streamed: tuple[Path, Any], tmp_path: Path) -> None:
+def test_stream_equals_batch_ingest_and_image(
+    spark: Any, quorum: tuple[LocalQuorum, int], streamed: tuple[Path, Any], tmp_path: Path
+) -> None:
     from kraftlake.spark.sql import register
     from pipelines.ingest import ingest
 
@@ -126,14 +147,37 @@ CLI_BATCH = 60
 def _cli(q: LocalQuorum, warehouse: Path, *extra: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable)
     return subprocess.Popen(
-        [sys.executable, "-m", "kraftlake.cli", "stream", "--source", "service", "--bootstrap", bootstrap(q),
-         "--cluster-id", CLUSTER, "--warehouse", str(warehouse), "--trigger-interval", "0.2",
-         "--max-records-per-batch", str(CLI_BATCH), *extra],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "kraftlake.cli",
+            "stream",
+            "--source",
+            "service",
+            "--bootstrap",
+            bootstrap(q),
+            "--cluster-id",
+            CLUSTER,
+            "--warehouse",
+            str(warehouse),
+            "--trigger-interval",
+            "0.2",
+            "--max-records-per-batch",
+            str(CLI_BATCH),
+            *extra,
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
-def test_kill_9_and_restart_gives_the_uninterrupted_tables(spark: Any, quorum: tuple[LocalQuorum, int],
-                                                           streamed: tuple[Path, Any], tmp_path: Path) -> None:
+def test_kill_9_and_restart_gives_the_uninterrupted_tables(
+    spark: Any, quorum: tuple[LocalQuorum, int], streamed: tuple[Path, Any], tmp_path: Path
+) -> None:
     from kraftlake.spark.sql import register
 
     q, last = quorum
@@ -167,9 +211,13 @@ def test_kill_9_and_restart_gives_the_uninterrupted_tables(spark: Any, quorum: t
     assert table_counts(spark, warehouse, end) == table_counts(spark, uninterrupted, end)
     offsets = [0, last // 3, last // 2, last]
     register(spark, warehouse)
-    got = {n: sorted(json.dumps(r, sort_keys=True) for r in rows)
-           for n, rows in query_at(spark, "partitions", offsets).items()}
+    got = {
+        n: sorted(json.dumps(r, sort_keys=True) for r in rows)
+        for n, rows in query_at(spark, "partitions", offsets).items()
+    }
     register(spark, uninterrupted)
-    exp = {n: sorted(json.dumps(r, sort_keys=True) for r in rows)
-           for n, rows in query_at(spark, "partitions", offsets).items()}
+    exp = {
+        n: sorted(json.dumps(r, sort_keys=True) for r in rows)
+        for n, rows in query_at(spark, "partitions", offsets).items()
+    }
     assert got == exp

@@ -26,8 +26,9 @@ def sim_warehouse(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
 
     root = tmp_path_factory.mktemp("validate")
     log = LocalMetadataLog(root / "data", cluster_id="validate-cluster-0000")
-    ClusterSimulator(ClusterSimConfig(brokers=5, topics=6, partitions_per_topic=3, events=400, seed=5,
-                                      check_every=50), log).run()
+    ClusterSimulator(
+        ClusterSimConfig(brokers=5, topics=6, partitions_per_topic=3, events=400, seed=5, check_every=50), log
+    ).run()
     log.close()
     warehouse = root / "warehouse"
     ingest(spark, root / "data", warehouse, batch_records=100_000)
@@ -39,8 +40,10 @@ def test_good_warehouse_passes_and_builds_docs(spark: Any, sim_warehouse: Path) 
 
     t0 = time.monotonic()
     report = validate(spark, sim_warehouse)
-    print(f"GX validation of the good warehouse: {time.monotonic() - t0:.1f}s "
-          f"({ {k: round(v, 1) for k, v in report.table_seconds.items()} })")
+    print(
+        f"GX validation of the good warehouse: {time.monotonic() - t0:.1f}s "
+        f"({ {k: round(v, 1) for k, v in report.table_seconds.items()} })"
+    )
     assert report.failures == []
     assert report.success
     assert report.evaluated >= 40
@@ -50,8 +53,9 @@ def test_good_warehouse_passes_and_builds_docs(spark: Any, sim_warehouse: Path) 
     assert len(list((index.parent / "validations").rglob("*.html"))) >= len(report.table_seconds)
 
 
-def test_corrupted_warehouse_fails_with_the_right_expectations(spark: Any, sim_warehouse: Path,
-                                                               tmp_path: Path) -> None:
+def test_corrupted_warehouse_fails_with_the_right_expectations(
+    spark: Any, sim_warehouse: Path, tmp_path: Path
+) -> None:
     from kraftlake.cli import main
     from kraftlake.spark.tables import table_ref
 
@@ -72,8 +76,19 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(spark: Any, sim_w
     spark.sql(f"DELETE FROM {offsets} WHERE offset = {mid}")
     out = io.StringIO()
     with redirect_stdout(out):
-        code = main(["validate", "--warehouse", str(warehouse), "--table", "offsets", "--table", "partitions",
-                     "--table", "topics"])
+        code = main(
+            [
+                "validate",
+                "--warehouse",
+                str(warehouse),
+                "--table",
+                "offsets",
+                "--table",
+                "partitions",
+                "--table",
+                "topics",
+            ]
+        )
     text = out.getvalue()
     assert code == 1, text
     failed = set(re.findall(r"^FAILED (\w+): (\w+) ", text, re.M))
@@ -81,8 +96,9 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(spark: Any, sim_w
     assert "(unexpected_rows_expectation)" in text and "data docs (local_site): file://" in text
 
 
-def test_validate_records_quarantines_bad_rows_and_keeps_the_rest(spark: Any, sim_warehouse: Path,
-                                                                   tmp_path: Path) -> None:
+def test_validate_records_quarantines_bad_rows_and_keeps_the_rest(
+    spark: Any, sim_warehouse: Path, tmp_path: Path
+) -> None:
     from pyspark.sql import functions as F
 
     from kraftlake.spark.tables import LOG, table_path
@@ -91,13 +107,17 @@ def test_validate_records_quarantines_bad_rows_and_keeps_the_rest(spark: Any, si
     log = spark.read.format("delta").load(table_path(sim_warehouse, LOG))
     total = log.count()
     victim = log.filter("type = 'PartitionRecord'").orderBy("offset").limit(1)
-    bad_row = victim.withColumn("partition_record", F.col("partition_record").withField("isr", F.array(F.lit(77))))
+    bad_row = victim.withColumn(
+        "partition_record", F.col("partition_record").withField("isr", F.array(F.lit(77)))
+    )
     batch = log.filter(~F.col("offset").isin([r["offset"] for r in victim.collect()])).unionByName(bad_row)
     good, bad = validate_records(batch)
     bad_rows = bad.collect()
     assert len(bad_rows) == 1
-    assert bad_rows[0]["reasons"] == ["record_partition_isr_subset_of_replicas",
-                                      "record_partition_leader_in_isr_or_none"]
+    assert bad_rows[0]["reasons"] == [
+        "record_partition_isr_subset_of_replicas",
+        "record_partition_leader_in_isr_or_none",
+    ]
     assert good.count() == total - 1
     assert good.schema == log.schema
     warehouse = tmp_path / "w"

@@ -21,9 +21,23 @@ from kraftlake.image.render import image_json
 from kraftlake.image.source import log_records
 from kraftlake.spark.history import ENTITIES, entity_rows
 
-PARTITION_COLUMNS = ["topic", "topic_id", "partition", "replicas", "isr", "removing_replicas", "adding_replicas",
-                     "leader", "leader_recovery_state", "leader_epoch", "partition_epoch", "directories",
-                     "eligible_leader_replicas", "last_known_elr", "from_offset"]
+PARTITION_COLUMNS = [
+    "topic",
+    "topic_id",
+    "partition",
+    "replicas",
+    "isr",
+    "removing_replicas",
+    "adding_replicas",
+    "leader",
+    "leader_recovery_state",
+    "leader_epoch",
+    "partition_epoch",
+    "directories",
+    "eligible_leader_replicas",
+    "last_known_elr",
+    "from_offset",
+]
 
 
 def _canon(rows: list[dict[str, Any]]) -> list[str]:
@@ -61,7 +75,11 @@ def assert_state_matches(spark: Any, log_dir: Path, offsets: list[int]) -> None:
     got = query_at(spark, "partitions", offsets)
     for n in offsets:
         doc = image_json(images[n])
-        exp = [{"topic": t["name"], "topic_id": t["topic_id"], **p} for t in doc["topics"] for p in t["partitions"]]
+        exp = [
+            {"topic": t["name"], "topic_id": t["topic_id"], **p}
+            for t in doc["topics"]
+            for p in t["partitions"]
+        ]
         assert _canon(got[n]) == _canon(exp), n
 
 
@@ -80,8 +98,9 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Pat
     return log_dir, warehouse, [0, 7, last // 3, last // 2, (2 * last) // 3, last]
 
 
-def test_image_at_offset_reads_the_tail_in_ranges(spark: Any, synthetic: tuple[Path, Path, list[int]],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_image_at_offset_reads_the_tail_in_ranges(
+    spark: Any, synthetic: tuple[Path, Path, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The warehouse's image at N equals the log's, when the tail is read in many small offset ranges."""
     import pipelines.reconstruct as reconstruct
 
@@ -113,13 +132,19 @@ def test_reingest_is_a_no_op_and_a_torn_slice_is_replayed(
     first = ingest(spark, _prefix_log(log_dir, tmp_path / "prefix", 200), warehouse, batch_records=200)
     p = first.last_offset
     assert 150 < p < 200
-    torn = (spark.read.format("kraftlake-log").option("startOffset", p + 1).option("endOffset", p + 200)
-            .load(str(log_dir)))
+    torn = (
+        spark.read.format("kraftlake-log")
+        .option("startOffset", p + 1)
+        .option("endOffset", p + 200)
+        .load(str(log_dir))
+    )
     append(to_stored_log(torn), warehouse, LOG, p + 200)
     again = ingest(spark, log_dir, warehouse, batch_records=200)
     assert again.first_offset == p + 1
     assert ingest(spark, log_dir, warehouse, batch_records=200).records == 0
-    counts = spark.sql(f"SELECT count(*) AS n, count(DISTINCT offset) AS d FROM {table_ref(warehouse, LOG)}").first()
+    counts = spark.sql(
+        f"SELECT count(*) AS n, count(DISTINCT offset) AS d FROM {table_ref(warehouse, LOG)}"
+    ).first()
     assert counts["n"] == counts["d"] == len(recs)
     for table in ("partitions", "brokers", "topics"):
         a = spark.sql(f"SELECT * FROM {table_ref(warehouse, table)}").collect()
@@ -136,7 +161,7 @@ def _prefix_log(log_dir: Path, out: Path, records: int) -> Path:
     for seg in sorted(log_dir.glob("*.log")):
         keep = [end for _pos, end, _first, last in scan_segment(str(seg)) if last < records]
         if keep:
-            (d / seg.name).write_bytes(seg.read_bytes()[:keep[-1]])
+            (d / seg.name).write_bytes(seg.read_bytes()[: keep[-1]])
     return d
 
 
@@ -184,16 +209,20 @@ def assert_refused_before(spark: Any, warehouse: Path, retained: int) -> None:
 
     assert retained_from(spark, warehouse) == retained
     # an offset below the cut; a time before every offset, on a table with no row there (scram)
-    for query, message in ((f"SELECT * FROM partitions_at({retained - 1})", f"offset {retained - 1} lies"),
-                           ("SELECT * FROM scram_at_time(TIMESTAMP '1970-01-01 00:00:00')", "the time lies"),
-                           ("SELECT * FROM brokers_at(-1)", "offset -1 is negative")):
+    for query, message in (
+        (f"SELECT * FROM partitions_at({retained - 1})", f"offset {retained - 1} lies"),
+        ("SELECT * FROM scram_at_time(TIMESTAMP '1970-01-01 00:00:00')", "the time lies"),
+        ("SELECT * FROM brokers_at(-1)", "offset -1 is negative"),
+    ):
         with pytest.raises(WarehouseError, match=message), warehouse_errors():
             spark.sql(query).collect()
     err = io.StringIO()
     with redirect_stderr(err), redirect_stdout(io.StringIO()):
         assert main(["state", "--warehouse", str(warehouse), "--offset", str(retained - 1)]) == 2
-    assert err.getvalue() == (f"kraftlake state: error: offset {retained - 1} lies before the retained history: the "
-                              f"warehouse holds the states from offset {retained} on\n")
+    assert err.getvalue() == (
+        f"kraftlake state: error: offset {retained - 1} lies before the retained history: the "
+        f"warehouse holds the states from offset {retained} on\n"
+    )
 
 
 def test_cli_state_and_sql(spark: Any, synthetic: tuple[Path, Path, list[int]]) -> None:
@@ -203,23 +232,48 @@ def test_cli_state_and_sql(spark: Any, synthetic: tuple[Path, Path, list[int]]) 
     n = offsets[-1]
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["state", "--warehouse", str(warehouse), "--offset", str(n), "--entity", "brokers",
-                     "--format", "jsonl"]) == 0
+        assert (
+            main(
+                [
+                    "state",
+                    "--warehouse",
+                    str(warehouse),
+                    "--offset",
+                    str(n),
+                    "--entity",
+                    "brokers",
+                    "--format",
+                    "jsonl",
+                ]
+            )
+            == 0
+        )
     got = [json.loads(line) for line in out.getvalue().splitlines()]
     exp = entity_rows(image_at(log_dir, n))["brokers"]
     assert [{k: v for k, v in g.items() if k != "from_offset"} for g in got] == exp
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["sql", "--warehouse", str(warehouse),
-                     f"SELECT topic, partition, isr FROM partitions_at({n}) WHERE size(isr) < 2 "
-                     "ORDER BY topic, partition"]) == 0
+        assert (
+            main(
+                [
+                    "sql",
+                    "--warehouse",
+                    str(warehouse),
+                    f"SELECT topic, partition, isr FROM partitions_at({n}) WHERE size(isr) < 2 "
+                    "ORDER BY topic, partition",
+                ]
+            )
+            == 0
+        )
     img = image_at(log_dir, n)
-    under = sorted((t.name, pid) for t in img.topics_by_id.values() for pid, p in t.partitions.items()
-                   if len(p.isr) < 2)
+    under = sorted(
+        (t.name, pid) for t in img.topics_by_id.values() for pid, p in t.partitions.items() if len(p.isr) < 2
+    )
     lines = out.getvalue().splitlines()
     assert lines[-1] == f"({len(under)} row{'s' if len(under) != 1 else ''})"
     assert [tuple(x.strip() for x in line.split("|")[:2]) for line in lines[2:-1]] == [
-        (t, str(p)) for t, p in under]
+        (t, str(p)) for t, p in under
+    ]
 
 
 @pytest.mark.kafka
@@ -239,8 +293,9 @@ def test_kafka_peer_log(spark: Any, kafka_metadata_log: Any, tmp_path: Path) -> 
     assert image_at_offset(spark, warehouse, last).state_equals(image_at(log_dir, last))
 
 
-def test_pending_closes_answer_as_folded_ones(spark: Any, synthetic: tuple[Path, Path, list[int]],
-                                              tmp_path: Path) -> None:
+def test_pending_closes_answer_as_folded_ones(
+    spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path
+) -> None:
     """Closes appended but not folded give the same answers; a fold (also one cut short) gives the same tables."""
     from kraftlake.spark.sql import register
     from kraftlake.spark.tables import CLOSES, fold_closes, history_query, pending_closes, table_ref
@@ -251,9 +306,14 @@ def test_pending_closes_answer_as_folded_ones(spark: Any, synthetic: tuple[Path,
     ingest(spark, log_dir, warehouse, batch_records=200, fold=False)
     pending = pending_closes(spark, warehouse)
     assert pending > 10
-    assert spark.sql(f"SELECT count(*) AS n FROM {table_ref(warehouse, 'partitions')} "
-                     "WHERE to_offset IS NULL").first()["n"] > spark.sql(
-        f"SELECT count(*) AS n FROM {table_ref(folded, 'partitions')} WHERE to_offset IS NULL").first()["n"]
+    assert (
+        spark.sql(
+            f"SELECT count(*) AS n FROM {table_ref(warehouse, 'partitions')} WHERE to_offset IS NULL"
+        ).first()["n"]
+        > spark.sql(
+            f"SELECT count(*) AS n FROM {table_ref(folded, 'partitions')} WHERE to_offset IS NULL"
+        ).first()["n"]
+    )
 
     def rows(sql: str) -> list[str]:
         return _canon([_plain(r.asDict()) for r in spark.sql(sql).collect()])

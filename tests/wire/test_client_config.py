@@ -40,7 +40,15 @@ def props(text: str) -> dict[str, str]:
 
 def test_separators_and_whitespace() -> None:
     assert props("a=1\nb: 2\nc 3\n  d = 4\ne\t:\t5\nf==6\ng=:7\nh\n") == {
-        "a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "=6", "g": ":7", "h": ""}
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "4",
+        "e": "5",
+        "f": "=6",
+        "g": ":7",
+        "h": "",
+    }
 
 
 def test_value_keeps_trailing_whitespace_and_inner_separators() -> None:
@@ -118,8 +126,9 @@ def test_protocol_is_case_insensitive_and_flags() -> None:
     assert security.protocol == "SASL_SSL"
     assert security.uses_tls and security.uses_sasl
     assert security.sasl_mechanism == "PLAIN"  # Kafka's default
-    sasl_plaintext = parse_client_properties(f"security.protocol=SASL_PLAINTEXT\n"
-                                             f"sasl.jaas.config={PLAIN_JAAS}\n")
+    sasl_plaintext = parse_client_properties(
+        f"security.protocol=SASL_PLAINTEXT\nsasl.jaas.config={PLAIN_JAAS}\n"
+    )
     assert sasl_plaintext.uses_sasl and not sasl_plaintext.uses_tls
     assert sasl_plaintext.ssl_context() is None
 
@@ -128,14 +137,16 @@ def test_tls_properties() -> None:
     security = parse_client_properties(
         "security.protocol=SSL\nssl.truststore.type=pem\nssl.truststore.location=/etc/ca.pem\n"
         "ssl.keystore.location=/etc/client.pem\nssl.key.password=secret\n"
-        "ssl.endpoint.identification.algorithm=\n")
+        "ssl.endpoint.identification.algorithm=\n"
+    )
     assert security.truststore_location == Path("/etc/ca.pem")
     assert security.keystore_location == Path("/etc/client.pem")
     assert security.key_password == "secret"
     assert not security.check_hostname
     assert parse_client_properties("security.protocol=SSL\n").check_hostname
-    assert parse_client_properties("security.protocol=SSL\nssl.endpoint.identification.algorithm=HTTPS\n"
-                                   ).check_hostname
+    assert parse_client_properties(
+        "security.protocol=SSL\nssl.endpoint.identification.algorithm=HTTPS\n"
+    ).check_hostname
 
 
 def test_tls_properties_are_ignored_without_tls() -> None:
@@ -145,8 +156,9 @@ def test_tls_properties_are_ignored_without_tls() -> None:
 
 
 def test_a_store_type_without_a_store_is_harmless() -> None:
-    security = parse_client_properties("security.protocol=SSL\nssl.keystore.type=JKS\n"
-                                       "ssl.truststore.type=JKS\n")
+    security = parse_client_properties(
+        "security.protocol=SSL\nssl.keystore.type=JKS\nssl.truststore.type=JKS\n"
+    )
     assert security.keystore_location is None and security.truststore_location is None
 
 
@@ -158,7 +170,8 @@ def test_security_is_hashable() -> None:
 def test_secrets_stay_out_of_repr() -> None:
     security = parse_client_properties(
         "security.protocol=SASL_SSL\nssl.key.password=hunter2\nsasl.jaas.config=org.apache.kafka.common."
-        'security.plain.PlainLoginModule required username="alice" password="pencil";\n')
+        'security.plain.PlainLoginModule required username="alice" password="pencil";\n'
+    )
     assert "alice" in repr(security)
     assert "pencil" not in repr(security) and "hunter2" not in repr(security)
 
@@ -180,17 +193,25 @@ sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule require
 def test_jaas_syntax() -> None:
     entry = parse_jaas_config(
         "/* a comment */ org.apache.kafka.common.security.scram.ScramLoginModule REQUIRED // flag\n"
-        "username=bob password='it s' tokenauth=\"true\" note=\"tab\\there\\101\";", "x")
+        'username=bob password=\'it s\' tokenauth="true" note="tab\\there\\101";',
+        "x",
+    )
     assert entry.login_module == "org.apache.kafka.common.security.scram.ScramLoginModule"
     assert entry.control_flag == "required"
-    assert dict(entry.options) == {"username": "bob", "password": "it s", "tokenauth": "true",
-                                   "note": "tab\there" + "A"}
+    assert dict(entry.options) == {
+        "username": "bob",
+        "password": "it s",
+        "tokenauth": "true",
+        "note": "tab\there" + "A",
+    }
 
 
 def test_token_auth() -> None:
     security = parse_client_properties(
         "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config="
-        + SCRAM_JAAS.replace(";", " tokenauth=true;") + "\n")
+        + SCRAM_JAAS.replace(";", " tokenauth=true;")
+        + "\n"
+    )
     assert security.sasl_token_auth
 
 
@@ -198,44 +219,89 @@ TLS = "security.protocol=SSL\n"
 SASL = "security.protocol=SASL_PLAINTEXT\n"
 
 
-@pytest.mark.parametrize(("text", "prop", "fragment"), [
-    ("security.protocol=TLS\n", "security.protocol", "unknown security protocol 'TLS'"),
-    (TLS + "ssl.truststore.type=JKS\nssl.truststore.location=t.jks\n", "ssl.truststore.type",
-     "JKS is not supported; only PEM files are; convert it to PEM"),
-    (TLS + "ssl.keystore.type=PKCS12\nssl.keystore.location=k.p12\n", "ssl.keystore.type",
-     "openssl pkcs12 -in STORE.p12 -out keystore.pem"),
-    (TLS + "ssl.truststore.location=t.pem\nssl.truststore.password=x\n", "ssl.truststore.password",
-     "cannot be specified with PEM"),
-    (TLS + "ssl.keystore.location=k.pem\nssl.keystore.password=x\n", "ssl.keystore.password",
-     "only ssl.key.password"),
-    (TLS + "ssl.truststore.location=t.pem\nssl.truststore.certificates=x\n", "ssl.truststore.certificates",
-     "both"),
-    (TLS + "ssl.keystore.location=k.pem\nssl.keystore.key=x\nssl.keystore.certificate.chain=y\n",
-     "ssl.keystore.key", "both"),
-    (TLS + "ssl.keystore.key=x\n", "ssl.keystore.certificate.chain", "certificate chain is not"),
-    (TLS + "ssl.keystore.certificate.chain=x\n", "ssl.keystore.key", "private key is not"),
-    (TLS + "ssl.endpoint.identification.algorithm=ldap\n", "ssl.endpoint.identification.algorithm",
-     "unknown algorithm 'ldap'"),
-    (SASL + "sasl.mechanism=GSSAPI\n", "sasl.mechanism", "GSSAPI is not supported"),
-    (SASL + "sasl.mechanism=OAUTHBEARER\n", "sasl.mechanism", "OAUTHBEARER is not supported"),
-    (SASL + "sasl.mechanism=scram-sha-256\n", "sasl.mechanism", "unknown SASL mechanism 'scram-sha-256'"),
-    (SASL, "sasl.jaas.config", "not set; PLAIN needs e.g. sasl.jaas.config="),
-    (SASL + "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;\n", "sasl.jaas.config",
-     "Krb5LoginModule is not supported"),
-    (SASL + "sasl.jaas.config=" + PLAIN_JAAS[:-1] + "\n", "sasl.jaas.config", "not terminated by ';'"),
-    (SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace(' password="p"', "") + "\n", "sasl.jaas.config",
-     'no password="..." option'),
-    (SASL + "sasl.jaas.config=" + PLAIN_JAAS + PLAIN_JAAS + "\n", "sasl.jaas.config",
-     "contains 2 login modules, should be 1"),
-    (SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace("required", "mandatory") + "\n", "sasl.jaas.config",
-     "invalid control flag 'mandatory'"),
-    (SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace('="p"', "=") + "\n", "sasl.jaas.config",
-     "value not specified for option 'password'"),
-    (SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace('="p"', '="p') + "\n", "sasl.jaas.config",
-     "unterminated quoted string"),
-    (SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace('"u"', r'"a\\0b"') + "\n", "sasl.jaas.config",
-     "cannot contain NUL"),
-])
+@pytest.mark.parametrize(
+    ("text", "prop", "fragment"),
+    [
+        ("security.protocol=TLS\n", "security.protocol", "unknown security protocol 'TLS'"),
+        (
+            TLS + "ssl.truststore.type=JKS\nssl.truststore.location=t.jks\n",
+            "ssl.truststore.type",
+            "JKS is not supported; only PEM files are; convert it to PEM",
+        ),
+        (
+            TLS + "ssl.keystore.type=PKCS12\nssl.keystore.location=k.p12\n",
+            "ssl.keystore.type",
+            "openssl pkcs12 -in STORE.p12 -out keystore.pem",
+        ),
+        (
+            TLS + "ssl.truststore.location=t.pem\nssl.truststore.password=x\n",
+            "ssl.truststore.password",
+            "cannot be specified with PEM",
+        ),
+        (
+            TLS + "ssl.keystore.location=k.pem\nssl.keystore.password=x\n",
+            "ssl.keystore.password",
+            "only ssl.key.password",
+        ),
+        (
+            TLS + "ssl.truststore.location=t.pem\nssl.truststore.certificates=x\n",
+            "ssl.truststore.certificates",
+            "both",
+        ),
+        (
+            TLS + "ssl.keystore.location=k.pem\nssl.keystore.key=x\nssl.keystore.certificate.chain=y\n",
+            "ssl.keystore.key",
+            "both",
+        ),
+        (TLS + "ssl.keystore.key=x\n", "ssl.keystore.certificate.chain", "certificate chain is not"),
+        (TLS + "ssl.keystore.certificate.chain=x\n", "ssl.keystore.key", "private key is not"),
+        (
+            TLS + "ssl.endpoint.identification.algorithm=ldap\n",
+            "ssl.endpoint.identification.algorithm",
+            "unknown algorithm 'ldap'",
+        ),
+        (SASL + "sasl.mechanism=GSSAPI\n", "sasl.mechanism", "GSSAPI is not supported"),
+        (SASL + "sasl.mechanism=OAUTHBEARER\n", "sasl.mechanism", "OAUTHBEARER is not supported"),
+        (SASL + "sasl.mechanism=scram-sha-256\n", "sasl.mechanism", "unknown SASL mechanism 'scram-sha-256'"),
+        (SASL, "sasl.jaas.config", "not set; PLAIN needs e.g. sasl.jaas.config="),
+        (
+            SASL + "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;\n",
+            "sasl.jaas.config",
+            "Krb5LoginModule is not supported",
+        ),
+        (SASL + "sasl.jaas.config=" + PLAIN_JAAS[:-1] + "\n", "sasl.jaas.config", "not terminated by ';'"),
+        (
+            SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace(' password="p"', "") + "\n",
+            "sasl.jaas.config",
+            'no password="..." option',
+        ),
+        (
+            SASL + "sasl.jaas.config=" + PLAIN_JAAS + PLAIN_JAAS + "\n",
+            "sasl.jaas.config",
+            "contains 2 login modules, should be 1",
+        ),
+        (
+            SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace("required", "mandatory") + "\n",
+            "sasl.jaas.config",
+            "invalid control flag 'mandatory'",
+        ),
+        (
+            SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace('="p"', "=") + "\n",
+            "sasl.jaas.config",
+            "value not specified for option 'password'",
+        ),
+        (
+            SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace('="p"', '="p') + "\n",
+            "sasl.jaas.config",
+            "unterminated quoted string",
+        ),
+        (
+            SASL + "sasl.jaas.config=" + PLAIN_JAAS.replace('"u"', r'"a\\0b"') + "\n",
+            "sasl.jaas.config",
+            "cannot contain NUL",
+        ),
+    ],
+)
 def test_bad_config_names_property_and_file(tmp_path: Path, text: str, prop: str, fragment: str) -> None:
     path = tmp_path / "client.properties"
     path.write_text(text)
@@ -307,22 +373,84 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
         subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
 
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj",
-            "/CN=kraftlake test CA", "-config", "openssl.cnf", "-extensions", "ca")
-    for name, subject, serial in (("server", "/CN=localhost", "1001"),
-                                  ("client", "/CN=kraftlake client", "1002")):
-        openssl("req", "-new", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject,
-                "-config", "openssl.cnf")
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                "-set_serial", serial,
-                "-days", "2", "-out", f"{name}.pem", "-extfile", "openssl.cnf", "-extensions", name)
-    openssl("pkcs8", "-topk8", "-in", "client.key", "-out", "client-encrypted.key", "-v2", "aes-256-cbc",
-            "-passout", f"pass:{KEY_PASSWORD}")
+    openssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=kraftlake test CA",
+        "-config",
+        "openssl.cnf",
+        "-extensions",
+        "ca",
+    )
+    for name, subject, serial in (
+        ("server", "/CN=localhost", "1001"),
+        ("client", "/CN=kraftlake client", "1002"),
+    ):
+        openssl(
+            "req",
+            "-new",
+            *ec,
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            subject,
+            "-config",
+            "openssl.cnf",
+        )
+        openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            serial,
+            "-days",
+            "2",
+            "-out",
+            f"{name}.pem",
+            "-extfile",
+            "openssl.cnf",
+            "-extensions",
+            name,
+        )
+    openssl(
+        "pkcs8",
+        "-topk8",
+        "-in",
+        "client.key",
+        "-out",
+        "client-encrypted.key",
+        "-v2",
+        "aes-256-cbc",
+        "-passout",
+        f"pass:{KEY_PASSWORD}",
+    )
     (d / "client-keystore.pem").write_text((d / "client.key").read_text() + (d / "client.pem").read_text())
     (d / "client-keystore-encrypted.pem").write_text(
-        (d / "client-encrypted.key").read_text() + (d / "client.pem").read_text())
-    return Pki(d, d / "ca.pem", d / "server.pem", d / "server.key", d / "client-keystore.pem",
-               d / "client-keystore-encrypted.pem")
+        (d / "client-encrypted.key").read_text() + (d / "client.pem").read_text()
+    )
+    return Pki(
+        d,
+        d / "ca.pem",
+        d / "server.pem",
+        d / "server.key",
+        d / "client-keystore.pem",
+        d / "client-keystore-encrypted.pem",
+    )
 
 
 class EchoServer:
@@ -384,8 +512,10 @@ def mtls_server(pki: Pki) -> Iterator[EchoServer]:
 def echo(security: ClientSecurity, port: int, server_hostname: str = "localhost") -> bytes:
     context = security.ssl_context()
     assert context is not None
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
-            context.wrap_socket(raw, server_hostname=server_hostname) as tls:
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=server_hostname) as tls,
+    ):
         tls.sendall(b"ping")
         return tls.recv(1024)
 
@@ -415,7 +545,8 @@ def test_without_the_ca_verification_fails(server: EchoServer) -> None:
         echo(tls_config(), server.port)
     error = TlsError.from_handshake("127.0.0.1", server.port, info.value)
     assert str(error).startswith(
-        f"TLS handshake with 127.0.0.1:{server.port} failed: certificate verify failed")
+        f"TLS handshake with 127.0.0.1:{server.port} failed: certificate verify failed"
+    )
     assert "ssl.truststore.location" in str(error)
 
 
@@ -440,18 +571,23 @@ def test_client_certificate_from_keystore_location(pki: Pki, mtls_server: EchoSe
 
 
 def test_encrypted_client_key_with_key_password(pki: Pki, mtls_server: EchoServer) -> None:
-    security = tls_config(f"ssl.truststore.location={pki.ca}",
-                          f"ssl.keystore.location={pki.client_encrypted}",
-                          f"ssl.key.password={KEY_PASSWORD}")
+    security = tls_config(
+        f"ssl.truststore.location={pki.ca}",
+        f"ssl.keystore.location={pki.client_encrypted}",
+        f"ssl.key.password={KEY_PASSWORD}",
+    )
     assert echo(security, mtls_server.port) == b"ping"
 
 
-def test_inline_keystore_leaves_no_key_file(pki: Pki, mtls_server: EchoServer, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    security = tls_config(f"ssl.truststore.location={pki.ca}",
-                          inline("ssl.keystore.key", pki.text("client-encrypted.key")),
-                          inline("ssl.keystore.certificate.chain", pki.text("client.pem")),
-                          f"ssl.key.password={KEY_PASSWORD}")
+def test_inline_keystore_leaves_no_key_file(
+    pki: Pki, mtls_server: EchoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    security = tls_config(
+        f"ssl.truststore.location={pki.ca}",
+        inline("ssl.keystore.key", pki.text("client-encrypted.key")),
+        inline("ssl.keystore.certificate.chain", pki.text("client.pem")),
+        f"ssl.key.password={KEY_PASSWORD}",
+    )
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -469,35 +605,70 @@ def test_without_a_client_certificate_the_server_refuses(pki: Pki, mtls_server: 
     assert "client certificate" in str(TlsError.from_handshake("127.0.0.1", mtls_server.port, info.value))
 
 
-@pytest.mark.parametrize(("lines", "prop", "fragment"), [
-    (["ssl.truststore.location={dir}/absent.pem"], "ssl.truststore.location", "cannot read"),
-    (["ssl.truststore.location={dir}/store.jks"], "ssl.truststore.location",
-     "is not a PEM file (only PEM files are supported); convert it to PEM"),
-    (["ssl.truststore.location={dir}/client.key"], "ssl.truststore.location", "no PEM certificate"),
-    (["ssl.keystore.location={dir}/client.pem"], "ssl.keystore.location", "no PEM private key"),
-    (["ssl.keystore.location={dir}/client.key"], "ssl.keystore.location", "no PEM certificate"),
-    (["ssl.keystore.location={dir}/client-keystore-encrypted.pem"], "ssl.key.password",
-     "is encrypted; set ssl.key.password"),
-    (["ssl.keystore.location={dir}/client-keystore-encrypted.pem", "ssl.key.password=wrong"],
-     "ssl.key.password", "cannot decrypt the private key in ssl.keystore.location"),
-    (["ssl.keystore.location={dir}/mismatch.pem"], "ssl.keystore.location",
-     "the private key does not belong to the first certificate"),
-    (["ssl.keystore.key=-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----",
-      "ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----"],
-     "ssl.keystore.key", "no PEM private key"),
-    (["ssl.keystore.key=-----BEGIN PRIVATE KEY----- AAAA -----END PRIVATE KEY-----",
-      "ssl.keystore.certificate.chain=not pem"], "ssl.keystore.certificate.chain", "no PEM certificate"),
-    (["ssl.truststore.certificates=-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----"],
-     "ssl.truststore.certificates", "invalid PEM certificate"),
-    (["ssl.keystore.key=-----BEGIN PRIVATE KEY----- AAAA -----END PRIVATE KEY-----",
-      "ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----"],
-     "ssl.keystore.key", "cannot load the private key and certificate chain"),
-])
+@pytest.mark.parametrize(
+    ("lines", "prop", "fragment"),
+    [
+        (["ssl.truststore.location={dir}/absent.pem"], "ssl.truststore.location", "cannot read"),
+        (
+            ["ssl.truststore.location={dir}/store.jks"],
+            "ssl.truststore.location",
+            "is not a PEM file (only PEM files are supported); convert it to PEM",
+        ),
+        (["ssl.truststore.location={dir}/client.key"], "ssl.truststore.location", "no PEM certificate"),
+        (["ssl.keystore.location={dir}/client.pem"], "ssl.keystore.location", "no PEM private key"),
+        (["ssl.keystore.location={dir}/client.key"], "ssl.keystore.location", "no PEM certificate"),
+        (
+            ["ssl.keystore.location={dir}/client-keystore-encrypted.pem"],
+            "ssl.key.password",
+            "is encrypted; set ssl.key.password",
+        ),
+        (
+            ["ssl.keystore.location={dir}/client-keystore-encrypted.pem", "ssl.key.password=wrong"],
+            "ssl.key.password",
+            "cannot decrypt the private key in ssl.keystore.location",
+        ),
+        (
+            ["ssl.keystore.location={dir}/mismatch.pem"],
+            "ssl.keystore.location",
+            "the private key does not belong to the first certificate",
+        ),
+        (
+            [
+                "ssl.keystore.key=-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----",
+                "ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----",
+            ],
+            "ssl.keystore.key",
+            "no PEM private key",
+        ),
+        (
+            [
+                "ssl.keystore.key=-----BEGIN PRIVATE KEY----- AAAA -----END PRIVATE KEY-----",
+                "ssl.keystore.certificate.chain=not pem",
+            ],
+            "ssl.keystore.certificate.chain",
+            "no PEM certificate",
+        ),
+        (
+            ["ssl.truststore.certificates=-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----"],
+            "ssl.truststore.certificates",
+            "invalid PEM certificate",
+        ),
+        (
+            [
+                "ssl.keystore.key=-----BEGIN PRIVATE KEY----- AAAA -----END PRIVATE KEY-----",
+                "ssl.keystore.certificate.chain=-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----",
+            ],
+            "ssl.keystore.key",
+            "cannot load the private key and certificate chain",
+        ),
+    ],
+)
 def test_bad_stores_name_property_and_file(pki: Pki, lines: list[str], prop: str, fragment: str) -> None:
     (pki.dir / "store.jks").write_bytes(bytes.fromhex("feedfeed00000002") + os.urandom(64))
     (pki.dir / "mismatch.pem").write_text(pki.text("client.key") + pki.text("server.pem"))
-    security = tls_config(*(line.format(dir=pki.dir) for line in lines),
-                          source="/etc/kafka/client.properties")
+    security = tls_config(
+        *(line.format(dir=pki.dir) for line in lines), source="/etc/kafka/client.properties"
+    )
     with pytest.raises(SecurityConfigError) as info:
         security.ssl_context()
     message = str(info.value)
@@ -530,8 +701,10 @@ def test_a_listener_that_does_not_speak_tls(reply: bytes) -> None:
     port = listener.getsockname()[1]
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
-                pytest.raises((ssl.SSLError, ConnectionResetError)) as info:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+            pytest.raises((ssl.SSLError, ConnectionResetError)) as info,
+        ):
             context.wrap_socket(raw, server_hostname="localhost")
     finally:
         thread.join()

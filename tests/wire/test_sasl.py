@@ -56,7 +56,7 @@ def test_scram_sha512_round_trip_against_a_reference_server() -> None:
     # no RFC vector for SHA-512: play RFC 5802's server from the stored credentials
     salt, iterations, password = b"0123456789abcdef", 4096, b"s3cr3t"
     scram = ScramMechanism("SHA-512", "bob", password.decode(), nonce="abc")
-    client_first_bare = scram.initial_response().decode()[len("n,,"):]
+    client_first_bare = scram.initial_response().decode()[len("n,,") :]
     server_first = f"r=abcXYZ,s={base64.b64encode(salt).decode()},i={iterations}"
     client_final = scram.respond(server_first.encode())
     assert client_final is not None
@@ -130,19 +130,23 @@ def test_scram_server_error_names_mechanism_and_message(stage: str) -> None:
     scram.initial_response()
     if stage == "final":
         scram.respond(SERVER_FIRST.encode())
-    with pytest.raises(AuthenticationError, match="SASL SCRAM-SHA-512 authentication failed: server error: "
-                       "invalid-proof") as info:
+    with pytest.raises(
+        AuthenticationError, match="SASL SCRAM-SHA-512 authentication failed: server error: invalid-proof"
+    ) as info:
         scram.respond(b"e=invalid-proof")
     assert info.value.mechanism == "SCRAM-SHA-512"
 
 
-@pytest.mark.parametrize("server_first", [
-    "garbage",
-    f"s=W22ZaJ0SNY7soEsUEjb6gQ==,r={SERVER_NONCE},i=4096",
-    f"r={SERVER_NONCE},s=not*base64,i=4096",
-    f"r={SERVER_NONCE},s=W22ZaJ0SNY7soEsUEjb6gQ==,i=lots",
-    f"m=ext,r={SERVER_NONCE},s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
-])
+@pytest.mark.parametrize(
+    "server_first",
+    [
+        "garbage",
+        f"s=W22ZaJ0SNY7soEsUEjb6gQ==,r={SERVER_NONCE},i=4096",
+        f"r={SERVER_NONCE},s=not*base64,i=4096",
+        f"r={SERVER_NONCE},s=W22ZaJ0SNY7soEsUEjb6gQ==,i=lots",
+        f"m=ext,r={SERVER_NONCE},s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
+    ],
+)
 def test_scram_malformed_server_first(server_first: str) -> None:
     scram = rfc7677()
     scram.initial_response()
@@ -168,18 +172,24 @@ def test_scram_rejects_unknown_hash() -> None:
 
 
 def test_mechanism_for_reads_the_jaas_credentials() -> None:
-    scram = mechanism_for(parse_client_properties(
-        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"
-        'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required '
-        'username="user" password="pencil" tokenauth=true;\n'))
+    scram = mechanism_for(
+        parse_client_properties(
+            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="user" password="pencil" tokenauth=true;\n'
+        )
+    )
     assert isinstance(scram, ScramMechanism)
     assert scram.mechanism_name == "SCRAM-SHA-256"
     assert scram.initial_response().startswith(b"n,,n=user,r=")
     assert scram.initial_response().endswith(b",tokenauth=true")
-    plain = mechanism_for(parse_client_properties(
-        "security.protocol=SASL_PLAINTEXT\n"
-        'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
-        'username="u" password="p";\n'))
+    plain = mechanism_for(
+        parse_client_properties(
+            "security.protocol=SASL_PLAINTEXT\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'username="u" password="p";\n'
+        )
+    )
     assert isinstance(plain, PlainMechanism)
     assert plain.initial_response() == b"\0u\0p"
 
