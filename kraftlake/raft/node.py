@@ -808,8 +808,14 @@ class RaftNode:
 
         def reply(**kwargs: object) -> FetchResponse:
             return FetchResponse(
-                self.node_id, request.src, request.correlation_id, state.epoch, self.node_id, hw, **kwargs
-            )  # type: ignore[arg-type]
+                self.node_id,
+                request.src,
+                request.correlation_id,
+                state.epoch,
+                self.node_id,
+                hw,
+                **kwargs,  # type: ignore[arg-type]
+            )
 
         snapshot = log.latest_snapshot()
         if request.fetch_offset < log.log_start_offset and snapshot is not None:
