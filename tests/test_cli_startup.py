@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from shared_paths import KAFKA_LOGS
@@ -32,7 +33,7 @@ print(json.dumps({"code": code, "heavy": heavy, "commands": commands, "printed":
 """
 
 
-def _imports(argv: list[str]) -> dict[str, object]:
+def _imports(argv: list[str]) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, timeout=60, check=True
     )
