@@ -74,7 +74,8 @@ class ControllerConfig:
     features : dict
         the other features finalized at bootstrap.
     max_records_per_batch : int
-        Kafka's ``MAX_RECORDS_PER_BATCH``; a non-atomic result may be split into batches of this size.
+        Kafka's ``MAX_RECORDS_PER_BATCH``; a larger result is appended as a metadata transaction in
+        batches of this size.
     """
 
     session_timeout_ms: int = 9000

@@ -20,9 +20,11 @@ Driving it (what the quorum service does):
 - on losing leadership, ``deactivate()``: uncommitted state is dropped and the controller goes back to
   replaying committed records.
 
-Results with more records than fit in one batch (``max_records_per_batch``) are wrapped in a metadata
-transaction (Begin/EndTransactionRecord, metadata.version 3.6-IV1+) and appended as several batches, so that
-readers apply them all at once.
+Every result is all or nothing for readers: one batch, or, with more records than fit in one batch
+(``max_records_per_batch``), a metadata transaction (Begin/EndTransactionRecord, metadata.version 3.6-IV1+)
+appended as several batches. Kafka's ``ControllerResult`` has an ``atomic`` flag instead (an atomic result is
+one batch or fails, a non-atomic one is split into plain batches); here the transaction gives every result
+the atomic outcome, so there is no flag.
 """
 
 from __future__ import annotations
@@ -719,7 +721,6 @@ class QuorumController:
             SimpleResponse(
                 OK, {"is_fenced": fenced, "should_shut_down": shut_down, "is_caught_up": caught_up}
             ),
-            atomic=False,
         )
 
     def handle_fence_stale_broker(self, now_ms: int) -> ControllerResult[SimpleResponse] | None:
@@ -743,7 +744,7 @@ class QuorumController:
                 continue
             records = [self._fence_record(bid, reg.epoch, fence=True)]
             self._remove_from_isrs(img, bid, records)
-            return ControllerResult(tuple(records), SimpleResponse(OK, {"broker_id": bid}), atomic=False)
+            return ControllerResult(tuple(records), SimpleResponse(OK, {"broker_id": bid}))
         return None
 
     def handle_unregister_broker(self, broker_id: int) -> ControllerResult[SimpleResponse]:
@@ -1144,7 +1145,7 @@ class QuorumController:
                     )
                     if rv is not None:
                         records.append(rv)
-        return ControllerResult(tuple(records), SimpleResponse(OK, {"elected": len(records)}), atomic=False)
+        return ControllerResult(tuple(records), SimpleResponse(OK, {"elected": len(records)}))
 
     # -- configs, features, producer ids --------------------------------------------------------------------
 

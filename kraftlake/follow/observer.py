@@ -28,6 +28,7 @@ from kraftlake.follow.errors import (
     ObserverProtocolError,
 )
 from kraftlake.protocol import rpc
+from kraftlake.protocol.error_codes import Errors
 from kraftlake.protocol.rpc import ApiKey
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -35,26 +36,6 @@ METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 """Kafka's ``Topic.CLUSTER_METADATA_TOPIC_ID``: the Uuid with least significant bits 1."""
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 """KafkaRaftClient's MAX_FETCH_SIZE_BYTES."""
-
-
-class Errors:
-    """Kafka's error codes the observer acts on."""
-
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    CLUSTER_AUTHORIZATION_FAILED = 31
-    UNSUPPORTED_VERSION = 35
-    INVALID_REQUEST = 42
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    SNAPSHOT_NOT_FOUND = 98
-    POSITION_OUT_OF_RANGE = 99
-    UNKNOWN_TOPIC_ID = 100
-    INCONSISTENT_CLUSTER_ID = 104
-    BROKER_NOT_AVAILABLE = 8
-    NOT_CONTROLLER = 41
 
 
 @dataclass(frozen=True, order=True)

@@ -6,9 +6,9 @@ Kafka reads every control body at version 0 (``ControlRecordUtils.*_CURRENT_VERS
 
 from __future__ import annotations
 
-import enum
 import struct
 
+from kraftlake.logformat.batch import ControlRecordType as ControlRecordType
 from kraftlake.protocol.codec import decode_body, encode_body
 from kraftlake.protocol.codegen import Record
 from kraftlake.protocol.errors import (
@@ -24,18 +24,6 @@ _KEY = struct.Struct(">hh")
 CONTROL_KEY_SIZE = _KEY.size
 #: The version Kafka reads and writes control bodies at.
 CONTROL_BODY_VERSION = 0
-
-
-class ControlRecordType(enum.IntEnum):
-    """Kafka's ``ControlRecordType``: the int16 in a control record's key."""
-
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
 
 
 def _specs_by_type() -> dict[int, MessageSpec]:

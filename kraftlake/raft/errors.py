@@ -10,13 +10,29 @@ class RaftError(KraftlakeError):
 
 
 class NotLeaderError(RaftError):
-    """Raised when an append is made on a node that is not the leader; carries the leader it knows of."""
+    """Raised when an append reaches a node that does not lead; carries the leader it knows of (or None).
 
-    def __init__(self, node_id: int, epoch: int, leader_id: int | None) -> None:
-        super().__init__(f"node {node_id} is not the leader of epoch {epoch} (known leader: {leader_id})")
+    The raft node raises it with what it knows; the service adds the leader's endpoint and a reason when it
+    answers a remote append, and clients raise the same class from the refusal they receive.
+    """
+
+    def __init__(
+        self,
+        node_id: int,
+        epoch: int,
+        leader_id: int | None,
+        leader_endpoint: str | None = None,
+        reason: str = "",
+    ) -> None:
+        where = f" at {leader_endpoint}" if leader_endpoint else ""
+        extra = f": {reason}" if reason else ""
+        super().__init__(
+            f"node {node_id} is not the leader of epoch {epoch} (known leader: {leader_id}{where}){extra}"
+        )
         self.node_id = node_id
         self.epoch = epoch
         self.leader_id = leader_id
+        self.leader_endpoint = leader_endpoint
 
 
 class IllegalTransitionError(RaftError):

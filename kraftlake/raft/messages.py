@@ -7,8 +7,9 @@ so a node can tell the answer to its outstanding request from a late duplicate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import NamedTuple
+
+from kraftlake.protocol.error_codes import Errors as Errors
 
 NO_CONTROL_TYPE = -1
 """`Entry.control_type` of a data entry."""
@@ -56,25 +57,6 @@ class OffsetAndEpoch:
 
 SnapshotId = OffsetAndEpoch
 """A snapshot is named by its end offset (exclusive) and the epoch of its last entry."""
-
-
-class Errors(Enum):
-    """The error codes the raft RPCs use (a subset of Kafka's `Errors`, with Kafka's numbers).
-
-    The node sends the first six; the others reach it from the wire (a refused request), and it treats every
-    error of a response as "back off and ask again".
-    """
-
-    NONE = 0
-    FENCED_LEADER_EPOCH = 74
-    NOT_LEADER_OR_FOLLOWER = 6
-    UNKNOWN_LEADER_EPOCH = 75
-    SNAPSHOT_NOT_FOUND = 98
-    POSITION_OUT_OF_RANGE = 99
-    UNKNOWN_SERVER_ERROR = -1
-    INVALID_REQUEST = 42
-    INCONSISTENT_VOTER_SET = 94
-    INCONSISTENT_CLUSTER_ID = 104
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,33 +3,12 @@
 from __future__ import annotations
 
 from kraftlake.errors import KraftlakeError
+from kraftlake.raft.errors import NotLeaderError as NotLeaderError
 from kraftlake.raft.messages import OffsetAndEpoch
 
 
 class ServiceError(KraftlakeError):
     """Raised for any failure of the raft service, its transport or its clients."""
-
-
-class NotLeaderError(ServiceError):
-    """Raised when an append reaches a node that does not lead; carries the leader it knows of (or None)."""
-
-    def __init__(
-        self,
-        node_id: int,
-        epoch: int,
-        leader_id: int | None,
-        leader_endpoint: str | None = None,
-        reason: str = "",
-    ) -> None:
-        where = f" at {leader_endpoint}" if leader_endpoint else ""
-        extra = f": {reason}" if reason else ""
-        super().__init__(
-            f"node {node_id} is not the leader of epoch {epoch} (known leader: {leader_id}{where}){extra}"
-        )
-        self.node_id = node_id
-        self.epoch = epoch
-        self.leader_id = leader_id
-        self.leader_endpoint = leader_endpoint
 
 
 class ClusterIdMismatchError(ServiceError):

@@ -124,34 +124,13 @@ RESPONSE_TYPES = (
 )
 
 
-class KafkaErrors:
-    """Kafka's error codes the service sends beyond the raft layer's own (`kraftlake.raft.messages.Errors`)."""
-
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    NOT_LEADER_OR_FOLLOWER = 6
-    MESSAGE_TOO_LARGE = 10
-    UNSUPPORTED_VERSION = 35
-    INVALID_REQUEST = 42
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    INCONSISTENT_VOTER_SET = 94
-    SNAPSHOT_NOT_FOUND = 98
-    POSITION_OUT_OF_RANGE = 99
-    UNKNOWN_TOPIC_ID = 100
-    INCONSISTENT_CLUSTER_ID = 104
-    CLUSTER_AUTHORIZATION_FAILED = 31
-    MISMATCHED_ENDPOINT_TYPE = 114
-
-
-_RAFT_ERRORS = {e.value: e for e in Errors}
+KafkaErrors = Errors
+"""The service's name for Kafka's `Errors` (one enum, `kraftlake.protocol.error_codes`)."""
 
 
 def raft_error(code: int) -> Errors:
-    """A Kafka error code as the raft layer's `Errors` (UNKNOWN_SERVER_ERROR for one it has no member for)."""
-    return _RAFT_ERRORS.get(code, Errors.UNKNOWN_SERVER_ERROR)
+    """A Kafka error code as an `Errors` member (UNKNOWN_SERVER_ERROR for one it has no member for)."""
+    return Errors.of(code)
 
 
 class RequestRefused(CodecError):

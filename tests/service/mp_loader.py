@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from kraftlake.service.client import QuorumClient, parse_endpoint
-from kraftlake.service.errors import ServiceError
+from kraftlake.service.errors import NotLeaderError, ServiceError
 
 
 def main(argv: list[str]) -> int:
@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
                 values = [f"{seq}-{attempt}-{k}".encode() for k in range(4)]
                 try:
                     base, _ = client.append(values, timeout_s=5.0)
-                except (ServiceError, OSError):
+                except (NotLeaderError, ServiceError, OSError):
                     attempt += 1
                     time.sleep(0.05)
                     continue
