@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from jobs._cli import add_format, add_remote, add_warehouse, main_of, query_session
 from kraftlake.commands._args import non_negative_int
-from kraftlake.spark.history import ENTITIES
+from kraftlake.history import ENTITIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

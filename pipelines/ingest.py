@@ -3,7 +3,7 @@
 Each slice of about ``batch_records`` records is written as: its ``metadata_log`` rows (decoded by the
 ``kraftlake-log`` source in executors, from the files) and, side by side, the history versions it creates and
 the closes of those it ends (one append per touched table, computed in the driver by
-:class:`kraftlake.spark.history.HistoryBuilder`, which replays the records with the image), and finally its
+:class:`kraftlake.history.HistoryBuilder`, which replays the records with the image), and finally its
 ``offsets`` rows, the commit point. The closes are folded into the tables once, at the end. Tables the slice does not touch are not written.
 
 Every write carries the slice's last offset as Delta ``txnVersion``, so a run killed anywhere and started again
@@ -31,11 +31,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from kraftlake.errors import KraftlakeError
+from kraftlake.history import HistoryBatch, HistoryBuilder, without_written
 from kraftlake.image import EMPTY, MetadataImage, load_snapshot
 from kraftlake.image.errors import SkippedSnapshotWarning
 from kraftlake.image.source import log_records, partition_dir, segments, snapshots
 from kraftlake.spark import logsource
-from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder
 from kraftlake.spark.tables import (
     LOG,
     OFFSETS,
@@ -97,34 +97,6 @@ def log_max(spark: SparkSession, warehouse: str | Path) -> int:
 def slices(records: Iterator[Any], size: int) -> Iterator[list[Any]]:
     while chunk := list(islice(records, size)):
         yield chunk
-
-
-def without_written(batch: HistoryBatch, written: dict[str, int]) -> HistoryBatch:
-    """``batch`` less the versions a killed run already appended (``from_offset <= written[table]``).
-
-    A left-out version that this slice also ends becomes a close; of several closes of one key, the one with the
-    highest ``to_offset`` is the one that ends the key's open version in the table (the others were applied).
-    """
-    out = HistoryBatch(batch.first_offset, batch.last_offset, offsets=batch.offsets)
-    for table in batch.tables():
-        floor = written.get(table, -1)
-        key = ENTITIES[table].key
-        closes = {tuple(c[k] for k in key): c for c in batch.closes.get(table, ())}
-        versions = []
-        for v in batch.versions.get(table, ()):
-            if v["from_offset"] > floor:
-                versions.append(v)
-                continue
-            if v["to_offset"] is not None:
-                k = tuple(v[c] for c in key)
-                prev = closes.get(k)
-                if prev is None or prev["to_offset"] < v["to_offset"]:
-                    closes[k] = {**{c: v[c] for c in key}, "to_offset": v["to_offset"]}
-        if versions:
-            out.versions[table] = versions
-        if closes:
-            out.closes[table] = list(closes.values())
-    return out
 
 
 def commit_slice(

@@ -128,7 +128,7 @@ def write_entities(
     spark: SparkSession, image: MetadataImage, out: str | Path, fmt: str = "delta"
 ) -> dict[str, int]:
     """The entities of ``image`` as tables under ``out`` (the history tables' columns, ``from_offset`` omitted)."""
-    from kraftlake.spark.history import ENTITIES, entity_rows
+    from kraftlake.history import ENTITIES, entity_rows
     from kraftlake.spark.tables import arrow_frame
 
     counts = {}

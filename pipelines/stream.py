@@ -42,9 +42,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from kraftlake.history import HistoryBuilder
 from kraftlake.image import EMPTY
 from kraftlake.spark import logtail_source, service_source
-from kraftlake.spark.history import HistoryBuilder
 from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables import (
     LOG,

@@ -112,13 +112,13 @@ def bare_ceiling(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
 
 def driver_ceiling(log_dir: Path, records: int) -> dict[str, Any]:
     """The serial part of every micro-batch, without Spark: decoding ``records`` records and feeding them to the
-    :class:`~kraftlake.spark.history.HistoryBuilder` (the image replay and the entity versions), per CPU second
+    :class:`~kraftlake.history.HistoryBuilder` (the image replay and the entity versions), per CPU second
     of this process. The driver does this once per record in order, so no micro-batch size or number of
     executors takes the stream past it."""
     from itertools import islice
 
+    from kraftlake.history import HistoryBuilder
     from kraftlake.image.source import log_records
-    from kraftlake.spark.history import HistoryBuilder
 
     builder = HistoryBuilder()
     start = time.process_time()

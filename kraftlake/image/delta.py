@@ -323,12 +323,43 @@ class MetadataDelta:
             raise ReplayError(f"Unknown metadata.version feature level {r.feature_level}")
         self._features[r.name] = None if r.feature_level == 0 else r.feature_level
 
-    # -- cluster ------------------------------------------------------------------------------------------
+    # -- state as of the records replayed so far (what a reader of the delta record by record asks) ------------
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
+        """The broker's registration after the records replayed so far, None if it is not registered."""
         if broker_id in self._brokers:
             return self._brokers[broker_id]
         return self.image.brokers.get(broker_id)
+
+    def topic_name(self, topic_id: str) -> str | None:
+        """The name of a live topic after the records replayed so far, None if there is none with that id."""
+        td = self._topics.get(topic_id)
+        if td is not None:
+            return td.name
+        if topic_id in self._deleted_topics:
+            return None
+        t = self.image.topics_by_id.get(topic_id)
+        return None if t is None else t.name
+
+    def partition(self, topic_id: str, partition_id: int) -> PartitionRegistration | None:
+        """A partition's registration after the records replayed so far, None if it does not exist."""
+        td = self._topics.get(topic_id)
+        if td is not None:
+            return td.partition(partition_id)
+        if topic_id in self._deleted_topics:
+            return None
+        t = self.image.topics_by_id.get(topic_id)
+        return None if t is None else t.partitions.get(partition_id)
+
+    def config(self, resource_type: int, resource_name: str, name: str) -> str | None:
+        """One config value of a resource after the records replayed so far, None if it is not set."""
+        key = (resource_type, resource_name)
+        pending = self._configs.get(key)
+        if pending is not None and name in pending:
+            return pending[name]
+        return (self.image.configs.get(key) or {}).get(name)
+
+    # -- cluster ------------------------------------------------------------------------------------------
 
     def _register_broker(self, r: Any) -> None:
         self._brokers[r.broker_id] = broker_from_record(r)

@@ -141,6 +141,11 @@ class MetadataImage:
         return self.features.get("metadata.version")
 
     @property
+    def in_transaction(self) -> bool:
+        """Whether a metadata transaction is open at this offset (cheap: ``transaction`` builds its records)."""
+        return self._txn is not None
+
+    @property
     def transaction(self) -> OpenTransaction | None:
         """The open metadata transaction at this offset, if any, with its pending records in log order."""
         if self._txn is None:

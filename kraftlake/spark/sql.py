@@ -27,11 +27,12 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.history import ENTITIES
+from kraftlake.history import ENTITIES
 from kraftlake.spark.tables import (
     BEFORE_RETAINED,
     WarehouseError,
     ensure_retention,
+    history_columns,
     history_query,
     offset_at_time,
     retention_guard,
@@ -43,8 +44,7 @@ AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
 
 
 def _returns(table: str, extra: str = "from_offset BIGINT") -> str:
-    ent = ENTITIES[table]
-    return ", ".join([*(f"{n} {t}" for n, t in ent.columns), extra])
+    return ", ".join([*(f"{n} {t}" for n, t in history_columns(table)), extra])
 
 
 def _cols(table: str, alias: str = "h") -> str:

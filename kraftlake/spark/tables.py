@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from kraftlake.errors import KraftlakeError
-from kraftlake.spark.history import ENTITIES, HistoryBatch
+from kraftlake.history import ENTITIES, HistoryBatch
 from kraftlake.spark.structs import metadata_log_struct_type
 
 APP_ID = "kraftlake"
@@ -38,6 +38,84 @@ OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT 
 CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
 RETENTION_DDL = "retained_from BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL"
 HISTORY_TABLES = tuple(ENTITIES)
+_ENDPOINTS = "ARRAY<STRUCT<name: STRING, host: STRING, port: INT, security_protocol: STRING>>"
+_FEATURES = "ARRAY<STRUCT<name: STRING, min: INT, max: INT>>"
+#: The Spark type of every attribute column of the history tables (``kraftlake.history.ENTITIES`` names them).
+HISTORY_TYPES: dict[str, dict[str, str]] = {
+    "brokers": {
+        "id": "INT",
+        "epoch": "BIGINT",
+        "incarnation_id": "STRING",
+        "endpoints": _ENDPOINTS,
+        "rack": "STRING",
+        "fenced": "BOOLEAN",
+        "in_controlled_shutdown": "BOOLEAN",
+        "is_migrating_zk_broker": "BOOLEAN",
+        "log_dirs": "ARRAY<STRING>",
+        "cordoned_log_dirs": "ARRAY<STRING>",
+        "features": _FEATURES,
+    },
+    "controllers": {
+        "id": "INT",
+        "incarnation_id": "STRING",
+        "zk_migration_ready": "BOOLEAN",
+        "endpoints": _ENDPOINTS,
+        "features": _FEATURES,
+    },
+    "topics": {"name": "STRING", "topic_id": "STRING"},
+    "partitions": {
+        "topic": "STRING",
+        "topic_id": "STRING",
+        "partition": "INT",
+        "replicas": "ARRAY<INT>",
+        "isr": "ARRAY<INT>",
+        "removing_replicas": "ARRAY<INT>",
+        "adding_replicas": "ARRAY<INT>",
+        "leader": "INT",
+        "leader_recovery_state": "INT",
+        "leader_epoch": "INT",
+        "partition_epoch": "INT",
+        "directories": "ARRAY<STRING>",
+        "eligible_leader_replicas": "ARRAY<INT>",
+        "last_known_elr": "ARRAY<INT>",
+    },
+    "configs": {"resource_type": "STRING", "resource_name": "STRING", "name": "STRING", "value": "STRING"},
+    "features": {"name": "STRING", "level": "INT"},
+    "client_quotas": {
+        "entity": "ARRAY<STRUCT<entity_type: STRING, entity_name: STRING>>",
+        "entity_key": "STRING",
+        "key": "STRING",
+        "value": "DOUBLE",
+    },
+    "producer_ids": {"next_producer_id": "BIGINT"},
+    "acls": {
+        "id": "STRING",
+        "resource_type": "INT",
+        "resource_name": "STRING",
+        "pattern_type": "INT",
+        "principal": "STRING",
+        "host": "STRING",
+        "operation": "INT",
+        "permission_type": "INT",
+    },
+    "scram": {
+        "user": "STRING",
+        "mechanism": "STRING",
+        "salt": "STRING",
+        "stored_key": "STRING",
+        "server_key": "STRING",
+        "iterations": "INT",
+    },
+    "delegation_tokens": {
+        "token_id": "STRING",
+        "owner": "STRING",
+        "requester": "STRING",
+        "renewers": "ARRAY<STRING>",
+        "issue_timestamp": "BIGINT",
+        "max_timestamp": "BIGINT",
+        "expiration_timestamp": "BIGINT",
+    },
+}
 R = TypeVar("R")
 LOG_STATS_COLUMNS = "offset,epoch,timestamp,batch_offset,type,api_key"
 
@@ -55,9 +133,16 @@ def table_ref(warehouse: str | Path, name: str) -> str:
     return f"delta.`{table_path(warehouse, name)}`"
 
 
+def history_columns(table: str) -> list[tuple[str, str]]:
+    """A history table's attribute columns in order, each with its Spark type (the validity range not included)."""
+    types = HISTORY_TYPES[table]
+    return [(n, types[n]) for n in ENTITIES[table].names]
+
+
 def table_ddl(name: str) -> str:
     if name in ENTITIES:
-        return ENTITIES[name].ddl()
+        cols = [f"{n} {t}" for n, t in history_columns(name)]
+        return ", ".join([*cols, "from_offset BIGINT NOT NULL", "to_offset BIGINT"])
     if name == SNAPSHOTS:
         return SNAPSHOTS_DDL
     if name == OFFSETS:
@@ -330,7 +415,7 @@ BEFORE_RETAINED = "before the retained history"
 def _no_row(table: str) -> str:
     """The SELECT list of a row of ``table``'s function columns, all NULL (typed, for UNION ALL)."""
     return "SELECT " + ", ".join(
-        [*(f"CAST(NULL AS {t})" for _, t in ENTITIES[table].columns), "CAST(NULL AS BIGINT)"]
+        [*(f"CAST(NULL AS {t})" for _, t in history_columns(table)), "CAST(NULL AS BIGINT)"]
     )
 
 

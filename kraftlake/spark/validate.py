@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kraftlake.errors import KraftlakeError
-from kraftlake.spark.history import ENTITIES
+from kraftlake.history import ENTITIES
 from kraftlake.spark.tables import LOG, OFFSETS, history_query, table_path, table_ref
 
 QUARANTINE = "quarantine"

@@ -9,9 +9,9 @@ import pytest
 from shared_paths import KAFKA_LOGS
 from spark.fixtures_logs import write_synthetic_log
 
+from kraftlake.history import ENTITIES, HistoryBatch, HistoryBuilder, entity_rows, without_written
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
-from kraftlake.spark.history import ENTITIES, HistoryBatch, HistoryBuilder, entity_rows
 
 FIXTURES = KAFKA_LOGS
 
@@ -56,9 +56,7 @@ def test_resume_after_a_torn_slice_with_other_slicing(
     tmp_path: Path, killed: int, resumed: int, tables_done: int
 ) -> None:
     """A run killed inside its third slice (some tables written), resumed with another slice size, ends with
-    exactly the tables of an uninterrupted run (``pipelines.ingest.without_written``)."""
-    from pipelines.ingest import without_written
-
+    exactly the tables of an uninterrupted run (``kraftlake.history.without_written``)."""
     log_dir = write_synthetic_log(tmp_path, seed=4, steps=300)
     recs = list(log_records(log_dir))
     want = _canon_tables(apply_slices(log_dir, 1000))

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from spark.fixtures_logs import write_synthetic_log
 
+from kraftlake.history import entity_rows
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
-from kraftlake.spark.history import entity_rows
 
 REPO = Path(__file__).resolve().parents[2]
 

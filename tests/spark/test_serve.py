@@ -26,9 +26,10 @@ from typing import Any
 import pytest
 from spark.fixtures_logs import write_synthetic_log
 
+from kraftlake.history import entity_rows
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
-from kraftlake.spark.history import ENTITIES, entity_rows
+from kraftlake.spark.tables import history_columns
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "kraftlake-test-" + secrets.token_hex(8)
@@ -210,7 +211,7 @@ def test_connect_and_jdbc_answer_as_in_process_and_the_image(
     via_jdbc = []
     for entity, result in zip(ENTITIES_COMPARED, _beeline(server.jdbc, queries, tmp_path), strict=True):
         header, *rows = result
-        typed = {**types, **dict(ENTITIES[entity].columns)}
+        typed = {**types, **dict(history_columns(entity))}
         via_jdbc.append(
             [{c: _jdbc_value(v, typed[c]) for c, v in zip(header, row, strict=True)} for row in rows]
         )

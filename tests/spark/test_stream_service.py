@@ -71,7 +71,7 @@ def table_counts(spark: Any, warehouse: Path, upto: int) -> dict[str, int]:
     elect again, and every new leader appends a LeaderChange control record. Also checks that no offset is
     stored twice anywhere in the warehouse (what a replayed batch would leave).
     """
-    from kraftlake.spark.history import ENTITIES
+    from kraftlake.history import ENTITIES
     from kraftlake.spark.tables import table_ref
 
     parts = [

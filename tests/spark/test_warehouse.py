@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from spark.fixtures_logs import write_synthetic_log
 
+from kraftlake.history import ENTITIES, entity_rows
 from kraftlake.image import image_at
 from kraftlake.image.render import image_json
 from kraftlake.image.source import log_records
-from kraftlake.spark.history import ENTITIES, entity_rows
 
 PARTITION_COLUMNS = [
     "topic",

@@ -1,0 +1,26 @@
+"""The history tables' contents, pure (no Spark): entity versions over offsets, computed by replaying records
+through the image (the oracle).
+
+Public API: :data:`ENTITIES` (the tables, their keys and columns), :class:`HistoryBuilder` (records -> versions
+and closes per slice), :class:`HistoryBatch`, :func:`changes` (entity changes between two images),
+:func:`entity_rows` (an image as rows), :func:`quota_entity_key`, :func:`without_written` (a slice less what a killed run wrote).
+"""
+
+from __future__ import annotations
+
+from kraftlake.history.builder import HistoryBatch, HistoryBuilder, without_written
+from kraftlake.history.changes import Change, changes
+from kraftlake.history.entities import ENTITIES, Entity
+from kraftlake.history.rows import entity_rows, quota_entity_key
+
+__all__ = [
+    "ENTITIES",
+    "Change",
+    "Entity",
+    "HistoryBatch",
+    "HistoryBuilder",
+    "changes",
+    "entity_rows",
+    "quota_entity_key",
+    "without_written",
+]
