@@ -18,7 +18,7 @@ _EPOCH = operator.itemgetter(1)
 _VALUE = operator.itemgetter(3)
 # stored entries are plain tuples: CPython stops tracking a plain tuple of atoms (ints, bools, bytes) at the
 # first collection it survives, but never a tuple subclass such as `Entry`. A log of Entry objects made every
-# full collection scan every record (250 ms per 100k records on the loaded bench machine, in the append tail);
+# full collection scan every record, a pause that grows with the log and lands in the append tail;
 # reads rebuild the few Entry objects they return.
 _AS_ENTRY = functools.partial(tuple.__new__, Entry)
 _Stored = tuple[int, int, bool, bytes, int, int, int]

@@ -1,7 +1,8 @@
 """`RaftNode`: KRaft as a deterministic step machine.
 
-A driver (the simulation, or later the asyncio service) feeds it messages (`step`), the passing of time
-(`tick`) and the completion of disk flushes (`flush`), and appends client values on the leader (`append`).
+A driver (`kraftlake.sim`'s simulation, or `kraftlake.service`'s asyncio runner) feeds it messages (`step`),
+the passing of time (`tick`) and the completion of disk flushes (`flush`), and appends client values on the
+leader (`append`).
 Every call returns a `Ready`: what to persist and send, in this order:
 
 1. write `Ready.quorum_state` to `quorum-state` (durably) if set: a vote is never sent before it is stored;

@@ -5,8 +5,9 @@ Writes what a one-voter quorum's leader would: ``<data dir>/meta.properties`` an
 writes them, a LeaderChangeMessage control batch at the start of each epoch, a ``leader-epoch-checkpoint``,
 and snapshots (``%020d-%010d.checkpoint``) of the committed image written through ``kraftlake.image``.
 
-It is used when no quorum service is available (``kraftlake.service`` does not exist yet): with one voter
-an append is committed once written, so records are handed to the commit listeners at once. The records the
+It drives the cluster simulator without a quorum (``QuorumClusterSimulator`` runs it on
+``kraftlake.service``'s voters instead): with one voter an append is committed once written, so records are
+handed to the commit listeners at once. The records the
 listeners get are full envelopes (with their value bytes).
 """
 

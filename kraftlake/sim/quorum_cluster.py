@@ -223,9 +223,8 @@ class QuorumClusterSimulator(ClusterSimulator):
 def default_fetch_timeout_ms(brokers: int, partitions: int, replication_factor: int) -> int:
     """The in-process quorum's fetch timeout: Kafka's 2 s, or more when a broker failure's records (one per
     replica it holds, replayed by the leader and both followers on the one loop thread) take longer than that
-    to commit. At 60k replicas a broker with 2 s, the quorum went through 58 epochs in the first 1.7M events
-    (storms of elections in a row): a broker's fencing stalls the loop past the timeout, the followers elect
-    a new leader, the fencing's records are lost, and the next tick tries again. With 10 s: epoch 4 at 1.9M."""
+    to commit. Too short a timeout ends in storms of elections: a broker's fencing stalls the loop past the
+    timeout, the followers elect a new leader, the fencing's records are lost, and the next tick tries again."""
     return max(2000, round(replicas_per_broker(brokers, partitions, replication_factor) / 6))
 
 
