@@ -21,8 +21,6 @@ BATCH_FILES = sorted(
     [*FIXTURES.glob("*/*.log"), *FIXTURES.glob("*/*/*.log"), *FIXTURES.glob("**/*.checkpoint")]
 )
 
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="fixture logs not present")
-
 
 @pytest.mark.parametrize("path", BATCH_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_every_batch_is_valid_and_reencodes_byte_for_byte(path: Path) -> None:
