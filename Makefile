@@ -12,7 +12,7 @@ MVN         := mvn -q -B -Dmaven.repo.local=$(abspath $(M2))
 export PYSPARK_PYTHON := $(abspath $(PY))
 export KRAFTLAKE_JARS := $(abspath $(JARS))
 
-.PHONY: help setup run test test-fast fuzz lint fmt bench dist clean schemas
+.PHONY: help setup run test test-fast fuzz lint fmt bench dist clean schemas stubs
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -44,9 +44,10 @@ fuzz: setup ## the fuzz targets (tests/fuzz), each for FUZZ_SECONDS (default 300
 	KRAFTLAKE_FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),KRAFTLAKE_FUZZ_SEED=$(FUZZ_SEED)) \
 		$(PY) -m pytest -q -s -p no:cacheprovider -o timeout=0 tests/fuzz
 
-lint: setup ## ruff (lint and format), mypy, import-linter contracts
+lint: setup ## ruff (lint and format), the stubs up to date, mypy, import-linter contracts
 	$(VENV)/bin/ruff check kraftlake pipelines udfs jobs tests
 	$(VENV)/bin/ruff format --check kraftlake pipelines udfs jobs tests
+	$(PY) -m kraftlake.protocol.stubs --check
 	$(VENV)/bin/mypy kraftlake pipelines udfs jobs
 	$(VENV)/bin/lint-imports
 
@@ -63,8 +64,12 @@ dist: setup ## dist/kraftlake.zip for spark-submit --py-files (the wheel, schema
 	# executors put only .zip/.egg/.jar --py-files on sys.path: the same archive under a .zip name
 	cp dist/kraftlake-*.whl dist/kraftlake.zip
 
-schemas: setup ## regenerate schemas/rpc/*.avsc from Kafka's JSON message specs in the kafka-clients jar
+schemas: setup ## regenerate schemas/rpc/*.avsc from Kafka's JSON message specs in the kafka-clients jar, then the stubs
 	$(PY) -m kraftlake.protocol.kafka_specs $(JARS)/kafka schemas/rpc
+	$(PY) -m kraftlake.protocol.stubs
+
+stubs: setup ## regenerate the record classes' type stubs (kraftlake/protocol/*.pyi) from schemas/
+	$(PY) -m kraftlake.protocol.stubs
 
 clean: ## remove build outputs (keeps the venv and the jar cache)
 	rm -rf build dist bench/results.json warehouse

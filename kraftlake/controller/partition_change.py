@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from kraftlake.controller.config import MV_3_7_IV2, partition_record_version
 from kraftlake.image.model import MIGRATING_DIR, NO_LEADER, PartitionRegistration
@@ -178,7 +179,7 @@ class PartitionChangeBuilder:
         self._complete_reassignment()
         self._populate_target_elr()
 
-        fields: dict[str, object] = {}
+        fields: dict[str, Any] = {}  # the changed fields of the PartitionChangeRecord, each of its own type
         leader, unclean = self.elect_leader()
         if leader != p.leader:
             if leader in self.target_elr and not self.target_isr:

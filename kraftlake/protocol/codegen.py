@@ -37,7 +37,7 @@ Decoder = Callable[[bytes, int, int], tuple[Any, int]]
 Encoder = Callable[[Any, bytearray], None]
 
 
-class Record(tuple):
+class Record(tuple[Any, ...]):
     """Base of every generated record class: an immutable tuple of the fields, compared by type and value."""
 
     __slots__ = ()

@@ -3,6 +3,7 @@
 Generated from ``schemas/`` when this module is first imported. Each class is an immutable, slotted value
 object (a tuple subclass, compared by type and value) with snake_case attributes; nested structs are classes
 of their own, reachable as attributes of their message class as in Kafka (``RegisterBrokerRecord.BrokerEndpoint``).
+Type checkers read ``messages.pyi`` instead, generated from the same schemas (``make stubs``).
 """
 
 from __future__ import annotations
@@ -61,5 +62,5 @@ def struct_spec_of(cls: type[Record]) -> StructSpec:
 _build()
 
 
-def __getattr__(name: str) -> Any:  # for type checkers and clear errors on typos
+def __getattr__(name: str) -> Any:  # a typo names what it is not
     raise AttributeError(f"module {__name__!r} has no record class {name!r}")
