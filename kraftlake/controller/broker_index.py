@@ -104,7 +104,7 @@ class BrokerPartitions:
             topic_id = topic_ids[key >> _PID_BITS]
             t = topics.get(topic_id)
             p = t.partitions.get(pid) if t is not None else None
-            if p is not None and broker_id in p.replicas:
+            if t is not None and p is not None and broker_id in p.replicas:
                 yield t, pid, p
             elif not any(_holds(other, topic_id, pid, broker_id) for other in keep_for):
                 seen.discard(key)

@@ -74,10 +74,10 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
         yield from _diff_dict("scram", old.scram, new.scram, scram_key, scram_row)
     if old.client_quotas is not new.client_quotas:
         for entity in set(old.client_quotas) | set(new.client_quotas):
-            a, b = old.client_quotas.get(entity) or {}, new.client_quotas.get(entity) or {}
-            if a != b:
+            qa, qb = old.client_quotas.get(entity) or {}, new.client_quotas.get(entity) or {}
+            if qa != qb:
                 yield from _diff_multi(
-                    "client_quotas", list(quota_rows(entity, a)), list(quota_rows(entity, b))
+                    "client_quotas", list(quota_rows(entity, qa)), list(quota_rows(entity, qb))
                 )
     if old.next_producer_id != new.next_producer_id:
         yield (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from kraftlake.image.model import (
     Acl,
@@ -25,6 +25,7 @@ QuotaEntity = tuple[tuple[str, "str | None"], ...]
 
 ScramKey = tuple[int, str]
 """A SCRAM credential: (mechanism id, user name)."""
+_T = TypeVar("_T")
 
 
 class TopicsByName(Mapping[str, TopicImage]):
@@ -43,6 +44,12 @@ class TopicsByName(Mapping[str, TopicImage]):
     def __getitem__(self, name: str) -> TopicImage:
         return self._by_id[self.ids[name]]
 
+    @overload
+    def get(self, name: str, /) -> TopicImage | None: ...
+    @overload
+    def get(self, name: str, /, default: TopicImage) -> TopicImage: ...
+    @overload
+    def get(self, name: str, /, default: _T) -> TopicImage | _T: ...
     def get(self, name: str, default: Any = None) -> Any:
         topic_id = self.ids.get(name)
         if topic_id is None:

@@ -13,10 +13,11 @@ is not stable across processes (str hashing is randomized): sort when order matt
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast, overload
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 _BITS = 5
 _WIDTH = 1 << _BITS
@@ -247,6 +248,12 @@ class PMap(Mapping[K, V], Generic[K, V]):
                     return cast(V, leaf.value)
             raise KeyError(key)
 
+    @overload
+    def get(self, key: K, /) -> V | None: ...
+    @overload
+    def get(self, key: K, /, default: V) -> V: ...
+    @overload
+    def get(self, key: K, /, default: T) -> V | T: ...
     def get(self, key: K, default: Any = None) -> Any:
         node: Any = self._root
         if node is None:
