@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake import kafka_tools
-from kraftlake.image import ImageLoader, replay, write_snapshot
+from kraftlake.image import ImageLoader, MetadataImage, replay, write_snapshot
 from kraftlake.image.snapshot import snapshot_records
 from kraftlake.image.source import log_records
 from kraftlake.logformat import SegmentedLog, build_data_batch
@@ -450,7 +450,7 @@ def snapshot_figures(image: Any, work: Path, runs: int, shell: bool = True) -> d
     return out
 
 
-def _snapshot_record_count(image: Any) -> int:
+def _snapshot_record_count(image: MetadataImage) -> int:
     """How many data records ``write_snapshot`` writes for ``image``: the offset of the last one, which is
     the provenance ``kafka-metadata-shell`` shows once it has loaded the whole file (the header is at 0)."""
     return (

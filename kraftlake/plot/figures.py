@@ -113,7 +113,7 @@ def under_replicated_figure(
         value_name="count",
     )
     long["series"] = long["series"].map({"under_replicated": "under-replicated", "offline": "offline"})
-    return (
+    chart: alt.Chart = (
         alt.Chart(long, title=alt.Title(title, subtitle=subtitle))
         .mark_line(interpolate="step-after", point=True)
         .encode(
@@ -134,6 +134,7 @@ def under_replicated_figure(
         )
         .properties(width=WIDTH, height=300)
     )
+    return chart
 
 
 def partition_figure(
@@ -172,7 +173,7 @@ def broker_figure(segments: pd.DataFrame, subtitle: str = "") -> alt.Chart:
     data = _segments(segments)
     data["lane"] = data["broker"].map(lambda b: f"broker {b}")
     lanes = [f"broker {b}" for b in sorted(int(b) for b in data["broker"].unique())]
-    return (
+    chart: alt.Chart = (
         alt.Chart(data, title=alt.Title("Broker states", subtitle=subtitle))
         .mark_bar(size=16)
         .encode(
@@ -190,6 +191,7 @@ def broker_figure(segments: pd.DataFrame, subtitle: str = "") -> alt.Chart:
         )
         .properties(**_size(data))
     )
+    return chart
 
 
 def config_figure(

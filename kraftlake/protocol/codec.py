@@ -67,6 +67,7 @@ def decode_body(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: 
         buf = bytes(buf)
     if end is None:
         end = len(buf)
+    record: Record
     try:
         record, stop = fn(buf, pos, end)
     except ProtocolError:

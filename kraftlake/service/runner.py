@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kraftlake.follow.observer import METADATA_TOPIC
 from kraftlake.logformat import (
     METADATA_PARTITION_DIR,
     MetaProperties,
@@ -64,7 +65,6 @@ from kraftlake.service.file_log import FileRaftLog, FlushTicket
 from kraftlake.service.kafka_rpc import (
     APPEND_API_KEY,
     CONTROLLER_ENDPOINT_TYPE,
-    METADATA_TOPIC,
     SERVED,
     ZERO_UUID,
     AppendRequest,
