@@ -347,11 +347,11 @@ def _wait_for(
 
 def leader_high_watermark(endpoints: Sequence[tuple[str, int]]) -> tuple[int, int]:
     """(leader id, high watermark) as the leader answers DescribeQuorum."""
-    from kraftlake.protocol import rpc
+    from kraftlake.protocol import rpc_messages
     from kraftlake.protocol.rpc import ApiKey
     from kraftlake.wire.connection import KafkaConnection
 
-    f = rpc.message_class("DescribeQuorumRequest")
+    f = rpc_messages.DescribeQuorumRequest
     msg = f(
         topics=[f.TopicData(topic_name="__cluster_metadata", partitions=[f.PartitionData(partition_index=0)])]
     )

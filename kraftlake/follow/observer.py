@@ -27,7 +27,7 @@ from kraftlake.follow.errors import (
     NotAControllerError,
     ObserverProtocolError,
 )
-from kraftlake.protocol import rpc
+from kraftlake.protocol import rpc_messages
 from kraftlake.protocol.error_codes import Errors
 from kraftlake.protocol.rpc import ApiKey
 
@@ -298,7 +298,7 @@ class MetadataObserver:
         return Send(target, ApiKey.FETCH, self._fetch_request(wait), wait)
 
     def _fetch_request(self, wait_ms: int) -> Any:
-        f = rpc.message_class("FetchRequest")
+        f = rpc_messages.FetchRequest
         # Kafka refuses (INVALID_REQUEST) a LastFetchedEpoch above CurrentLeaderEpoch: before the leader's epoch
         # is known (a resumed mirror asks at epoch 0 to be told the leader) the fetch is only a question
         partition = f.FetchPartition(
@@ -325,7 +325,7 @@ class MetadataObserver:
     def _fetch_snapshot_request(self) -> Any:
         d = self.download
         assert d is not None
-        f = rpc.message_class("FetchSnapshotRequest")
+        f = rpc_messages.FetchSnapshotRequest
         partition = f.PartitionSnapshot(
             partition=0,
             current_leader_epoch=self.epoch,
@@ -494,7 +494,7 @@ class MetadataObserver:
             raise ObserverProtocolError(
                 f"{send.endpoint} answered Fetch without partition 0 of {METADATA_TOPIC}"
             )
-        return rpc.message_class("FetchResponse").PartitionData(error_code=response.error_code)
+        return rpc_messages.FetchResponse.PartitionData(error_code=response.error_code)
 
     def _on_fetch_snapshot(self, send: Send, response: Any, now_ms: int) -> list[Effect]:
         self._learn_endpoints(response.node_endpoints)

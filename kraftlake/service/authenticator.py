@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kraftlake.protocol import rpc
+from kraftlake.protocol import rpc, rpc_messages
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.protocol.versions import Versions
@@ -98,12 +98,12 @@ class SaslHandshake:
         self._mechanism = self.security.sasl_server(mechanism)
         if self._mechanism is None:
             log.warning("%s asked for SASL mechanism %r; enabled: %s", self.peer, mechanism, enabled)
-            answer = rpc.make(
-                "SaslHandshakeResponse", error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
+            answer = rpc_messages.SaslHandshakeResponse(
+                error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
             )
             return rpc.encode_response(answer, ApiKey.SASL_HANDSHAKE, version, corr), False
         self._state = "authenticate"
-        answer = rpc.make("SaslHandshakeResponse", error_code=0, mechanisms=enabled)
+        answer = rpc_messages.SaslHandshakeResponse(error_code=0, mechanisms=enabled)
         return rpc.encode_response(answer, ApiKey.SASL_HANDSHAKE, version, corr), True
 
     def _authenticate(self, payload: bytes, version: int, corr: int) -> tuple[bytes | None, bool]:
@@ -120,8 +120,7 @@ class SaslHandshake:
             log.warning(
                 "SASL %s authentication from %s failed: %s", mechanism.mechanism_name, self.peer, exc.reason
             )
-            answer = rpc.make(
-                "SaslAuthenticateResponse",
+            answer = rpc_messages.SaslAuthenticateResponse(
                 error_code=SASL_AUTHENTICATION_FAILED,
                 error_message=exc.reason,
                 auth_bytes=b"",
@@ -131,8 +130,7 @@ class SaslHandshake:
         if mechanism.complete:
             self._state = "complete"
             self.principal = f"User:{mechanism.username}"
-        answer = rpc.make(
-            "SaslAuthenticateResponse",
+        answer = rpc_messages.SaslAuthenticateResponse(
             error_code=0,
             error_message=None,
             auth_bytes=token,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.follow.observer import METADATA_TOPIC, METADATA_TOPIC_ID, ZERO_UUID, Send, for_version
-from kraftlake.protocol import rpc
+from kraftlake.protocol import rpc, rpc_messages
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import Entry, OffsetAndEpoch
@@ -214,7 +214,7 @@ class ObserverClient:
 
     def _fetch(self, from_offset: int, max_wait_ms: int, max_bytes: int) -> Any:
         """One Fetch (retried once per bootstrap server on a connection failure); its metadata partition."""
-        f = rpc.message_class("FetchRequest")
+        f = rpc_messages.FetchRequest
         partition = f.FetchPartition(
             partition=0,
             current_leader_epoch=ANY_EPOCH,
@@ -343,7 +343,7 @@ class ObserverClient:
         RemoteError
             If the server does not hold the snapshot (SNAPSHOT_NOT_FOUND: fetch again for the latest id).
         """
-        s = rpc.message_class("FetchSnapshotRequest")
+        s = rpc_messages.FetchSnapshotRequest
         data = bytearray()
         while True:
             partition = s.PartitionSnapshot(
@@ -587,8 +587,7 @@ class QuorumClient:
         """
         cluster = self._admin.request(
             ApiKey.DESCRIBE_CLUSTER,
-            rpc.make(
-                "DescribeClusterRequest",
+            rpc_messages.DescribeClusterRequest(
                 include_cluster_authorized_operations=False,
                 endpoint_type=CONTROLLER_ENDPOINT_TYPE,
             ),
@@ -600,12 +599,11 @@ class QuorumClient:
             raise ClusterIdMismatchError(
                 f"the quorum at {self._admin.peer} is not cluster {self.cluster_id!r}"
             )
-        request = rpc.make(
-            "DescribeQuorumRequest",
+        request = rpc_messages.DescribeQuorumRequest(
             topics=[
-                rpc.message_class("DescribeQuorumRequest").TopicData(
+                rpc_messages.DescribeQuorumRequest.TopicData(
                     topic_name=METADATA_TOPIC,
-                    partitions=[rpc.message_class("DescribeQuorumRequest").PartitionData(partition_index=0)],
+                    partitions=[rpc_messages.DescribeQuorumRequest.PartitionData(partition_index=0)],
                 )
             ],
         )

@@ -39,7 +39,7 @@ from kraftlake.follow.observer import METADATA_TOPIC, METADATA_TOPIC_ID, split_b
 from kraftlake.logformat import RecordBatch, build_control_batch, control_record_type
 from kraftlake.logformat.batch import CONTROL_MASK
 from kraftlake.logformat.errors import LogFormatError
-from kraftlake.protocol import rpc
+from kraftlake.protocol import rpc, rpc_messages
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.protocol.versions import Versions
@@ -374,7 +374,7 @@ def kafka_request(message: Message, ctx: WireContext) -> tuple[int, int, Any]:
             ),
         )
     if isinstance(message, VoteRequest):
-        v = rpc.message_class("VoteRequest")
+        v = rpc_messages.VoteRequest
         partition = v.PartitionData(
             partition_index=0,
             replica_epoch=message.candidate_epoch,
@@ -395,7 +395,7 @@ def kafka_request(message: Message, ctx: WireContext) -> tuple[int, int, Any]:
             ),
         )
     if isinstance(message, BeginQuorumEpochRequest):
-        b = rpc.message_class("BeginQuorumEpochRequest")
+        b = rpc_messages.BeginQuorumEpochRequest
         partition = b.PartitionData(
             partition_index=0,
             voter_directory_id=ZERO_UUID,
@@ -413,7 +413,7 @@ def kafka_request(message: Message, ctx: WireContext) -> tuple[int, int, Any]:
             ),
         )
     if isinstance(message, EndQuorumEpochRequest):
-        q = rpc.message_class("EndQuorumEpochRequest")
+        q = rpc_messages.EndQuorumEpochRequest
         partition = q.PartitionData(
             partition_index=0,
             leader_id=message.leader_id,
@@ -433,7 +433,7 @@ def kafka_request(message: Message, ctx: WireContext) -> tuple[int, int, Any]:
             ),
         )
     if isinstance(message, FetchSnapshotRequest):
-        s = rpc.message_class("FetchSnapshotRequest")
+        s = rpc_messages.FetchSnapshotRequest
         sid = message.snapshot_id
         partition = s.PartitionSnapshot(
             partition=0,
@@ -584,7 +584,7 @@ def kafka_response(
         )
     endpoints = version >= 1
     if isinstance(message, VoteResponse):
-        v = rpc.message_class("VoteResponse")
+        v = rpc_messages.VoteResponse
         partition = v.PartitionData(
             partition_index=0,
             error_code=message.error.value,
@@ -717,13 +717,13 @@ def error_response(api_key: int, version: int, code: int, message: str = "") -> 
     """The body of a whole-request refusal of `api_key` (top-level error code; DescribeQuorum v2 and
     DescribeCluster also carry `message`)."""
     if api_key == ApiKey.API_VERSIONS:
-        return rpc.make("ApiVersionsResponse", error_code=code)
+        return rpc_messages.ApiVersionsResponse(error_code=code)
     if api_key == ApiKey.DESCRIBE_QUORUM:
-        return rpc.make(
-            "DescribeQuorumResponse", error_code=code, error_message=message if version >= 2 else None
+        return rpc_messages.DescribeQuorumResponse(
+            error_code=code, error_message=message if version >= 2 else None
         )
     if api_key == ApiKey.DESCRIBE_CLUSTER:
-        return rpc.make("DescribeClusterResponse", error_code=code, error_message=message, cluster_id="")
+        return rpc_messages.DescribeClusterResponse(error_code=code, error_message=message, cluster_id="")
     names = {
         ApiKey.FETCH: "FetchResponse",
         ApiKey.VOTE: "VoteResponse",
@@ -1083,7 +1083,7 @@ def describe_quorum_response(
     Only the leader answers in full; another voter answers NOT_LEADER_OR_FOLLOWER with what it knows (the
     leader, epoch, high watermark and voters, log end offsets -1), as kraftlake's `QuorumClient` reads it.
     """
-    cls = rpc.message_class("DescribeQuorumResponse")
+    cls = rpc_messages.DescribeQuorumResponse
 
     def state(node: int, directory_id: str, leo: int, fetch: int = -1, caught_up: int = -1) -> Any:
         return cls.ReplicaState(

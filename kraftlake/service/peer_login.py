@@ -14,7 +14,7 @@ import ssl
 import struct
 from typing import Any
 
-from kraftlake.protocol import rpc
+from kraftlake.protocol import rpc, rpc_messages
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.service.transport import read_frame
@@ -73,7 +73,7 @@ async def sasl_login(
         return answer
 
     handshake = await exchange(
-        ApiKey.SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, rpc.make("SaslHandshakeRequest", mechanism=name)
+        ApiKey.SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, rpc_messages.SaslHandshakeRequest(mechanism=name)
     )
     if handshake.error_code:
         offered = ", ".join(handshake.mechanisms) or "none"
@@ -85,7 +85,7 @@ async def sasl_login(
         answer = await exchange(
             ApiKey.SASL_AUTHENTICATE,
             SASL_AUTHENTICATE_VERSION,
-            rpc.make("SaslAuthenticateRequest", auth_bytes=token),
+            rpc_messages.SaslAuthenticateRequest(auth_bytes=token),
         )
         if answer.error_code:
             raise AuthenticationError(name, f"{peer}: {answer.error_message or answer.error_code}")

@@ -42,7 +42,7 @@ from kraftlake.logformat import (
     write_meta_properties,
     write_quorum_state,
 )
-from kraftlake.protocol import rpc
+from kraftlake.protocol import rpc, rpc_messages
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.errors import NotLeaderError as RaftNotLeaderError
@@ -954,22 +954,22 @@ class NodeRunner:
     def _api_versions(self, version: int, corr: int) -> bytes:
         served = {**SERVED, **SASL_SERVED} if self.config.listener_security.uses_sasl else SERVED
         keys = [
-            rpc.message_class("ApiVersionsResponse").ApiVersion(
+            rpc_messages.ApiVersionsResponse.ApiVersion(
                 api_key=k, min_version=v.lowest, max_version=v.highest
             )
             for k, v in sorted(served.items())
         ]
         if version not in SERVED[ApiKey.API_VERSIONS]:
             # Kafka's answer to a version it lacks: UNSUPPORTED_VERSION in a v0 body listing its ranges
-            body = rpc.make("ApiVersionsResponse", error_code=KafkaErrors.UNSUPPORTED_VERSION, api_keys=keys)
+            body = rpc_messages.ApiVersionsResponse(error_code=KafkaErrors.UNSUPPORTED_VERSION, api_keys=keys)
             return encode_response(body, ApiKey.API_VERSIONS, 0, corr)
-        body = rpc.make("ApiVersionsResponse", error_code=0, api_keys=keys, throttle_time_ms=0)
+        body = rpc_messages.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
         return encode_response(body, ApiKey.API_VERSIONS, version, corr)
 
     def _describe_cluster(self, version: int, body: Any) -> Any:
         node = self.node
         assert node is not None
-        cls = rpc.message_class("DescribeClusterResponse")
+        cls = rpc_messages.DescribeClusterResponse
         if version >= 1 and body.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
             return cls(
                 error_code=KafkaErrors.MISMATCHED_ENDPOINT_TYPE,
@@ -996,7 +996,7 @@ class NodeRunner:
     def _describe_quorum(self, version: int, body: Any) -> Any:
         node = self.node
         assert node is not None
-        cls = rpc.message_class("DescribeQuorumResponse")
+        cls = rpc_messages.DescribeQuorumResponse
         check = [(t.topic_name, [p.partition_index for p in t.partitions]) for t in body.topics]
         if check != [(METADATA_TOPIC, [0])]:
             return cls(
@@ -1031,7 +1031,7 @@ class NodeRunner:
         assert node is not None and store is not None
         p = metadata_partition(body.topics, "topic_id", "Fetch")
         replica = fetch_replica_id(body, version)
-        endpoints = self._voter_endpoints(rpc.message_class("FetchResponse")) if version >= 16 else []
+        endpoints = self._voter_endpoints(rpc_messages.FetchResponse) if version >= 16 else []
         error = self._observer_check(p.current_leader_epoch)
         if error:
             conn.send(
@@ -1148,7 +1148,7 @@ class NodeRunner:
         assert node is not None and store is not None
         p = metadata_partition(body.topics, "name", "FetchSnapshot")
         sid = SnapshotId(p.snapshot_id.end_offset, p.snapshot_id.epoch)
-        endpoints = self._voter_endpoints(rpc.message_class("FetchSnapshotResponse")) if version >= 1 else []
+        endpoints = self._voter_endpoints(rpc_messages.FetchSnapshotResponse) if version >= 1 else []
         error = self._observer_check(p.current_leader_epoch)
         size, chunk = 0, b""
         if not error:

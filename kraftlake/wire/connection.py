@@ -14,7 +14,7 @@ import ssl
 import struct
 from typing import Any
 
-from kraftlake.protocol import rpc
+from kraftlake.protocol import rpc, rpc_messages
 from kraftlake.protocol.errors import ProtocolError, UnsupportedVersionError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.wire.client_config import ClientSecurity
@@ -230,8 +230,8 @@ class KafkaConnection:
 
     def _negotiate(self) -> None:
         version = rpc.SUPPORTED[ApiKey.API_VERSIONS].highest
-        request = rpc.make(
-            "ApiVersionsRequest", client_software_name="kraftlake", client_software_version="0.1.0"
+        request = rpc_messages.ApiVersionsRequest(
+            client_software_name="kraftlake", client_software_version="0.1.0"
         )
         payload, _ = self._exchange(ApiKey.API_VERSIONS, version, request, 0.0)
         try:
@@ -279,7 +279,7 @@ class KafkaConnection:
         mechanism = mechanism_for(self.security)
         self.require(ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
         handshake = self.request(
-            ApiKey.SASL_HANDSHAKE, rpc.make("SaslHandshakeRequest", mechanism=mechanism.mechanism_name)
+            ApiKey.SASL_HANDSHAKE, rpc_messages.SaslHandshakeRequest(mechanism=mechanism.mechanism_name)
         )
         if handshake.error_code:
             raise AuthenticationError(
@@ -290,7 +290,7 @@ class KafkaConnection:
         token: bytes | None = mechanism.initial_response()
         while token is not None:
             answer = self.request(
-                ApiKey.SASL_AUTHENTICATE, rpc.make("SaslAuthenticateRequest", auth_bytes=token)
+                ApiKey.SASL_AUTHENTICATE, rpc_messages.SaslAuthenticateRequest(auth_bytes=token)
             )
             if answer.error_code:
                 raise AuthenticationError(
