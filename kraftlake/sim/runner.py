@@ -11,7 +11,7 @@ from kraftlake.sim.scenarios import SCENARIOS
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """The result of one seed: events run, the violation if any, and the last trace lines."""
+    """The result of one seed: events run, the violation if any, and the last `trace_size` trace lines."""
 
     scenario: str
     seed: int
@@ -32,7 +32,7 @@ def run_seed(scenario: str, seed: int, trace_size: int = 25, **kwargs: object) -
 
     try:
         sim = SCENARIOS[scenario].run(seed, make=factory, **kwargs)
-        return Outcome(scenario, seed, sim.events_run, None, [])
+        return Outcome(scenario, seed, sim.events_run, None, sim.formatted_trace())
     except InvariantViolation as exc:
         if not created:
             return Outcome(scenario, seed, 0, exc, [])

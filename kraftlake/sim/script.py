@@ -8,7 +8,8 @@ Commands (one per block, output after ``----``):
 ``voters 1 2 3 [observers 4]``  create the quorum at time 0
 ``tick <ms> [<n>...]``          advance the clock; tick the listed nodes (default every running node)
 ``run <ms> [<pattern>]``         advance in 10 ms steps, ticking and stabilizing each step; print the
-                                delivered messages that contain `pattern` (none without one)
+                                delivered messages and Ready lines that contain `pattern` (ignoring case;
+                                none without one)
 ``stabilize``                   deliver messages and complete flushes until nothing is left; print them
 ``deliver [<n>]``               deliver the queued messages (only those to node n); print them
 ``drop [<n>]``                  drop the queued messages (only those to node n)
@@ -21,6 +22,11 @@ Commands (one per block, output after ``----``):
 ``status``                      one line per node: role, epoch, leader, HW, log start/end, last epoch
 ``log <n>``                     the entries of node n
 ``persisted <n>``               the quorum-state stored by node n
+
+Below the line that caused it, each `Ready` a node hands its driver is printed as etcd's raft scripts print
+theirs: what the node asked to persist (``> 2 persist epoch=3 leader=-1 voted=1``: its quorum-state, written
+before any message of that Ready is sent), to load (``> 2 load snapshot 8-1``) and the range it committed
+(``> 2 commit [3,5)``, applied to its state machine).
 """
 
 from __future__ import annotations
@@ -58,6 +64,13 @@ def describe(message: Message) -> str:
     return f"{message.src}->{message.dst} {type(message).__name__} " + " ".join(parts)
 
 
+def _state(state: ElectionState) -> str:
+    """A quorum-state as the node persists it (-1: none, as in Kafka's file)."""
+    leader = -1 if state.leader_id is None else state.leader_id
+    voted = -1 if state.voted_id is None else state.voted_id
+    return f"epoch={state.epoch} leader={leader} voted={voted}"
+
+
 def _entry(entry: Entry) -> str:
     body = (
         (
@@ -90,6 +103,8 @@ class ScriptedQuorum:
         self.unflushed: set[int] = set()
         self.groups: dict[int, int] = {}
         self.config: QuorumConfig | None = None
+        self.readies: list[str] = []
+        """What the Readies handled since the last output line asked to persist, load and commit."""
 
     # -- plumbing ------------------------------------------------------------------------------------------
     def _start(self, node_id: int) -> None:
@@ -101,16 +116,28 @@ class ScriptedQuorum:
         self._ready(disk, disk.node.tick(self.now))
 
     def _ready(self, disk: _Disk, ready: Ready) -> None:
+        """Do what `ready` asks, in the driver's order, and note what was persisted, loaded and committed."""
         assert disk.node is not None
+        node_id = disk.node.node_id
         if ready.quorum_state is not None:
             disk.stored = ready.quorum_state
+            self.readies.append(f"> {node_id} persist {_state(ready.quorum_state)}")
         self.queue.extend(m for m in ready.messages if self._connected(m.src, m.dst))
         if ready.flush_needed:
-            self.unflushed.add(disk.node.node_id)
+            self.unflushed.add(node_id)
         if ready.load_snapshot is not None:
             disk.sm.load(disk.log.read_snapshot(ready.load_snapshot))
-        for entry in ready.committed:
-            disk.sm.apply(entry)
+            snapshot = ready.load_snapshot
+            self.readies.append(f"> {node_id} load snapshot {snapshot.offset}-{snapshot.epoch}")
+        if ready.committed:
+            first = ready.committed[0].offset
+            for entry in ready.committed:
+                disk.sm.apply(entry)
+            self.readies.append(f"> {node_id} commit [{first},{first + len(ready.committed)})")
+
+    def _take_readies(self) -> list[str]:
+        out, self.readies = self.readies, []
+        return out
 
     def _connected(self, a: int, b: int) -> bool:
         return self.groups.get(a, 0) == self.groups.get(b, 0)
@@ -132,6 +159,7 @@ class ScriptedQuorum:
                 continue
             out.append(describe(message))
             self._ready(disk, disk.node.step(message, self.now))
+            out.extend(self._take_readies())
         return out
 
     def _flush_all(self) -> list[str]:
@@ -141,6 +169,7 @@ class ScriptedQuorum:
             if disk.node is not None:
                 out.append(f"flush {node_id} to {disk.log.end_offset}")
                 self._ready(disk, disk.node.flush(self.now))
+                out.extend(self._take_readies())
         self.unflushed.clear()
         return out
 
@@ -157,6 +186,7 @@ class ScriptedQuorum:
             lines: list[str] = handler(args)
         except RaftError as exc:
             lines = [f"error: {type(exc).__name__}: {exc}"]
+        lines += self._take_readies()  # a tick's, a restart's or a resignation's
         return "\n".join(lines) if lines else "ok"
 
     def cmd_voters(self, args: list[str]) -> list[str]:
@@ -181,13 +211,13 @@ class ScriptedQuorum:
         return []
 
     def cmd_run(self, args: list[str]) -> list[str]:
-        pattern = args[1] if len(args) > 1 else None
+        pattern = args[1].lower() if len(args) > 1 else None
         out = []
         end = self.now + int(args[0])
         while self.now < end:
             self.cmd_tick([str(min(10, end - self.now))])
-            for line in self.cmd_stabilize([]):
-                if pattern is not None and pattern in line:
+            for line in self._take_readies() + self.cmd_stabilize([]):
+                if pattern is not None and pattern in line.lower():
                     out.append(f"t={self.now} {line}")
         return out
 
