@@ -3,11 +3,11 @@
 Figures (medians of ``RUNS`` runs; CPU time of this process, ``time.process_time``, because the machine is
 shared, wall time beside it):
 
-- ``replay_records_per_s``: ``ImageLoader`` over the typed records of a synthetic cluster log (decoded once,
-  outside the timing): a 100-broker cluster whose topics of 100 partitions (RF 3) are created first, then
-  churn as a controller writes it (ISR shrink/expand, leader moves, broker fence/unfence, topic configs,
-  topic deletion and re-creation, NoOps), batches of 1-20 records. The log is generated once (seeded) and
-  cached under the bench work dir;
+- ``replay_records_per_s``: ``ImageLoader`` over the typed records of a synthetic cluster log
+  (:mod:`kraftlake.sim.workloads.churn`; decoded once, outside the timing): a 100-broker cluster whose topics
+  of 100 partitions (RF 3) are created first, then churn as a controller writes it (ISR shrink/expand,
+  leader moves, broker fence/unfence, topic configs, topic deletion and re-creation, NoOps), batches of 1-20
+  records. The log is generated once (seeded) and cached under the bench work dir;
 - ``replay_one_by_one_records_per_s``: ``replay(image, record)`` record by record (every record yields an
   image) over the churn part of the same log;
 - ``load_log_records_per_s``: ``load_log`` of the log directory, decode included;
@@ -25,9 +25,7 @@ Run alone: ``python -m kraftlake.bench --only image`` (or ``python -m kraftlake.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
-import random
 import resource
 import statistics
 import subprocess
@@ -40,188 +38,14 @@ from kraftlake import kafka_tools
 from kraftlake.image import ImageLoader, MetadataImage, replay, write_snapshot
 from kraftlake.image.snapshot import snapshot_records
 from kraftlake.image.source import log_records
-from kraftlake.logformat import SegmentedLog, build_data_batch
-from kraftlake.protocol import messages as m
 from kraftlake.records.reader import MetadataRecord
-from kraftlake.records.serde import encode_metadata_record
+from kraftlake.sim.workloads.churn import BASE_TIMESTAMP, generate_log
 
 RUNS = 3
-BROKERS = 100
-PARTITIONS_PER_TOPIC = 100
 LOG_TOPICS = 20_000  # 2M partitions
 LOG_RECORDS = 10_000_000
 SNAPSHOT_TOPICS = 20_000
-_BASE_TS = 1_700_000_000_000
 _FORMAT = 1  # bump when the generated log changes, so a cached one is regenerated
-
-
-def _uuid(rng: random.Random) -> str:
-    while True:
-        u = base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode()
-        if not u.startswith("-") and u not in ("AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"):
-            return u
-
-
-class _LogWriter:
-    """Appends records in batches to a segmented log, counting offsets."""
-
-    def __init__(self, directory: Path, rng: random.Random) -> None:
-        self.log = SegmentedLog(directory, segment_bytes=256 * 1024 * 1024)
-        self.rng = rng
-        self.pending: list[bytes] = []
-        self.offset = 0
-        self.limit = 1
-
-    def add(self, record: Any, version: int = 0) -> None:
-        self.pending.append(encode_metadata_record(record, version))
-        if len(self.pending) >= self.limit:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.pending:
-            ts = _BASE_TS + self.offset
-            self.log.append(build_data_batch(self.offset, 1, ts, self.pending))
-            self.offset += len(self.pending)
-            self.pending = []
-
-
-def generate_log(
-    directory: Path,
-    records: int,
-    topics: int,
-    *,
-    brokers: int = BROKERS,
-    per_topic: int = PARTITIONS_PER_TOPIC,
-    seed: int = 0,
-) -> int:
-    """Write a synthetic, replayable cluster log of about ``records`` records; return how many it wrote.
-
-    Records are valid in replay order (partitions exist, broker epochs match): the generator tracks the
-    ISR and leader of every partition as the controller would.
-    """
-    rng = random.Random(seed)
-    directory.mkdir(parents=True, exist_ok=True)
-    w = _LogWriter(directory, rng)
-    w.limit = 100
-    w.add(m.FeatureLevelRecord(name="metadata.version", feature_level=27))
-    dirs = [_uuid(rng) for _ in range(brokers)]
-    epochs = []
-    for b in range(brokers):
-        epochs.append(w.offset + len(w.pending))
-        w.add(
-            m.RegisterBrokerRecord(
-                broker_id=b,
-                incarnation_id=_uuid(rng),
-                broker_epoch=epochs[b],
-                end_points=(
-                    m.RegisterBrokerRecord.BrokerEndpoint(
-                        name="PLAINTEXT", host=f"broker-{b}", port=9092, security_protocol=0
-                    ),
-                ),
-                features=(
-                    m.RegisterBrokerRecord.BrokerFeature(
-                        name="metadata.version", min_supported_version=7, max_supported_version=27
-                    ),
-                ),
-                rack=None,
-                fenced=True,
-                log_dirs=(dirs[b],),
-            ),
-            3,
-        )
-    for b in range(brokers):
-        w.add(m.BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=epochs[b], fenced=-1))
-    fenced = [False] * brokers
-    topic_ids: list[str] = []
-    isr: list[list[tuple[int, ...]]] = []
-    leaders: list[list[int]] = []
-
-    def create(i: int) -> None:
-        tid = _uuid(rng)
-        w.add(m.TopicRecord(name=f"topic-{i:07d}", topic_id=tid))
-        t_isr: list[tuple[int, ...]] = []
-        t_leaders: list[int] = []
-        for p in range(per_topic):
-            first = (i * 7 + p) % brokers
-            reps = (first, (first + 1) % brokers, (first + 2) % brokers)
-            w.add(
-                m.PartitionRecord(
-                    partition_id=p,
-                    topic_id=tid,
-                    replicas=reps,
-                    isr=reps,
-                    leader=first,
-                    directories=tuple(dirs[r] for r in reps),
-                ),
-                1,
-            )
-            t_isr.append(reps)
-            t_leaders.append(first)
-        if i < len(topic_ids):
-            topic_ids[i], isr[i], leaders[i] = tid, t_isr, t_leaders
-        else:
-            topic_ids.append(tid)
-            isr.append(t_isr)
-            leaders.append(t_leaders)
-
-    for i in range(topics):
-        create(i)
-    w.flush()
-    rand = rng.random
-    randrange = rng.randrange
-    while w.offset + len(w.pending) < records:
-        w.limit = randrange(1, 21)
-        x = rand()
-        if x < 0.80:  # ISR shrink or expand, sometimes with a leader move
-            ti = randrange(topics)
-            p = randrange(per_topic)
-            cur = isr[ti][p]
-            leader = leaders[ti][p]
-            first = (ti * 7 + p) % brokers
-            reps = (first, (first + 1) % brokers, (first + 2) % brokers)
-            if len(cur) > 1 and (len(cur) == 3 or rand() < 0.5):
-                drop = cur[randrange(len(cur))]
-                new = tuple(r for r in cur if r != drop)
-            else:
-                missing = [r for r in reps if r not in cur]
-                if not missing:
-                    continue
-                new = (*cur, missing[0])
-            new_leader = -2
-            if leader not in new or rand() < 0.1:
-                new_leader = new[0]
-                leaders[ti][p] = new_leader
-            isr[ti][p] = new
-            w.add(m.PartitionChangeRecord(partition_id=p, topic_id=topic_ids[ti], isr=new, leader=new_leader))
-        elif x < 0.90:
-            w.add(m.NoOpRecord())
-        elif x < 0.97:
-            ti = randrange(topics)
-            w.add(
-                m.ConfigRecord(
-                    resource_type=2,
-                    resource_name=f"topic-{ti:07d}",
-                    name="retention.ms",
-                    value=None if rand() < 0.2 else str(randrange(3_600_000, 604_800_000)),
-                )
-            )
-        elif x < 0.9995:
-            b = randrange(brokers)
-            fenced[b] = not fenced[b]
-            w.add(
-                m.BrokerRegistrationChangeRecord(
-                    broker_id=b, broker_epoch=epochs[b], fenced=1 if fenced[b] else -1
-                )
-            )
-        else:  # delete a topic and create it again under a new id (same placement, so churn stays valid)
-            ti = randrange(topics)
-            w.limit = 100
-            w.add(m.RemoveTopicRecord(topic_id=topic_ids[ti]))
-            create(ti)
-    w.flush()
-    w.log.flush()
-    w.log.close()
-    return w.offset
 
 
 def cached_log(work: Path, records: int, topics: int) -> Path:
@@ -479,7 +303,8 @@ def _tiny(image: Any) -> Any:
         if len(recs) >= 5:
             break
     return load_records(
-        MetadataRecord(i, 1, _BASE_TS, i, False, type(r).__name__, 0, 0, r, b"") for i, r in enumerate(recs)
+        MetadataRecord(i, 1, BASE_TIMESTAMP, i, False, type(r).__name__, 0, 0, r, b"")
+        for i, r in enumerate(recs)
     )
 
 

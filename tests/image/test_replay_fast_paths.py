@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.bench.bench_image import generate_log
+from kraftlake.sim.workloads.churn import generate_log
 from kraftlake.image import EMPTY, ImageLoader, load_log, replay
 from kraftlake.image.errors import ReplayError
 from kraftlake.image.source import log_records
