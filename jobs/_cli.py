@@ -42,12 +42,12 @@ def query_session(app: str, args: argparse.Namespace) -> Any:
     """The session a query command runs on: a ``kraftlake serve`` endpoint (``--remote`` or ``$SPARK_REMOTE``),
     whose functions are registered already, else a local session with the functions registered for the
     warehouse."""
-    from kraftlake.spark.serve import connect_session, remote_url
+    from pipelines.serve import connect_session, remote_url
 
     url = remote_url(args.remote)
     if url is not None:
         return connect_session(url, args.warehouse)
-    from kraftlake.spark.sql import register
+    from udfs.sql import register
 
     warehouse = args.warehouse or "./warehouse"
     spark = session(app, warehouse)

@@ -41,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _mode(requested: str) -> str:
-    from kraftlake.spark.catalog import configured_catalog
     from kraftlake.spark.session import DEFAULT_CONF, read_conf, submitted_conf
+    from udfs.catalog import configured_catalog
 
     if requested != "auto":
         return requested
@@ -54,8 +54,8 @@ def _mode(requested: str) -> str:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from kraftlake.spark.catalog import conf_flags, create_functions, metastore_conf, open_session
     from kraftlake.spark.session import build_session
+    from udfs.catalog import conf_flags, create_functions, metastore_conf, open_session
 
     mode = _mode(args.metastore)
     if mode == "local":

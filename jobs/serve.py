@@ -2,7 +2,7 @@
 
 A Spark Connect server (``sc://H:P``) and, with ``--jdbc-port``, a Thrift JDBC/ODBC server
 (``jdbc:hive2://H:Q/``) in one driver, with ``partitions_at(N)`` and friends and the warehouse tables
-registered (:mod:`kraftlake.spark.serve`). Prints the endpoints once clients can query, then runs until
+registered (:mod:`pipelines.serve`). Prints the endpoints once clients can query, then runs until
 SIGINT or SIGTERM, and stops the endpoints and the session before it exits.
 """
 
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.spark.serve import ServeConfig, Server, check, read_token
+    from pipelines.serve import ServeConfig, Server, check, read_token
 
     config = ServeConfig(
         warehouse=Path(args.warehouse),

@@ -17,8 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.spark.sql import warehouse_errors
     from pipelines.output import print_frame
+    from udfs.sql import warehouse_errors
 
     spark = query_session("sql", args)
     with warehouse_errors():  # an offset before the retained history: one line, exit 2

@@ -34,8 +34,8 @@ def state_query(entity: str, offset: int | None, time: str | None, where: str | 
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.spark.sql import warehouse_errors
     from pipelines.output import print_frame
+    from udfs.sql import warehouse_errors
 
     spark = query_session("state", args)
     with warehouse_errors():  # an offset before the retained history: one line, exit 2

@@ -1,6 +1,6 @@
 """Questions answered by offset over a warehouse: the SQL `make run` prints, each with its answer.
 
-Every question is plain SQL over the table functions of `kraftlake.spark.sql` (registered for the session),
+Every question is plain SQL over the table functions of `udfs.sql` (registered for the session),
 so what the demo prints can be pasted into `kraftlake sql`. Each `Answer` keeps the exact SQL that produced it.
 """
 

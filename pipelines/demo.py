@@ -36,11 +36,11 @@ from kraftlake.logformat import METADATA_PARTITION_DIR
 from kraftlake.service.controller_host import ControllerQuorum
 from kraftlake.sim.cluster import ClusterSimConfig, SimSummary
 from kraftlake.sim.quorum_cluster import QuorumClusterSimulator
-from kraftlake.spark import sql as warehouse_sql
 from pipelines import answers
 from pipelines.compact import compact
 from pipelines.plots import write_overview
 from pipelines.stream import stream
+from udfs import sql as warehouse_sql
 
 CLUSTER_ID = "kraftlake-demo-cluster0"
 

@@ -39,9 +39,9 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     from kraftlake.bench.bench_image import PARTITIONS_PER_TOPIC, cached_log
     from kraftlake.image import image_at
     from kraftlake.spark.session import build_session
-    from kraftlake.spark.sql import register
     from pipelines.compact import compact
     from pipelines.ingest import ingest
+    from udfs.sql import register
 
     work = Path(ctx["work_dir"])
     work.mkdir(parents=True, exist_ok=True)

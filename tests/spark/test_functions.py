@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 # The reader: a session over the same metastore, no registration; prints what it got as one JSON document.
 READER = r"""
 import json, sys
-from kraftlake.spark.catalog import metastore_conf
+from udfs.catalog import metastore_conf
 from kraftlake.spark.session import build_session
 
 warehouse, offsets = sys.argv[1], [int(x) for x in sys.argv[2].split(",")]
@@ -111,7 +111,7 @@ def test_functions_persist_across_processes(small: tuple[Path, Path, list[int]],
 
 
 def test_functions_refuse_an_in_memory_catalog(spark: Any, small: tuple[Path, Path, list[int]]) -> None:
-    from kraftlake.spark.catalog import CatalogError, create_functions
+    from udfs.catalog import CatalogError, create_functions
 
     with pytest.raises(CatalogError, match="persistent catalog"):
         create_functions(spark, small[1])

@@ -194,7 +194,7 @@ def test_connect_and_jdbc_answer_as_in_process_and_the_image(
 ) -> None:
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-    from kraftlake.spark.sql import register
+    from udfs.sql import register
 
     log_dir, warehouse, offsets = small
     queries = [_offsets_query(entity, offsets) for entity in ENTITIES_COMPARED]
@@ -339,3 +339,21 @@ def test_serve_stops_on_sigterm(server: Served) -> None:
     for port in (server.port, jdbc_port):
         with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
             pass
+
+
+def test_record_udfs_through_connect_answer_as_in_process(
+    spark: Any, small: tuple[Path, Path, list[int]], server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Connect client's session registers decode_record and kafka_json (Python UDFs live in one session);
+    they run in the server's Python workers and answer what they answer in process."""
+    _, warehouse, _ = small
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    query = (
+        "SELECT offset, kafka_json(is_control, api_key, raw) AS js, "
+        "decode_record(is_control, api_key, raw).partition_change_record.leader AS leader "
+        f"FROM delta.`{warehouse / 'metadata_log'}` ORDER BY offset"
+    )
+    remote = _finish(_cli(["sql", "--remote", server.with_token, "--format", "jsonl", query]))
+    local = _local(["sql", "--warehouse", str(warehouse), "--format", "jsonl", query])
+    assert local[0] == 0 and local[1].count("\n") > 3 and "TOPIC_RECORD" in local[1], local
+    assert remote == local

@@ -32,9 +32,9 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
 
 
 def test_stream_a_live_cluster(spark: Any, kafka: KafkaPeer, tmp_path: Path) -> None:
-    from kraftlake.spark.sql import register
     from kraftlake.spark.tables import last_offset
     from pipelines.stream import stream
+    from udfs.sql import register
 
     warehouse = tmp_path / "wh"
     options = {"bootstrapController": f"127.0.0.1:{kafka.controller_port}", "clusterId": kafka.cluster_id}

@@ -47,9 +47,9 @@ def test_segment_index_holds_back_a_torn_tail(tmp_path: Path) -> None:
 
 
 def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
-    from kraftlake.spark.sql import register
     from kraftlake.spark.tables import pending_closes
     from pipelines.stream import stream
+    from udfs.sql import register
 
     src = write_synthetic_log(tmp_path / "src", seed=9, steps=50)
     batches = _batches(src)

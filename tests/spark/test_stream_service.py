@@ -114,8 +114,8 @@ def streamed(
 def test_stream_equals_batch_ingest_and_image(
     spark: Any, quorum: tuple[LocalQuorum, int], streamed: tuple[Path, Any], tmp_path: Path
 ) -> None:
-    from kraftlake.spark.sql import register
     from pipelines.ingest import ingest
+    from udfs.sql import register
 
     q, last = quorum
     warehouse, result = streamed
@@ -178,7 +178,7 @@ def _cli(q: LocalQuorum, warehouse: Path, *extra: str) -> subprocess.Popen[str]:
 def test_kill_9_and_restart_gives_the_uninterrupted_tables(
     spark: Any, quorum: tuple[LocalQuorum, int], streamed: tuple[Path, Any], tmp_path: Path
 ) -> None:
-    from kraftlake.spark.sql import register
+    from udfs.sql import register
 
     q, last = quorum
     uninterrupted, _ = streamed

@@ -85,8 +85,8 @@ def assert_state_matches(spark: Any, log_dir: Path, offsets: list[int]) -> None:
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, Path, list[int]]:
-    from kraftlake.spark.sql import register
     from pipelines.ingest import ingest
+    from udfs.sql import register
 
     root = tmp_path_factory.mktemp("synthetic")
     log_dir = write_synthetic_log(root / "log", seed=11, steps=200)
@@ -174,7 +174,7 @@ def test_reconstruct_and_compact(spark: Any, synthetic: tuple[Path, Path, list[i
     log_dir, src, offsets = synthetic
     warehouse = tmp_path / "w"
     shutil.copytree(src, warehouse)
-    from kraftlake.spark.sql import register
+    from udfs.sql import register
 
     last = offsets[-1]
     mid = offsets[3]
@@ -204,8 +204,8 @@ def assert_refused_before(spark: Any, warehouse: Path, retained: int) -> None:
     """Below the retained-from offset the functions and commands say so (they answered with the versions that
     outlived the cut: 0 rows, exit 0); at and above it they answer (``assert_state_matches``)."""
     from kraftlake.cli import main
-    from kraftlake.spark.sql import warehouse_errors
     from kraftlake.spark.tables import WarehouseError, retained_from
+    from udfs.sql import warehouse_errors
 
     assert retained_from(spark, warehouse) == retained
     # an offset below the cut; a time before every offset, on a table with no row there (scram)
@@ -278,9 +278,9 @@ def test_cli_state_and_sql(spark: Any, synthetic: tuple[Path, Path, list[int]]) 
 
 @pytest.mark.kafka
 def test_kafka_peer_log(spark: Any, kafka_metadata_log: Any, tmp_path: Path) -> None:
-    from kraftlake.spark.sql import register
     from pipelines.ingest import ingest
     from pipelines.reconstruct import image_at_offset
+    from udfs.sql import register
 
     log_dir = kafka_metadata_log.metadata_dir
     warehouse = tmp_path / "w"
@@ -297,9 +297,9 @@ def test_pending_closes_answer_as_folded_ones(
     spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path
 ) -> None:
     """Closes appended but not folded give the same answers; a fold (also one cut short) gives the same tables."""
-    from kraftlake.spark.sql import register
     from kraftlake.spark.tables import CLOSES, fold_closes, history_query, pending_closes, table_ref
     from pipelines.ingest import ingest
+    from udfs.sql import register
 
     log_dir, folded, offsets = synthetic
     warehouse = tmp_path / "w"

@@ -1,6 +1,6 @@
-"""Persistent SQL functions: the table functions of :mod:`kraftlake.spark.sql` kept in a catalog database.
+"""Persistent SQL functions: the table functions of :mod:`udfs.sql` kept in a catalog database.
 
-``kraftlake.spark.sql.register`` creates TEMPORARY functions, which live as long as one session. Permanent ones
+``udfs.sql.register`` creates TEMPORARY functions, which live as long as one session. Permanent ones
 (``CREATE FUNCTION db.partitions_at(...) RETURNS TABLE ... RETURN ...``, Spark 4's SQL table functions) are
 stored in the session catalog's metastore, so every later session using that metastore resolves
 ``kraftlake.partitions_at(N)`` without registering anything. Spark's in-memory catalog forgets them at exit,
@@ -28,8 +28,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.errors import KraftlakeError
-from kraftlake.spark.sql import register
 from kraftlake.spark.tables import CLOSES, HISTORY_TABLES, LOG, OFFSETS, RETENTION, SNAPSHOTS, table_path
+from udfs.sql import register
 
 METASTORE_DIR = "_metastore"
 DEFAULT_DATABASE = "kraftlake"

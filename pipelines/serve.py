@@ -245,9 +245,9 @@ class Server:
 
 def register_catalog(spark: Any, warehouse: Path) -> tuple[list[str], list[str]]:
     """The table functions, permanent in the current database, and the warehouse tables as external tables."""
-    from kraftlake.spark.catalog import CATALOG_TABLES
-    from kraftlake.spark.sql import register
     from kraftlake.spark.tables import table_path
+    from udfs.catalog import CATALOG_TABLES
+    from udfs.sql import register
 
     functions = register(spark, warehouse, temporary=False)
     tables = []
@@ -308,6 +308,8 @@ def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
     from pyspark.errors.exceptions.connect import SparkConnectGrpcException
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
+    from udfs.records import register_udfs
+
     channel = _channel(url)
     host, port = channel.host, int(channel.endpoint.rsplit(":", 1)[1])
     if (
@@ -344,4 +346,7 @@ def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
         )
     if warehouse is not None and Path(served) != Path(warehouse).resolve():
         raise EndpointError(f"{_shown(url)} serves the warehouse {served}, not {Path(warehouse).resolve()}")
+    # Python UDFs live in one session, never in the server's catalog: each client session registers its own
+    # (they run in the server's Python workers)
+    register_udfs(spark)
     return spark

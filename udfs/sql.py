@@ -1,7 +1,7 @@
 """The SQL surface: table functions "state at offset N" over the warehouse's history tables.
 
 ``register(spark, warehouse)`` creates, for a session, Spark 4 SQL table functions
-(``CREATE FUNCTION ... RETURNS TABLE ... RETURN``); :mod:`kraftlake.spark.catalog` stores the same functions
+(``CREATE FUNCTION ... RETURNS TABLE ... RETURN``); :mod:`udfs.catalog` stores the same functions
 permanently in a catalog database (``kraftlake.partitions_at(N)`` in every session over that metastore):
 
 - ``<entity>_at(offset)`` for every history table (``partitions_at``, ``brokers_at``, ``topics_at``,
@@ -39,6 +39,7 @@ from kraftlake.spark.tables import (
     retention_guard_at_time,
     state_query,
 )
+from udfs.records import register_udfs
 
 AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
 
@@ -57,7 +58,7 @@ def function_statements(
     """The ``CREATE FUNCTION`` statements :func:`register` runs.
 
     ``temporary=False`` makes permanent functions, stored in the catalog (``database`` names the schema they go
-    to, else the current one): see :mod:`kraftlake.spark.catalog`.
+    to, else the current one): see :mod:`udfs.catalog`.
     """
     if temporary and database is not None:
         raise ValueError("temporary functions belong to the session, not to a database")
@@ -114,14 +115,17 @@ def register(
 ) -> list[str]:
     """Create the table functions over ``warehouse`` for ``spark``; returns their (qualified) names.
 
-    Temporary by default (this session only); ``temporary=False`` stores them in the session's catalog, in
-    ``database``: :func:`kraftlake.spark.catalog.create_functions` is the way to do that.
+    Temporary by default (this session only), with the record UDFs (``decode_record``, ``kafka_json``:
+    :mod:`udfs.records`); ``temporary=False`` stores the table functions in the session's catalog, in
+    ``database`` (:func:`udfs.catalog.create_functions` is the way to do that), where Python UDFs cannot go.
     """
     ensure_retention(spark, warehouse)
     names = []
     for stmt in function_statements(warehouse, temporary, database):
         spark.sql(stmt)
         names.append(stmt.split(" FUNCTION ", 1)[1].split("(", 1)[0].replace("`", ""))
+    if temporary:
+        names += register_udfs(spark)
     return names
 
 
