@@ -19,13 +19,13 @@ from pathlib import Path
 
 from fuzz.fuzzing import run
 from shared_paths import KAFKA_LOGS
-from spark.fixtures_logs import synthetic_records
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.image import MetadataImage, image_at, load_records, load_snapshot, write_snapshot
 from kraftlake.image.snapshot import snapshot_bytes
 from kraftlake.logformat import BatchReader, Compression, build_data_batch
 from kraftlake.records import iter_records
+from kraftlake.sim.workloads.entities import synthetic_records
 from tests.image.conftest import envelopes
 
 MULTI_EPOCH = KAFKA_LOGS / "kafkademo-multi-epoch" / "__cluster_metadata-0"

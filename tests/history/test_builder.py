@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from shared_paths import KAFKA_LOGS
-from spark.fixtures_logs import write_synthetic_log
 
 from kraftlake.history import ENTITIES, HistoryBatch, HistoryBuilder, entity_rows, without_written
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
+from kraftlake.sim.workloads.entities import write_synthetic_log
 
 FIXTURES = KAFKA_LOGS
 

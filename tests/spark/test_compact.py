@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark.fixtures_logs import write_synthetic_log
 
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
+from kraftlake.sim.workloads.entities import write_synthetic_log
 from pipelines.compact import HOUR_MS, Commit, needs_optimize, needs_vacuum, note_removals, vacuumed
 
 NOW = 1_800_000_000_000

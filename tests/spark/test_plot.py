@@ -18,12 +18,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from spark.fixtures_logs import write_synthetic_log
 
 from kraftlake.image import MetadataImage, image_at
 from kraftlake.image.render import CONFIG_RESOURCE_TYPES
 from kraftlake.image.source import log_records
 from kraftlake.plot.options import Bound
+from kraftlake.sim.workloads.entities import write_synthetic_log
 
 pytestmark = pytest.mark.spark
 

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark.fixtures_logs import write_synthetic_log
 
 from kraftlake.history import entity_rows
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
+from kraftlake.sim.workloads.entities import write_synthetic_log
 from kraftlake.spark.tables import history_columns
 
 REPO = Path(__file__).resolve().parents[2]

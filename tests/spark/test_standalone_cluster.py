@@ -228,11 +228,10 @@ def _jsonl_rows(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path) -> None:
-    from spark.fixtures_logs import write_synthetic_log
-
     from kraftlake.image import image_at
     from kraftlake.image.render import image_json
     from kraftlake.image.source import log_records
+    from kraftlake.sim.workloads.entities import write_synthetic_log
     from kraftlake.spark.session import delta_jars, jar_cache
 
     timings: dict[str, float] = {}

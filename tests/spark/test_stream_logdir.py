@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark.fixtures_logs import write_synthetic_log
 from spark.test_warehouse import assert_state_matches
 
 from kraftlake.image.source import segments
+from kraftlake.sim.workloads.entities import write_synthetic_log
 from kraftlake.spark.logtail_source import SegmentIndex, scan_from
 
 

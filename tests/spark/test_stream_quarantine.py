@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from spark.fixtures_logs import _encode, synthetic_records
-
 from kraftlake.logformat.batch import build_data_batch
 from kraftlake.logformat.segment import segment_filename
 from kraftlake.protocol import messages as m
+from kraftlake.sim.workloads.entities import encode_latest as _encode
+from kraftlake.sim.workloads.entities import synthetic_records
 
 
 def _log_with_a_bad_record(root: Path) -> tuple[Path, int, int]:

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark.fixtures_logs import _encode, synthetic_records
 from spark.test_warehouse import assert_state_matches, query_at
 
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.service import LocalQuorum
+from kraftlake.sim.workloads.entities import encode_latest as _encode
+from kraftlake.sim.workloads.entities import synthetic_records
 
 CLUSTER = "stream-test-cluster-01"
 REPO = Path(__file__).resolve().parents[2]

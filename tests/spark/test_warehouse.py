@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark.fixtures_logs import write_synthetic_log
 
 from kraftlake.history import ENTITIES, entity_rows
 from kraftlake.image import image_at
 from kraftlake.image.render import image_json
 from kraftlake.image.source import log_records
+from kraftlake.sim.workloads.entities import write_synthetic_log
 
 PARTITION_COLUMNS = [
     "topic",

@@ -1,10 +1,11 @@
-"""Seeded synthetic metadata logs with every entity kind, written as real segment files.
+"""A seeded synthetic metadata log with every entity kind, written as real segment files.
 
 Brokers register, fence, unfence, change and unregister; a controller registers; topics are created with
 partitions, change leaders, ISRs, replicas and ELRs and are deleted (with their configs); configs, client
 quotas, producer ids, ACLs, SCRAM credentials and delegation tokens come and go; some changes run inside
 metadata transactions, some of which abort. The log is cut into batches of 1..6 records over several epochs and
-written as two segments, so readers cross a segment boundary.
+written as two segments, so readers cross a segment boundary. Every record replays cleanly into
+``kraftlake.image`` (a small model of the state keeps the workload to valid changes).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def _uuid(rng: random.Random) -> str:
     return base64.urlsafe_b64encode(rng.randbytes(16)).decode("ascii").rstrip("=")
 
 
-def _encode(rec: Any) -> bytes:
+def encode_latest(rec: Any) -> bytes:
+    """A record's value at its highest version (the frame and the body)."""
     return encode_metadata_record(rec, spec_by_name(type(rec).__name__).valid_versions.highest)
 
 
@@ -298,7 +300,7 @@ def write_synthetic_log(root: Path, seed: int = 7, steps: int = 400) -> Path:
     rng = random.Random(seed * 31 + 1)
     d = root / "__cluster_metadata-0"
     d.mkdir(parents=True, exist_ok=True)
-    values = [_encode(r) for r in synthetic_records(seed, steps)]
+    values = [encode_latest(r) for r in synthetic_records(seed, steps)]
     batches: list[tuple[int, bytes]] = []
     offset, epoch, ts = 0, 1, 1_700_000_000_000
     while offset < len(values):
