@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.sim.workloads.churn import generate_log
 from kraftlake.image import EMPTY, ImageLoader, load_log, replay
 from kraftlake.image.errors import ReplayError
 from kraftlake.image.source import log_records
 from kraftlake.protocol import messages as m
+from kraftlake.sim.workloads.churn import generate_log
 from tests.image.conftest import envelopes, mr
 
 T1 = "hSCzevIQRUa-ojqTd_8C5w"
