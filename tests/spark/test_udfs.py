@@ -86,3 +86,17 @@ def test_bad_values_are_refused_with_their_position() -> None:
     with pytest.raises(RecordDecodeError, match=f"holds apiKey {good.api_key}"):
         decode(False, good.api_key + 1, good.raw)
     assert decode(True, 0, b"") is None  # an ABORT marker has no body
+
+
+@pytest.mark.kafka
+def test_kafka_json_is_byte_identical_to_kafka_dump_log(rows: tuple[list[MetadataRecord], list[Any]]) -> None:
+    from kraftlake import kafka_tools
+
+    _, got = rows
+    printed = []
+    for line in kafka_tools.dump_log(FILES).splitlines():
+        if line.startswith("| offset: "):
+            # the record's JSON follows its header keys: "payload: {...}", or a control label "LeaderChange: {...}"
+            tail = line[line.index("headerKeys: [") :]
+            printed.append(tail[tail.index("{") :])
+    assert printed == [g.js for g in got if g.js is not None]
