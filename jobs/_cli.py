@@ -1,13 +1,103 @@
-"""What every job shares: the session, the warehouse option and ``main(argv)`` plumbing."""
+"""What every job shares: the session, the warehouse option, the refusals made before Spark starts, Spark's
+errors as one line, and ``main(argv)`` plumbing."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from kraftlake.errors import KraftlakeError
+
+
+class CommandError(KraftlakeError):
+    """Raised by a job for input it cannot use: a path that is not a warehouse (before Spark starts), a query
+    Spark refused to parse or analyse (its first line, and kraftlake's functions when the name was unknown)."""
+
+
+def check_warehouse(warehouse: str | Path) -> None:
+    """Refuse a warehouse path without the warehouse's log table (a typo, a log dir, an empty directory)."""
+    from kraftlake.spark.tables import LOG, table_path
+
+    path = Path(warehouse)
+    if not path.exists():
+        raise CommandError(f"warehouse {warehouse} does not exist: `kraftlake ingest` or `demo` makes one")
+    if not Path(table_path(path, LOG), "_delta_log").is_dir():
+        raise CommandError(
+            f"{warehouse} is not a kraftlake warehouse (no Delta table {LOG}/ in it): `kraftlake ingest` or "
+            "`demo` makes one"
+        )
+
+
+_TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?"
+)
+
+
+def timestamp(text: str) -> str:
+    """An argparse type: an ISO-8601 date or date-time (UTC unless it carries an offset), returned as the UTC
+    ``YYYY-MM-DD HH:MM:SS[.ffffff]`` a Spark TIMESTAMP literal of a UTC session reads the same way."""
+    value = text.strip()
+    try:
+        if not _TIMESTAMP.fullmatch(value):
+            raise ValueError
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a timestamp (ISO-8601, UTC unless an offset is given: 2026-11-22, "
+            "2026-11-22T07:00:00, 2026-11-22 07:00:00.250+01:00)"
+        ) from None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed.isoformat(sep=" ")
+
+
+def _functions_line() -> str:
+    from udfs.sql import function_statements
+
+    heads = [s.split(" FUNCTION ", 1)[1].split(")", 1)[0] + ")" for s in function_statements(".")]
+    at = [h.split("(", 1)[0][: -len("_at")] for h in heads if h.split("(", 1)[0].endswith("_at")]
+    others = [h for h in heads if not h.split("(", 1)[0].endswith(("_at", "_at_time"))]
+    return (
+        f"kraftlake's functions: <entity>_at(at_offset BIGINT) and <entity>_at_time(at_time TIMESTAMP) for "
+        f"{', '.join(at)}; {', '.join(others)}"
+    )
+
+
+def spark_message(exc: BaseException) -> str | None:
+    """One line for an error Spark raised over a query (parse, analysis, a bad cast, ...), else None.
+
+    Spark's own message starts with ``[CONDITION] text`` and goes on with the query and a caret or a JVM stack
+    trace; its first line, less the SQLSTATE, is what the user needs. An unknown function also gets the names of
+    kraftlake's functions."""
+    get_condition = getattr(exc, "getCondition", None)
+    condition = get_condition() if callable(get_condition) else None
+    if not condition:
+        return None
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else condition
+    first = re.sub(r"\s*SQLSTATE: \w+\.?", "", first).strip()
+    if condition in ("UNRESOLVED_ROUTINE", "UNRESOLVABLE_TABLE_VALUED_FUNCTION", "ROUTINE_NOT_FOUND"):
+        first = f"{first}; {_functions_line()}"
+    return first
+
+
+@contextmanager
+def spark_errors() -> Iterator[None]:
+    """Run a user's query: Spark's parse and analysis errors become :class:`CommandError` (one line)."""
+    try:
+        yield
+    except KraftlakeError:
+        raise
+    except Exception as exc:
+        message = spark_message(exc)
+        if message is None:
+            raise
+        raise CommandError(message) from None
 
 
 def session(app: str, warehouse: str) -> Any:
@@ -50,6 +140,7 @@ def query_session(app: str, args: argparse.Namespace) -> Any:
     from udfs.sql import register
 
     warehouse = args.warehouse or "./warehouse"
+    check_warehouse(warehouse)
     spark = session(app, warehouse)
     register(spark, warehouse)
     return spark

@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_warehouse, main_of, session
+from jobs._cli import add_warehouse, check_warehouse, main_of, session
 from kraftlake.commands._args import non_negative_int
 
 
@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.compact import compact
 
+    check_warehouse(args.warehouse)
     spark = session("compact", args.warehouse)
     result = compact(
         spark,

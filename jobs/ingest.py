@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from jobs._cli import add_warehouse, main_of, session
+from kraftlake.commands._args import positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-dir", required=True, help="a Kafka log dir or its __cluster_metadata-0 directory"
     )
     add_warehouse(parser)
-    parser.add_argument("--batch-records", type=int, default=500_000, help="records per committed slice")
+    parser.add_argument(
+        "--batch-records", type=positive_int, default=500_000, help="records per committed slice"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

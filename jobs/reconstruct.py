@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_warehouse, main_of, session
+from jobs._cli import add_warehouse, check_warehouse, main_of, session
 from kraftlake.commands._args import non_negative_int
 
 
@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from kraftlake.image import image_json
     from pipelines.reconstruct import image_at_offset, write_entities
 
+    check_warehouse(args.warehouse)
     spark = session("reconstruct", args.warehouse)
     image = image_at_offset(spark, args.warehouse, args.offset)
     if args.out is None:

@@ -6,7 +6,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_format, add_remote, add_warehouse, main_of, query_session
+from jobs._cli import (
+    CommandError,
+    add_format,
+    add_remote,
+    add_warehouse,
+    main_of,
+    query_session,
+    spark_errors,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,8 +28,11 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.output import print_frame
     from udfs.sql import warehouse_errors
 
+    if not args.query.strip():
+        raise CommandError("the query is empty")
     spark = query_session("sql", args)
-    with warehouse_errors():  # an offset before the retained history: one line, exit 2
+    # an offset before the retained history, a parse or analysis error: one line, exit 2
+    with spark_errors(), warehouse_errors():
         print_frame(spark.sql(args.query), args.format)
     return 0
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_format, add_remote, add_warehouse, main_of, query_session
+from jobs._cli import add_format, add_remote, add_warehouse, main_of, query_session, spark_errors, timestamp
 from kraftlake.commands._args import non_negative_int
 from kraftlake.history import ENTITIES
 
@@ -18,7 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     at = parser.add_mutually_exclusive_group(required=True)
     at.add_argument("--offset", type=non_negative_int, help="the offset (its record included)")
     at.add_argument(
-        "--time", help="a timestamp (e.g. 2026-11-22T07:00:00): the state at the last record before"
+        "--time",
+        type=timestamp,
+        help="an ISO-8601 timestamp, UTC unless it carries an offset (e.g. 2026-11-22T07:00:00): the state at "
+        "the last record at or before it",
     )
     parser.add_argument("--entity", choices=sorted(ENTITIES), default="partitions")
     parser.add_argument("--where", default=None, help="a SQL condition on the entity's columns")
@@ -38,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from udfs.sql import warehouse_errors
 
     spark = query_session("state", args)
-    with warehouse_errors():  # an offset before the retained history: one line, exit 2
+    # an offset before the retained history, a --where Spark cannot parse or resolve: one line, exit 2
+    with spark_errors(), warehouse_errors():
         print_frame(spark.sql(state_query(args.entity, args.offset, args.time, args.where)), args.format)
     return 0
 

@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_warehouse, main_of, session
+from jobs._cli import add_warehouse, check_warehouse, main_of, session
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.validate import print_report, validate
 
+    check_warehouse(args.warehouse)
     spark = session("validate", args.warehouse)
     report = validate(spark, args.warehouse, args.tables, build_docs=not args.no_docs)
     print_report(report, sys.stdout)

@@ -7,6 +7,7 @@ lowered), a port above 65535 (``OverflowError`` from the socket), a data dir tha
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 import sys
@@ -153,4 +154,93 @@ def test_quorum_start_on_a_bad_quorum_state_says_one_line(tmp_path: Path) -> Non
     assert (
         done.stderr.strip() == f"kraftlake quorum: error: {state} line 1: not UTF-8 (byte 28 of the file: "
         "invalid start byte)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "text"),
+    [
+        (["state", "--time", "yesterday-ish"], "--time: 'yesterday-ish' is not a timestamp"),
+        (["state", "--time", "2026-13-01"], "--time: '2026-13-01' is not a timestamp"),
+        (["ingest", "--log-dir", "x", "--batch-records", "0"], "--batch-records: 0 is not positive"),
+    ],
+)
+def test_spark_command_arguments_refused(
+    argv: list[str], text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _refused(argv, capsys, text)
+
+
+_NOT_A_WAREHOUSE = """
+import contextlib, io, json, sys
+from pyspark import SparkContext
+from kraftlake.cli import main
+seen = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        seen.append([main(argv), err.getvalue()])
+print(json.dumps({"seen": seen, "jvm": SparkContext._gateway is not None}))
+"""
+
+
+def test_a_path_that_is_not_a_warehouse_is_refused_before_spark(tmp_path: Path) -> None:
+    """One line and exit 2 for every command that reads a warehouse, and no JVM started for it."""
+    extra = {"sql": ["SELECT 1"], "state": ["--offset", "1"], "reconstruct": ["--offset", "1"]}
+    cases: list[tuple[list[str], str]] = []
+    for command in ("sql", "state", "compact", "reconstruct", "validate"):
+        for path, text in (
+            (tmp_path / "nope", f"warehouse {tmp_path / 'nope'} does not exist"),
+            (tmp_path, f"{tmp_path} is not a kraftlake warehouse (no Delta table metadata_log/ in it)"),
+            (MULTI_EPOCH, f"{MULTI_EPOCH} is not a kraftlake warehouse"),
+        ):
+            cases.append(
+                ([command, "--warehouse", str(path), *extra.get(command, [])], f"{command}: error: {text}")
+            )
+    done = subprocess.run(
+        [sys.executable, "-c", _NOT_A_WAREHOUSE, json.dumps([argv for argv, _ in cases])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert answer["jvm"] is False
+    for (argv, text), (code, err) in zip(cases, answer["seen"], strict=True):
+        assert code == 2, (argv, err)
+        assert len(err.splitlines()) == 1 and text in err, (argv, err)
+
+
+def test_an_empty_query_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "metadata_log" / "_delta_log").mkdir(parents=True)
+    _refused(["sql", "--warehouse", str(tmp_path), "  "], capsys, "the query is empty")
+
+
+@pytest.mark.parametrize(
+    ("text", "spark_literal"),
+    [
+        ("2026-11-22", "2026-11-22 00:00:00"),
+        ("2026-11-22T07:00:00", "2026-11-22 07:00:00"),
+        ("2026-11-22 07:00", "2026-11-22 07:00:00"),
+        ("2026-11-22T07:00:00.250Z", "2026-11-22 07:00:00.250000"),
+        ("2026-11-22T08:00:00+01:00", "2026-11-22 07:00:00"),
+    ],
+)
+def test_time_arguments_become_utc_literals(text: str, spark_literal: str) -> None:
+    from jobs._cli import timestamp
+
+    assert timestamp(text) == spark_literal
+
+
+def test_the_functions_named_for_an_unknown_one_are_kraftlake_s() -> None:
+    from jobs._cli import _functions_line
+    from kraftlake.history import ENTITIES
+
+    line = _functions_line()
+    entities = line.split(" for ", 1)[1].split(";", 1)[0].split(", ")
+    assert entities == list(ENTITIES)
+    views = line.split("; ", 1)[1]
+    assert views == (
+        "partition_history(for_topic STRING, for_partition INT), isr_history(for_topic STRING, for_partition INT), "
+        "leader_history(for_topic STRING, for_partition INT), broker_history(for_id INT)"
     )
