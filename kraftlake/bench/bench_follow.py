@@ -139,8 +139,8 @@ class Prepared:
 
 def prepared_log(work: Path, records: int, topics: int) -> Prepared:
     """Generate (once) a synthetic cluster log, snapshot its state at S and keep the `records` after S."""
-    from kraftlake.bench.bench_image import BROKERS, PARTITIONS_PER_TOPIC, generate_log
     from kraftlake.image import load_log, write_snapshot
+    from kraftlake.sim.workloads.churn import BROKERS, PARTITIONS_PER_TOPIC, generate_log
 
     final = work / f"prepared-v{_FORMAT}-{records}-{topics}"
     done = final / "complete.json"

@@ -27,7 +27,7 @@ from kraftlake.records.serde import encode_metadata_record
 RECORDS_PER_BATCH = 1000
 
 
-def _partition_record(topic_id: str, pid: int, p: PartitionRegistration) -> tuple[Any, int]:
+def _partition_record(topic_id: str, pid: int, p: PartitionRegistration) -> tuple[m.PartitionRecord, int]:
     elr = bool(p.elr or p.last_known_elr)
     dirs = any(d != MIGRATING_DIR for d in p.directories)
     version = 2 if elr else 1 if dirs else 0
@@ -60,7 +60,7 @@ def _first(item: tuple[int, Any]) -> int:
     return item[0]
 
 
-def snapshot_records(image: MetadataImage) -> Iterator[tuple[Any, int]]:
+def snapshot_records(image: MetadataImage) -> Iterator[tuple[m.Record, int]]:
     """The ``(record, version)`` pairs that rebuild ``image`` from nothing."""
     for item in _snapshot_items(image):
         if isinstance(item, _TopicPartitions):
@@ -116,7 +116,7 @@ class SnapshotValues:
         self.reused, self.encoded = reused, encoded
 
 
-def _snapshot_items(image: MetadataImage) -> Iterator[tuple[Any, int] | _TopicPartitions]:
+def _snapshot_items(image: MetadataImage) -> Iterator[tuple[m.Record, int] | _TopicPartitions]:
     """`snapshot_records` with each topic's partitions as one `_TopicPartitions`."""
     if image.transaction is not None:
         raise SnapshotWriteError(
