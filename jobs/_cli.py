@@ -4,8 +4,10 @@ errors as one line, and ``main(argv)`` plumbing."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -100,18 +102,35 @@ def spark_errors() -> Iterator[None]:
         raise CommandError(message) from None
 
 
-def session(app: str, warehouse: str) -> Any:
+def log_file(app: str) -> Path:
+    """Where a job's Spark log goes: ``<temp dir>/kraftlake-logs/<app>-<UTC time>-<pid>.log`` (not the warehouse,
+    which ``demo`` replaces and ``compact`` lists)."""
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    return Path(tempfile.gettempdir()) / "kraftlake-logs" / f"{app}-{stamp}-{os.getpid()}.log"
+
+
+def session(app: str, warehouse: str, verbose: bool = False) -> Any:
     from kraftlake.spark import logsource
     from kraftlake.spark.session import build_session
 
-    spark = build_session(f"kraftlake-{app}")
+    log = log_file(app)
+    if verbose:
+        print(f"kraftlake {app}: Spark's log: {log}", file=sys.stderr)
+    spark = build_session(f"kraftlake-{app}", log_file=log, verbose=verbose)
     logsource.register(spark)
     return spark
 
 
 def add_warehouse(parser: argparse.ArgumentParser) -> None:
+    """``--warehouse``, and ``--verbose`` (every Spark job has both)."""
     parser.add_argument(
         "--warehouse", default="./warehouse", help="the warehouse directory (default ./warehouse)"
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print Spark's and Delta's warnings on stderr too (they always go to a log file under "
+        f"{Path(tempfile.gettempdir()) / 'kraftlake-logs'})",
     )
 
 
@@ -141,7 +160,7 @@ def query_session(app: str, args: argparse.Namespace) -> Any:
 
     warehouse = args.warehouse or "./warehouse"
     check_warehouse(warehouse)
-    spark = session(app, warehouse)
+    spark = session(app, warehouse, args.verbose)
     register(spark, warehouse)
     return spark
 

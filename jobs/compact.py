@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.compact import compact
 
     check_warehouse(args.warehouse)
-    spark = session("compact", args.warehouse)
+    spark = session("compact", args.warehouse, args.verbose)
     result = compact(
         spark,
         args.warehouse,

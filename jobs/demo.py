@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         stream_rounds_s=args.stream_round,
     )
-    spark = session("demo", args.warehouse)
+    spark = session("demo", args.warehouse, args.verbose)
     report = run_demo(spark, config, say=lambda line: print(line, flush=True))
     timings = ", ".join(f"{k} {v:.0f}s" for k, v in report.timings.items())
     print(

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.ingest import ingest
 
-    spark = session("ingest", args.warehouse)
+    spark = session("ingest", args.warehouse, args.verbose)
     result = ingest(
         spark,
         args.log_dir,

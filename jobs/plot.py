@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pipelines.plots import write_plot
 
-    spark = session("plot", args.warehouse)
+    spark = session("plot", args.warehouse, args.verbose)
     result = write_plot(spark, args.warehouse, request, out)
     print(
         f"{result.path}: {result.title}, offsets {result.range.lo}..{result.range.hi} "

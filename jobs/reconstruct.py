@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.reconstruct import image_at_offset, write_entities
 
     check_warehouse(args.warehouse)
-    spark = session("reconstruct", args.warehouse)
+    spark = session("reconstruct", args.warehouse, args.verbose)
     image = image_at_offset(spark, args.warehouse, args.offset)
     if args.out is None:
         json.dump(image_json(image), sys.stdout, indent=2)

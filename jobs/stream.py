@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         options["path"] = args.log_dir
     from pipelines.stream import FOLD_AT, stream
 
-    spark = session("stream", args.warehouse)
+    spark = session("stream", args.warehouse, args.verbose)
     result = stream(
         spark,
         args.source,

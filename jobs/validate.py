@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.validate import print_report, validate
 
     check_warehouse(args.warehouse)
-    spark = session("validate", args.warehouse)
+    spark = session("validate", args.warehouse, args.verbose)
     report = validate(spark, args.warehouse, args.tables, build_docs=not args.no_docs)
     print_report(report, sys.stdout)
     return 0 if report.success else 1

@@ -4,10 +4,15 @@
 this module hands them to Spark as ``spark.jars``, so nothing is resolved from the network when a session
 starts. Jars whose artifact pyspark already ships (jackson, hadoop, parquet, log4j, ...) are left out: pyspark's
 own versions are the ones Spark was built against.
+
+Logging: the driver reads ``conf/log4j2.properties``. A session built with ``log_file`` writes Spark's and Delta's
+warnings there and, unless ``verbose``, none to the console; pyspark's own Python loggers (the query-context
+loggers that print an error Spark raised as JSON, py4j) go the same way (:func:`route_python_logs`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -79,11 +84,54 @@ def submitted_conf() -> dict[str, str]:
     return dict(SparkConf().getAll())
 
 
+#: pyspark's Python loggers that write to stderr themselves: PySparkLogger gives each a stream handler of its own
+#: (a JSON line per error a query raised, printed before the exception reaches the caller).
+PYTHON_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger", "py4j", "pyspark")
+
+
+def route_python_logs(log_file: Path | None, verbose: bool) -> None:
+    """Send pyspark's and py4j's Python log records to ``log_file`` (stderr too when ``verbose``).
+
+    Without a log file and verbose, the loggers keep pyspark's defaults."""
+    if log_file is None and verbose:
+        return
+    from pyspark.logger import PySparkLogger
+
+    handlers: list[logging.Handler] = []
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        to_file = logging.FileHandler(log_file, encoding="utf-8")
+        to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handlers.append(to_file)
+    if verbose:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for name in PYTHON_LOGGERS:
+        # created now, so that PySparkLogger's own stderr handler exists to be replaced
+        logger = PySparkLogger.getLogger(name) if name.endswith("ContextLogger") else logging.getLogger(name)
+        for old in list(logger.handlers):
+            logger.removeHandler(old)
+        for handler in handlers:
+            logging.Logger.addHandler(logger, handler)  # plain text, not PySparkLogger's JSON
+        logger.propagate = False
+        if not handlers:
+            logger.addHandler(logging.NullHandler())
+
+
+def logging_options(log_file: Path | None, verbose: bool) -> str:
+    """The JVM system properties ``conf/log4j2.properties`` reads: the log file and the console's level."""
+    options = [f"-Dkraftlake.console.level={'warn' if verbose else 'off'}"]
+    if log_file is not None:
+        options.append(f"-Dkraftlake.log.file={log_file.resolve()}")
+    return " ".join(options)
+
+
 def build_session(
     app_name: str = "kraftlake",
     conf: Mapping[str, str] | None = None,
     conf_file: Path = DEFAULT_CONF,
     warehouse: Path | None = None,
+    log_file: Path | None = None,
+    verbose: bool = True,
 ) -> SparkSession:
     """Build (or return the running) SparkSession with Delta enabled.
 
@@ -97,6 +145,11 @@ def build_session(
         A spark-defaults.conf; the project's ``conf/spark-defaults.conf`` by default.
     warehouse:
         ``spark.sql.warehouse.dir`` for managed tables and persistent functions.
+    log_file:
+        Where Spark's JVM warnings and pyspark's Python log records go (beside the console when ``verbose``).
+    verbose:
+        False: nothing from Spark's logging on the console. Applies to a session this call starts; a running
+        session keeps its JVM's settings.
     """
     # Python workers (UDFs, data sources) must run this interpreter, not whatever python3 is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -118,10 +171,13 @@ def build_session(
     log4j = REPO_ROOT / "conf" / "log4j2.properties"
     if log4j.exists() and not submitted:
         option = f"-Dlog4j.configurationFile=file:{log4j}"
+        if log_file is not None or not verbose:
+            option = f"{option} {logging_options(log_file, verbose)}"
         settings.setdefault("spark.driver.extraJavaOptions", option)
         settings.setdefault("spark.executor.extraJavaOptions", option)
     if warehouse is not None:
         settings["spark.sql.warehouse.dir"] = str(Path(warehouse).resolve())
+    route_python_logs(log_file, verbose)
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
