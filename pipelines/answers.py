@@ -13,6 +13,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from kraftlake.spark.tables import OFFSETS, RETENTION, history_query, table_ref
+from pipelines.output import is_epoch_ms_column, with_time
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,11 @@ def fenced_brokers_at(spark: SparkSession, offset: int) -> Answer:
 
 def format_answer(answer: Answer, max_rows: int = 20) -> str:
     """The question, its SQL, and its rows as an aligned text table."""
-    cells = [answer.columns] + [["NULL" if v is None else str(v) for v in r] for r in answer.rows[:max_rows]]
+    timed = [is_epoch_ms_column(c) for c in answer.columns]
+    cells = [answer.columns] + [
+        [with_time(v) if t else "NULL" if v is None else str(v) for v, t in zip(r, timed, strict=True)]
+        for r in answer.rows[:max_rows]
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(answer.columns))]
     lines = [f"== {answer.question}", *("   " + s for s in answer.sql.splitlines()), ""]
     for n, row in enumerate(cells):

@@ -1,10 +1,15 @@
-"""Printing query results: an aligned text table or JSON lines."""
+"""Printing query results: an aligned text table or JSON lines.
+
+In tables an epoch-milliseconds column (``timestamp``, ``*_timestamp``, ``*_ms``: Kafka's record and token
+times, the retention table's) shows its ISO-8601 UTC time beside the number; JSON lines keep the number alone.
+"""
 
 from __future__ import annotations
 
 import base64
 import json
 import sys
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from pyspark.sql import DataFrame
@@ -24,6 +29,25 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: Epoch milliseconds from 1970 up to the year 5138: below, a -1 "never" or a count, above, not milliseconds.
+_MS_RANGE = range(0, 10**14)
+
+
+def is_epoch_ms_column(name: str) -> bool:
+    """Whether a column by this name holds epoch milliseconds."""
+    low = name.lower()
+    return low == "timestamp" or low.endswith(("_timestamp", "_ms", "timestamp_ms"))
+
+
+def with_time(value: Any) -> str:
+    """An epoch-milliseconds value as ``1700000000123 (2023-11-14T22:13:20.123Z)``; anything else (NULL, -1,
+    not an integer) as ``str`` would print it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value in _MS_RANGE:
+        moment = datetime.fromtimestamp(value // 1000, UTC)
+        return f"{value} ({moment:%Y-%m-%dT%H:%M:%S}.{value % 1000:03d}Z)"
+    return "NULL" if value is None else str(value)
+
+
 def rows_of(df: DataFrame) -> list[dict[str, Any]]:
     return [_plain(r.asDict(recursive=False)) for r in df.collect()]
 
@@ -34,9 +58,16 @@ def write_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, out: Te
         for r in rows:
             out.write(json.dumps(r, separators=(",", ":")) + "\n")
         return
+    timed = {c for c in columns if is_epoch_ms_column(c)}
     cells = [
         [
-            json.dumps(r[c]) if isinstance(r[c], list | dict) else "NULL" if r[c] is None else str(r[c])
+            json.dumps(r[c])
+            if isinstance(r[c], list | dict)
+            else with_time(r[c])
+            if c in timed
+            else "NULL"
+            if r[c] is None
+            else str(r[c])
             for c in columns
         ]
         for r in rows
