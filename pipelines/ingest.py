@@ -103,7 +103,7 @@ def commit_slice(
     spark: SparkSession,
     warehouse: str | Path,
     batch: HistoryBatch,
-    write_log: Callable[[int, int], None],
+    write_log: Callable[[int, int], None] | Future[None],
     written: dict[str, int] | None = None,
     phases: dict[str, float] | None = None,
     offsets: DataFrame | None = None,
@@ -111,6 +111,8 @@ def commit_slice(
     """Write one slice to every table it touches (``metadata_log`` and the history tables side by side),
     ``offsets`` last (the commit point).
 
+    ``write_log(first, last)`` appends the slice's ``metadata_log`` rows beside the history; or it is the future of
+    that append, started earlier by the caller, which is waited for before the commit point.
     ``written``: each history table's highest ``from_offset`` when a killed run may have written part of this
     slice (see :func:`without_written`). ``phases``: gets the seconds of ``log``, ``history`` (side by side)
     and ``offsets``. ``offsets``: the slice's ``offsets`` rows as a DataFrame (the stream's cached batch), else
@@ -122,12 +124,13 @@ def commit_slice(
     timed: dict[str, float] = {}
 
     def log() -> None:
+        assert callable(write_log)
         write_log(batch.first_offset, batch.last_offset)
         timed["log"] = time.monotonic() - t0
 
     # the log and the history tables are independent until the commit point: written side by side
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-log") as log_writer:
-        logged = log_writer.submit(retry_conflicts, log)
+        logged = write_log if isinstance(write_log, Future) else log_writer.submit(retry_conflicts, log)
         write_history(spark, warehouse, batch)
         timed["history"] = time.monotonic() - t0
         logged.result()

@@ -34,6 +34,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
@@ -71,6 +73,16 @@ CATCH_UP_TIMEOUT_S = 600.0
 #: :func:`kraftlake.spark.tables.write_history`): a fold is one MERGE per table, as costly for one close as for
 #: a million, and queries pay a join with the pending ones until then.
 FOLD_AT = 1_000_000
+#: Spark's status message while a query creates its sources (``StreamExecution.runStream``).
+INITIALIZING = "Initializing sources"
+#: How long a stop waits for a query to finish creating its sources (see :func:`_wait_sources_initialized`).
+INIT_WAIT_S = 120.0
+#: Spark's error when a Python data source's worker did not connect back within its fixed 10 s
+#: (``PythonWorkerFactory.createSimpleWorker``): on a loaded machine, importing pyspark in the new worker alone
+#: can take that long. The query then failed before reading anything, so it is started again.
+WORKER_NOT_CONNECTED = "Python worker failed to connect back"
+#: Starts of the query tried when its source's worker does not connect back.
+START_ATTEMPTS = 3
 _ENVELOPE = ("offset", "epoch", "timestamp", "batch_offset", "is_control", "api_key", "raw")
 #: The message of the error a micro-batch raises when it starts after the driver asked the query to stop.
 STOPPING = "kraftlake: the stream is stopping, this micro-batch is left for the next run"
@@ -214,43 +226,57 @@ class BatchCommitter:
 
     def _commit_fresh(self, fresh: DataFrame, batch_id: int, t0: float) -> None:
         done = self.done
-        records = rows_to_records(fresh.select(*_ENVELOPE).toArrow())
-        phases = {"read": time.monotonic() - t0}
-        self.max_batch_records = max(self.max_batch_records, len(records))
-        if not records:
+        table = fresh.select(*_ENVELOPE).toArrow()  # the first action: fills the cache
+        offsets = sorted(table.column("offset").to_pylist())
+        if not offsets:
             return
-        if records[0].offset != done + 1 and done >= 0:
+        if offsets[0] != done + 1 and done >= 0:
             raise StreamSourceError(
-                f"micro-batch {batch_id} starts at offset {records[0].offset}, "
-                f"the warehouse is committed up to {done}"
+                f"micro-batch {batch_id} starts at offset {offsets[0]}, the warehouse is committed up to {done}"
             )
-        for a, b in pairwise(records):
-            if b.offset != a.offset + 1:
-                raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a.offset} to {b.offset}")
+        for a, b in pairwise(offsets):
+            if b != a + 1:
+                raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a} to {b}")
+        first, last = offsets[0], offsets[-1]
+        log_seconds = [0.0]
 
-        def write_log(first: int, last: int) -> None:
+        def write_log() -> None:
+            t = time.monotonic()
             # the record-level suite: failing rows are also set aside with their reasons and the batch commits
             # whole (metadata_log is the log as Kafka applied it, so the history keeps agreeing with the image);
             # before the commit point, so a replayed batch redoes it (quarantine is idempotent by offset)
             self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
-            first = max(first, self.logged + 1)
-            if first > last:
+            start = max(first, self.logged + 1)
+            if start > last:
                 return
-            rows = fresh.where(f"offset >= {first} AND offset <= {last}")
+            rows = fresh.where(f"offset >= {start} AND offset <= {last}")
             append(to_stored_log(rows), self.warehouse, LOG, last)
             self.logged = last
+            log_seconds[0] = time.monotonic() - t
 
-        t1 = time.monotonic()
-        batch = self.builder.feed(records)
-        phases["feed"] = time.monotonic() - t1
-        commit_slice(
-            self.spark,
-            self.warehouse,
-            batch,
-            write_log,
-            phases=phases,
-            offsets=fresh.select("offset", "epoch", "timestamp"),
-        )
+        # the log append needs only the cached rows: it runs while the driver decodes and replays the batch
+        # (a Delta commit mostly waits on the JVM), everything before the commit point as before
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-log") as log_writer:
+            logged = log_writer.submit(retry_conflicts, write_log)
+            try:
+                records = rows_to_records(table)
+                phases = {"read": time.monotonic() - t0}
+                self.max_batch_records = max(self.max_batch_records, len(records))
+                t1 = time.monotonic()
+                batch = self.builder.feed(records)
+                phases["feed"] = time.monotonic() - t1
+                commit_slice(
+                    self.spark,
+                    self.warehouse,
+                    batch,
+                    logged,
+                    phases=phases,
+                    offsets=fresh.select("offset", "epoch", "timestamp"),
+                )
+            finally:
+                # a failed batch leaves no append running behind it (the next attempt replays the batch whole)
+                wait([logged])
+        phases["log"] = log_seconds[0]
         self.done = batch.last_offset
         self.pending += sum(len(c) for c in batch.closes.values())
         dt = time.monotonic() - t0
@@ -464,49 +490,79 @@ def _stream(
         if available_now
         else writer.trigger(processingTime=f"{max(trigger_interval_s, 0.0)} seconds")
     )
-    query = writer.start()
-    stopped_by_us = False
-    try:
-        if available_now:
-            query.awaitTermination(None if timeout_s is None else int(timeout_s))
-        else:
-            last_change, seen = time.monotonic(), -1
-            while query.isActive:
-                query.awaitTermination(0.2)  # type: ignore[arg-type]
-                if follower is not None:
-                    follower.check()
-                now = time.monotonic()
-                # idle means the source had nothing new: a batch being read or committed is activity, however
-                # long it takes (a first batch on a loaded machine takes tens of seconds)
-                if committer.result.batches != seen or committer.busy or _has_data(query):
-                    seen, last_change = committer.result.batches, now
-                if max_batches is not None and committer.result.batches >= max_batches:
-                    break
-                if until_offset is not None and committer.done >= until_offset:
-                    break
-                if idle_stop_s is not None and now - last_change >= idle_stop_s:
-                    break
-                if timeout_s is not None and now - t0 >= timeout_s:
-                    break
+    for attempt in range(1, START_ATTEMPTS + 1):
+        query = writer.start()
+        stopped_by_us = False
+        try:
+            if available_now:
+                _await(query, timeout_s)
             else:
-                if query.exception() is None:
-                    # the stream thread died of a JVM Error (Spark reports only Exceptions)
-                    raise StreamSourceError(
-                        "the streaming query ended by itself without an error "
-                        "(see the driver's log for the stream thread's death)"
-                    )
-    finally:
-        if query.isActive:
-            committer.refuse_more()
-            stopped_by_us = True
-            query.stop()
-    exc = query.exception()
-    if exc is not None and not (stopped_by_us and committer.refused and STOPPING in str(exc)):
-        raise StreamSourceError(f"the streaming query failed: {exc}")
+                last_change, seen = time.monotonic(), -1
+                while query.isActive:
+                    _await(query, 0.2)
+                    if follower is not None:
+                        follower.check()
+                    now = time.monotonic()
+                    # idle means the source had nothing new: a batch being read or committed is activity, however
+                    # long it takes (a first batch on a loaded machine takes tens of seconds)
+                    if committer.result.batches != seen or committer.busy or _has_data(query):
+                        seen, last_change = committer.result.batches, now
+                    if max_batches is not None and committer.result.batches >= max_batches:
+                        break
+                    if until_offset is not None and committer.done >= until_offset:
+                        break
+                    if idle_stop_s is not None and now - last_change >= idle_stop_s:
+                        break
+                    if timeout_s is not None and now - t0 >= timeout_s:
+                        break
+                else:
+                    if query.exception() is None:
+                        # the stream thread died of a JVM Error (Spark reports only Exceptions)
+                        raise StreamSourceError(
+                            "the streaming query ended by itself without an error "
+                            "(see the driver's log for the stream thread's death)"
+                        )
+        finally:
+            if query.isActive:
+                _wait_sources_initialized(query)
+                committer.refuse_more()
+                stopped_by_us = True
+                query.stop()
+        exc = query.exception()
+        if exc is not None and WORKER_NOT_CONNECTED in str(exc) and attempt < START_ATTEMPTS:
+            continue  # nothing ran: the source's Python worker never started (see START_ATTEMPTS)
+        if exc is not None and not (stopped_by_us and committer.refused and STOPPING in str(exc)):
+            raise StreamSourceError(f"the streaming query failed: {exc}")
+        break
     if fold_at_end:
         committer.fold()
     committer.result.seconds = time.monotonic() - t0
     return committer.result
+
+
+def _await(query: Any, timeout_s: float | None) -> None:
+    """``query.awaitTermination``, which raises the query's failure: read here through ``query.exception()``."""
+    from pyspark.errors import StreamingQueryException
+
+    with suppress(StreamingQueryException):
+        query.awaitTermination(timeout_s)
+
+
+def _wait_sources_initialized(query: Any, timeout_s: float = INIT_WAIT_S) -> None:
+    """Wait while the query is still creating its source (status "Initializing sources", at most ``timeout_s``).
+
+    Creating a Python data source's stream reader starts its Python worker and waits for it to connect back;
+    ``stop()`` then interrupts that wait, and the worker, still importing pyspark, later finds no one listening
+    and prints a ``CANNOT_OPEN_SOCKET`` traceback. Once the source exists, a stop is clean.
+    """
+    deadline = time.monotonic() + timeout_s
+    while query.isActive and time.monotonic() < deadline:
+        try:
+            if query.status.get("message") != INITIALIZING:
+                return
+        except Exception:  # the query may terminate meanwhile
+            return
+        _await(query, 0.1)
 
 
 def _has_data(query: Any) -> bool:
