@@ -36,8 +36,9 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
-    from kraftlake.bench.bench_image import PARTITIONS_PER_TOPIC, cached_log
+    from kraftlake.bench.bench_image import cached_log
     from kraftlake.image import image_at
+    from kraftlake.sim.workloads.churn import PARTITIONS_PER_TOPIC
     from kraftlake.spark.session import build_session
     from pipelines.compact import compact
     from pipelines.ingest import ingest
