@@ -23,7 +23,8 @@ Lean when scheduled often: every step that would change nothing is skipped and r
 - VACUUM runs only when it has files to delete: a commit removed files (or replaced deletion vectors) and is
   now older than the retention, with no VACUUM since (kept as hours with removals in the state file, bounded
   by the retention), or when the last VACUUM is older than max(retention, 1 day) (files no commit knows of,
-  left by a failed writer, are found only by listing).
+  left by a failed writer, are found only by listing). A table created less than the retention ago holds no
+  file old enough to go, whatever its history: never vacuumed, it is not listed either.
 
 Safe while the stream runs, and never failed by it. Delta OSS commits data changes at the table's
 ``delta.isolationLevel``, Serializable unless set (the appends' commits record it), and checks concurrent
@@ -42,6 +43,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -49,6 +51,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kraftlake.progress import Progress
 from kraftlake.spark.tables import (
     CLOSES,
     HISTORY_TABLES,
@@ -70,6 +73,8 @@ COMPACTED = (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS)
 #: Commits read back from a table's history; with no OPTIMIZE among them the table counts as unoptimized.
 HISTORY_LIMIT = 200
 STATE_FILE = Path("_compact") / "state.json"
+#: OPTIMIZEs run side by side
+OPTIMIZE_THREADS = 4
 #: Operations that never change a table's data files.
 _NO_DATA = frozenset(
     {
@@ -184,6 +189,21 @@ def table_history(path: str, limit: int = HISTORY_LIMIT) -> list[Commit]:
     return out
 
 
+def created_ms(path: str) -> int | None:
+    """When the table was created: the commit timestamp of its version 0, None once Delta's log cleanup
+    removed that commit (the table is older than the log retention, 30 days unless set) or it cannot be read."""
+    try:
+        with open(Path(path) / "_delta_log" / f"{0:020d}.json", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith('{"commitInfo"'):
+                    info = json.loads(line)["commitInfo"]
+                    stamp = info.get("inCommitTimestamp") or info.get("timestamp")
+                    return int(stamp) if stamp else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def needs_optimize(history: list[Commit], optimized_version: int | None) -> bool:
     """Whether a data commit came after the last OPTIMIZE (or after ``optimized_version``, OPTIMIZE's no-op)."""
     for c in history:  # newest first
@@ -219,13 +239,16 @@ def note_removals(mine: dict[str, Any], history: list[Commit]) -> None:
     mine["removal_hours"] = sorted(hours)
 
 
-def needs_vacuum(mine: dict[str, Any], now_ms: int, retain_ms: int) -> bool:
+def needs_vacuum(mine: dict[str, Any], now_ms: int, retain_ms: int, created_at_ms: int | None = None) -> bool:
     """Whether VACUUM has files to delete: a removal older than the retention that no VACUUM followed.
 
-    Without a VACUUM in the state it runs (a first compaction), and once the last one is older than
-    max(retention, 1 day): files no commit knows of (a writer that failed before committing) are found only by
-    listing the directory.
+    Never on a table created (``created_at_ms``) less than the retention ago: every file in it, removed or
+    never committed, is younger than the table, so younger than the retention. Otherwise without a VACUUM in the
+    state it runs (a first compaction), and once the last one is older than max(retention, 1 day): files no
+    commit knows of (a writer that failed before committing) are found only by listing the directory.
     """
+    if created_at_ms is not None and created_at_ms > now_ms - retain_ms:
+        return False
     last = mine.get("vacuumed_at_ms")
     if last is None or int(last) < now_ms - max(retain_ms, 24 * HOUR_MS):
         return True
@@ -321,9 +344,16 @@ def compact(
     vacuum_hours: float = 168.0,
     optimize: bool = True,
     retry_backoff_s: float = 0.5,
+    progress: bool | None = None,
 ) -> CompactResult:
-    """``retry_backoff_s``: the first wait after a lost commit conflict (doubling, at most 8 s, 8 tries a step)."""
+    """``retry_backoff_s``: the first wait after a lost commit conflict (doubling, at most 8 s, 8 tries a step).
+
+    A progress line (snapshot, deletes, then OPTIMIZE/VACUUM table by table) on stderr when it is a terminal;
+    ``progress`` forces it on or off."""
     t0 = time.monotonic()
+    # steps: the snapshot, the deletes, the OPTIMIZEs, then each table's VACUUM decision
+    bar = Progress("compact", 3 + len(COMPACTED), unit="steps", enabled=progress)
+    bar.update(0, note="snapshot")
     retried: list[int] = []  # one entry per retry after a lost Delta commit conflict
     retry = partial(retry_conflicts, on_retry=retried.append, backoff_s=retry_backoff_s)
     conflicts = conflict_errors()
@@ -345,6 +375,7 @@ def compact(
         result.folded = fold_closes(spark, warehouse, retry)
     except conflicts:
         result.deferred.setdefault("fold", []).append(CLOSES)
+    bar.advance(1, note="deletes")
     keep = _retention_offset(spark, warehouse, n, retain_offsets, retain_hours)
     if keep is not None:
         row = spark.sql(
@@ -375,25 +406,47 @@ def compact(
                         break
     state = _load_state(warehouse)
     retain_ms = int(vacuum_hours * HOUR_MS)
-    for table in COMPACTED:
-        path = table_path(warehouse, table)
-        history = table_history(path)
-        mine = state.setdefault(table, {})
-        if optimize and needs_optimize(history, mine.get("optimized_version")):
+    bar.advance(1, note="optimize")
+    histories = {table: table_history(table_path(warehouse, table)) for table in COMPACTED}
+    to_optimize = [
+        t
+        for t in COMPACTED
+        if optimize and needs_optimize(histories[t], state.setdefault(t, {}).get("optimized_version"))
+    ]
+    if optimize:
+        result.skipped["optimize"] = [t for t in COMPACTED if t not in to_optimize]
+
+    def _optimize(table: str) -> str:
+        retry(partial(_run_sql, spark, f"OPTIMIZE delta.`{table_path(warehouse, table)}`"))
+        return table
+
+    # one table's OPTIMIZE is a few small Spark jobs and a commit, mostly driver-side waits: side by side they
+    # overlap (the tables are independent, so no commit of one conflicts with another's)
+    with ThreadPoolExecutor(max_workers=OPTIMIZE_THREADS, thread_name_prefix="kraftlake-optimize") as pool:
+        futures = {pool.submit(_optimize, table): table for table in to_optimize}
+        for future in as_completed(futures):
+            table = futures[future]
             try:
-                retry(partial(_run_sql, spark, f"OPTIMIZE delta.`{path}`"))
+                future.result()
             except conflicts:
                 result.deferred.setdefault("optimize", []).append(table)
             else:
                 result.optimized.append(table)
-                history = table_history(path)
+                history = table_history(table_path(warehouse, table))
                 # OPTIMIZE with nothing to rewrite commits nothing: remember the version it saw
-                mine["optimized_version"] = history[0].version if history else None
-        elif optimize:
-            result.skipped.setdefault("optimize", []).append(table)
-        note_removals(mine, history)
+                state[table]["optimized_version"] = history[0].version if history else None
+                histories[table] = history
+            bar.update(bar.done, note=f"optimized {table}")
+    # reported in the table order, whichever finished first
+    result.optimized.sort(key=COMPACTED.index)
+    bar.advance(1)
+    for table in COMPACTED:
+        bar.update(bar.done, note=table)
+        path = table_path(warehouse, table)
+        mine = state.setdefault(table, {})
+        note_removals(mine, histories[table])
         now_ms = int(time.time() * 1000)
-        if needs_vacuum(mine, now_ms, retain_ms):
+        if needs_vacuum(mine, now_ms, retain_ms, created_ms(path)):
             try:
                 retry(partial(_run_sql, spark, f"VACUUM delta.`{path}` RETAIN {vacuum_hours} HOURS"))
             except conflicts:
@@ -403,6 +456,8 @@ def compact(
                 result.vacuumed.append(table)
         else:
             result.skipped.setdefault("vacuum", []).append(table)
+        bar.advance(1)
+    bar.close()
     _save_state(warehouse, state)
     result.retries = len(retried)
     result.seconds = time.monotonic() - t0

@@ -401,11 +401,19 @@ def _project(warehouse: str | Path) -> Any:
 
 
 def validate_warehouse(
-    spark: SparkSession, warehouse: str | Path, tables: Iterable[str] | None = None, build_docs: bool = True
+    spark: SparkSession,
+    warehouse: str | Path,
+    tables: Iterable[str] | None = None,
+    build_docs: bool = True,
+    progress: bool | None = None,
 ) -> ValidationReport:
-    """Run the suites of :func:`warehouse_suites` (or of ``tables``), store the results, build Data Docs."""
+    """Run the suites of :func:`warehouse_suites` (or of ``tables``), store the results, build Data Docs.
+
+    A progress line per table on stderr when it is a terminal (``progress`` forces it on or off)."""
     import great_expectations as gx
     from delta.tables import DeltaTable
+
+    from kraftlake.progress import Progress
 
     t0 = time.monotonic()
     suites = warehouse_suites(warehouse)
@@ -421,7 +429,9 @@ def validate_warehouse(
     except Exception:  # not there yet
         source = context.data_sources.add_spark(name=DATASOURCE)
     report = ValidationReport(success=True, evaluated=0)
+    bar = Progress("validate", len(names), unit="tables", enabled=progress)
     for name in names:
+        bar.update(bar.done, note=name)
         t1 = time.monotonic()
         try:
             asset = source.get_asset(name)
@@ -465,6 +475,8 @@ def validate_warehouse(
                     )
                 )
         report.table_seconds[name] = time.monotonic() - t1
+        bar.advance(1)
+    bar.close()
     report.success = not report.failures
     if build_docs:
         context.build_data_docs()
