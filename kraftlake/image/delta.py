@@ -486,7 +486,8 @@ class MetadataDelta:
                 self._clear_topic_elr(topic_id)
 
     def _clear_topic_elr(self, topic_id: str) -> None:
-        if topic_id in self._deleted_topics:
+        # an id deleted and then created again in this delta is the new topic's (its delta is in _topics)
+        if topic_id in self._deleted_topics and topic_id not in self._topics:
             return
         td = self._topic_delta(topic_id, "ClearElrRecord")
         for pid, p in list(td.changes.items()):

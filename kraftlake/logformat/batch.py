@@ -436,6 +436,11 @@ _KRAFT_PREFIX_PAIRS: tuple[tuple[bytes, int], ...] = tuple((p, len(p)) for p in 
 _SMALL_VARINTS: tuple[bytes, ...] = tuple(encode_varint(n) for n in range(8192))
 
 
+# The smallest record v2: one byte each for its length, attributes, timestamp delta, offset delta, key length,
+# value length and header count.
+MIN_RECORD_SIZE = 7
+
+
 def _kraft_values(count: int, data: bytes, pos: int) -> list[bytes] | None:
     """The values of `count` records from `pos`, all shaped as KRaft writes them and filling `data` exactly,
     or None as soon as one is not (the caller then parses the batch with the general loop, which also reports
@@ -500,6 +505,16 @@ def _parse_records(batch: RecordBatch) -> list[Record]:
     end = len(data)
     count = batch.record_count
     base_offset = batch.base_offset
+    # A count the bytes cannot hold is refused before any record is built: otherwise a small compressed batch
+    # declaring 2**31-1 records makes the loop below build millions of them before it finds the lie.
+    if count * MIN_RECORD_SIZE > end - pos:
+        raise RecordCountMismatchError(
+            f"header says {count} records but its {end - pos} bytes of records hold at most "
+            f"{(end - pos) // MIN_RECORD_SIZE}",
+            source=batch.source,
+            position=batch.position,
+            offset=base_offset,
+        )
     base_ts = batch.base_timestamp
     out: list[Record] = []
     append = out.append

@@ -282,6 +282,27 @@ def test_record_by_record_equals_batch(records: list[Any], cut: int) -> None:
         assert rebuilt.state_equals(one_by_one)
 
 
+def test_clear_elr_reaches_a_topic_deleted_and_created_again_in_one_delta() -> None:
+    # found by test_record_by_record_equals_batch: the batch's delta skipped the re-created topic
+    tid = "hSCzevIQRUa-ojqTd_8C5w"
+    records = [
+        m.FeatureLevelRecord(name="metadata.version", feature_level=21),
+        m.TopicRecord(name="x", topic_id=tid),
+        m.BeginTransactionRecord(name="t"),
+        m.RemoveTopicRecord(topic_id=tid),
+        m.EndTransactionRecord(),
+        m.TopicRecord(name="x", topic_id=tid),
+        m.PartitionRecord(partition_id=0, topic_id=tid, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1),
+        m.PartitionChangeRecord(partition_id=0, topic_id=tid, leader=-2, last_known_elr=(1,)),
+        m.ClearElrRecord(topic_name=""),
+    ]
+    envs = envelopes(records)
+    batch = load_records(envs)
+    assert batch == replay_all(EMPTY, envs)
+    p = batch.topics_by_id[tid].partitions[0]
+    assert (list(p.last_known_elr), p.partition_epoch) == ([], 1)
+
+
 # -- files -----------------------------------------------------------------------------------------------------
 
 

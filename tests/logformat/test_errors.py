@@ -127,6 +127,21 @@ def test_record_count_mismatch(delta: int) -> None:
     _check(info.value, "c", 0, 8)
 
 
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.GZIP])
+def test_a_count_the_bytes_cannot_hold_is_refused_before_parsing(codec: Compression) -> None:
+    # 100k minimal records compress to a few hundred bytes; the header then claims 2**31-1 of them.
+    records = [Record(i, 0, None, None) for i in range(100_000)]
+    raw = bytearray(encode_batch(records, compression=codec))
+    struct.pack_into(">i", raw, 57, 2**31 - 1)
+    batch = decode_batch(_fix_crc(raw), source="liar")
+    with pytest.raises(
+        RecordCountMismatchError, match=r"2147483647 records but its \d+ bytes of records hold at most"
+    ) as info:
+        batch.records  # noqa: B018
+    _check(info.value, "liar", 0, 0)
+    assert len(decode_batch(encode_batch(records, compression=codec)).records) == 100_000
+
+
 def test_negative_record_count() -> None:
     raw = bytearray(build_data_batch(8, 1, 1, [b"abc"]))
     struct.pack_into(">i", raw, 57, -5)
@@ -255,10 +270,11 @@ def test_empty_file_has_no_batches(tmp_path: Path) -> None:
 
 def test_kraft_shaped_record_with_value_length_cut_at_record_end() -> None:
     # record 0: length 4 | attrs 0 | ts 0 | offset delta 0 | key null | value-length byte 0x80 (continues past
-    # the record): the KRaft fast path must hand over to the general loop, which reports it
+    # the record, onto a trailing byte that keeps the area at the 7 bytes a record needs): the KRaft fast path
+    # must hand over to the general loop, which reports it
     body = b"\x00\x00\x00\x01\x80"
     raw = bytearray(build_data_batch(0, 1, 1, [b"x"]))
-    raw[HEADER_SIZE:] = bytes([len(body) * 2]) + body
+    raw[HEADER_SIZE:] = bytes([len(body) * 2]) + body + b"\x00"
     struct.pack_into(">i", raw, 8, len(raw) - 12)
     with pytest.raises(CorruptRecordError):
         decode_batch(_fix_crc(raw)).records  # noqa: B018
