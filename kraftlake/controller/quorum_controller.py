@@ -361,7 +361,8 @@ class QuorumController:
             try:
                 next(steps)
             except StopIteration as done:
-                return done.value
+                offsets: tuple[int, int] = done.value
+                return offsets
 
     def execute_steps(
         self, result: ControllerResult[Any], step_records: int | None = None

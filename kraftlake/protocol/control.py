@@ -66,6 +66,8 @@ def decode_control_key(key: bytes | None) -> ControlRecordType | int:
     """
     if key is None or len(key) < CONTROL_KEY_SIZE:
         raise LengthPastEndError(f"control record key needs 4 bytes, got {0 if key is None else len(key)}", 0)
+    version: int
+    ctype: int
     version, ctype = _KEY.unpack_from(key, 0)
     if version < 0:
         raise UnsupportedVersionError(f"invalid version {version} of control record key", 0)

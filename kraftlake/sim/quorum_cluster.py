@@ -95,6 +95,8 @@ class QuorumClusterSimulator(ClusterSimulator):
                     return False, None
                 return True, fn()
 
+            ran: bool
+            value: R
             try:
                 ran, value = host.call(run).result(self.timeout)
             except (NotActiveError, NotControllerError, NotLeaderError):

@@ -111,7 +111,7 @@ class LogTailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.index = SegmentIndex(self.path)
         self._target: int | None = None
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, int]:
         start = self.options.get("startingoffset", "earliest").strip().lower()
         latest = self.index.refresh()
         if start == "earliest":
@@ -126,7 +126,7 @@ class LogTailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self.index.refresh()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         begin = int(start["offset"])
         end = self.index.refresh()
         if self._target is not None:
@@ -135,10 +135,10 @@ class LogTailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = self.index.boundary_at_most(begin, begin + max(1, limit.max_rows))
         return {"offset": max(begin, end)}
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, int] | None:
         return {"offset": self.index.ends[-1]} if self.index.ends else None
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         first, stop = int(start["offset"]), int(end["offset"])
         if first >= stop:
             return []

@@ -179,7 +179,7 @@ class ServiceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest = max(self._latest, hw)
         return self._latest
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, int]:
         start = self.options.get("startingoffset", "earliest").strip().lower()
         if start == "earliest":
             log_start, _ = self.client().log_range()
@@ -194,20 +194,20 @@ class ServiceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self.available()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         return {"offset": limited_end(int(start["offset"]), self.available(), limit, self._target)}
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, int] | None:
         return {"offset": self._latest}
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         return split_range(int(start["offset"]), int(end["offset"]), self.per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
         yield from read_range(self.options, partition.start, partition.end)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, int]) -> None:
         pass
 
     def stop(self) -> None:
