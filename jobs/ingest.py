@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from jobs._cli import add_warehouse, main_of, session
 from kraftlake.commands._args import positive_int
+from kraftlake.progress import Progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,16 +22,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.ingest import ingest
+    from pipelines.ingest import IngestResult, ingest
 
     spark = session("ingest", args.warehouse, args.verbose)
-    result = ingest(
-        spark,
-        args.log_dir,
-        args.warehouse,
-        args.batch_records,
-        progress=lambda line: print(line, file=sys.stderr),
-    )
+    # a progress line on a terminal; elsewhere (logs, CI) one line per committed slice
+    with Progress("ingest", unit="records") as bar:
+
+        def report(so_far: IngestResult) -> None:
+            if bar.enabled:
+                bar.update(so_far.records, note=f"offset {so_far.last_offset}")
+            else:
+                print(
+                    f"slice {so_far.slices}: offsets up to {so_far.last_offset} "
+                    f"({so_far.records} records, {so_far.seconds:.1f}s)",
+                    file=sys.stderr,
+                )
+
+        result = ingest(spark, args.log_dir, args.warehouse, args.batch_records, progress=report)
     rate = result.records / result.seconds if result.seconds else 0.0
     print(
         f"ingested {result.records} records (offsets {result.first_offset}..{result.last_offset}) in "

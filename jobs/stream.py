@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 from jobs._cli import add_warehouse, main_of, session
 from kraftlake.errors import KraftlakeError
+from kraftlake.progress import Progress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,24 +86,38 @@ def run(args: argparse.Namespace) -> int:
         if not args.log_dir:
             raise KraftlakeError("stream --source log-dir needs --log-dir")
         options["path"] = args.log_dir
-    from pipelines.stream import FOLD_AT, stream
+    from pipelines.stream import FOLD_AT, StreamProgress, stream
 
     spark = session("stream", args.warehouse, args.verbose)
-    result = stream(
-        spark,
-        args.source,
-        options,
-        args.warehouse,
-        trigger_interval_s=args.trigger_interval,
-        available_now=args.available_now,
-        max_records_per_batch=args.max_records_per_batch,
-        max_batches=args.max_batches,
-        idle_stop_s=args.idle_stop,
-        until_offset=args.until_offset,
-        timeout_s=args.timeout,
-        fold_at=FOLD_AT if args.fold_at is None else args.fold_at or None,
-        progress=lambda p: print(json.dumps(asdict(p)), file=sys.stderr, flush=True),
-    )
+    # on a terminal a progress line (committed records against what the source has); elsewhere a JSON line
+    # per committed micro-batch
+    bar = Progress("stream", unit="records")
+    streamed = [0]
+
+    def report(p: StreamProgress) -> None:
+        streamed[0] += p.records
+        if bar.enabled:
+            total = streamed[0] + p.lag if p.lag >= 0 else None
+            bar.update(streamed[0], total=total, note=f"offset {p.last_offset}, batch {p.batch}")
+        else:
+            print(json.dumps(asdict(p)), file=sys.stderr, flush=True)
+
+    with bar:
+        result = stream(
+            spark,
+            args.source,
+            options,
+            args.warehouse,
+            trigger_interval_s=args.trigger_interval,
+            available_now=args.available_now,
+            max_records_per_batch=args.max_records_per_batch,
+            max_batches=args.max_batches,
+            idle_stop_s=args.idle_stop,
+            until_offset=args.until_offset,
+            timeout_s=args.timeout,
+            fold_at=FOLD_AT if args.fold_at is None else args.fold_at or None,
+            progress=report,
+        )
     print(
         f"streamed {result.records} records in {result.batches} batches up to offset {result.last_offset}; "
         f"folded {result.folded} closes in {result.fold_seconds:.1f}s"

@@ -183,11 +183,12 @@ def ingest(
     log_dir: str | Path,
     warehouse: str | Path,
     batch_records: int = 500_000,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[IngestResult], None] | None = None,
     fold: bool = True,
 ) -> IngestResult:
     """Import (or resume importing) a metadata log directory into ``warehouse``.
 
+    ``progress`` is called with the result so far after each slice's commit point.
     ``fold``: fold the slices' closes into the history tables at the end (else they stay pending in ``closes``).
     """
     t0 = time.monotonic()
@@ -225,11 +226,9 @@ def ingest(
         if result.first_offset < 0:
             result.first_offset = batch.first_offset
         result.last_offset = batch.last_offset
+        result.seconds = time.monotonic() - t0
         if progress is not None:
-            progress(
-                f"slice {result.slices}: offsets {batch.first_offset}..{batch.last_offset} "
-                f"({result.records} records, {time.monotonic() - t0:.1f}s)"
-            )
+            progress(result)
 
     # one writer thread: slice k is written while the driver replays slice k+1; commits stay in order
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-ingest") as writer:
