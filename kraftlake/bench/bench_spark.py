@@ -11,6 +11,13 @@ Figures: ``ingest_records_per_s`` (wall, JVM start excluded, ``ingest``'s defaul
 ``partitions_at_p50_s`` / ``_p99_s`` over ``QUERIES`` random N (one Spark action each, counting the rows),
 ``replay_from_zero_p50_s`` (``kraftlake.image.image_at`` on the log at ``REPLAYS`` of the same N), their
 ratio, and ``compact_s`` (snapshot at the end, retention, OPTIMIZE, VACUUM).
+
+Before compaction, the same query as a user runs it: ``endpoint_partitions_at_p50_s`` / ``_p99_s`` through a
+warm ``kraftlake serve`` endpoint (a subprocess on a free loopback port, no token; a Spark Connect client in
+this process, one warm-up query, then the same N, one ``collect()`` each), and
+``sql_cli_partitions_at_p50_s``, the median wall time of ``kraftlake sql --warehouse W`` without an endpoint
+(a subprocess each, JVM start included) at ``CLI_RUNS`` of the same N, with ``sql_cli_over_endpoint``. The
+endpoint's and the command's counts must equal the in-process ones, else the benchmark fails.
 """
 
 from __future__ import annotations
@@ -19,8 +26,13 @@ import json
 import os
 import random
 import shutil
+import signal
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +40,111 @@ RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_RECORDS", "10000000"))
 PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_PARTITIONS", "2000000"))
 QUERIES = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_QUERIES", "20"))
 REPLAYS = 3
+CLI_RUNS = 3
+REPO = Path(__file__).resolve().parents[2]
+
+
+class BenchAnswerError(AssertionError):
+    """A path to the warehouse (endpoint, command) answered a different count than the in-process query."""
 
 
 def _quantile(values: list[float], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def _env() -> dict[str, str]:
+    # a user's shell: no Connect endpoint or py4j gateway inherited from this process
+    drop = ("PYSPARK_GATEWAY", "SPARK_REMOTE", "SPARK_CONNECT_AUTHENTICATE_TOKEN")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    return dict(env, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable)
+
+
+@contextmanager
+def _served(warehouse: Path, log: Path) -> Iterator[str]:
+    """``kraftlake serve --warehouse`` as a subprocess on a free loopback port; yields its Connect URL."""
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kraftlake.cli", "serve", "--warehouse", str(warehouse), "--port", "0"],
+            cwd=REPO,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    try:
+        assert proc.stdout is not None
+        lines = []
+        while line := proc.stdout.readline():
+            lines.append(line.strip())
+            if line.startswith("ready:"):
+                break
+        if not lines or not lines[-1].startswith("ready:"):
+            raise RuntimeError(f"kraftlake serve did not start: {lines} {log.read_text()[-2000:]}")
+        yield dict(line.split(": ", 1) for line in lines[:-1])["Spark Connect"]
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _endpoint_latencies(
+    warehouse: Path, log: Path, offsets: list[int], expected: dict[int, int]
+) -> list[float]:
+    from pipelines.serve import connect_session
+
+    with _served(warehouse, log) as url:
+        remote = connect_session(url, warehouse)
+        try:
+            remote.sql(f"SELECT count(*) FROM partitions_at({offsets[0]})").collect()  # warm-up
+            lat = []
+            for n in offsets:
+                t = time.monotonic()
+                rows = remote.sql(f"SELECT count(*) FROM partitions_at({n})").collect()
+                lat.append(time.monotonic() - t)
+                if rows[0][0] != expected[n]:
+                    raise BenchAnswerError(
+                        f"endpoint: partitions_at({n}) has {rows[0][0]} rows, not {expected[n]}"
+                    )
+            return lat
+        finally:
+            remote.stop()
+
+
+def _sql_cli_latencies(warehouse: Path, offsets: list[int], expected: dict[int, int]) -> list[float]:
+    lat = []
+    for n in offsets:
+        query = f"SELECT count(*) AS n FROM partitions_at({n})"
+        t = time.monotonic()
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kraftlake.cli",
+                "sql",
+                "--warehouse",
+                str(warehouse),
+                "--format",
+                "jsonl",
+                query,
+            ],
+            cwd=REPO,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        lat.append(time.monotonic() - t)
+        if done.returncode != 0:
+            raise RuntimeError(f"kraftlake sql exited {done.returncode}: {done.stderr[-2000:]}")
+        got = json.loads(done.stdout.strip().splitlines()[-1])["n"]
+        if got != expected[n]:
+            raise BenchAnswerError(f"kraftlake sql: partitions_at({n}) has {got} rows, not {expected[n]}")
+    return lat
 
 
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -62,10 +174,13 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     offsets = [rng.randrange(result.last_offset + 1) for _ in range(QUERIES)]
     spark.sql(f"SELECT count(*) FROM partitions_at({result.last_offset})").collect()  # plan caches warm
     lat = []
+    counts: dict[int, int] = {}
     for n in offsets:
         t = time.monotonic()
-        spark.sql(f"SELECT count(*) FROM partitions_at({n})").collect()
+        counts[n] = spark.sql(f"SELECT count(*) FROM partitions_at({n})").collect()[0][0]
         lat.append(time.monotonic() - t)
+    endpoint = _endpoint_latencies(warehouse, work / "serve.log", offsets, counts)
+    cli = _sql_cli_latencies(warehouse, offsets[:CLI_RUNS], counts)
     replay = []
     for n in offsets[:REPLAYS]:
         t = time.monotonic()
@@ -86,6 +201,10 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "partitions_at_queries": len(lat),
         "partitions_at_p50_s": round(statistics.median(lat), 3),
         "partitions_at_p99_s": round(_quantile(lat, 0.99), 3),
+        "endpoint_partitions_at_p50_s": round(statistics.median(endpoint), 3),
+        "endpoint_partitions_at_p99_s": round(_quantile(endpoint, 0.99), 3),
+        "sql_cli_partitions_at_p50_s": round(statistics.median(cli), 2),
+        "sql_cli_over_endpoint": round(statistics.median(cli) / statistics.median(endpoint), 1),
         "replay_from_zero_p50_s": round(statistics.median(replay), 3),
         "speedup_vs_replay": round(statistics.median(replay) / statistics.median(lat), 2),
         "compact_s": round(compact_s, 2),
