@@ -21,6 +21,7 @@ from typing import Any
 
 from kraftlake.follow.observer import METADATA_TOPIC, METADATA_TOPIC_ID, ZERO_UUID, Send, for_version
 from kraftlake.protocol import rpc, rpc_messages
+from kraftlake.protocol.error_codes import Errors
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import Entry, OffsetAndEpoch
@@ -42,7 +43,6 @@ from kraftlake.service.kafka_rpc import (
     DEFAULT_MAX_FRAME_BYTES,
     AppendRequest,
     AppendResponse,
-    KafkaErrors,
     decode_append_response,
     decode_records,
     description_from_response,
@@ -160,7 +160,7 @@ class _KafkaClient:
         except KeyError:
             self.close()
             raise RemoteError(
-                KafkaErrors.UNSUPPORTED_VERSION, f"{conn.peer} does not serve {rpc.api(api_key).name}"
+                Errors.UNSUPPORTED_VERSION, f"{conn.peer} does not serve {rpc.api(api_key).name}"
             ) from None
         try:
             return conn.request(
@@ -243,7 +243,7 @@ class ObserverClient:
                 last = exc
                 continue
             peer = self._conn.peer
-            if body.error_code == KafkaErrors.INCONSISTENT_CLUSTER_ID:
+            if body.error_code == Errors.INCONSISTENT_CLUSTER_ID:
                 self._conn.close()
                 raise ClusterIdMismatchError(
                     f"{peer} refused cluster id {self.cluster_id!r}: INCONSISTENT_CLUSTER_ID (104)"
@@ -253,7 +253,7 @@ class ObserverClient:
             p = next((p for t in body.responses for p in t.partitions if p.partition_index == 0), None)
             if p is None:
                 raise RemoteError(
-                    KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION, f"{peer} answered without the metadata partition"
+                    Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{peer} answered without the metadata partition"
                 )
             if p.high_watermark >= 0:
                 self.high_watermark = p.high_watermark
@@ -305,7 +305,7 @@ class ObserverClient:
         if snapshot.end_offset >= 0 and snapshot.epoch >= 0:
             snapshot_id = OffsetAndEpoch(snapshot.end_offset, snapshot.epoch)
             raise SnapshotRequiredError(
-                KafkaErrors.OFFSET_OUT_OF_RANGE,
+                Errors.OFFSET_OUT_OF_RANGE,
                 f"fetch from {from_offset}: log starts at {self.log_start_offset}; "
                 f"load snapshot {snapshot_id} (fetch_snapshot) and fetch on from its end",
                 snapshot_id,
@@ -360,12 +360,10 @@ class ObserverClient:
                 topics=[s.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])],
             )
             body = self._conn.request(ApiKey.FETCH_SNAPSHOT, request)
-            if body.error_code == KafkaErrors.INCONSISTENT_CLUSTER_ID:
+            if body.error_code == Errors.INCONSISTENT_CLUSTER_ID:
                 raise ClusterIdMismatchError(f"{self._conn.peer} refused cluster id {self.cluster_id!r}")
             p = next((p for t in body.topics for p in t.partitions if p.index == 0), None)
-            code = body.error_code or (
-                p.error_code if p is not None else KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION
-            )
+            code = body.error_code or (p.error_code if p is not None else Errors.UNKNOWN_TOPIC_OR_PARTITION)
             if code or p is None:
                 raise RemoteError(code, f"snapshot {snapshot_id} at position {len(data)}")
             chunk = p.unaligned_records or b""
@@ -487,9 +485,9 @@ class _AppendConnection:
                 if reply.refused:
                     # a refusal of the whole frame: the server closes the connection after it
                     self.close()
-                    if reply.error == KafkaErrors.INCONSISTENT_CLUSTER_ID:
+                    if reply.error == Errors.INCONSISTENT_CLUSTER_ID:
                         raise ClusterIdMismatchError(reply.message or "INCONSISTENT_CLUSTER_ID")
-                    if reply.error == KafkaErrors.MESSAGE_TOO_LARGE:
+                    if reply.error == Errors.MESSAGE_TOO_LARGE:
                         raise FrameTooLargeError(reply.message or "MESSAGE_TOO_LARGE")
                     raise RemoteError(reply.error, reply.message or "")
                 if got == corr:
@@ -538,9 +536,9 @@ class QuorumClient:
             If the leader changed under the append (it may or may not be committed: the caller decides).
         """
         reply = self._conn.append(tuple(bytes(r) for r in records), timeout_s)
-        if reply.error == KafkaErrors.NONE:
+        if reply.error == Errors.NONE:
             return reply.base_offset, reply.last_offset
-        if reply.error == KafkaErrors.NOT_LEADER_OR_FOLLOWER:
+        if reply.error == Errors.NOT_LEADER_OR_FOLLOWER:
             if reply.leader_endpoint and reply.leader_id != reply.node_id:
                 self._conn.connect(parse_endpoint(reply.leader_endpoint))
             elif not reply.leader_endpoint:
@@ -552,9 +550,9 @@ class QuorumClient:
                 reply.leader_endpoint or None,
                 reply.message or "",
             )
-        if reply.error == KafkaErrors.INCONSISTENT_CLUSTER_ID:
+        if reply.error == Errors.INCONSISTENT_CLUSTER_ID:
             raise ClusterIdMismatchError(reply.message or "INCONSISTENT_CLUSTER_ID")
-        if reply.error == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED:
+        if reply.error == Errors.CLUSTER_AUTHORIZATION_FAILED:
             raise AppendNotAuthorizedError(reply.error, reply.message or "append refused")
         raise RemoteError(reply.error, reply.message or "")
 

@@ -124,10 +124,6 @@ RESPONSE_TYPES = (
 )
 
 
-KafkaErrors = Errors
-"""The service's name for Kafka's `Errors` (one enum, `kraftlake.protocol.error_codes`)."""
-
-
 def raft_error(code: int) -> Errors:
     """A Kafka error code as an `Errors` member (UNKNOWN_SERVER_ERROR for one it has no member for)."""
     return Errors.of(code)
@@ -174,23 +170,23 @@ def _leader(leader_id: int) -> int | None:
 def metadata_partition(topics: Sequence[Any], name_attr: str, what: str) -> Any:
     """The single partition 0 of the metadata topic a KRaft request addresses."""
     if len(topics) != 1 or len(topics[0].partitions) != 1:
-        raise RequestRefused(KafkaErrors.INVALID_REQUEST, f"{what} must address exactly one partition")
+        raise RequestRefused(Errors.INVALID_REQUEST, f"{what} must address exactly one partition")
     topic = topics[0]
     name = getattr(topic, name_attr)
     if name_attr == "topic_id" and name != METADATA_TOPIC_ID:
         raise RequestRefused(
-            KafkaErrors.UNKNOWN_TOPIC_ID,
+            Errors.UNKNOWN_TOPIC_ID,
             f"{what} of topic id {name}: only the metadata topic {METADATA_TOPIC_ID} is served",
         )
     if name_attr != "topic_id" and name != METADATA_TOPIC:
         raise RequestRefused(
-            KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION,
+            Errors.UNKNOWN_TOPIC_OR_PARTITION,
             f"{what} of topic {name!r}: only {METADATA_TOPIC} is served",
         )
     partition = topic.partitions[0]
     index = partition[0]  # partition_index / partition: the first field of every KRaft partition struct
     if index != 0:
-        raise RequestRefused(KafkaErrors.UNKNOWN_TOPIC_OR_PARTITION, f"{what} of partition {index}: only 0")
+        raise RequestRefused(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{what} of partition {index}: only 0")
     return partition
 
 
@@ -203,7 +199,7 @@ def check_cluster_id(sent: str | None, ours: str) -> None:
         INCONSISTENT_CLUSTER_ID, naming the id sent (never ours).
     """
     if sent is not None and sent != ours:
-        raise RequestRefused(KafkaErrors.INCONSISTENT_CLUSTER_ID, f"cluster id {sent!r} is not this quorum's")
+        raise RequestRefused(Errors.INCONSISTENT_CLUSTER_ID, f"cluster id {sent!r} is not this quorum's")
 
 
 # -- entries as record batches -------------------------------------------------------------------------------
@@ -500,7 +496,7 @@ def raft_request(
         check_cluster_id(body.cluster_id, cluster_id)
         if version >= 1 and body.voter_id >= 0 and body.voter_id != node_id:
             raise RequestRefused(
-                KafkaErrors.INCONSISTENT_VOTER_SET, f"Vote for voter {body.voter_id} reached node {node_id}"
+                Errors.INCONSISTENT_VOTER_SET, f"Vote for voter {body.voter_id} reached node {node_id}"
             )
         p = metadata_partition(body.topics, "topic_name", "Vote")
         return VoteRequest(
@@ -517,7 +513,7 @@ def raft_request(
         check_cluster_id(body.cluster_id, cluster_id)
         if version >= 1 and body.voter_id >= 0 and body.voter_id != node_id:
             raise RequestRefused(
-                KafkaErrors.INCONSISTENT_VOTER_SET,
+                Errors.INCONSISTENT_VOTER_SET,
                 f"BeginQuorumEpoch for voter {body.voter_id} reached node {node_id}",
             )
         p = metadata_partition(body.topics, "topic_name", "BeginQuorumEpoch")
@@ -545,7 +541,7 @@ def raft_request(
             p.position,
             body.max_bytes,
         )
-    raise RequestRefused(KafkaErrors.INVALID_REQUEST, f"API key {api_key} is not a raft RPC")
+    raise RequestRefused(Errors.INVALID_REQUEST, f"API key {api_key} is not a raft RPC")
 
 
 # -- raft responses -> Kafka ---------------------------------------------------------------------------------
@@ -1114,7 +1110,7 @@ def describe_quorum_response(
         for r in description.replicas
         if r.status == "Observer"
     ]
-    error = KafkaErrors.NONE if is_leader else KafkaErrors.NOT_LEADER_OR_FOLLOWER
+    error = Errors.NONE if is_leader else Errors.NOT_LEADER_OR_FOLLOWER
     text = (
         None
         if is_leader or version < 2
@@ -1169,7 +1165,7 @@ def description_from_response(cluster_id: str, body: Any) -> tuple[QuorumDescrip
         for r in p.current_voters
     )
     replicas: list[ReplicaInfo] = []
-    if p.error_code == KafkaErrors.NONE:
+    if p.error_code == Errors.NONE:
         leader = next((r for r in p.current_voters if r.replica_id == p.leader_id), None)
         leo = leader.log_end_offset if leader is not None else p.high_watermark
         for rows, kind in ((p.current_voters, "Follower"), (p.observers, "Observer")):

@@ -69,7 +69,6 @@ from kraftlake.service.kafka_rpc import (
     ZERO_UUID,
     AppendRequest,
     AppendResponse,
-    KafkaErrors,
     RequestRefused,
     WireContext,
     check_cluster_id,
@@ -792,7 +791,7 @@ class NodeRunner:
                         conn,
                         api_key,
                         corr,
-                        KafkaErrors.MESSAGE_TOO_LARGE,
+                        Errors.MESSAGE_TOO_LARGE,
                         f"request frame of {exc.size} bytes exceeds the maximum of {limit}",
                     )
                     await writer.drain()
@@ -827,7 +826,7 @@ class NodeRunner:
         try:
             api_key, version, corr, _client, body_start = rpc.peek_request(payload)
         except ProtocolError as exc:
-            return self._refuse(conn, -1, -1, KafkaErrors.INVALID_REQUEST, f"not a Kafka request: {exc}")
+            return self._refuse(conn, -1, -1, Errors.INVALID_REQUEST, f"not a Kafka request: {exc}")
         node = self.node
         if node is None or not self._running:
             return False
@@ -843,23 +842,21 @@ class NodeRunner:
                     conn,
                     api_key,
                     corr,
-                    KafkaErrors.UNSUPPORTED_VERSION,
+                    Errors.UNSUPPORTED_VERSION,
                     f"append v{version} is not supported (v0 is)",
                 )
             if not self._authorizer.allows(principal, api_key):
                 self._log_denied(principal, api_key)
                 conn.send(
                     encode_append_response(
-                        AppendResponse(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL, self.node_id), corr
+                        AppendResponse(Errors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL, self.node_id), corr
                     )
                 )
                 return True
             try:
                 request = decode_append_request(payload, body_start)
             except CodecError as exc:
-                return self._refuse(
-                    conn, api_key, corr, KafkaErrors.INVALID_REQUEST, f"malformed append: {exc}"
-                )
+                return self._refuse(conn, api_key, corr, Errors.INVALID_REQUEST, f"malformed append: {exc}")
             self._serve_append(request, corr, conn)
             return True
         versions = SERVED.get(api_key)
@@ -868,7 +865,7 @@ class NodeRunner:
                 conn,
                 api_key,
                 corr,
-                KafkaErrors.UNSUPPORTED_VERSION,
+                Errors.UNSUPPORTED_VERSION,
                 f"API key {api_key} is not served by a kraftlake voter (see ApiVersions)",
             )
         name = rpc.api(api_key).name
@@ -877,7 +874,7 @@ class NodeRunner:
                 conn,
                 api_key,
                 corr,
-                KafkaErrors.UNSUPPORTED_VERSION,
+                Errors.UNSUPPORTED_VERSION,
                 f"{name} v{version} is not supported (kraftlake serves v{versions})",
             )
         try:
@@ -887,13 +884,13 @@ class NodeRunner:
                 conn,
                 api_key,
                 corr,
-                KafkaErrors.INVALID_REQUEST,
+                Errors.INVALID_REQUEST,
                 f"malformed {name} v{version} request: {exc}",
             )
         try:
             if not self._authorizer.allows(principal, api_key):
                 self._log_denied(principal, api_key)
-                raise RequestRefused(KafkaErrors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL)
+                raise RequestRefused(Errors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL)
             self._dispatch(api_key, version, corr, body, conn)
         except RequestRefused as exc:
             conn.send(
@@ -927,9 +924,7 @@ class NodeRunner:
         if api_key == ApiKey.FETCH:
             replica = fetch_replica_id(body, version)
             if replica == self.node_id:
-                raise RequestRefused(
-                    KafkaErrors.INVALID_REQUEST, f"Fetch from replica {replica}: this node's id"
-                )
+                raise RequestRefused(Errors.INVALID_REQUEST, f"Fetch from replica {replica}: this node's id")
             if replica not in self.voters:
                 check_cluster_id(body.cluster_id, self.config.cluster_id)
                 self._serve_observer_fetch(version, corr, body, conn)
@@ -941,7 +936,7 @@ class NodeRunner:
         message = raft_request(api_key, version, corr, body, self.node_id, self.config.cluster_id)
         if message.src not in self.voters or message.src == self.node_id:
             raise RequestRefused(
-                KafkaErrors.INCONSISTENT_VOTER_SET,
+                Errors.INCONSISTENT_VOTER_SET,
                 f"{rpc.api(api_key).name} from node {message.src}, not a voter of this quorum",
             )
         self._routes[(message.src, corr)] = (conn, api_key, version)
@@ -961,7 +956,7 @@ class NodeRunner:
         ]
         if version not in SERVED[ApiKey.API_VERSIONS]:
             # Kafka's answer to a version it lacks: UNSUPPORTED_VERSION in a v0 body listing its ranges
-            body = rpc_messages.ApiVersionsResponse(error_code=KafkaErrors.UNSUPPORTED_VERSION, api_keys=keys)
+            body = rpc_messages.ApiVersionsResponse(error_code=Errors.UNSUPPORTED_VERSION, api_keys=keys)
             return encode_response(body, ApiKey.API_VERSIONS, 0, corr)
         body = rpc_messages.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
         return encode_response(body, ApiKey.API_VERSIONS, version, corr)
@@ -972,7 +967,7 @@ class NodeRunner:
         cls = rpc_messages.DescribeClusterResponse
         if version >= 1 and body.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
             return cls(
-                error_code=KafkaErrors.MISMATCHED_ENDPOINT_TYPE,
+                error_code=Errors.MISMATCHED_ENDPOINT_TYPE,
                 error_message="kraftlake voters are controllers: ask with EndpointType 2 "
                 "(--bootstrap-controller)",
                 endpoint_type=body.endpoint_type,
@@ -1000,7 +995,7 @@ class NodeRunner:
         check = [(t.topic_name, [p.partition_index for p in t.partitions]) for t in body.topics]
         if check != [(METADATA_TOPIC, [0])]:
             return cls(
-                error_code=KafkaErrors.INVALID_REQUEST,
+                error_code=Errors.INVALID_REQUEST,
                 error_message=f"DescribeQuorum of {check}: only {METADATA_TOPIC} partition 0 has a quorum"
                 if version >= 2
                 else None,
@@ -1013,12 +1008,12 @@ class NodeRunner:
         node = self.node
         assert node is not None
         if epoch < 0:
-            return KafkaErrors.NONE
+            return Errors.NONE
         if epoch < node.epoch:
-            return KafkaErrors.FENCED_LEADER_EPOCH
+            return Errors.FENCED_LEADER_EPOCH
         if epoch > node.epoch:
-            return KafkaErrors.UNKNOWN_LEADER_EPOCH
-        return KafkaErrors.NONE if node.is_leader else KafkaErrors.NOT_LEADER_OR_FOLLOWER
+            return Errors.UNKNOWN_LEADER_EPOCH
+        return Errors.NONE if node.is_leader else Errors.NOT_LEADER_OR_FOLLOWER
 
     def _voter_endpoints(self, cls: Any) -> list[Any]:
         return [
@@ -1104,12 +1099,12 @@ class NodeRunner:
         if not self._running or conn.closed:
             return
         hw, start = node.applied_end, store.log_start_offset
-        error, records, diverging, snapshot = KafkaErrors.NONE, None, None, None
+        error, records, diverging, snapshot = Errors.NONE, None, None, None
         last_epoch = p.last_fetched_epoch
         if offset < start:
             snapshot = store.latest_snapshot()
             if snapshot is None:
-                error = KafkaErrors.OFFSET_OUT_OF_RANGE
+                error = Errors.OFFSET_OUT_OF_RANGE
         elif (
             last_epoch >= 0
             and offset > 0
@@ -1157,9 +1152,9 @@ class NodeRunner:
             except (RaftStorageError, OSError):
                 data = None
             if data is None:
-                error = KafkaErrors.SNAPSHOT_NOT_FOUND
+                error = Errors.SNAPSHOT_NOT_FOUND
             elif p.position < 0 or p.position > len(data):
-                error, size = KafkaErrors.POSITION_OUT_OF_RANGE, len(data)
+                error, size = Errors.POSITION_OUT_OF_RANGE, len(data)
             else:
                 limit = max(1, min(body.max_bytes, self.config.quorum_config.snapshot_chunk_bytes))
                 size, chunk = len(data), data[p.position : p.position + limit]
@@ -1176,7 +1171,7 @@ class NodeRunner:
             me = self.node_id
             if isinstance(outcome, NotLeaderError):
                 response = AppendResponse(
-                    KafkaErrors.NOT_LEADER_OR_FOLLOWER,
+                    Errors.NOT_LEADER_OR_FOLLOWER,
                     str(outcome),
                     me,
                     outcome.leader_id,
@@ -1185,12 +1180,10 @@ class NodeRunner:
                 )
             elif isinstance(outcome, BaseException):
                 response = AppendResponse(
-                    KafkaErrors.UNKNOWN_SERVER_ERROR, str(outcome), me, node.leader_id, "", node.epoch
+                    Errors.UNKNOWN_SERVER_ERROR, str(outcome), me, node.leader_id, "", node.epoch
                 )
             else:
-                response = AppendResponse(
-                    KafkaErrors.NONE, None, me, me, "", node.epoch, outcome[0], outcome[1]
-                )
+                response = AppendResponse(Errors.NONE, None, me, me, "", node.epoch, outcome[0], outcome[1])
             conn.send(encode_append_response(response, corr))
 
         if not hmac.compare_digest(request.credential.encode(), self._append_secret.encode()):
@@ -1198,7 +1191,7 @@ class NodeRunner:
             conn.send(
                 encode_append_response(
                     AppendResponse(
-                        KafkaErrors.CLUSTER_AUTHORIZATION_FAILED,
+                        Errors.CLUSTER_AUTHORIZATION_FAILED,
                         "append refused: no valid append credential",
                         self.node_id,
                     ),

@@ -45,7 +45,6 @@ from kraftlake.service.kafka_rpc import (
     SERVED,
     AppendRequest,
     AppendResponse,
-    KafkaErrors,
     RequestRefused,
     WireContext,
     decode_append_request,
@@ -254,7 +253,7 @@ def test_refusals_name_the_senders_cluster_id_only() -> None:
     _, body = rpc.decode_request(frame[4:])
     with pytest.raises(RequestRefused) as info:
         raft_request(api_key, version, 7, body, 1, CLUSTER)
-    assert info.value.code == KafkaErrors.INCONSISTENT_CLUSTER_ID == 104
+    assert info.value.code == Errors.INCONSISTENT_CLUSTER_ID == 104
     assert "other-cluster" in str(info.value) and CLUSTER not in str(info.value)
     # a refused request reaches the sender's node as an error, which backs off and asks again
     refusal = rpc.encode_response(rpc.make("FetchResponse", error_code=104), ApiKey.FETCH, 18, 7)
@@ -310,32 +309,32 @@ def test_bad_frames_are_refused_on_their_own_connection_while_commits_go_on(quor
     # garbage: not even a request header
     payload, closed = _raw_exchange(port, struct.pack(">i", 3) + b"\x01\x02\x03")
     corr, code, text = decode_refusal(payload)
-    assert (corr, code, closed) == (-1, KafkaErrors.INVALID_REQUEST, True) and "not a Kafka request" in text
+    assert (corr, code, closed) == (-1, Errors.INVALID_REQUEST, True) and "not a Kafka request" in text
     # an unknown API key: refused with its correlation id
     payload, closed = _raw_exchange(port, struct.pack(">ihhih", 10, 999, 0, 77, -1))
     corr, code, text = decode_refusal(payload)
-    assert (corr, code, closed) == (77, KafkaErrors.UNSUPPORTED_VERSION, True) and "API key 999" in text
+    assert (corr, code, closed) == (77, Errors.UNSUPPORTED_VERSION, True) and "API key 999" in text
     # a known API at a version we lack, and a body that does not parse
     payload, closed = _raw_exchange(port, struct.pack(">ihhih", 10, ApiKey.DESCRIBE_QUORUM, 9, 78, -1))
-    assert decode_refusal(payload)[:2] == (78, KafkaErrors.UNSUPPORTED_VERSION) and closed
+    assert decode_refusal(payload)[:2] == (78, Errors.UNSUPPORTED_VERSION) and closed
     payload, closed = _raw_exchange(
         port, struct.pack(">ihhih", 13, ApiKey.FETCH, 18, 79, -1) + b"\x00\xff\xff"
     )
     corr, code, text = decode_refusal(payload)
-    assert (corr, code, closed) == (79, KafkaErrors.INVALID_REQUEST, True) and "malformed Fetch v18" in text
+    assert (corr, code, closed) == (79, Errors.INVALID_REQUEST, True) and "malformed Fetch v18" in text
     # an oversized frame: refused before its body is read
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         sock.sendall(struct.pack(">ihhi", 64 * 1024 * 1024, ApiKey.FETCH, 18, 80) + b"\x00" * 100)
         size = struct.unpack(">i", _recv(sock, 4))[0]
         corr, code, text = decode_refusal(_recv(sock, size))
-        assert (corr, code) == (80, KafkaErrors.MESSAGE_TOO_LARGE) and "67108864 bytes" in text
+        assert (corr, code) == (80, Errors.MESSAGE_TOO_LARGE) and "67108864 bytes" in text
         assert sock.recv(1) == b""
     # an append of another cluster: answered (not closed), naming only the sender's id
     secret = quorum.append_secret_path.read_text().strip()
     other = encode_append_request(AppendRequest("other-cluster", (b"x",), secret), 81, None)
     payload, closed = _raw_exchange(port, other)
     corr, reply = decode_append_response(payload)
-    assert (corr, reply.error, closed) == (81, KafkaErrors.INCONSISTENT_CLUSTER_ID, False)
+    assert (corr, reply.error, closed) == (81, Errors.INCONSISTENT_CLUSTER_ID, False)
     assert reply.message is not None and CLUSTER not in reply.message
     with pytest.raises(ClusterIdMismatchError):
         QuorumClient([("127.0.0.1", port)], "other-cluster", append_secret=quorum.append_secret_path).append(
@@ -357,7 +356,7 @@ def test_api_versions_describe_cluster_and_describe_quorum_as_kafka_clients_ask(
     # ApiVersions at a version we lack: UNSUPPORTED_VERSION in a v0 body with our ranges, header v0
     payload, closed = _raw_exchange(port, struct.pack(">ihhih", 10, ApiKey.API_VERSIONS, 9, 5, -1))
     corr, body = rpc.decode_response(payload, ApiKey.API_VERSIONS, 0)
-    assert corr == 5 and body.error_code == KafkaErrors.UNSUPPORTED_VERSION and not closed
+    assert corr == 5 and body.error_code == Errors.UNSUPPORTED_VERSION and not closed
     assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == {
         k: (v.lowest, v.highest) for k, v in SERVED.items()
     }
@@ -377,7 +376,7 @@ def test_api_versions_describe_cluster_and_describe_quorum_as_kafka_clients_ask(
             conn.request(
                 ApiKey.DESCRIBE_CLUSTER, rpc.make("DescribeClusterRequest", endpoint_type=1)
             ).error_code
-            == KafkaErrors.MISMATCHED_ENDPOINT_TYPE
+            == Errors.MISMATCHED_ENDPOINT_TYPE
         )
         q = rpc.message_class("DescribeQuorumRequest")
         ask = q(
@@ -387,7 +386,7 @@ def test_api_versions_describe_cluster_and_describe_quorum_as_kafka_clients_ask(
         )
         answer = conn.request(ApiKey.DESCRIBE_QUORUM, ask)
         p = answer.topics[0].partitions[0]
-        assert p.error_code == KafkaErrors.NOT_LEADER_OR_FOLLOWER and p.leader_id == leader.node_id
+        assert p.error_code == Errors.NOT_LEADER_OR_FOLLOWER and p.leader_id == leader.node_id
     with KafkaConnection(*quorum.endpoints[leader.node_id]) as conn:
         p = conn.request(ApiKey.DESCRIBE_QUORUM, ask).topics[0].partitions[0]
         assert p.error_code == 0 and p.leader_epoch == leader.epoch

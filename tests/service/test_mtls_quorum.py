@@ -12,10 +12,11 @@ import pytest
 from service_helpers import CLUSTER, fast_config
 from tls_certs import make_ca, make_cert
 
+from kraftlake.protocol.error_codes import Errors
 from kraftlake.raft.messages import FetchRequest, VoteRequest
 from kraftlake.service import LocalQuorum, ObserverClient
 from kraftlake.service.errors import RemoteError
-from kraftlake.service.kafka_rpc import KafkaErrors, WireContext, kafka_request
+from kraftlake.service.kafka_rpc import WireContext, kafka_request
 from kraftlake.wire.client_config import ClientSecurity, parse_client_properties
 from kraftlake.wire.connection import KafkaConnection
 from kraftlake.wire.errors import PeerError, TlsError
@@ -127,8 +128,8 @@ def test_a_certificate_without_cluster_action_gets_31_for_vote_and_fetch(mtls: M
         ):
             api_key, _, body = kafka_request(request, ctx)
             answer: Any = conn.request(api_key, body)
-            assert answer.error_code == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
+            assert answer.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
     with pytest.raises(RemoteError) as refused:
         ObserverClient([q.endpoints[target]], CLUSTER, security=mtls.client("reader")).fetch(0, max_wait_ms=0)
-    assert refused.value.code == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
+    assert refused.value.code == Errors.CLUSTER_AUTHORIZATION_FAILED
     assert leader.is_leader and leader.epoch == epoch

@@ -26,7 +26,6 @@ from kraftlake.service import LocalQuorum, QuorumClient
 from kraftlake.service.errors import AppendNotAuthorizedError
 from kraftlake.service.kafka_rpc import (
     AppendRequest,
-    KafkaErrors,
     WireContext,
     decode_append_response,
     decode_raft_response,
@@ -219,7 +218,7 @@ def test_appends_need_the_voters_credential_and_refusals_echo_nothing(quorum: Lo
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
             sock.sendall(frame)
             _, reply = decode_append_response(_recv(sock, struct.unpack(">i", _recv(sock, 4))[0]))
-        assert reply.error == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
+        assert reply.error == Errors.CLUSTER_AUTHORIZATION_FAILED
         assert reply.message is not None and CLUSTER not in reply.message and secret not in reply.message
     with pytest.raises(AppendNotAuthorizedError):
         QuorumClient([("127.0.0.1", port)], CLUSTER).append([b"garbage"])

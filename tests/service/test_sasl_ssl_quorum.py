@@ -21,11 +21,12 @@ from service_helpers import CLUSTER, fast_config
 from tls_certs import make_ca, make_cert
 
 from kraftlake.cli import main as cli_main
+from kraftlake.protocol.error_codes import Errors
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import BeginQuorumEpochRequest, FetchRequest, Message, VoteRequest
 from kraftlake.service import LocalQuorum, ObserverClient, QuorumClient
 from kraftlake.service.errors import AppendNotAuthorizedError, RemoteError
-from kraftlake.service.kafka_rpc import KafkaErrors, WireContext, encode_raft_request, kafka_request
+from kraftlake.service.kafka_rpc import WireContext, encode_raft_request, kafka_request
 from kraftlake.wire.client_config import ClientSecurity, parse_client_properties
 from kraftlake.wire.connection import KafkaConnection
 from kraftlake.wire.errors import AuthenticationError
@@ -215,12 +216,12 @@ def test_a_principal_without_cluster_action_gets_31_for_vote_and_fetch(secured: 
         for request in (*_spoofs(secured, target, epoch), fetch):
             api_key, _, body = kafka_request(request, _ctx(secured, request.src))
             answer: Any = conn.request(api_key, body)
-            assert answer.error_code == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
+            assert answer.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
             assert CLUSTER not in repr(answer)
     observer = ObserverClient([secured.endpoint(target)], CLUSTER, security=secured.client("alice"))
     with pytest.raises(RemoteError) as refused:
         observer.fetch(0, max_wait_ms=0)
-    assert refused.value.code == KafkaErrors.CLUSTER_AUTHORIZATION_FAILED
+    assert refused.value.code == Errors.CLUSTER_AUTHORIZATION_FAILED
     # DESCRIBE is not ALTER: no append, even with the credential
     with pytest.raises(AppendNotAuthorizedError):
         QuorumClient(
