@@ -318,6 +318,13 @@ def _minima(
     }
 
 
+def _has_snapshot(spark: SparkSession, warehouse: str | Path, offset: int) -> bool:
+    row = spark.sql(
+        f"SELECT count(*) AS n FROM {table_ref(warehouse, SNAPSHOTS)} WHERE snapshot_offset = {int(offset)}"
+    ).first()
+    return row is not None and row["n"] > 0
+
+
 def _load_state(warehouse: str | Path) -> dict[str, Any]:
     path = Path(warehouse) / STATE_FILE
     try:
@@ -358,18 +365,23 @@ def compact(
     retry = partial(retry_conflicts, on_retry=retried.append, backoff_s=retry_backoff_s)
     conflicts = conflict_errors()
     n = last_offset(spark, warehouse) if offset is None else offset
-    image = image_at_offset(spark, warehouse, n)
-    if image.transaction is not None:
-        # a snapshot holds committed state only: take the offset before the open transaction began
-        n = image.transaction.begin_offset - 1
+    if checkpoint_dir is None and _has_snapshot(spark, warehouse, n):
+        # nothing committed since the snapshot at n (a scheduled run with nothing new): no image to rebuild.
+        # Only images without an open transaction are stored, so n needs no moving back either.
+        result = CompactResult(n, 0, None)
+    else:
         image = image_at_offset(spark, warehouse, n)
-    rows = retry(lambda: write_snapshot(spark, warehouse, image))
-    result = CompactResult(n, rows, None)
-    if checkpoint_dir is not None:
-        from kraftlake.image import write_snapshot as write_checkpoint
+        if image.transaction is not None:
+            # a snapshot holds committed state only: take the offset before the open transaction began
+            n = image.transaction.begin_offset - 1
+            image = image_at_offset(spark, warehouse, n)
+        rows = retry(lambda: write_snapshot(spark, warehouse, image))
+        result = CompactResult(n, rows, None)
+        if checkpoint_dir is not None:
+            from kraftlake.image import write_snapshot as write_checkpoint
 
-        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-        result.checkpoint = str(write_checkpoint(image, checkpoint_dir))
+            Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+            result.checkpoint = str(write_checkpoint(image, checkpoint_dir))
     try:
         # before the deletes, so that versions ended by a pending close are seen as ended
         result.folded = fold_closes(spark, warehouse, retry)
