@@ -329,18 +329,6 @@ def test_serve_refuses_before_starting_spark(
     assert code == 2 and err.startswith(f"kraftlake sql: error: nothing answers at sc://localhost:{busy}")
 
 
-def test_serve_stops_on_sigterm(server: Served) -> None:
-    # the last test of the module: the server goes
-    server.proc.send_signal(signal.SIGTERM)
-    assert server.proc.wait(120) == 0, server.log.read_text()[-4000:]
-    assert server.proc.stdout is not None
-    assert server.proc.stdout.read().strip() == "stopped (SIGTERM)"
-    jdbc_port = int(server.jdbc.rstrip("/").rsplit(":", 1)[1])
-    for port in (server.port, jdbc_port):
-        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
-            pass
-
-
 def test_record_udfs_through_connect_answer_as_in_process(
     spark: Any, small: tuple[Path, Path, list[int]], server: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -357,3 +345,15 @@ def test_record_udfs_through_connect_answer_as_in_process(
     local = _local(["sql", "--warehouse", str(warehouse), "--format", "jsonl", query])
     assert local[0] == 0 and local[1].count("\n") > 3 and "TOPIC_RECORD" in local[1], local
     assert remote == local
+
+
+def test_serve_stops_on_sigterm(server: Served) -> None:
+    # the last test of the module: the server goes
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(120) == 0, server.log.read_text()[-4000:]
+    assert server.proc.stdout is not None
+    assert server.proc.stdout.read().strip() == "stopped (SIGTERM)"
+    jdbc_port = int(server.jdbc.rstrip("/").rsplit(":", 1)[1])
+    for port in (server.port, jdbc_port):
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
