@@ -39,7 +39,7 @@ every 10 ms):
   over the whole process time; ``ratio_broker_over_follow`` > 1 means kraftlake reached it sooner. CPU
   seconds are the child's (``RUSAGE_CHILDREN``; the broker's include building its metadata image meanwhile).
 - where the CLI's start goes, once per run: ``python -m kraftlake.cli follow --help`` (``cli_parser``: the
-  parser imports every command's module) beside ``python -c "import kraftlake.commands.follow"``
+  dispatch table and the follow command's parser) beside ``python -c "import kraftlake.commands.follow"``
   (``follow_import``).
 
 Reading the same bytes: ``kafka-dump-log --cluster-metadata-decoder --files <segments>`` (as
@@ -975,8 +975,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                     first_mirror = path  # read by dump-log and decode, then deleted
                 else:
                     shutil.rmtree(path, ignore_errors=True)
-            # where the CLI's start goes: its parser (cli.py imports every command's module to build it)
-            # against the follow command's own modules
+            # where the CLI's start goes: the dispatcher and the command's parser against the command's own
+            # modules
             results["cli_parser"].append(
                 _timed_subprocess(
                     [sys.executable, "-m", "kraftlake.cli", "follow", "--help"],
