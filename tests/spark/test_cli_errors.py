@@ -1,5 +1,6 @@
 """What Spark refuses in a user's query comes out of `kraftlake sql` / `state` as one line and exit 2: a parse
-error, an unknown function (with kraftlake's functions named), an unknown column in --where."""
+error, an unknown function (with kraftlake's functions named), an unknown column in --where, an offset past
+the warehouse's last."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
             ["state", "--offset", "3", "--where", "nope = 1"],
             "kraftlake state: error: [UNRESOLVED_COLUMN",
             "`nope`",
+        ),
+        (
+            ["state", "--offset", "999999"],
+            "kraftlake state: error: offset 999999 is after the warehouse's last committed offset (",
+            "",
         ),
     ],
 )
