@@ -26,13 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.output import print_frame
-    from udfs.sql import warehouse_errors
 
     if not args.query.strip():
         raise CommandError("the query is empty")
     spark = query_session("sql", args)
     # an offset before the retained history, a parse or analysis error: one line, exit 2
-    with spark_errors(), warehouse_errors():
+    with spark_errors():
         print_frame(spark.sql(args.query), args.format)
     return 0
 

@@ -40,20 +40,20 @@ def run(args: argparse.Namespace) -> int:
     from kraftlake.spark.tables import WarehouseError, last_offset
     from pipelines.output import print_frame
     from pipelines.serve import WAREHOUSE_CONF
-    from udfs.sql import warehouse_errors
 
     spark = query_session("state", args)
     if args.offset is not None:
-        # the warehouse this session answers for: the endpoint's own (its conf) or the local one
+        # the warehouse this Spark session answers for: the endpoint's own (its conf) or the local one
         served = spark.conf.get(WAREHOUSE_CONF, None) or args.warehouse or "./warehouse"
         last = last_offset(spark, served)
         if args.offset > last:
-            # the state there is not known yet (a live warehouse) or never will be: not the last state's answer
+            # the warehouse does not hold the state there (yet, if it is live): the functions would answer
+            # with the last one
             raise WarehouseError(
                 f"offset {args.offset} is after the warehouse's last committed offset ({last})"
             )
     # an offset before the retained history, a --where Spark cannot parse or resolve: one line, exit 2
-    with spark_errors(), warehouse_errors():
+    with spark_errors():
         print_frame(spark.sql(state_query(args.entity, args.offset, args.time, args.where)), args.format)
     return 0
 

@@ -60,6 +60,7 @@ from kraftlake.spark.tables import (
     SNAPSHOTS,
     conflict_errors,
     fold_closes,
+    has_snapshot,
     last_offset,
     record_retained_from,
     retry_conflicts,
@@ -318,13 +319,6 @@ def _minima(
     }
 
 
-def _has_snapshot(spark: SparkSession, warehouse: str | Path, offset: int) -> bool:
-    row = spark.sql(
-        f"SELECT count(*) AS n FROM {table_ref(warehouse, SNAPSHOTS)} WHERE snapshot_offset = {int(offset)}"
-    ).first()
-    return row is not None and row["n"] > 0
-
-
 def _load_state(warehouse: str | Path) -> dict[str, Any]:
     path = Path(warehouse) / STATE_FILE
     try:
@@ -365,7 +359,7 @@ def compact(
     retry = partial(retry_conflicts, on_retry=retried.append, backoff_s=retry_backoff_s)
     conflicts = conflict_errors()
     n = last_offset(spark, warehouse) if offset is None else offset
-    if checkpoint_dir is None and _has_snapshot(spark, warehouse, n):
+    if checkpoint_dir is None and has_snapshot(spark, warehouse, n):
         # nothing committed since the snapshot at n (a scheduled run with nothing new): no image to rebuild.
         # Only images without an open transaction are stored, so n needs no moving back either.
         result = CompactResult(n, 0, None)

@@ -28,9 +28,13 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -350,3 +354,49 @@ def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
     # (they run in the server's Python workers)
     register_udfs(spark)
     return spark
+
+
+@contextmanager
+def serve_process(
+    warehouse: str | Path,
+    log: Path,
+    *options: str,
+    env: Mapping[str, str] | None = None,
+    start_timeout_s: float = 600.0,
+) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
+    """``kraftlake serve --warehouse W [options]`` as a child process (its stderr into ``log``): yields the process
+    and its endpoints by the names it prints (``Spark Connect``, ``JDBC``) once it is ready. At the end of the
+    block a server still running gets SIGTERM (and a kill after 60 s).
+
+    Raises
+    ------
+    EndpointError
+        When the server ends or stays silent before it is ready (the tail of its log in the message).
+    """
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kraftlake.cli", "serve", "--warehouse", str(warehouse), *options],
+            env=None if env is None else dict(env),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        deadline = time.monotonic() + start_timeout_s
+        while time.monotonic() < deadline and (line := proc.stdout.readline()):
+            lines.append(line.strip())
+            if line.startswith("ready:"):
+                break
+        if not lines or not lines[-1].startswith("ready:"):
+            raise EndpointError(f"kraftlake serve did not start: {lines} {log.read_text()[-4000:]}")
+        yield proc, dict(line.split(": ", 1) for line in lines[:-1])
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

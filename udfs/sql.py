@@ -9,8 +9,9 @@ permanently in a catalog database (``kraftlake.partitions_at(N)`` in every sessi
   ``scram_at``, ``delegation_tokens_at``): the entity's attributes and ``from_offset``, a range filter with no
   replay (pending ``closes`` applied: :func:`kraftlake.spark.tables.state_query`). State at N includes the
   record at N. An offset below the retained history (after ``compact`` deleted it, or before the snapshot a
-  warehouse was seeded from) or below 0 raises (``raise_error``, USER_RAISED_EXCEPTION) instead of answering
-  with the part of the state that outlived the cut; :func:`warehouse_errors` turns it into ``WarehouseError``.
+  warehouse was seeded from) or below 0 raises (``raise_error``, USER_RAISED_EXCEPTION): there the tables hold
+  only the part of the state that outlived the cut. :func:`warehouse_errors` turns the refusal into
+  ``WarehouseError``.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
   (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.
 - History views: ``partition_history(topic, partition)`` (every version with its ``[from_offset, to_offset)``),

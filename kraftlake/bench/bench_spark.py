@@ -26,13 +26,10 @@ import json
 import os
 import random
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,45 +57,13 @@ def _env() -> dict[str, str]:
     return dict(env, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable)
 
 
-@contextmanager
-def _served(warehouse: Path, log: Path) -> Iterator[str]:
-    """``kraftlake serve --warehouse`` as a subprocess on a free loopback port; yields its Connect URL."""
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kraftlake.cli", "serve", "--warehouse", str(warehouse), "--port", "0"],
-            cwd=REPO,
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-    try:
-        assert proc.stdout is not None
-        lines = []
-        while line := proc.stdout.readline():
-            lines.append(line.strip())
-            if line.startswith("ready:"):
-                break
-        if not lines or not lines[-1].startswith("ready:"):
-            raise RuntimeError(f"kraftlake serve did not start: {lines} {log.read_text()[-2000:]}")
-        yield dict(line.split(": ", 1) for line in lines[:-1])["Spark Connect"]
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 def _endpoint_latencies(
     warehouse: Path, log: Path, offsets: list[int], expected: dict[int, int]
 ) -> list[float]:
-    from pipelines.serve import connect_session
+    from pipelines.serve import connect_session, serve_process
 
-    with _served(warehouse, log) as url:
-        remote = connect_session(url, warehouse)
+    with serve_process(warehouse, log, "--port", "0", env=_env()) as (_, endpoints):
+        remote = connect_session(endpoints["Spark Connect"], warehouse)
         try:
             remote.sql(f"SELECT count(*) FROM partitions_at({offsets[0]})").collect()  # warm-up
             lat = []

@@ -562,6 +562,14 @@ def write_offsets(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
         append(arrow_frame(spark, OFFSETS, rows), warehouse, OFFSETS, batch.last_offset)
 
 
+def has_snapshot(spark: SparkSession, warehouse: str | Path, offset: int) -> bool:
+    """Whether the snapshot at ``offset`` is stored."""
+    row = spark.sql(
+        f"SELECT count(*) AS n FROM {table_ref(warehouse, SNAPSHOTS)} WHERE snapshot_offset = {int(offset)}"
+    ).first()
+    return row is not None and row["n"] > 0
+
+
 def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any) -> int:
     """Store a full image as its snapshot records at its offset (idempotent on the offset). Returns rows.
 
@@ -575,10 +583,7 @@ def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any) -> in
     if last_offset(spark, warehouse) < 0:
         # a snapshot stored before any offset is committed seeds the warehouse: its history starts there
         record_retained_from(spark, warehouse, prov.offset)
-    existing = spark.sql(
-        f"SELECT count(*) AS n FROM {table_ref(warehouse, SNAPSHOTS)} WHERE snapshot_offset = {prov.offset}"
-    ).first()
-    if existing is not None and existing["n"] > 0:
+    if has_snapshot(spark, warehouse, prov.offset):
         return 0
     rows = [
         {

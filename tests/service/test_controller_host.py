@@ -33,28 +33,37 @@ from kraftlake.controller import (
 from kraftlake.image import image_at, load_snapshot
 from kraftlake.image.source import log_records
 from kraftlake.logformat import METADATA_PARTITION_DIR, list_snapshots
+from kraftlake.raft.config import QuorumConfig
 from kraftlake.service.controller_host import ControllerQuorum
 from kraftlake.service.errors import NotControllerError
 
 NOW = 1_700_000_000_000
 
 
-@pytest.fixture
-def cq(tmp_path: Path) -> Iterator[ControllerQuorum]:
-    q = ControllerQuorum(
+def quorum_of(
+    tmp_path: Path,
+    quorum: QuorumConfig | None = None,
+    config: ControllerConfig | None = None,
+    **options: Any,
+) -> ControllerQuorum:
+    """Three controllers under ``tmp_path`` on the tests' clock (fast timers, min ISR 2 unless given), not
+    started."""
+    return ControllerQuorum(
         3,
         tmp_path / "q",
         CLUSTER,
         fsync=False,
-        quorum=fast_config(),
-        config=ControllerConfig(min_insync_replicas=2),
+        quorum=quorum or fast_config(),
+        config=config or ControllerConfig(min_insync_replicas=2),
         clock=lambda: NOW,
+        **options,
     )
-    q.start()
-    try:
+
+
+@pytest.fixture
+def cq(tmp_path: Path) -> Iterator[ControllerQuorum]:
+    with quorum_of(tmp_path) as q:
         yield q
-    finally:
-        q.stop()
 
 
 def register_and_unfence(q: ControllerQuorum, brokers: int) -> dict[int, int]:
@@ -192,15 +201,8 @@ def test_failover_serves_at_once_from_the_hot_image(cq: ControllerQuorum) -> Non
 
 
 def test_snapshots_are_metadata_checkpoints_and_a_restart_loads_snapshot_plus_tail(tmp_path: Path) -> None:
-    q = ControllerQuorum(
-        3,
-        tmp_path / "q",
-        CLUSTER,
-        fsync=False,
-        quorum=fast_config(),
-        config=ControllerConfig(min_insync_replicas=2),
-        clock=lambda: NOW,
-        node_options={"snapshot_max_bytes": 4096, "segment_bytes": 8192, "retention_bytes": 0},
+    q = quorum_of(
+        tmp_path, node_options={"snapshot_max_bytes": 4096, "segment_bytes": 8192, "retention_bytes": 0}
     )
     q.start()
     try:
@@ -241,56 +243,32 @@ def test_snapshots_are_metadata_checkpoints_and_a_restart_loads_snapshot_plus_ta
 
 
 def test_commands_per_second_through_the_quorum(tmp_path: Path) -> None:
-    # Kafka's default timers, not the tests' fast ones: 1000 pipelined commands on a loaded 2-core machine
-    # delayed a follower's fetch past a 600 ms fetch timeout and the leader resigned mid-run (leader None)
+    # Kafka's default timers, not the tests' fast ones: 1000 pipelined commands on a loaded machine can hold a
+    # follower's fetch past a 600 ms fetch timeout, and a leader resigning mid-run fails the commands
     steady = replace(
         fast_config(), election_timeout_ms=1000, fetch_timeout_ms=2000, election_backoff_max_ms=1000
     )
-    cq = ControllerQuorum(
-        3,
-        tmp_path / "q",
-        CLUSTER,
-        fsync=False,
-        quorum=steady,
-        config=ControllerConfig(min_insync_replicas=2),
-        clock=lambda: NOW,
-    )
-    cq.start()
-    try:
-        _commands_per_second(cq)
-    finally:
-        cq.stop()
-
-
-def _commands_per_second(cq: ControllerQuorum) -> None:
-    register_and_unfence(cq, 3)
-    create_topic(cq, "load", 50, 3)
-    host = cq.wait_active()
-    n = 1000
-    started = time.monotonic()
-    futures = []
-    for i in range(n):
-        # one ConfigRecord each, pipelined: the figure is what the quorum commits
-        change = ConfigChange(ResourceType.TOPIC, "load", "retention.ms", ConfigOp.SET, str(60_000 + i))
-        futures.append(host.submit(lambda c, change=change: c.handle_incremental_alter_configs([change])))
-    for f in futures:
-        assert f.result(30).error.ok
-    elapsed = time.monotonic() - started
-    print(f"{n} pipelined commands committed in {elapsed:.3f} s: {n / elapsed:,.0f} commands/s")
-    image = assert_images_equal(cq)
-    assert image.configs[(int(ResourceType.TOPIC), "load")]["retention.ms"] == str(60_000 + n - 1)
+    with quorum_of(tmp_path, steady) as cq:
+        register_and_unfence(cq, 3)
+        create_topic(cq, "load", 50, 3)
+        host = cq.wait_active()
+        n = 1000
+        started = time.monotonic()
+        futures = []
+        for i in range(n):
+            # one ConfigRecord each, pipelined: the figure is what the quorum commits
+            change = ConfigChange(ResourceType.TOPIC, "load", "retention.ms", ConfigOp.SET, str(60_000 + i))
+            futures.append(host.submit(lambda c, change=change: c.handle_incremental_alter_configs([change])))
+        for f in futures:
+            assert f.result(30).error.ok
+        elapsed = time.monotonic() - started
+        print(f"{n} pipelined commands committed in {elapsed:.3f} s: {n / elapsed:,.0f} commands/s")
+        image = assert_images_equal(cq)
+        assert image.configs[(int(ResourceType.TOPIC), "load")]["retention.ms"] == str(60_000 + n - 1)
 
 
 def test_a_command_of_many_batches_is_appended_between_raft_io_and_others_wait(tmp_path: Path) -> None:
-    q = ControllerQuorum(
-        3,
-        tmp_path / "q",
-        CLUSTER,
-        fsync=False,
-        quorum=fast_config(),
-        config=ControllerConfig(max_records_per_batch=10),
-        clock=lambda: NOW,
-    )
+    q = quorum_of(tmp_path, config=ControllerConfig(max_records_per_batch=10))
     with q:
         register_and_unfence(q, 3)
         host = q.wait_active()

@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from kraftlake.image import image_at
 from kraftlake.image.source import log_records
 from kraftlake.sim.workloads.entities import write_synthetic_log
 from kraftlake.spark.tables import history_columns
+from pipelines.serve import serve_process
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "kraftlake-test-" + secrets.token_hex(8)
@@ -96,50 +96,9 @@ def server(small: tuple[Path, Path, list[int]], tmp_path_factory: pytest.TempPat
     token_file = root / "token"
     token_file.write_text(TOKEN + "\n")
     log = root / "serve.log"
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kraftlake.cli",
-                "serve",
-                "--warehouse",
-                str(small[1]),
-                "--port",
-                "0",
-                "--jdbc-port",
-                "0",
-                "--token-file",
-                str(token_file),
-            ],
-            cwd=REPO,
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-    try:
-        assert proc.stdout is not None
-        lines = []
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line.strip())
-            if line.startswith("ready:"):
-                break
-        assert lines and lines[-1].startswith("ready:"), (lines, log.read_text()[-4000:])
-        urls = dict(line.split(": ", 1) for line in lines[:-1])
+    options = ("--port", "0", "--jdbc-port", "0", "--token-file", str(token_file))
+    with serve_process(small[1], log, *options, env=_env()) as (proc, urls):
         yield Served(proc, urls["Spark Connect"], urls["JDBC"], log)
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def _offsets_query(entity: str, offsets: list[int]) -> str:
