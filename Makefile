@@ -17,7 +17,8 @@ export KRAFTLAKE_JARS := $(abspath $(JARS))
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done ## virtualenv, pip install -e .[dev], Delta and Kafka jars (idempotent)
+setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done ## virtualenv, pip install -e .[dev], Delta and Kafka jars, the JVM's class archive (idempotent)
+	@$(PY) -m jobs.class_archive --if-missing
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)

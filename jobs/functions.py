@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_warehouse, main_of
+from jobs._cli import add_warehouse, log_file, main_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,10 +58,13 @@ def run(args: argparse.Namespace) -> int:
     from udfs.catalog import conf_flags, create_functions, metastore_conf, open_session
 
     mode = _mode(args.metastore)
+    log = log_file("functions")
+    if args.verbose:
+        print(f"kraftlake functions: Spark's log: {log}", file=sys.stderr)
     if mode == "local":
-        spark = open_session("kraftlake-functions", args.warehouse, args.metastore_dir)
+        spark = open_session("kraftlake-functions", args.warehouse, args.metastore_dir, log, args.verbose)
     else:
-        spark = build_session("kraftlake-functions")
+        spark = build_session("kraftlake-functions", log_file=log, verbose=args.verbose)
     result = create_functions(spark, args.warehouse, args.database, tables=not args.no_tables)
     doc = dataclasses.asdict(result)
     if mode == "local":

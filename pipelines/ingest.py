@@ -157,9 +157,12 @@ class _Resume:
 _RESUME: dict[tuple[int, str], _Resume] = {}
 
 
-def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int, str]) -> tuple[_Resume, int]:
-    """The builder at the commit point and the highest offset already in ``metadata_log``."""
-    done = last_offset(spark, warehouse)
+def _resume(
+    spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int, str], new: bool
+) -> tuple[_Resume, int]:
+    """The builder at the commit point and the highest offset already in ``metadata_log`` (``new``: the tables
+    were just created, empty)."""
+    done = -1 if new else last_offset(spark, warehouse)
     kept = _RESUME.pop(key, None)
     if kept is not None and done >= 0 and kept.committed == done:
         kept.start = done + 1
@@ -172,7 +175,7 @@ def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int,
         if image is not EMPTY:
             write_snapshot(spark, warehouse, image)
             write_history(spark, warehouse, state.builder.seed())
-    logged = log_max(spark, warehouse)
+    logged = -1 if new else log_max(spark, warehouse)
     if logged > done:
         state.written = max_from_offsets(spark, warehouse)
     return state, logged
@@ -194,9 +197,9 @@ def ingest(
     t0 = time.monotonic()
     d = partition_dir(log_dir)
     logsource.register(spark)
-    ensure_tables(spark, warehouse)
+    new = ensure_tables(spark, warehouse)
     key = (id(spark), str(Path(warehouse).resolve()))
-    state, logged_max = _resume(spark, warehouse, d, key)
+    state, logged_max = _resume(spark, warehouse, d, key, new)
 
     # a run killed after its metadata_log append but before its commit point left rows past the commit point:
     # a resumed run may slice differently, so it appends only what is not there yet (each append is atomic)
@@ -218,7 +221,10 @@ def ingest(
 
     result = IngestResult()
 
+    closed = [False]  # whether this run appended closes
+
     def commit(batch: HistoryBatch, records: int) -> None:
+        closed[0] = closed[0] or any(batch.closes.values())
         commit_slice(spark, warehouse, batch, write_log, state.written)
         state.committed = batch.last_offset
         result.records += records
@@ -243,7 +249,7 @@ def ingest(
     if state.written is not None and result.slices:
         state.written = None  # every slice past the killed run's writes is now committed whole
     # the slices appended their closes; one fold writes them all into the tables (one MERGE per table)
-    if fold:
+    if fold and (closed[0] or not new):
         result.folded = fold_closes(spark, warehouse)
     _RESUME[key] = state
     result.seconds = time.monotonic() - t0

@@ -132,17 +132,13 @@ def check(config: ServeConfig) -> None:
 
 def server_conf(config: ServeConfig) -> dict[str, str]:
     """The session settings of a server (static ones: they are set when its JVM starts)."""
-    from kraftlake.spark.session import DEFAULT_CONF, delta_jars, read_conf
+    from kraftlake.spark.session import DEFAULT_CONF, read_conf
 
-    jars = [str(j) for j in delta_jars()]
     conf = {
         # the catalog every session of this JVM shares, and only for as long as it runs (module docstring)
         "spark.sql.catalogImplementation": "in-memory",
         "spark.connect.grpc.binding.address": config.host,
         "spark.connect.grpc.binding.port": str(config.port),
-        # the Thrift server opens each JDBC session on a thread whose class loader does not see spark.jars:
-        # Delta's catalog must be on the driver's own class path for it
-        "spark.driver.extraClassPath": os.pathsep.join(jars),
         "spark.hadoop.hive.server2.thrift.bind.host": config.host,
         "spark.hadoop.hive.server2.thrift.port": str(config.jdbc_port or 0),
         "spark.hadoop.hive.server2.transport.mode": "binary",

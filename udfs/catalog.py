@@ -73,14 +73,19 @@ def configured_catalog(conf: Mapping[str, str]) -> str:
 
 
 def open_session(
-    app_name: str, warehouse: str | Path, metastore_dir: str | Path | None = None
+    app_name: str,
+    warehouse: str | Path,
+    metastore_dir: str | Path | None = None,
+    log_file: Path | None = None,
+    verbose: bool = True,
 ) -> SparkSession:
-    """A session over the embedded Derby metastore of ``warehouse`` (its derby.log kept beside it)."""
+    """A session over the embedded Derby metastore of ``warehouse`` (its derby.log kept beside it); ``log_file``
+    and ``verbose`` as :func:`kraftlake.spark.session.build_session` takes them."""
     from kraftlake.spark.session import build_session
 
     ms = Path(metastore_dir).resolve() if metastore_dir is not None else local_metastore(warehouse)
     ms.mkdir(parents=True, exist_ok=True)
-    spark = build_session(app_name, conf=metastore_conf(warehouse, ms))
+    spark = build_session(app_name, conf=metastore_conf(warehouse, ms), log_file=log_file, verbose=verbose)
     # Derby reads this when it boots, on the catalog's first use (after this): not a derby.log in the cwd
     system = spark.sparkContext._jvm.java.lang.System  # type: ignore[union-attr]
     if system.getProperty("derby.stream.error.file") is None:

@@ -5,6 +5,14 @@ this module hands them to Spark as ``spark.jars``, so nothing is resolved from t
 starts. Jars whose artifact pyspark already ships (jackson, hadoop, parquet, log4j, ...) are left out: pyspark's
 own versions are the ones Spark was built against.
 
+Start-up: the driver JVM spends seconds loading and verifying the same classes every time. `make setup` records
+them once in a class-data archive (AppCDS, ``-XX:ArchiveClassesAtExit``) by running a small ingest, query and
+compaction (``jobs/class_archive.py``); sessions started here map that archive (``-XX:SharedArchiveFile``). The
+archive covers the JVM's class path, so Delta's jars go on the driver's class path too
+(``spark.driver.extraClassPath``), not only on ``spark.jars`` (the Thrift JDBC server needs them there as well:
+it opens each session on a thread whose class loader does not see ``spark.jars``). An archive the JVM cannot use (another JDK, other
+jars) is ignored by the JVM itself; a missing one only costs the seconds.
+
 Logging: the driver reads ``conf/log4j2.properties``. A session built with ``log_file`` writes Spark's and Delta's
 warnings there and, unless ``verbose``, none to the console; pyspark's own Python loggers (the query-context
 loggers that print an error Spark raised as JSON, py4j) go the same way (:func:`route_python_logs`).
@@ -12,11 +20,14 @@ loggers that print an error Spark raised as JSON, py4j) go the same way (:func:`
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
+import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -58,6 +69,23 @@ def delta_jars(cache: Path | None = None) -> list[Path]:
 
     shipped = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     return [j for j in jars if _artifact(j) not in shipped]
+
+
+def class_archive(cache: Path | None = None) -> Path:
+    """Where the driver JVM's class-data archive is (or goes): named by what its classes come from (the Java
+    binary, pyspark's version, Delta's jars), so that a new JDK or new jars get an archive of their own."""
+    import pyspark
+
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home, "bin", "java") if java_home else Path(shutil.which("java") or "java")
+    source = "\n".join([str(java.resolve()), pyspark.__version__, *(j.name for j in delta_jars(cache))])
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    return (cache or jar_cache()) / "cds" / f"spark-{digest}.jsa"
+
+
+#: The JVM's messages about its class-data archive (one it cannot map, classes it leaves out while writing one)
+#: are not the user's concern: the archive is an optimisation.
+_CDS_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
 def read_conf(path: Path = DEFAULT_CONF) -> dict[str, str]:
@@ -132,6 +160,7 @@ def build_session(
     warehouse: Path | None = None,
     log_file: Path | None = None,
     verbose: bool = True,
+    archive_classes_at_exit: Path | None = None,
 ) -> SparkSession:
     """Build (or return the running) SparkSession with Delta enabled.
 
@@ -148,8 +177,11 @@ def build_session(
     log_file:
         Where Spark's JVM warnings and pyspark's Python log records go (beside the console when ``verbose``).
     verbose:
-        False: nothing from Spark's logging on the console. Applies to a session this call starts; a running
-        session keeps its JVM's settings.
+        False: nothing from Spark's logging on the console (the JVM's own stderr goes to ``log_file``). Applies to
+        a session this call starts; a running session keeps its JVM's settings.
+    archive_classes_at_exit:
+        Write the class-data archive there when the JVM exits (see the module's docstring), instead of using
+        :func:`class_archive`.
     """
     # Python workers (UDFs, data sources) must run this interpreter, not whatever python3 is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -168,17 +200,48 @@ def build_session(
         jars = [str(j) for j in delta_jars()]
         extra = settings.pop("spark.jars", "")
         settings["spark.jars"] = ",".join([*jars, *([extra] if extra else [])])
+    if not submitted:
+        settings.setdefault("spark.driver.extraClassPath", os.pathsep.join(str(j) for j in delta_jars()))
     log4j = REPO_ROOT / "conf" / "log4j2.properties"
     if log4j.exists() and not submitted:
         option = f"-Dlog4j.configurationFile=file:{log4j}"
         if log_file is not None or not verbose:
             option = f"{option} {logging_options(log_file, verbose)}"
-        settings.setdefault("spark.driver.extraJavaOptions", option)
         settings.setdefault("spark.executor.extraJavaOptions", option)
+        archive = class_archive()
+        if archive_classes_at_exit is not None:
+            option = f"{option} -XX:ArchiveClassesAtExit={archive_classes_at_exit} {_CDS_QUIET}"
+        elif archive.is_file():
+            option = f"{option} -XX:SharedArchiveFile={archive} {_CDS_QUIET}"
+        settings.setdefault("spark.driver.extraJavaOptions", option)
     if warehouse is not None:
         settings["spark.sql.warehouse.dir"] = str(Path(warehouse).resolve())
     route_python_logs(log_file, verbose)
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with _jvm_stderr(None if verbose else log_file):
+        return builder.getOrCreate()
+
+
+@contextmanager
+def _jvm_stderr(log_file: Path | None) -> Iterator[None]:
+    """While a session starts, file descriptor 2 is ``log_file``: the driver JVM started meanwhile inherits it
+    as its stderr, so what the JVM itself prints there (a warning about the incubator modules Spark adds,
+    before any logging is set up) goes to the log and not the user's terminal. Python's stderr is restored
+    after."""
+    if log_file is None:
+        yield
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from kraftlake.spark.session import delta_jars, read_conf
+from kraftlake.spark.session import class_archive, delta_jars, read_conf
 
 
 def test_delta_write_update_and_read_an_older_version(spark: Any, tmp_path: Path) -> None:
@@ -46,3 +49,21 @@ def test_jars_pyspark_ships_are_left_out() -> None:
     assert any(n.startswith("delta-storage-") for n in names)
     shipped = ("jackson-core-", "jackson-databind-", "hadoop-client-", "parquet-", "log4j-", "slf4j-")
     assert not any(n.startswith(shipped) for n in names)
+
+
+def test_the_driver_maps_the_class_archive_setup_recorded(spark: Any) -> None:
+    archive = class_archive()
+    assert archive.is_file(), f"{archive}: `make setup` records it (python -m jobs.class_archive)"
+    jvm = spark.sparkContext._jvm
+    args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-XX:SharedArchiveFile={archive}" in args
+    # the JVM maps an archive it can use (same JDK, same class path) and silently ignores one it cannot: the
+    # mapped size says which (the JDK's own base archive alone is a few tens of MiB)
+    jcmd = shutil.which("jcmd") or str(Path(jvm.System.getProperty("java.home"), "bin", "jcmd"))
+    pid = str(jvm.ProcessHandle.current().pid())
+    info = subprocess.run([jcmd, pid, "VM.info"], capture_output=True, text=True, timeout=60).stdout
+    mapped = re.search(r"CDS archive\(s\) mapped at: .*?size (\d+)", info)
+    assert mapped is not None, info[:2000]
+    assert int(mapped.group(1)) >= archive.stat().st_size
+    conf = spark.sparkContext.getConf()
+    assert all(str(j) in conf.get("spark.driver.extraClassPath") for j in delta_jars())
