@@ -37,22 +37,11 @@ def state_query(entity: str, offset: int | None, time: str | None, where: str | 
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.spark.tables import WarehouseError, last_offset
     from pipelines.output import print_frame
-    from pipelines.serve import WAREHOUSE_CONF
 
     spark = query_session("state", args)
-    if args.offset is not None:
-        # the warehouse this Spark session answers for: the endpoint's own (its conf) or the local one
-        served = spark.conf.get(WAREHOUSE_CONF, None) or args.warehouse or "./warehouse"
-        last = last_offset(spark, served)
-        if args.offset > last:
-            # the warehouse does not hold the state there (yet, if it is live): the functions would answer
-            # with the last one
-            raise WarehouseError(
-                f"offset {args.offset} is after the warehouse's last committed offset ({last})"
-            )
-    # an offset before the retained history, a --where Spark cannot parse or resolve: one line, exit 2
+    # an offset before the retained history or past the commit point (the functions raise), a --where Spark
+    # cannot parse or resolve: one line, exit 2
     with spark_errors():
         print_frame(spark.sql(state_query(args.entity, args.offset, args.time, args.where)), args.format)
     return 0

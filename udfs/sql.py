@@ -30,13 +30,14 @@ from pyspark.sql import SparkSession
 
 from kraftlake.history import ENTITIES
 from kraftlake.spark.tables import (
+    AFTER_COMMITTED,
     BEFORE_RETAINED,
     WarehouseError,
     ensure_retention,
     history_columns,
     history_query,
     offset_at_time,
-    retention_guard,
+    offset_guard,
     retention_guard_at_time,
     state_query,
 )
@@ -71,7 +72,7 @@ def function_statements(
     for table in ENTITIES:
         out.append(
             f"CREATE OR REPLACE {kind}{table}_at(at_offset BIGINT) RETURNS TABLE ({_returns(table)}) RETURN "
-            + state_query(warehouse, table, "at_offset", guard=retention_guard(warehouse, table, "at_offset"))
+            + state_query(warehouse, table, "at_offset", guard=offset_guard(warehouse, table, "at_offset"))
         )
         out.append(
             f"CREATE OR REPLACE {kind}{table}_at_time(at_time TIMESTAMP) RETURNS TABLE ({_returns(table)}) "
@@ -131,7 +132,7 @@ def register(
 
 
 def _ours(text: str) -> bool:
-    return BEFORE_RETAINED in text or "is negative" in text
+    return BEFORE_RETAINED in text or AFTER_COMMITTED in text or "is negative" in text
 
 
 #: The message of a raise_error in Spark's text ``... [USER_RAISED_EXCEPTION] message SQLSTATE: P0001``: the last

@@ -159,18 +159,25 @@ _FILTERED = {"partitions": ("topic",), "topics": ("name",)}
 _ENSURED: set[str] = set()
 
 
-def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
-    """Create the tables that do not exist yet (empty, with their schemas); checked once per process."""
+def ensure_tables(spark: SparkSession, warehouse: str | Path) -> bool:
+    """Create the tables that do not exist yet (empty, with their schemas); checked once per process.
+
+    Returns whether this call created ``metadata_log``, ``offsets`` and ``closes``: a new warehouse, whose commit
+    point (-1), log end (-1) and pending closes (0) are known without a query (on a cold JVM, those first
+    queries take seconds).
+    """
     from delta.tables import DeltaTable
 
     root = str(Path(warehouse).resolve())
     if root in _ENSURED and Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
-        return
+        return False
     Path(warehouse).mkdir(parents=True, exist_ok=True)
+    created: set[str] = set()
 
     def create_log() -> None:
         log_path = table_path(warehouse, LOG)
         if not DeltaTable.isDeltaTable(spark, log_path):
+            created.add(LOG)
             # file statistics only on the envelope: by default Delta collects them for the first 32 leaf columns,
             # deep inside the record structs, which no query prunes on and which halves the append speed
             (
@@ -186,6 +193,7 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
     def create(name: str) -> None:
         path = table_path(warehouse, name)
         if not DeltaTable.isDeltaTable(spark, path):
+            created.add(name)
             # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
             cluster = (
                 "snapshot_offset"
@@ -224,6 +232,7 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
         for f in futures:
             f.result()
     _ENSURED.add(root)
+    return {LOG, OFFSETS, CLOSES} <= created
 
 
 def _nullable_inside(t: T.DataType) -> T.DataType:
@@ -395,7 +404,7 @@ def state_query(
     The range filter is on the stored columns (Delta skips files by it); a version still open there is left out
     when a pending close of its key lies in ``(from_offset, at]``. ``joined``: a relation cross-joined to the
     table (alias ``t``) that ``at`` may refer to. ``guard``: a query of the same columns added with UNION ALL,
-    which yields no row but may raise (:func:`retention_guard`, :func:`retention_guard_at_time`).
+    which yields no row but may raise (:func:`offset_guard`, :func:`retention_guard_at_time`).
     """
     cols = ", ".join([*(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
     cross = f" CROSS JOIN {joined}" if joined else ""
@@ -423,21 +432,33 @@ def _retained(warehouse: str | Path) -> str:
     return f"(SELECT coalesce(max(retained_from), -1) AS r FROM {table_ref(warehouse, RETENTION)}) g"
 
 
-def retention_guard(warehouse: str | Path, table: str, at: str) -> str:
+#: In the message of the error the SQL functions raise for an offset past the warehouse's commit point.
+AFTER_COMMITTED = "is after the last committed offset"
+
+
+def _committed(warehouse: str | Path) -> str:
+    # max(offset) without a filter is answered from Delta's file statistics, not by reading the table
+    return f"(SELECT max(offset) AS m FROM {table_ref(warehouse, OFFSETS)}) l"
+
+
+def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
     """A query of ``table``'s function columns that yields no row, and raises (``raise_error``, Spark's
-    USER_RAISED_EXCEPTION) when offset ``at`` is negative or below the retained-from offset
-    (:func:`retained_from`): there the history tables hold only the versions that outlived the cut, and the
-    functions would answer with a part of the state.
+    USER_RAISED_EXCEPTION) when offset ``at`` is negative, below the retained-from offset
+    (:func:`retained_from`: there the history tables hold only the versions that outlived the cut, and the
+    functions would answer with a part of the state), or past the commit point (the last state would answer for
+    an offset the warehouse does not hold, or not yet).
 
     It is a branch of a UNION ALL (:func:`state_query`'s ``guard``): Spark runs every branch of a union, so it
     raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
     is never evaluated when that side is empty: after data skipping, at an offset below every version.)
     """
     return (
-        f"{_no_row(table)} FROM {_retained(warehouse)} WHERE CASE "
+        f"{_no_row(table)} FROM {_retained(warehouse)} CROSS JOIN {_committed(warehouse)} WHERE CASE "
         f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' is negative')) "
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
-        f"holds the states from offset ', g.r, ' on')) ELSE false END"
+        f"holds the states from offset ', g.r, ' on')) "
+        f"WHEN {at} > l.m THEN raise_error(concat('offset ', {at}, ' {AFTER_COMMITTED} (', l.m, ')')) "
+        f"ELSE false END"
     )
 
 
@@ -451,7 +472,7 @@ def offset_at_time(warehouse: str | Path, at_time: str) -> str:
 
 
 def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> str:
-    """:func:`retention_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
+    """:func:`offset_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
     below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
     a snapshot (before the first record of a warehouse that holds the whole log, the state is empty)."""
     return (

@@ -1,6 +1,6 @@
 """What Spark refuses in a user's query comes out of `kraftlake sql` / `state` as one line and exit 2: a parse
 error, an unknown function (with kraftlake's functions named), an unknown column in --where, an offset past
-the warehouse's last."""
+the warehouse's last (the table functions refuse it)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,12 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
         ),
         (
             ["state", "--offset", "999999"],
-            "kraftlake state: error: offset 999999 is after the warehouse's last committed offset (",
+            "kraftlake state: error: offset 999999 is after the last committed offset (",
+            "",
+        ),
+        (
+            ["sql", "SELECT count(*) FROM topics_at(999999)"],
+            "kraftlake sql: error: offset 999999 is after the last committed offset (",
             "",
         ),
     ],
