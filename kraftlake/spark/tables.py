@@ -8,7 +8,9 @@ in every slice: its highest offset is the pipeline's commit point.
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -159,78 +161,141 @@ _FILTERED = {"partitions": ("topic",), "topics": ("name",)}
 _ENSURED: set[str] = set()
 
 
+def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str], dict[str, str]]:
+    """A warehouse table's schema, clustering columns and Delta properties."""
+    if name == LOG:
+        # file statistics only on the envelope: by default Delta collects them for the first 32 leaf columns,
+        # deep inside the record structs, which no query prunes on and which halves the append speed
+        props = {"delta.dataSkippingStatsColumns": LOG_STATS_COLUMNS, "delta.enableDeletionVectors": "true"}
+        return log_table_schema(), ["offset"], props
+    # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
+    cluster = {
+        SNAPSHOTS: ["snapshot_offset"],
+        OFFSETS: ["offset"],
+        CLOSES: ["entity", "to_offset"],
+        RETENTION: ["retained_from"],
+    }.get(name, ["from_offset", "to_offset"])
+    props = {}
+    if name in ENTITIES:
+        # deletion vectors: a fold's MERGE (fold_closes) marks the old row instead of rewriting every file it
+        # touches; statistics only on what queries filter by: on every column (arrays included) they cost a
+        # third of a small append
+        stats = ",".join(
+            dict.fromkeys([*ENTITIES[name].key, *_FILTERED.get(name, ()), "from_offset", "to_offset"])
+        )
+        props = {"delta.dataSkippingStatsColumns": stats, "delta.enableDeletionVectors": "true"}
+    return schema_of(spark, name), cluster, props
+
+
+#: The protocol delta-spark 4.x gives a new clustered table (with deletion vectors, or without): the table
+#: features clustering needs (domainMetadata) and the legacy ones writer version 7 lists (invariants, appendOnly).
+_PROTOCOL_DV = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["deletionVectors"],
+    "writerFeatures": ["deletionVectors", "domainMetadata", "invariants", "appendOnly", "clustering"],
+}
+_PROTOCOL = {
+    "minReaderVersion": 1,
+    "minWriterVersion": 7,
+    "writerFeatures": ["domainMetadata", "clustering", "invariants", "appendOnly"],
+}
+
+
+def _has_commits(log: Path) -> bool:
+    """Whether a ``_delta_log`` holds a table: a commit, a checkpoint (Delta removes commits older than its log
+    retention once a checkpoint covers them), or the pointer to one."""
+    if not log.is_dir():
+        return False
+    return any(
+        p.name == "_last_checkpoint" or p.name.endswith(".json") or ".checkpoint" in p.name
+        for p in log.iterdir()
+    )
+
+
+def create_table(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
+    """Create a warehouse table, empty, unless it exists; returns whether this call created it.
+
+    Written as Delta's protocol defines a table: its version 0 (``_delta_log/00000000000000000000.json``: a
+    ``commitInfo``, the ``metaData``, the ``protocol`` and the clustering columns as ``delta.clustering`` domain
+    metadata), the very actions delta-spark's ``CREATE TABLE ... CLUSTER BY`` writes, created exclusively (a
+    second creator finds it there). Through Spark each creation is a Delta transaction of a second or more on a
+    cold JVM, and a warehouse has 16 tables.
+    """
+    log = Path(table_path(warehouse, name), "_delta_log")
+    if _has_commits(log):
+        return False
+    schema, cluster, props = table_layout(spark, name)
+    first = log / f"{0:020d}.json"
+    log.mkdir(parents=True, exist_ok=True)
+    now = int(time.time() * 1000)
+    actions = [
+        {
+            "commitInfo": {
+                "timestamp": now,
+                "operation": "CREATE TABLE",
+                "operationParameters": {
+                    "partitionBy": "[]",
+                    "clusterBy": json.dumps(cluster, separators=(",", ":")),
+                    "description": None,
+                    "isManaged": "false",
+                    "properties": json.dumps(props, separators=(",", ":")),
+                },
+                "isolationLevel": "Serializable",
+                "isBlindAppend": True,
+                "operationMetrics": {},
+                "engineInfo": f"kraftlake Apache-Spark/{spark.version}",
+                "txnId": str(uuid.uuid4()),
+            }
+        },
+        {
+            "metaData": {
+                "id": str(uuid.uuid4()),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema.jsonValue(), separators=(",", ":")),
+                "partitionColumns": [],
+                "configuration": props,
+                "createdTime": now,
+            }
+        },
+        {"protocol": _PROTOCOL_DV if props.get("delta.enableDeletionVectors") == "true" else _PROTOCOL},
+        {
+            "domainMetadata": {
+                "domain": "delta.clustering",
+                "configuration": json.dumps(
+                    {"clusteringColumns": [[c] for c in cluster], "domainName": "delta.clustering"},
+                    separators=(",", ":"),
+                ),
+                "removed": False,
+            }
+        },
+    ]
+    text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
+    try:
+        with open(first, "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        return False
+    return True
+
+
 def ensure_tables(spark: SparkSession, warehouse: str | Path) -> bool:
-    """Create the tables that do not exist yet (empty, with their schemas); checked once per process.
+    """Create the tables that do not exist yet (empty, with their schemas: :func:`create_table`); checked once
+    per process.
 
     Returns whether this call created ``metadata_log``, ``offsets`` and ``closes``: a new warehouse, whose commit
     point (-1), log end (-1) and pending closes (0) are known without a query (on a cold JVM, those first
     queries take seconds).
     """
-    from delta.tables import DeltaTable
-
     root = str(Path(warehouse).resolve())
     if root in _ENSURED and Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
         return False
     Path(warehouse).mkdir(parents=True, exist_ok=True)
-    created: set[str] = set()
-
-    def create_log() -> None:
-        log_path = table_path(warehouse, LOG)
-        if not DeltaTable.isDeltaTable(spark, log_path):
-            created.add(LOG)
-            # file statistics only on the envelope: by default Delta collects them for the first 32 leaf columns,
-            # deep inside the record structs, which no query prunes on and which halves the append speed
-            (
-                DeltaTable.createIfNotExists(spark)
-                .location(log_path)
-                .addColumns(log_table_schema())
-                .clusterBy("offset")
-                .property("delta.enableDeletionVectors", "true")
-                .property("delta.dataSkippingStatsColumns", LOG_STATS_COLUMNS)
-                .execute()
-            )
-
-    def create(name: str) -> None:
-        path = table_path(warehouse, name)
-        if not DeltaTable.isDeltaTable(spark, path):
-            created.add(name)
-            # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
-            cluster = (
-                "snapshot_offset"
-                if name == SNAPSHOTS
-                else "offset"
-                if name == OFFSETS
-                else "entity, to_offset"
-                if name == CLOSES
-                else "retained_from"
-                if name == RETENTION
-                else "from_offset, to_offset"
-            )
-            props = ""
-            if name in ENTITIES:
-                # deletion vectors: a fold's MERGE (fold_closes) marks the old row instead of rewriting every file
-                # it touches; statistics only on what queries filter by: on every column (arrays included) they
-                # cost a third of a small append
-                stats = ",".join(
-                    dict.fromkeys([*ENTITIES[name].key, *_FILTERED.get(name, ()), "from_offset", "to_offset"])
-                )
-                props = (
-                    " TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', "
-                    f"'delta.dataSkippingStatsColumns' = '{stats}')"
-                )
-            spark.sql(
-                f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({table_ddl(name)}) USING DELTA "
-                f"CLUSTER BY ({cluster}){props}"
-            )
-
-    # each creation is a Delta commit that mostly waits on the driver: four at a time take a third of the time
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kraftlake-create") as pool:
-        futures = [
-            pool.submit(create_log),
-            *(pool.submit(create, n) for n in (*HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION)),
-        ]
-        for f in futures:
-            f.result()
+    created = {
+        n
+        for n in (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION)
+        if create_table(spark, warehouse, n)
+    }
     _ENSURED.add(root)
     return {LOG, OFFSETS, CLOSES} <= created
 
@@ -485,9 +550,8 @@ def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> 
 
 def ensure_retention(spark: SparkSession, warehouse: str | Path) -> None:
     """Create the ``retention`` table in a warehouse made before it existed (one with an ``offsets`` table)."""
-    path = table_path(warehouse, RETENTION)
-    if Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir() and not Path(path, "_delta_log").is_dir():
-        spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({RETENTION_DDL}) USING DELTA")
+    if Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        create_table(spark, warehouse, RETENTION)
 
 
 def retained_from(spark: SparkSession, warehouse: str | Path) -> int | None:
