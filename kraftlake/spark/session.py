@@ -11,7 +11,8 @@ compaction (``jobs/class_archive.py``); sessions started here map that archive (
 archive covers the JVM's class path, so Delta's jars go on the driver's class path too
 (``spark.driver.extraClassPath``), not only on ``spark.jars`` (the Thrift JDBC server needs them there as well:
 it opens each session on a thread whose class loader does not see ``spark.jars``). An archive the JVM cannot use (another JDK, other
-jars) is ignored by the JVM itself; a missing one only costs the seconds.
+jars) is ignored by the JVM itself; a missing one only costs the seconds. ``KRAFTLAKE_CLASS_ARCHIVE=off`` starts
+sessions without it (the benchmark's baseline).
 
 Logging: the driver reads ``conf/log4j2.properties``. A session built with ``log_file`` writes Spark's and Delta's
 warnings there and, unless ``verbose``, none to the console; pyspark's own Python loggers (the query-context
@@ -211,7 +212,7 @@ def build_session(
         archive = class_archive()
         if archive_classes_at_exit is not None:
             option = f"{option} -XX:ArchiveClassesAtExit={archive_classes_at_exit} {_CDS_QUIET}"
-        elif archive.is_file():
+        elif archive.is_file() and os.environ.get("KRAFTLAKE_CLASS_ARCHIVE", "on") != "off":
             option = f"{option} -XX:SharedArchiveFile={archive} {_CDS_QUIET}"
         settings.setdefault("spark.driver.extraJavaOptions", option)
     if warehouse is not None:
