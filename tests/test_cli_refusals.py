@@ -8,6 +8,7 @@ lowered), a port above 65535 (``OverflowError`` from the socket), a data dir tha
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -244,3 +245,21 @@ def test_the_functions_named_for_an_unknown_one_are_kraftlake_s() -> None:
         "partition_history(for_topic STRING, for_partition INT), isr_history(for_topic STRING, for_partition INT), "
         "leader_history(for_topic STRING, for_partition INT), broker_history(for_id INT)"
     )
+
+
+def test_a_jvm_that_does_not_start_is_one_error_naming_its_log(tmp_path: Path) -> None:
+    # quiet by default, the JVM's stderr goes to the command's log: its reason must still reach the user
+    (tmp_path / "metadata_log" / "_delta_log").mkdir(parents=True)
+    env = dict(os.environ, JAVA_HOME=str(tmp_path / "no-jdk"))
+    done = subprocess.run(
+        [sys.executable, "-m", "kraftlake.cli", "sql", "--warehouse", str(tmp_path), "SELECT 1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    first, *rest = done.stderr.splitlines()
+    assert first.startswith("kraftlake sql: error: the Spark driver JVM did not start (its output: ")
+    assert any(f"{tmp_path / 'no-jdk'}/bin/java" in line for line in rest), done.stderr
+    assert "Traceback" not in done.stderr

@@ -221,8 +221,19 @@ def build_session(
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with _jvm_stderr(None if verbose else log_file):
-        return builder.getOrCreate()
+    quiet_jvm = None if verbose else log_file
+    try:
+        with _jvm_stderr(quiet_jvm):
+            return builder.getOrCreate()
+    except Exception as exc:
+        if quiet_jvm is None or "JAVA_GATEWAY_EXITED" not in str(exc):
+            raise
+        # the JVM's own reason went to the log file: say where, with its last lines
+        tail = quiet_jvm.read_text(errors="replace").strip().splitlines()[-5:] if quiet_jvm.exists() else []
+        raise SparkSetupError(
+            f"the Spark driver JVM did not start (its output: {quiet_jvm})"
+            + "".join(f"\n  {t}" for t in tail)
+        ) from exc
 
 
 @contextmanager
