@@ -90,19 +90,17 @@ def spark_message(exc: BaseException) -> str | None:
 
 @contextmanager
 def spark_errors() -> Iterator[None]:
-    """Run a user's query: the table functions' refusals (an offset outside the retained history) become
-    ``WarehouseError``, Spark's parse and analysis errors :class:`CommandError` (one line each)."""
+    """Run a user's query: the table functions' refusals (an offset the warehouse does not hold) become
+    ``WarehouseError`` (:func:`udfs.sql.warehouse_errors`), Spark's parse and analysis errors
+    :class:`CommandError` (one line each)."""
+    from udfs.sql import warehouse_errors
+
     try:
-        yield
+        with warehouse_errors():
+            yield
     except KraftlakeError:
         raise
     except Exception as exc:
-        from kraftlake.spark.tables import WarehouseError
-        from udfs.sql import raised_message
-
-        refusal = raised_message(exc)
-        if refusal is not None:
-            raise WarehouseError(refusal) from None
         message = spark_message(exc)
         if message is None:
             raise

@@ -60,6 +60,8 @@ from kraftlake.spark.tables import (
     SNAPSHOTS,
     conflict_errors,
     fold_closes,
+    has_snapshot,
+    last_offset,
     record_retained_from,
     retry_conflicts,
     table_path,
@@ -333,25 +335,6 @@ def _save_state(warehouse: str | Path, state: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def _where_things_stand(
-    spark: SparkSession, warehouse: str | Path, offset: int | None
-) -> tuple[int, bool, int]:
-    """(the offset to compact at: ``offset`` or the commit point, whether its snapshot is stored, how many closes
-    are pending) in one Spark query: on a cold JVM each query costs seconds, and a scheduled run with nothing new
-    needs only these."""
-    at = (
-        str(int(offset))
-        if offset is not None
-        else f"(SELECT max(offset) FROM {table_ref(warehouse, OFFSETS)})"
-    )
-    row = spark.sql(
-        f"SELECT n, EXISTS (SELECT 1 FROM {table_ref(warehouse, SNAPSHOTS)} WHERE snapshot_offset = n) AS stored, "
-        f"(SELECT count(*) FROM {table_ref(warehouse, CLOSES)}) AS pending FROM (SELECT {at} AS n)"
-    ).first()
-    n = -1 if row is None or row["n"] is None else int(row["n"])
-    return n, bool(row and row["stored"]), int(row["pending"]) if row else 0
-
-
 def compact(
     spark: SparkSession,
     warehouse: str | Path,
@@ -375,8 +358,8 @@ def compact(
     retried: list[int] = []  # one entry per retry after a lost Delta commit conflict
     retry = partial(retry_conflicts, on_retry=retried.append, backoff_s=retry_backoff_s)
     conflicts = conflict_errors()
-    n, stored, pending = _where_things_stand(spark, warehouse, offset)
-    if checkpoint_dir is None and stored:
+    n = last_offset(spark, warehouse) if offset is None else offset
+    if checkpoint_dir is None and has_snapshot(spark, warehouse, n):
         # nothing committed since the snapshot at n (a scheduled run with nothing new): no image to rebuild.
         # Only images without an open transaction are stored, so n needs no moving back either.
         result = CompactResult(n, 0, None)
@@ -395,7 +378,7 @@ def compact(
             result.checkpoint = str(write_checkpoint(image, checkpoint_dir))
     try:
         # before the deletes, so that versions ended by a pending close are seen as ended
-        result.folded = fold_closes(spark, warehouse, retry) if pending else 0
+        result.folded = fold_closes(spark, warehouse, retry)
     except conflicts:
         result.deferred.setdefault("fold", []).append(CLOSES)
     bar.advance(1, note="deletes")

@@ -45,7 +45,6 @@ from kraftlake.spark.tables import (
     last_offset,
     max_from_offsets,
     retry_conflicts,
-    table_ref,
     to_stored_log,
     write_history,
     write_offsets,
@@ -87,11 +86,6 @@ def starting_point(log_dir: str | Path) -> tuple[MetadataImage, int]:
 
     unusable = f" (unusable: {', '.join(skipped)})" if skipped else ""
     raise WarehouseError(f"{d}: the log starts at offset {base} and no usable snapshot covers it{unusable}")
-
-
-def log_max(spark: SparkSession, warehouse: str | Path) -> int:
-    row = spark.sql(f"SELECT max(offset) AS m FROM {table_ref(warehouse, LOG)}").first()
-    return -1 if row is None or row["m"] is None else int(row["m"])
 
 
 def slices(records: Iterator[Any], size: int) -> Iterator[list[Any]]:
@@ -157,12 +151,9 @@ class _Resume:
 _RESUME: dict[tuple[int, str], _Resume] = {}
 
 
-def _resume(
-    spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int, str], new: bool
-) -> tuple[_Resume, int]:
-    """The builder at the commit point and the highest offset already in ``metadata_log`` (``new``: the tables
-    were just created, empty)."""
-    done = -1 if new else last_offset(spark, warehouse)
+def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int, str]) -> tuple[_Resume, int]:
+    """The builder at the commit point and the highest offset already in ``metadata_log``."""
+    done = last_offset(spark, warehouse)
     kept = _RESUME.pop(key, None)
     if kept is not None and done >= 0 and kept.committed == done:
         kept.start = done + 1
@@ -175,7 +166,7 @@ def _resume(
         if image is not EMPTY:
             write_snapshot(spark, warehouse, image)
             write_history(spark, warehouse, state.builder.seed())
-    logged = -1 if new else log_max(spark, warehouse)
+    logged = last_offset(spark, warehouse, LOG)
     if logged > done:
         state.written = max_from_offsets(spark, warehouse)
     return state, logged
@@ -197,9 +188,9 @@ def ingest(
     t0 = time.monotonic()
     d = partition_dir(log_dir)
     logsource.register(spark)
-    new = ensure_tables(spark, warehouse)
+    ensure_tables(spark, warehouse)
     key = (id(spark), str(Path(warehouse).resolve()))
-    state, logged_max = _resume(spark, warehouse, d, key, new)
+    state, logged_max = _resume(spark, warehouse, d, key)
 
     # a run killed after its metadata_log append but before its commit point left rows past the commit point:
     # a resumed run may slice differently, so it appends only what is not there yet (each append is atomic)
@@ -221,10 +212,7 @@ def ingest(
 
     result = IngestResult()
 
-    closed = [False]  # whether this run appended closes
-
     def commit(batch: HistoryBatch, records: int) -> None:
-        closed[0] = closed[0] or any(batch.closes.values())
         commit_slice(spark, warehouse, batch, write_log, state.written)
         state.committed = batch.last_offset
         result.records += records
@@ -249,7 +237,7 @@ def ingest(
     if state.written is not None and result.slices:
         state.written = None  # every slice past the killed run's writes is now committed whole
     # the slices appended their closes; one fold writes them all into the tables (one MERGE per table)
-    if fold and (closed[0] or not new):
+    if fold:
         result.folded = fold_closes(spark, warehouse)
     _RESUME[key] = state
     result.seconds = time.monotonic() - t0

@@ -352,6 +352,19 @@ def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
     return spark
 
 
+#: The repository root: jobs, pipelines and udfs are top-level packages beside kraftlake.
+REPO = Path(__file__).resolve().parents[1]
+
+
+def command_env(**extra: str) -> dict[str, str]:
+    """The environment of a ``kraftlake`` command this process starts as a user's shell would: without this
+    process's py4j gateway, Connect endpoint or token, with this interpreter for Python workers and the
+    repository on the path; ``extra`` on top."""
+    drop = ("PYSPARK_GATEWAY", "SPARK_REMOTE", "SPARK_CONNECT_AUTHENTICATE_TOKEN")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    return dict(env, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable, **extra)
+
+
 @contextmanager
 def serve_process(
     warehouse: str | Path,

@@ -62,7 +62,7 @@ from kraftlake.spark.tables import (
     write_snapshot,
 )
 from kraftlake.spark.validate import quarantine, validate_records
-from pipelines.ingest import commit_slice, log_max, starting_point
+from pipelines.ingest import commit_slice, starting_point
 from pipelines.reconstruct import image_at_offset
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
@@ -160,14 +160,12 @@ class BatchCommitter:
         lag_probe: Callable[[int], int] | None = None,
         progress: Callable[[StreamProgress], None] | None = None,
         fold_at: int | None = FOLD_AT,
-        new: bool = False,
     ) -> None:
         self.spark = spark
         self.warehouse = warehouse
         self.builder = builder
         self.done = done
-        # a new warehouse's tables are empty: no query needed (``new``, see ensure_tables)
-        self.logged = -1 if new else log_max(spark, warehouse)
+        self.logged = last_offset(spark, warehouse, LOG)
         self.lag_probe = lag_probe
         self.progress = progress
         self.result = StreamResult()
@@ -177,7 +175,7 @@ class BatchCommitter:
         self.stopping = False
         self.refused = 0
         self.fold_at = fold_at
-        self.pending = pending_closes(spark, warehouse) if fold_at is not None and not new else 0
+        self.pending = pending_closes(spark, warehouse) if fold_at is not None else 0
 
     def fold(self) -> int:
         """Fold the pending closes into the history tables (between batches: never inside a commit).
@@ -306,11 +304,10 @@ class BatchCommitter:
 
 
 def _builder_at_commit_point(
-    spark: SparkSession, warehouse: str | Path, source: str, options: dict[str, str], new: bool
+    spark: SparkSession, warehouse: str | Path, source: str, options: dict[str, str]
 ) -> tuple[HistoryBuilder, int, int]:
-    """(builder, commit point, first offset to read) for a warehouse, seeding it from a snapshot if needed
-    (``new``: the tables were just created, empty)."""
-    done = -1 if new else last_offset(spark, warehouse)
+    """(builder, commit point, first offset to read) for a warehouse, seeding it from a snapshot if needed."""
+    done = last_offset(spark, warehouse)
     if done >= 0:
         return HistoryBuilder(image_at_offset(spark, warehouse, done)), done, done + 1
     if source == "log-dir":
@@ -470,14 +467,14 @@ def _stream(
 ) -> StreamResult:
     service_source.register(spark)
     logtail_source.register(spark)
-    new = ensure_tables(spark, warehouse)
-    builder, done, start = _builder_at_commit_point(spark, warehouse, read_source, options, new)
+    ensure_tables(spark, warehouse)
+    builder, done, start = _builder_at_commit_point(spark, warehouse, read_source, options)
     lag = (
         _lag_probe(read_source, options)
         if follower is None
         else (lambda nxt: max(0, follower.follower.observer.high_watermark - nxt))
     )
-    committer = BatchCommitter(spark, warehouse, builder, done, lag, progress, fold_at, new=new)
+    committer = BatchCommitter(spark, warehouse, builder, done, lag, progress, fold_at)
     reader = (
         spark.readStream.format(FORMATS[read_source]).options(**options).option("startingOffset", str(start))
     )

@@ -10,7 +10,8 @@ permanently in a catalog database (``kraftlake.partitions_at(N)`` in every sessi
   replay (pending ``closes`` applied: :func:`kraftlake.spark.tables.state_query`). State at N includes the
   record at N. An offset below the retained history (after ``compact`` deleted it, or before the snapshot a
   warehouse was seeded from) or below 0 raises (``raise_error``, USER_RAISED_EXCEPTION): there the tables hold
-  only the part of the state that outlived the cut. :func:`warehouse_errors` turns the refusal into
+  only the part of the state that outlived the cut. So does an offset past the commit point (the last offset of
+  ``offsets``), which the tables do not hold (or not yet). :func:`warehouse_errors` turns a refusal into
   ``WarehouseError``.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
   (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.
@@ -30,8 +31,7 @@ from pyspark.sql import SparkSession
 
 from kraftlake.history import ENTITIES
 from kraftlake.spark.tables import (
-    AFTER_COMMITTED,
-    BEFORE_RETAINED,
+    REFUSALS,
     WarehouseError,
     ensure_retention,
     history_columns,
@@ -132,7 +132,7 @@ def register(
 
 
 def _ours(text: str) -> bool:
-    return BEFORE_RETAINED in text or AFTER_COMMITTED in text or "is negative" in text
+    return any(refusal in text for refusal in REFUSALS)
 
 
 #: The message of a raise_error in Spark's text ``... [USER_RAISED_EXCEPTION] message SQLSTATE: P0001``: the last
@@ -149,8 +149,8 @@ def _message_of(text: str) -> str:
 
 
 def raised_message(exc: BaseException) -> str | None:
-    """The message of a ``raise_error`` of the table functions (an offset before the retained history) carried
-    by a Spark exception, else None.
+    """The message of a ``raise_error`` of the table functions (an offset outside what the warehouse holds:
+    negative, before the retained history, past the commit point) carried by a Spark exception, else None.
 
     Works on the exceptions of a local session (py4j's, with the Java cause chain) and on Spark Connect's
     (``pyspark.errors.exceptions.connect``: the condition and parameters travel in the gRPC error's details;
@@ -173,7 +173,7 @@ def raised_message(exc: BaseException) -> str | None:
 
 @contextmanager
 def warehouse_errors() -> Iterator[None]:
-    """Run queries over the table functions, turning their refusal of an offset outside the retained history
+    """Run queries over the table functions, turning their refusal of an offset the warehouse does not hold
     into :class:`kraftlake.spark.tables.WarehouseError` (one line for the commands), other errors unchanged."""
     try:
         yield

@@ -20,20 +20,15 @@ from typing import Any
 
 RUNS = int(os.environ.get("KRAFTLAKE_BENCH_SMALL_INGEST_RUNS", "3"))
 GOAL_S = 30.0
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    drop = ("PYSPARK_GATEWAY", "SPARK_REMOTE")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    return dict(env, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable, **extra)
 
 
 def _kraftlake(args: list[str], **extra: str) -> tuple[float, str]:
+    from pipelines.serve import command_env
+
     t = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "kraftlake.cli", *args],
-        env=_env(**extra),
+        env=command_env(**extra),
         capture_output=True,
         text=True,
         timeout=900,

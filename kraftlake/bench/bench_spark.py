@@ -38,7 +38,6 @@ PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_PARTITIONS", "2000000"))
 QUERIES = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_QUERIES", "20"))
 REPLAYS = 3
 CLI_RUNS = 3
-REPO = Path(__file__).resolve().parents[2]
 
 
 class BenchAnswerError(AssertionError):
@@ -50,19 +49,12 @@ def _quantile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
-def _env() -> dict[str, str]:
-    # a user's shell: no Connect endpoint or py4j gateway inherited from this process
-    drop = ("PYSPARK_GATEWAY", "SPARK_REMOTE", "SPARK_CONNECT_AUTHENTICATE_TOKEN")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    return dict(env, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable)
-
-
 def _endpoint_latencies(
     warehouse: Path, log: Path, offsets: list[int], expected: dict[int, int]
 ) -> list[float]:
-    from pipelines.serve import connect_session, serve_process
+    from pipelines.serve import command_env, connect_session, serve_process
 
-    with serve_process(warehouse, log, "--port", "0", env=_env()) as (_, endpoints):
+    with serve_process(warehouse, log, "--port", "0", env=command_env()) as (_, endpoints):
         remote = connect_session(endpoints["Spark Connect"], warehouse)
         try:
             remote.sql(f"SELECT count(*) FROM partitions_at({offsets[0]})").collect()  # warm-up
@@ -81,6 +73,8 @@ def _endpoint_latencies(
 
 
 def _sql_cli_latencies(warehouse: Path, offsets: list[int], expected: dict[int, int]) -> list[float]:
+    from pipelines.serve import REPO, command_env
+
     lat = []
     for n in offsets:
         query = f"SELECT count(*) AS n FROM partitions_at({n})"
@@ -98,7 +92,7 @@ def _sql_cli_latencies(warehouse: Path, offsets: list[int], expected: dict[int, 
                 query,
             ],
             cwd=REPO,
-            env=_env(),
+            env=command_env(),
             capture_output=True,
             text=True,
             timeout=1800,

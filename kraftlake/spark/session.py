@@ -197,12 +197,12 @@ def build_session(
         # would otherwise turn a cluster job into a local one); Delta's jars must come with --jars there, as
         # the driver JVM is already running when this code starts
         settings = {k: v for k, v in settings.items() if k not in submitted}
-    if "spark.jars" not in submitted:
-        jars = [str(j) for j in delta_jars()]
+    jars = [] if "spark.jars" in submitted else [str(j) for j in delta_jars()]
+    if jars:
         extra = settings.pop("spark.jars", "")
         settings["spark.jars"] = ",".join([*jars, *([extra] if extra else [])])
     if not submitted:
-        settings.setdefault("spark.driver.extraClassPath", os.pathsep.join(str(j) for j in delta_jars()))
+        settings.setdefault("spark.driver.extraClassPath", os.pathsep.join(jars))
     log4j = REPO_ROOT / "conf" / "log4j2.properties"
     if log4j.exists() and not submitted:
         option = f"-Dlog4j.configurationFile=file:{log4j}"

@@ -279,25 +279,24 @@ def create_table(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
     return True
 
 
-def ensure_tables(spark: SparkSession, warehouse: str | Path) -> bool:
+def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
     """Create the tables that do not exist yet (empty, with their schemas: :func:`create_table`); checked once
-    per process.
-
-    Returns whether this call created ``metadata_log``, ``offsets`` and ``closes``: a new warehouse, whose commit
-    point (-1), log end (-1) and pending closes (0) are known without a query (on a cold JVM, those first
-    queries take seconds).
-    """
+    per process."""
     root = str(Path(warehouse).resolve())
     if root in _ENSURED and Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
-        return False
+        return
     Path(warehouse).mkdir(parents=True, exist_ok=True)
-    created = {
-        n
-        for n in (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION)
-        if create_table(spark, warehouse, n)
-    }
+    for name in (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION):
+        create_table(spark, warehouse, name)
     _ENSURED.add(root)
-    return {LOG, OFFSETS, CLOSES} <= created
+
+
+def never_written(warehouse: str | Path, name: str) -> bool:
+    """Whether a table is as created: no commit after its version 0 (any write is version 1 or later, and Delta
+    removes old commits only once a checkpoint covers them). Such a table is empty: the queries that would say
+    so cost seconds on a cold JVM, two file lookups do not."""
+    log = Path(table_path(warehouse, name), "_delta_log")
+    return not (log / f"{1:020d}.json").exists() and not (log / "_last_checkpoint").exists()
 
 
 def _nullable_inside(t: T.DataType) -> T.DataType:
@@ -499,6 +498,10 @@ def _retained(warehouse: str | Path) -> str:
 
 #: In the message of the error the SQL functions raise for an offset past the warehouse's commit point.
 AFTER_COMMITTED = "is after the last committed offset"
+#: In the message of the error the SQL functions raise for a negative offset.
+NEGATIVE = "is negative"
+#: What the messages of the SQL functions' refusals hold (:func:`offset_guard`, :func:`retention_guard_at_time`).
+REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED)
 
 
 def _committed(warehouse: str | Path) -> str:
@@ -519,7 +522,7 @@ def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
     """
     return (
         f"{_no_row(table)} FROM {_retained(warehouse)} CROSS JOIN {_committed(warehouse)} WHERE CASE "
-        f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' is negative')) "
+        f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' {NEGATIVE}')) "
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
         f"holds the states from offset ', g.r, ' on')) "
         f"WHEN {at} > l.m THEN raise_error(concat('offset ', {at}, ' {AFTER_COMMITTED} (', l.m, ')')) "
@@ -583,6 +586,8 @@ def record_retained_from(spark: SparkSession, warehouse: str | Path, offset: int
 
 def pending_closes(spark: SparkSession, warehouse: str | Path) -> int:
     """How many closes wait in ``closes`` to be folded."""
+    if never_written(warehouse, CLOSES):
+        return 0
     row = spark.sql(f"SELECT count(*) AS n FROM {table_ref(warehouse, CLOSES)}").first()
     return 0 if row is None else int(row["n"])
 
@@ -599,6 +604,8 @@ def fold_closes(
     closes folded. ``retry`` runs each step (default :func:`retry_conflicts`).
     """
     retry = retry or retry_conflicts
+    if never_written(warehouse, CLOSES):
+        return 0
     by_table = spark.sql(
         f"SELECT entity, count(*) AS n, max(to_offset) AS m FROM {table_ref(warehouse, CLOSES)} "
         "GROUP BY entity"
@@ -727,7 +734,10 @@ def retry_conflicts(
     raise AssertionError("unreachable")
 
 
-def last_offset(spark: SparkSession, warehouse: str | Path) -> int:
-    """The commit point: the highest offset in ``offsets`` (-1 when empty)."""
-    row = spark.sql(f"SELECT max(offset) AS m FROM {table_ref(warehouse, OFFSETS)}").first()
+def last_offset(spark: SparkSession, warehouse: str | Path, table: str = OFFSETS) -> int:
+    """The commit point: the highest offset in ``offsets`` (-1 when empty); of ``metadata_log`` with ``table``
+    = LOG (past the commit point when a run was killed between the two)."""
+    if never_written(warehouse, table):
+        return -1
+    row = spark.sql(f"SELECT max(offset) AS m FROM {table_ref(warehouse, table)}").first()
     return -1 if row is None or row["m"] is None else int(row["m"])

@@ -8,7 +8,6 @@ nothing and selects ``FROM kraftlake.partitions_at(N)``, compared with ``kraftla
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,14 +19,14 @@ from kraftlake.history import entity_rows
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
 from kraftlake.sim.workloads.entities import write_synthetic_log
-
-REPO = Path(__file__).resolve().parents[2]
+from pipelines.serve import command_env
 
 # The reader: a session over the same metastore, no registration; prints what it got as one JSON document.
 READER = r"""
 import json, sys
 from udfs.catalog import metastore_conf
 from kraftlake.spark.session import build_session
+from pipelines.serve import command_env
 
 warehouse, offsets = sys.argv[1], [int(x) for x in sys.argv[2].split(",")]
 spark = build_session("kraftlake-test-reader", conf=metastore_conf(warehouse))
@@ -50,14 +49,9 @@ print("RESULT " + json.dumps({
 """
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
-    return dict(env, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable)
-
-
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600
+        [sys.executable, *args], cwd=cwd, env=command_env(), capture_output=True, text=True, timeout=600
     )
 
 

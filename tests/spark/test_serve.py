@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import secrets
 import signal
 import socket
@@ -29,9 +28,8 @@ from kraftlake.image import image_at
 from kraftlake.image.source import log_records
 from kraftlake.sim.workloads.entities import write_synthetic_log
 from kraftlake.spark.tables import history_columns
-from pipelines.serve import serve_process
+from pipelines.serve import REPO, command_env, serve_process
 
-REPO = Path(__file__).resolve().parents[2]
 TOKEN = "kraftlake-test-" + secrets.token_hex(8)
 ENTITIES_COMPARED = ("partitions", "brokers")
 
@@ -52,17 +50,11 @@ class Served:
         return f"{self.connect}/;token={TOKEN}"
 
 
-def _env(**extra: str) -> dict[str, str]:
-    drop = ("PYSPARK_GATEWAY", "SPARK_REMOTE", "SPARK_CONNECT_AUTHENTICATE_TOKEN")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    return dict(env, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable, **extra)
-
-
 def _cli(args: list[str], **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "kraftlake.cli", *args],
         cwd=REPO,
-        env=_env(**env),
+        env=command_env(**env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -97,7 +89,7 @@ def server(small: tuple[Path, Path, list[int]], tmp_path_factory: pytest.TempPat
     token_file.write_text(TOKEN + "\n")
     log = root / "serve.log"
     options = ("--port", "0", "--jdbc-port", "0", "--token-file", str(token_file))
-    with serve_process(small[1], log, *options, env=_env()) as (proc, urls):
+    with serve_process(small[1], log, *options, env=command_env()) as (proc, urls):
         yield Served(proc, urls["Spark Connect"], urls["JDBC"], log)
 
 
@@ -128,7 +120,7 @@ def _beeline(jdbc: str, queries: list[str], tmp_path: Path) -> list[list[list[st
     beeline = Path(pyspark.__file__).parent / "bin" / "beeline"
     done = subprocess.run(
         [str(beeline), "-u", jdbc, "--outputformat=tsv2", "--silent=true", "-f", str(script)],
-        env=_env(),
+        env=command_env(),
         capture_output=True,
         text=True,
         timeout=300,
