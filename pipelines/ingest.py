@@ -28,7 +28,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import HistoryBatch, HistoryBuilder, without_written
@@ -38,7 +38,6 @@ from kraftlake.image.source import log_records, partition_dir, segments, snapsho
 from kraftlake.spark import logsource
 from kraftlake.spark.tables import (
     LOG,
-    OFFSETS,
     append,
     ensure_tables,
     fold_closes,
@@ -46,6 +45,7 @@ from kraftlake.spark.tables import (
     max_from_offsets,
     retry_conflicts,
     to_stored_log,
+    wait_checkpoints,
     write_history,
     write_offsets,
     write_snapshot,
@@ -100,7 +100,6 @@ def commit_slice(
     write_log: Callable[[int, int], None] | Future[None],
     written: dict[str, int] | None = None,
     phases: dict[str, float] | None = None,
-    offsets: DataFrame | None = None,
 ) -> None:
     """Write one slice to every table it touches (``metadata_log`` and the history tables side by side),
     ``offsets`` last (the commit point).
@@ -109,8 +108,7 @@ def commit_slice(
     that append, started earlier by the caller, which is waited for before the commit point.
     ``written``: each history table's highest ``from_offset`` when a killed run may have written part of this
     slice (see :func:`without_written`). ``phases``: gets the seconds of ``log``, ``history`` (side by side)
-    and ``offsets``. ``offsets``: the slice's ``offsets`` rows as a DataFrame (the stream's cached batch), else
-    built from ``batch.offsets`` in the driver.
+    and ``offsets``.
     """
     if written is not None:
         batch = without_written(batch, written)
@@ -129,10 +127,7 @@ def commit_slice(
         timed["history"] = time.monotonic() - t0
         logged.result()
     t1 = time.monotonic()
-    if offsets is not None:
-        retry_conflicts(lambda: append(offsets, warehouse, OFFSETS, batch.last_offset))
-    else:
-        retry_conflicts(lambda: write_offsets(spark, warehouse, batch))
+    retry_conflicts(lambda: write_offsets(spark, warehouse, batch))
     timed["offsets"] = time.monotonic() - t1
     if phases is not None:
         phases.update(timed)
@@ -239,6 +234,7 @@ def ingest(
     # the slices appended their closes; one fold writes them all into the tables (one MERGE per table)
     if fold:
         result.folded = fold_closes(spark, warehouse)
+    wait_checkpoints()
     _RESUME[key] = state
     result.seconds = time.monotonic() - t0
     return result

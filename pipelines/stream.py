@@ -51,6 +51,7 @@ from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables import (
     LOG,
     append,
+    append_frame,
     conflict_errors,
     ensure_tables,
     fold_closes,
@@ -58,6 +59,7 @@ from kraftlake.spark.tables import (
     pending_closes,
     retry_conflicts,
     to_stored_log,
+    wait_checkpoints,
     write_history,
     write_snapshot,
 )
@@ -84,6 +86,9 @@ WORKER_NOT_CONNECTED = "Python worker failed to connect back"
 #: Starts of the query tried when its source's worker does not connect back.
 START_ATTEMPTS = 3
 _ENVELOPE = ("offset", "epoch", "timestamp", "batch_offset", "is_control", "api_key", "raw")
+#: Micro-batches of fewer records append to ``metadata_log`` from the driver (:func:`append_frame`: the rows
+#: collected, no Spark write job); larger ones through Spark's writer, in the executors.
+DRIVER_APPEND_ROWS = 50_000
 #: The message of the error a micro-batch raises when it starts after the driver asked the query to stop.
 STOPPING = "kraftlake: the stream is stopping, this micro-batch is left for the next run"
 
@@ -249,8 +254,11 @@ class BatchCommitter:
             start = max(first, self.logged + 1)
             if start > last:
                 return
-            rows = fresh.where(f"offset >= {start} AND offset <= {last}")
-            append(to_stored_log(rows), self.warehouse, LOG, last)
+            rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {last}"))
+            if last - start < DRIVER_APPEND_ROWS:
+                append_frame(self.spark, rows, self.warehouse, LOG, last)
+            else:
+                append(rows, self.warehouse, LOG, last)
             self.logged = last
             log_seconds[0] = time.monotonic() - t
 
@@ -271,7 +279,6 @@ class BatchCommitter:
                     batch,
                     logged,
                     phases=phases,
-                    offsets=fresh.select("offset", "epoch", "timestamp"),
                 )
             finally:
                 # a failed batch leaves no append running behind it (the next attempt replays the batch whole)
@@ -536,6 +543,7 @@ def _stream(
         break
     if fold_at_end:
         committer.fold()
+    wait_checkpoints()
     committer.result.seconds = time.monotonic() - t0
     return committer.result
 

@@ -9,11 +9,13 @@ in every slice: its highest offset is the pipeline's commit point.
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +27,7 @@ from kraftlake.history import ENTITIES, HistoryBatch
 from kraftlake.spark.structs import metadata_log_struct_type
 
 APP_ID = "kraftlake"
+_log = logging.getLogger(__name__)
 LOG = "metadata_log"
 SNAPSHOTS = "snapshots"
 OFFSETS = "offsets"
@@ -167,7 +170,7 @@ def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str
         # file statistics only on the envelope: by default Delta collects them for the first 32 leaf columns,
         # deep inside the record structs, which no query prunes on and which halves the append speed
         props = {"delta.dataSkippingStatsColumns": LOG_STATS_COLUMNS, "delta.enableDeletionVectors": "true"}
-        return log_table_schema(), ["offset"], props
+        return schema_of(LOG), ["offset"], props
     # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
     cluster = {
         SNAPSHOTS: ["snapshot_offset"],
@@ -184,7 +187,7 @@ def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str
             dict.fromkeys([*ENTITIES[name].key, *_FILTERED.get(name, ()), "from_offset", "to_offset"])
         )
         props = {"delta.dataSkippingStatsColumns": stats, "delta.enableDeletionVectors": "true"}
-    return schema_of(spark, name), cluster, props
+    return schema_of(name), cluster, props
 
 
 #: The protocol delta-spark 4.x gives a new clustered table (with deletion vectors, or without): the table
@@ -343,26 +346,34 @@ def to_stored_log(df: DataFrame) -> DataFrame:
     return df.select(*cols)
 
 
-def schema_of(spark: SparkSession, name: str) -> T.StructType:
+@cache
+def schema_of(name: str) -> T.StructType:
+    """A warehouse table's schema (its DDL parsed by Spark: a session must be active)."""
+    if name == LOG:
+        return log_table_schema()
     schema = T._parse_datatype_string(table_ddl(name))
     assert isinstance(schema, T.StructType)
     return schema
 
 
-def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
-    """Rows (dicts by column name) of a table as a DataFrame, through Arrow built column by column (no per-row
-    Python conversion in Spark)."""
+def arrow_rows(name: str, rows: list[dict[str, Any]]) -> Any:
+    """Rows (dicts by column name) of a table as a ``pyarrow.Table`` of its schema, built column by column."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    schema = schema_of(spark, name)
-    arrow_schema = to_arrow_schema(schema)
+    arrow_schema = to_arrow_schema(schema_of(name))
     arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema]
-    return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema=schema)
+    return pa.Table.from_arrays(arrays, schema=arrow_schema)
+
+
+def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
+    """Rows (dicts by column name) of a table as a DataFrame, through Arrow (no per-row conversion in Spark)."""
+    return spark.createDataFrame(arrow_rows(name, rows), schema=schema_of(name))
 
 
 def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) -> None:
-    """Append ``df`` to a table once: a second append with the same or a lower ``txn_version`` is skipped."""
+    """Append ``df`` to a table once through Spark: a second append with the same or a lower ``txn_version`` is
+    skipped."""
     (
         df.write.format("delta")
         .mode("append")
@@ -370,6 +381,87 @@ def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) ->
         .option("txnVersion", txn_version)
         .save(table_path(warehouse, name))
     )
+
+
+def append_arrow(spark: SparkSession, warehouse: str | Path, name: str, rows: Any, txn_version: int) -> None:
+    """Append a ``pyarrow.Table`` of the table's schema once (same ``txn_version`` rule as :func:`append`).
+
+    Committed by kraftlake (:mod:`kraftlake.spark.delta_append`: a Parquet file and a commit, no Spark job),
+    through Spark when the table needs more of a writer than blind appends. A commit at which Delta writes a
+    checkpoint gets one written by Delta, in the background (:func:`wait_checkpoints`).
+    """
+    from kraftlake.spark import delta_append
+
+    schema = schema_of(name)
+    path = table_path(warehouse, name)
+    try:
+        done = delta_append.append(
+            path,
+            rows,
+            schema_string=schema.json(),
+            app_id=APP_ID,
+            txn_version=txn_version,
+            engine_info=f"kraftlake Apache-Spark/{spark.version}",
+        )
+    except delta_append.Unsupported:
+        append(spark.createDataFrame(rows, schema=schema), warehouse, name, txn_version)
+        return
+    if done.checkpoint_due:
+        _checkpoint_later(spark, path)
+
+
+def append_frame(
+    spark: SparkSession, df: DataFrame, warehouse: str | Path, name: str, txn_version: int
+) -> None:
+    """:func:`append_arrow` of a DataFrame's rows, collected to the driver: for small ones (a live micro-batch),
+    where Spark's own Delta write costs more than the rows."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    # to the table's schema first: pyspark's own conversion refuses a null struct whose fields are NOT NULL
+    rows = df.to(schema_of(name)).toArrow()
+    target = to_arrow_schema(schema_of(name))
+    if rows.schema != target:
+        rows = rows.cast(target)
+    append_arrow(spark, warehouse, name, rows, txn_version)
+
+
+_CHECKPOINTER: ThreadPoolExecutor | None = None
+_CHECKPOINTS: list[Future[None]] = []
+_CHECKPOINTS_LOCK = threading.Lock()
+
+
+def _checkpoint_later(spark: SparkSession, path: str) -> None:
+    """Have Delta write the table's checkpoint (and clean its expired log files) as its own writers do after a
+    commit at a checkpoint interval, on one background thread: a checkpoint of a large table takes seconds,
+    and a commit does not need it (readers only replay more JSON commits meanwhile)."""
+    global _CHECKPOINTER
+
+    def run() -> None:
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        none = jvm.scala.Option.empty()
+        # Delta reads the thread's active session; py4j runs this on a JVM thread of its own
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+        log.checkpointAndCleanUpDeltaLog(log.update(False, none, none), none)
+
+    with _CHECKPOINTS_LOCK:
+        if _CHECKPOINTER is None:
+            _CHECKPOINTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-checkpoint")
+        _CHECKPOINTS.append(_CHECKPOINTER.submit(run))
+
+
+def wait_checkpoints() -> None:
+    """Wait for the checkpoints asked by :func:`append_arrow` (before the session stops). One that failed is
+    logged and not retried: the table is whole without it, and the next interval writes one."""
+    with _CHECKPOINTS_LOCK:
+        pending = list(_CHECKPOINTS)
+        _CHECKPOINTS.clear()
+    for f in pending:
+        try:
+            f.result()
+        except Exception as exc:  # a missing checkpoint costs readers time, not data
+            _log.warning("kraftlake: a Delta checkpoint failed: %s", exc)
 
 
 #: History tables of one slice written at once.
@@ -428,7 +520,7 @@ def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
 def append_rows(
     spark: SparkSession, warehouse: str | Path, table: str, rows: list[dict[str, Any]], txn_version: int
 ) -> None:
-    append(arrow_frame(spark, table, rows), warehouse, table, txn_version)
+    append_arrow(spark, warehouse, table, arrow_rows(table, rows), txn_version)
 
 
 def _pending(warehouse: str | Path, table: str, at_most: str | None = None) -> str:
@@ -651,7 +743,7 @@ def max_from_offsets(spark: SparkSession, warehouse: str | Path) -> dict[str, in
 def write_offsets(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch) -> None:
     rows = [{"offset": o, "epoch": e, "timestamp": t} for o, e, t in batch.offsets]
     if rows:
-        append(arrow_frame(spark, OFFSETS, rows), warehouse, OFFSETS, batch.last_offset)
+        append_rows(spark, warehouse, OFFSETS, rows, batch.last_offset)
 
 
 def has_snapshot(spark: SparkSession, warehouse: str | Path, offset: int) -> bool:
@@ -695,7 +787,8 @@ def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any) -> in
 
 
 def conflict_errors() -> tuple[type[BaseException], ...]:
-    """Delta's commit-conflict exceptions (a concurrent writer won; the write may simply be tried again)."""
+    """Delta's commit-conflict exceptions, and kraftlake's own appends' (a concurrent writer won; the write may
+    simply be tried again)."""
     import delta.exceptions as dx
 
     names = (
@@ -708,7 +801,9 @@ def conflict_errors() -> tuple[type[BaseException], ...]:
         "ConcurrentDeleteDeleteException",
         "ConcurrentTransactionException",
     )
-    return tuple(getattr(dx, n) for n in names if hasattr(dx, n))
+    from kraftlake.spark.delta_append import CommitConflict
+
+    return (*(getattr(dx, n) for n in names if hasattr(dx, n)), CommitConflict)
 
 
 def retry_conflicts(
