@@ -100,8 +100,8 @@ def test_same_rows_and_statistics_as_delta_spark(spark: Any, wh: Path, name: str
     assert "Delta-Lake" in _engine(by_spark, 1)
     assert _rows(spark, ours) == _rows(spark, by_spark)
     assert _stats(ours, 1) == _stats(by_spark, 1)
-    theirs = [a for a in _commits(by_spark)[1] if "txn" in a][0]["txn"]
-    mine = [a for a in _commits(ours)[1] if "txn" in a][0]["txn"]
+    theirs = next(a for a in _commits(by_spark)[1] if "txn" in a)["txn"]
+    mine = next(a for a in _commits(ours)[1] if "txn" in a)["txn"]
     assert (mine["appId"], mine["version"]) == (theirs["appId"], theirs["version"]) == (APP_ID, 159)
 
 
