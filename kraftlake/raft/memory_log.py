@@ -127,27 +127,35 @@ class MemoryRaftLog:
         self, start: int, end: int, max_bytes: int | None = None, whole_batches: bool = False
     ) -> list[Entry]:
         """Entries in [start, end), at least one if any, stopping once ``max_bytes`` of values are read;
-        ``whole_batches``: the cut steps back to the start of the leader batch it falls in (unless that is the
-        first entry), so a follower copies whole batches."""
+        ``whole_batches``: the cut steps back to the start of the leader batch it falls in, so a follower copies
+        whole batches, and a first batch larger than ``max_bytes`` is returned whole (Kafka's rule, so that a
+        reader always gets past it)."""
         if start < self._start or end > self.end_offset:
             raise RaftStorageError(f"read [{start}, {end}) outside [{self._start}, {self.end_offset})")
-        stored = self._entries[start - self._start : end - self._start]
-        if max_bytes is not None and stored:
-            # cut on the stored tuples (value at 3, batch base at 5): only what is returned becomes an Entry
-            cut = len(stored)
+        entries, first = self._entries, start - self._start
+        last = end - self._start
+        if max_bytes is not None and first < last:
+            # cut on the stored tuples (value at 3, batch base at 5), without copying the range first: only
+            # what is returned becomes an Entry
+            cut = last
             size = 0
-            for i, entry in enumerate(stored):
-                size += len(entry[3]) + RECORD_OVERHEAD
-                if i and size > max_bytes:
+            for i in range(first, last):
+                size += len(entries[i][3]) + RECORD_OVERHEAD
+                if i > first and size > max_bytes:
                     cut = i
                     break
-            if whole_batches and cut < len(stored) and stored[cut][5] >= 0:
+            if whole_batches and cut < last and entries[cut][5] >= 0:
+                base = entries[cut][5]
                 boundary = cut
-                while boundary > 0 and stored[boundary - 1][5] == stored[cut][5]:
+                while boundary > first and entries[boundary - 1][5] == base:
                     boundary -= 1
-                cut = boundary or cut
-            stored = stored[:cut]
-        return list(map(_AS_ENTRY, stored))
+                if boundary > first:
+                    cut = boundary
+                else:  # the first batch alone is over the limit: all of it
+                    while cut < last and entries[cut][5] == base:
+                        cut += 1
+            last = cut
+        return list(map(_AS_ENTRY, entries[first:last]))
 
     def value_bytes(self, start: int, end: int) -> int:
         """The size of the entries in [start, end) as the byte limits count it (values plus record overhead)."""

@@ -709,10 +709,21 @@ class RaftNode:
         ts = now_ms + self.timestamp_base_ms
         epoch = state.epoch
         new = tuple.__new__
-        entries = [
-            new(Entry, (start + i, epoch, False, v, ts, start, NO_CONTROL_TYPE))
-            for i, v in enumerate(self._pending)
-        ]
+        pending = self._pending
+        if self._pending_bytes <= self.config.max_batch_bytes:
+            entries = [
+                new(Entry, (start + i, epoch, False, v, ts, start, NO_CONTROL_TYPE))
+                for i, v in enumerate(pending)
+            ]
+        else:
+            # what piled up while a write was in flight: batches of at most max_batch_bytes, as Kafka's
+            # accumulator cuts them (a reader of the log gets one batch at a time, whole)
+            entries, base, size, limit = [], start, 0, self.config.max_batch_bytes
+            for i, v in enumerate(pending):
+                if size and size + len(v) > limit:
+                    base, size = start + i, 0
+                size += len(v)
+                entries.append(new(Entry, (start + i, epoch, False, v, ts, base, NO_CONTROL_TYPE)))
         self._pending.clear()
         self._pending_bytes = 0
         state.linger_deadline_ms = None

@@ -67,6 +67,21 @@ def test_read_respects_max_bytes_but_returns_one_entry() -> None:
     assert len(log.read(0, 10, max_bytes=50)) == 2
 
 
+def test_whole_batch_reads_step_back_to_a_batch_or_return_an_oversized_first_batch_whole() -> None:
+    log = MemoryRaftLog()
+    # leader batches at 0 (3 entries), 3 (100 entries) and 103 (2 entries), 10-byte values
+    bases = [0] * 3 + [3] * 100 + [103] * 2
+    log.append([Entry(i, 1, False, b"x" * 10, 0, b, -1) for i, b in enumerate(bases)])
+    per = 10 + 21  # value + record overhead
+    # the cut falls inside batch 3: back to its start
+    assert [e.offset for e in log.read(0, 105, max_bytes=5 * per, whole_batches=True)] == [0, 1, 2]
+    # batch 3 alone is over the limit: all of it, from wherever the read starts in it (never a piece that
+    # stops before the offset asked for)
+    assert [e.offset for e in log.read(3, 105, max_bytes=5 * per, whole_batches=True)] == list(range(3, 103))
+    assert [e.offset for e in log.read(90, 105, max_bytes=per, whole_batches=True)] == list(range(90, 103))
+    assert len(log.read(3, 105, max_bytes=5 * per)) == 5  # without whole batches: the byte limit
+
+
 def test_stored_entries_leave_the_garbage_collector() -> None:
     """A long log must not be scanned by every full collection: the stored tuples get untracked."""
     import gc

@@ -150,6 +150,20 @@ def test_leader_stamps_batches_and_marks_control_types() -> None:
     assert (b.timestamp, b.batch_base) == (1_700_000_005_007, 1)
 
 
+def test_appends_piled_up_during_a_write_go_out_as_batches_of_at_most_max_batch_bytes() -> None:
+    config = QuorumConfig(voters=frozenset({1}), append_linger_ms=10, max_batch_bytes=100)
+    node = RaftNode(1, config, MemoryRaftLog(), None, random.Random(1), 0)
+    node.tick(5000)
+    node.flush(5000)
+    for i in range(5):
+        node.append([bytes([i]) * 30] * 3, 5001)  # 90 bytes each: 450 pending, above the batch size
+    ready = node.flush(5100)
+    bases = [e.batch_base for e in ready.committed if not e.is_control]
+    sizes = {b: 30 * bases.count(b) for b in set(bases)}
+    assert len(bases) == 15 and max(sizes.values()) <= 100 and len(sizes) == 5
+    assert bases == sorted(bases)
+
+
 def test_replica_states_report_fetches_caught_up_times_and_directory_ids() -> None:
     config = QuorumConfig(voters=frozenset({1, 2, 3}), append_linger_ms=0)
     leader = RaftNode(
