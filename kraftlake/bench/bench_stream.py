@@ -13,7 +13,7 @@ Two runs, each into a fresh warehouse, in one Spark session:
   Figures: p50/p99 over every record, and whether the stream kept up (records behind at the end); ``steady_``
   p50/p99 over the records appended after the first commit (the first micro-batch also holds what was appended
   while the query started), and the micro-batches' p50 time after the first.
-- **cluster** (with ``KRAFTLAKE_BENCH_STREAM_CLUSTER=1``): the same quorum and stream at the rate a real cluster
+- **cluster** (``KRAFTLAKE_BENCH_STREAM_CLUSTER=0`` leaves it out): the same quorum and stream at the rate a real cluster
   writes (:func:`live_cluster`): the creation of ``PARTITIONS`` partitions, a steady state of a NoOp every 500 ms
   plus ``CHURN_RATE`` changes/s, a burst of ``BURST`` changes.
 
@@ -39,7 +39,7 @@ SECONDS = float(os.environ.get("KRAFTLAKE_BENCH_STREAM_SECONDS", "60"))
 CHURN_RATE = int(os.environ.get("KRAFTLAKE_BENCH_STREAM_CHURN_RATE", "20"))
 BURST = int(os.environ.get("KRAFTLAKE_BENCH_STREAM_BURST", "120000"))
 #: The cluster run (:func:`live_cluster`) only when asked: see bench/RESULTS.md (2026-11-25) for why.
-CLUSTER_RUN = os.environ.get("KRAFTLAKE_BENCH_STREAM_CLUSTER", "0") == "1"
+CLUSTER_RUN = os.environ.get("KRAFTLAKE_BENCH_STREAM_CLUSTER", "1") == "1"
 CLUSTER = "bench-stream-cluster-0001"
 
 
@@ -326,14 +326,11 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
         result = stream(
             spark,
             "service",
-            # the voters share this process (and its GIL) with the driver: under the creation's 200k records an
-            # executor's read of its range can take longer than the source's default 60 s
+            # the voters share this process (and its GIL) with the driver, which replays the creation meanwhile
             {"bootstrap": bootstrap, "clusterId": CLUSTER, "fetchTimeoutSeconds": "600"},
             warehouse,
             trigger_interval_s=1.0,
-            # the source's end offset can come late while the voters take the creation (they share the driver's
-            # GIL): a short idle stop would end the run before the creation is read
-            idle_stop_s=120.0,
+            idle_stop_s=30.0,
             timeout_s=SECONDS + 900,
             progress=lambda p: commits.append((p, time.time())),
         )
