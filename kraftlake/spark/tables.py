@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -426,14 +426,16 @@ def append_frame(
 
 
 _CHECKPOINTER: ThreadPoolExecutor | None = None
-_CHECKPOINTS: list[Future[None]] = []
+_CHECKPOINTS: dict[str, Future[None]] = {}
+"""The latest checkpoint asked per table path (done ones dropped as new ones are asked)."""
 _CHECKPOINTS_LOCK = threading.Lock()
 
 
 def _checkpoint_later(spark: SparkSession, path: str) -> None:
     """Have Delta write the table's checkpoint (and clean its expired log files) as its own writers do after a
     commit at a checkpoint interval, on one background thread: a checkpoint of a large table takes seconds,
-    and a commit does not need it (readers only replay more JSON commits meanwhile)."""
+    and a commit does not need it (readers only replay more JSON commits meanwhile). A table whose previous
+    checkpoint is still waiting gets no second one: that one will take the newest version."""
     global _CHECKPOINTER
 
     def run() -> None:
@@ -446,22 +448,31 @@ def _checkpoint_later(spark: SparkSession, path: str) -> None:
         log.checkpointAndCleanUpDeltaLog(log.update(False, none, none), none)
 
     with _CHECKPOINTS_LOCK:
+        for p in [p for p, f in _CHECKPOINTS.items() if f.done()]:
+            del _CHECKPOINTS[p]
+        if path in _CHECKPOINTS:
+            return
         if _CHECKPOINTER is None:
             _CHECKPOINTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-checkpoint")
-        _CHECKPOINTS.append(_CHECKPOINTER.submit(run))
+        future = _CHECKPOINTER.submit(run)
+        future.add_done_callback(_report_checkpoint)
+        _CHECKPOINTS[path] = future
+
+
+def _report_checkpoint(future: Future[None]) -> None:
+    """A checkpoint that failed is logged and not retried: the table is whole without it, and the next
+    interval writes one."""
+    exc = future.exception()
+    if exc is not None:
+        _log.warning("kraftlake: a Delta checkpoint failed: %s", exc)
 
 
 def wait_checkpoints() -> None:
-    """Wait for the checkpoints asked by :func:`append_arrow` (before the session stops). One that failed is
-    logged and not retried: the table is whole without it, and the next interval writes one."""
+    """Wait for the checkpoints asked by :func:`append_arrow` (before the session stops)."""
     with _CHECKPOINTS_LOCK:
-        pending = list(_CHECKPOINTS)
+        pending = list(_CHECKPOINTS.values())
         _CHECKPOINTS.clear()
-    for f in pending:
-        try:
-            f.result()
-        except Exception as exc:  # a missing checkpoint costs readers time, not data
-            _log.warning("kraftlake: a Delta checkpoint failed: %s", exc)
+    wait(pending)
 
 
 #: History tables of one slice written at once.
