@@ -82,7 +82,8 @@ class _Table:
     protocol: dict[str, Any]
     metadata: dict[str, Any]
     created: int
-    """``st_ino`` of version 0: a table deleted and created again under the same path is read again."""
+    """``st_ino`` of ``_delta_log``: a table deleted and created again under the same path is read again (not
+    version 0's: Delta's log cleanup deletes old commits, version 0 first)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def apply(self, action: dict[str, Any]) -> None:
@@ -160,7 +161,7 @@ def _load(log: Path) -> _Table:
     """A table's state from its log: the newest complete classic checkpoint, then the commits after it."""
     try:
         names = os.listdir(log)
-        created = _commit_path(log, 0).stat().st_ino if _commit_path(log, 0).exists() else -1
+        created = log.stat().st_ino
     except OSError as exc:
         raise DeltaAppendError(f"{log}: cannot list the Delta log: {exc}") from exc
     commits = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
@@ -199,7 +200,7 @@ def _state(log: Path) -> _Table:
     with _TABLES_LOCK:
         table = _TABLES.get(key)
     try:
-        same = table is not None and _commit_path(log, 0).stat().st_ino == table.created
+        same = table is not None and log.stat().st_ino == table.created
     except OSError:
         same = False
     if table is None or not same:

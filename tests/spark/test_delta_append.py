@@ -205,7 +205,7 @@ def test_checkpoints_written_by_delta_at_the_interval(spark: Any, wh: Path) -> N
     assert 20 <= cp <= 25
     assert (log / f"{cp:020d}.checkpoint.parquet").exists()
     # the state read again starts from the checkpoint (the txn version of commit cp, cp - 1, comes from it)
-    hidden = range(1, cp + 1)
+    hidden = range(cp + 1)  # as Delta's log cleanup leaves it: version 0 too
     for v in hidden:
         (log / f"{v:020d}.json").rename(log / f".{v:020d}.json.moved")
     try:
@@ -214,10 +214,16 @@ def test_checkpoints_written_by_delta_at_the_interval(spark: Any, wh: Path) -> N
             spark, wh, OFFSETS, arrow_rows(OFFSETS, [{"offset": 99, "epoch": 1, "timestamp": 0}]), cp - 1
         )
         assert not (log / f"{26:020d}.json").exists()
+        # the next append goes on from what is known (nothing read again without version 0)
+        loaded = delta_append._TABLES[str(log)]
+        append_arrow(
+            spark, wh, OFFSETS, arrow_rows(OFFSETS, [{"offset": 25, "epoch": 1, "timestamp": 25}]), 25
+        )
+        assert delta_append._TABLES[str(log)] is loaded and loaded.version == 26
     finally:
         for v in hidden:
             (log / f".{v:020d}.json.moved").rename(log / f"{v:020d}.json")
-    assert [r[0] for r in _rows(spark, path)] == list(range(25))
+    assert [r[0] for r in _rows(spark, path)] == list(range(26))
 
 
 def test_tables_it_cannot_append_to_go_through_spark(spark: Any, wh: Path) -> None:
