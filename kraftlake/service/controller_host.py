@@ -279,6 +279,7 @@ class ControllerHost:
         self._last_data = -1  # the last committed metadata (non-control) offset
         self._claim_epoch: int | None = None  # the epoch this node leads, waiting for its LeaderChange commit
         self._activation_scheduled = False
+        self._announced_epoch = -1  # the epoch whose activation is in `stats` (see `active`)
         self._stepping = False  # a command's batches are being appended (`_step`): others wait
         self._inflight: set[Future[Any]] = set()  # commands appended, waiting for their commit
         self._waiting: deque[tuple[Callable[..., None], tuple[Any, ...]]] = deque()
@@ -313,7 +314,9 @@ class ControllerHost:
 
     @property
     def active(self) -> bool:
-        return self.controller.active
+        """Whether the controller is active, once its activation is in ``stats`` (the loop thread activates it
+        first: a caller seeing it active must also see how it activated)."""
+        return self.controller.active and self._announced_epoch == self.controller.epoch
 
     # -- Listener -------------------------------------------------------------------------------------------
     def handle_commit(self, batch: Batch) -> None:
@@ -544,6 +547,7 @@ class ControllerHost:
             self._deactivate()
             return
         self.stats.activations.append(Activation(epoch, offset, before, boot is not None, time.monotonic()))
+        self._announced_epoch = epoch
         log.info(
             "node %d: active controller in epoch %d from the hot image at offset %d",
             self.node_id,

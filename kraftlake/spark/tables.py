@@ -427,7 +427,8 @@ def append_frame(
 
 _CHECKPOINTER: ThreadPoolExecutor | None = None
 _CHECKPOINTS: dict[str, Future[None]] = {}
-"""The latest checkpoint asked per table path (done ones dropped as new ones are asked)."""
+"""The latest checkpoint asked per table path (done ones dropped as new ones are asked; one that is running
+was asked before its table's latest commits, so the next one queues behind it)."""
 _CHECKPOINTS_LOCK = threading.Lock()
 
 
@@ -435,7 +436,7 @@ def _checkpoint_later(spark: SparkSession, path: str) -> None:
     """Have Delta write the table's checkpoint (and clean its expired log files) as its own writers do after a
     commit at a checkpoint interval, on one background thread: a checkpoint of a large table takes seconds,
     and a commit does not need it (readers only replay more JSON commits meanwhile). A table whose previous
-    checkpoint is still waiting gets no second one: that one will take the newest version."""
+    checkpoint has not started yet gets no second one: that one will take the newest version."""
     global _CHECKPOINTER
 
     def run() -> None:
@@ -450,7 +451,8 @@ def _checkpoint_later(spark: SparkSession, path: str) -> None:
     with _CHECKPOINTS_LOCK:
         for p in [p for p, f in _CHECKPOINTS.items() if f.done()]:
             del _CHECKPOINTS[p]
-        if path in _CHECKPOINTS:
+        waiting = _CHECKPOINTS.get(path)
+        if waiting is not None and not waiting.running():
             return
         if _CHECKPOINTER is None:
             _CHECKPOINTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-checkpoint")
