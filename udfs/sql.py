@@ -1,8 +1,8 @@
 """The SQL surface: table functions "state at offset N" over the warehouse's history tables.
 
-``register(spark, warehouse)`` creates, for a session, Spark 4 SQL table functions
-(``CREATE FUNCTION ... RETURNS TABLE ... RETURN``); :mod:`udfs.catalog` stores the same functions
-permanently in a catalog database (``kraftlake.partitions_at(N)`` in every session over that metastore):
+``register(spark, warehouse)`` creates SQL table functions (``CREATE FUNCTION ... RETURNS TABLE ... RETURN``)
+that live as long as the Spark session; :mod:`udfs.catalog` stores the same functions permanently in a catalog
+database (``kraftlake.partitions_at(N)`` in every Spark session over that metastore):
 
 - ``<entity>_at(offset)`` for every history table (``partitions_at``, ``brokers_at``, ``topics_at``,
   ``configs_at``, ``features_at``, ``controllers_at``, ``client_quotas_at``, ``producer_ids_at``, ``acls_at``,
@@ -11,7 +11,7 @@ permanently in a catalog database (``kraftlake.partitions_at(N)`` in every sessi
   record at N. An offset below the retained history (after ``compact`` deleted it, or before the snapshot a
   warehouse was seeded from) or below 0 raises (``raise_error``, USER_RAISED_EXCEPTION): there the tables hold
   only the part of the state that outlived the cut. So does an offset past the commit point (the last offset of
-  ``offsets``), which the tables do not hold (or not yet). :func:`warehouse_errors` turns a refusal into
+  ``offsets``), which the tables do not hold. :func:`warehouse_errors` turns a refusal into
   ``WarehouseError``.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
   (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.

@@ -307,8 +307,11 @@ def file_stats(rows: pa.Table, columns: list[str], tight_bounds: bool) -> dict[s
     return stats
 
 
-def _put(log: Path, version: int, text: str) -> bool:
-    """Put a commit in place unless the version exists (atomically: link, as Delta's local log store renames)."""
+def put_commit(log: Path, version: int, actions: list[dict[str, Any]]) -> bool:
+    """Put a commit's actions in place as ``<log>/<version>.json`` unless that version exists; returns whether it
+    did. Written aside, then linked to its name (atomic, and refused when the name exists), as Delta's local log
+    store writes a temporary file and renames it: a reader never sees a commit half written."""
+    text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
     tmp = log / f".{version:020d}.json.{uuid.uuid4()}.tmp"
     tmp.write_text(text, encoding="utf-8")
     try:
@@ -388,8 +391,7 @@ def append(
                         }
                     },
                 ]
-                text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
-                if _put(log, version, text):
+                if put_commit(log, version, actions):
                     table.version = version
                     table.txns[app_id] = txn_version
                     break

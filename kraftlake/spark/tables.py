@@ -24,6 +24,7 @@ from pyspark.sql import types as T
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES, HistoryBatch
+from kraftlake.spark import delta_append
 from kraftlake.spark.structs import metadata_log_struct_type
 
 APP_ID = "kraftlake"
@@ -221,15 +222,14 @@ def create_table(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
 
     Written as Delta's protocol defines a table: its version 0 (``_delta_log/00000000000000000000.json``: a
     ``commitInfo``, the ``metaData``, the ``protocol`` and the clustering columns as ``delta.clustering`` domain
-    metadata), the very actions delta-spark's ``CREATE TABLE ... CLUSTER BY`` writes, created exclusively (a
-    second creator finds it there). Through Spark each creation is a Delta transaction of a second or more on a
-    cold JVM, and a warehouse has 16 tables.
+    metadata), the very actions delta-spark's ``CREATE TABLE ... CLUSTER BY`` writes, put in place as any commit
+    (:func:`kraftlake.spark.delta_append.put_commit`: a second creator finds it there). Through Spark each
+    creation is a Delta transaction of a second or more on a cold JVM, and a warehouse has 16 tables.
     """
     log = Path(table_path(warehouse, name), "_delta_log")
     if _has_commits(log):
         return False
     schema, cluster, props = table_layout(spark, name)
-    first = log / f"{0:020d}.json"
     log.mkdir(parents=True, exist_ok=True)
     now = int(time.time() * 1000)
     actions = [
@@ -273,13 +273,7 @@ def create_table(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
             }
         },
     ]
-    text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
-    try:
-        with open(first, "x", encoding="utf-8") as f:
-            f.write(text)
-    except FileExistsError:
-        return False
-    return True
+    return delta_append.put_commit(log, 0, actions)
 
 
 def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
@@ -356,12 +350,19 @@ def schema_of(name: str) -> T.StructType:
     return schema
 
 
+@cache
+def arrow_schema_of(name: str) -> Any:
+    """A warehouse table's schema as a ``pyarrow.Schema`` (what its Parquet files hold)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema_of(name))
+
+
 def arrow_rows(name: str, rows: list[dict[str, Any]]) -> Any:
     """Rows (dicts by column name) of a table as a ``pyarrow.Table`` of its schema, built column by column."""
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
 
-    arrow_schema = to_arrow_schema(schema_of(name))
+    arrow_schema = arrow_schema_of(name)
     arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema]
     return pa.Table.from_arrays(arrays, schema=arrow_schema)
 
@@ -390,8 +391,6 @@ def append_arrow(spark: SparkSession, warehouse: str | Path, name: str, rows: An
     through Spark when the table needs more of a writer than blind appends. A commit at which Delta writes a
     checkpoint gets one written by Delta, in the background (:func:`wait_checkpoints`).
     """
-    from kraftlake.spark import delta_append
-
     schema = schema_of(name)
     path = table_path(warehouse, name)
     try:
@@ -415,11 +414,9 @@ def append_frame(
 ) -> None:
     """:func:`append_arrow` of a DataFrame's rows, collected to the driver: for small ones (a live micro-batch),
     where Spark's own Delta write costs more than the rows."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     # to the table's schema first: pyspark's own conversion refuses a null struct whose fields are NOT NULL
     rows = df.to(schema_of(name)).toArrow()
-    target = to_arrow_schema(schema_of(name))
+    target = arrow_schema_of(name)
     if rows.schema != target:
         rows = rows.cast(target)
     append_arrow(spark, warehouse, name, rows, txn_version)
@@ -814,9 +811,7 @@ def conflict_errors() -> tuple[type[BaseException], ...]:
         "ConcurrentDeleteDeleteException",
         "ConcurrentTransactionException",
     )
-    from kraftlake.spark.delta_append import CommitConflict
-
-    return (*(getattr(dx, n) for n in names if hasattr(dx, n)), CommitConflict)
+    return (*(getattr(dx, n) for n in names if hasattr(dx, n)), delta_append.CommitConflict)
 
 
 def retry_conflicts(
