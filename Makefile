@@ -34,8 +34,8 @@ $(JARS)/%/.done: conf/jars/%.pom.xml
 run: setup ## the main job on embedded defaults: local quorum, simulated cluster, Delta warehouse, queries by offset
 	$(PY) -m kraftlake.cli demo --warehouse ./warehouse
 
-test: setup ## the whole test suite (pure layers, Spark, the real Kafka peer), on two workers (Spark tests in one)
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25
+test: setup ## the whole test suite (pure layers, Spark, the real Kafka peer), on two workers (a Spark session each)
+	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=25
 
 test-fast: setup ## the tests that need neither Spark nor Kafka
 	$(PY) -m pytest -q -m "not spark and not kafka and not slow"

@@ -12,17 +12,47 @@ from peers.kafka import KafkaMetadataLog, produce_metadata_log
 KAFKA_FIXTURES = ("kafka_metadata_log",)
 
 
+#: The Spark test modules of the first worker's session; the others' session is the second worker's. Chosen so
+#: the two take about as long (by the modules' `--durations`).
+FIRST_SPARK_SESSION = frozenset(
+    {
+        "test_warehouse.py",
+        "test_stream_service.py",
+        "test_plot.py",
+        "test_stream_logdir.py",
+        "test_cli_errors.py",
+    }
+)
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # a test that asks for the peer needs the Kafka jars and a JVM: mark it, so `-m "not kafka"` skips it
+    # `make test` runs two xdist workers (--dist loadgroup --no-loadscope-reorder). The Spark tests are two groups,
+    # one per worker, each sharing its worker's local[2] session; every other module is a group of its own, so
+    # its fixture (a Kafka cluster, a quorum) starts once. xdist hands out groups in collection order, the first
+    # to each worker, then the next to whichever runs dry: so the two Spark groups come first, then the slow
+    # modules, the Kafka ones, the rest.
+    rank: dict[str, int] = {}
     for item in items:
+        # a test that asks for the peer needs the Kafka jars and a JVM: mark it, so `-m "not kafka"` skips it
         if any(name in getattr(item, "fixturenames", ()) for name in KAFKA_FIXTURES):
             item.add_marker(pytest.mark.kafka)
-        # `make test` runs two xdist workers (--dist loadgroup): every test of the Spark session in one of them, so they keep
-        # sharing one local[2] session; the other modules whole, so a module's fixture (a Kafka cluster, a
-        # quorum) starts once
-        spark = "spark" in getattr(item, "fixturenames", ())  # the closure: also through a module fixture
-        item.add_marker(pytest.mark.xdist_group("spark" if spark else str(item.fspath)))
+        if "spark" in getattr(item, "fixturenames", ()):  # the closure: also through a module fixture
+            first = Path(str(item.fspath)).name in FIRST_SPARK_SESSION
+            group, order = ("spark-1", 0) if first else ("spark-2", 1)
+        else:
+            slow, kafka = item.get_closest_marker("slow"), item.get_closest_marker("kafka")
+            group, order = str(item.fspath), 2 if slow else 3 if kafka else 4
+        item.add_marker(pytest.mark.xdist_group(group))
+        rank[group] = min(rank.get(group, order), order)
+    # stable: a module's tests stay in their order, and together
+    items.sort(key=lambda item: rank[_group(item)])
+
+
+def _group(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    assert marker is not None
+    return str(marker.args[0])
 
 
 @pytest.fixture(scope="session")
