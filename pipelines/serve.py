@@ -143,6 +143,10 @@ def server_conf(config: ServeConfig) -> dict[str, str]:
         "spark.hadoop.hive.server2.thrift.port": str(config.jdbc_port or 0),
         "spark.hadoop.hive.server2.transport.mode": "binary",
         "spark.hadoop.hive.server2.authentication": "NONE",
+        # An endpoint answers small interactive queries: adaptive execution submits each query stage as a job of
+        # its own once the one before has finished (a `partitions_at` is 14 jobs with it, 9 without), which is
+        # latency here and buys nothing at this size. A client's session may turn it back on (SET).
+        "spark.sql.adaptive.enabled": "false",
         WAREHOUSE_CONF: str(config.warehouse.resolve()),
     }
     master = (read_conf(DEFAULT_CONF) if DEFAULT_CONF.is_file() else {}).get("spark.master", "local[*]")
