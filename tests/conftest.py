@@ -32,6 +32,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # its fixture (a Kafka cluster, a quorum) starts once. xdist hands out groups in collection order, the first
     # to each worker, then the next to whichever runs dry: so the two Spark groups come first, then the slow
     # modules, the Kafka ones, the rest.
+    group_of: dict[str, str] = {}
     rank: dict[str, int] = {}
     for item in items:
         # a test that asks for the peer needs the Kafka jars and a JVM: mark it, so `-m "not kafka"` skips it
@@ -44,15 +45,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             slow, kafka = item.get_closest_marker("slow"), item.get_closest_marker("kafka")
             group, order = str(item.fspath), 2 if slow else 3 if kafka else 4
         item.add_marker(pytest.mark.xdist_group(group))
+        group_of[item.nodeid] = group
         rank[group] = min(rank.get(group, order), order)
     # stable: a module's tests stay in their order, and together
-    items.sort(key=lambda item: rank[_group(item)])
-
-
-def _group(item: pytest.Item) -> str:
-    marker = item.get_closest_marker("xdist_group")
-    assert marker is not None
-    return str(marker.args[0])
+    items.sort(key=lambda item: rank[group_of[item.nodeid]])
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,8 @@
 """The SQL surface: table functions "state at offset N" over the warehouse's history tables.
 
 ``register(spark, warehouse)`` creates SQL table functions (``CREATE FUNCTION ... RETURNS TABLE ... RETURN``)
-that live as long as the Spark session; :mod:`udfs.catalog` stores the same functions permanently in a catalog
-database (``kraftlake.partitions_at(N)`` in every Spark session over that metastore):
+as temporary functions of that ``SparkSession``; :mod:`udfs.catalog` stores the same functions permanently in a
+catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over that metastore):
 
 - ``<entity>_at(offset)`` for every history table (``partitions_at``, ``brokers_at``, ``topics_at``,
   ``configs_at``, ``features_at``, ``controllers_at``, ``client_quotas_at``, ``producer_ids_at``, ``acls_at``,
@@ -117,8 +117,8 @@ def register(
 ) -> list[str]:
     """Create the table functions over ``warehouse`` for ``spark``; returns their (qualified) names.
 
-    Temporary by default (this session only), with the record UDFs (``decode_record``, ``kafka_json``:
-    :mod:`udfs.records`); ``temporary=False`` stores the table functions in the session's catalog, in
+    Temporary by default (``spark`` only), with the record UDFs (``decode_record``, ``kafka_json``:
+    :mod:`udfs.records`); ``temporary=False`` stores the table functions in ``spark``'s catalog, in
     ``database`` (:func:`udfs.catalog.create_functions` is the way to do that), where Python UDFs cannot go.
     """
     ensure_retention(spark, warehouse)
