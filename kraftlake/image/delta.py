@@ -351,6 +351,29 @@ class MetadataDelta:
         t = self.image.topics_by_id.get(topic_id)
         return None if t is None else t.partitions.get(partition_id)
 
+    def partitions(self, topic_id: str) -> dict[int, PartitionRegistration]:
+        """A live topic's partitions after the records replayed so far (a new dict), empty if there is none."""
+        td = self._topics.get(topic_id)
+        if td is not None:
+            parts = dict(td.base)
+            parts.update(td.changes)
+            return parts
+        if topic_id in self._deleted_topics:
+            return {}
+        t = self.image.topics_by_id.get(topic_id)
+        return {} if t is None else dict(t.partitions)
+
+    def configs(self, resource_type: int, resource_name: str) -> dict[str, str]:
+        """A resource's config values after the records replayed so far (a new dict)."""
+        key = (resource_type, resource_name)
+        out = dict(self.image.configs.get(key) or {})
+        for name, value in (self._configs.get(key) or {}).items():
+            if value is None:
+                out.pop(name, None)
+            else:
+                out[name] = value
+        return out
+
     def config(self, resource_type: int, resource_name: str, name: str) -> str | None:
         """One config value of a resource after the records replayed so far, None if it is not set."""
         key = (resource_type, resource_name)
