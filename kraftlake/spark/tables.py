@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES, HistoryBatch
-from kraftlake.spark import delta_append
+from kraftlake.spark import delta_append, delta_rewrite
 from kraftlake.spark.structs import metadata_log_struct_type
 
 APP_ID = "kraftlake"
@@ -699,15 +699,127 @@ def fold_closes(
 ) -> int:
     """Write the pending closes into the history tables' ``to_offset`` and empty ``closes`` of them.
 
-    Per table with pending closes, one MERGE sets the ``to_offset`` of each still-open version a close ends
-    (the first close of its key after its ``from_offset``); then one DELETE removes the closes folded. Readers
+    Per table with pending closes, one commit sets the ``to_offset`` of each still-open version a close ends
+    (the first close of its key after its ``from_offset``); then one commit removes the closes folded. Readers
     see the same answers before, during and after (a version ended in the table and by a pending close ends at
     the same offset), and each step is idempotent: a fold cut short is completed by the next one. Returns the
-    closes folded. ``retry`` runs each step (default :func:`retry_conflicts`).
+    closes folded. ``retry`` runs the fold (default :func:`retry_conflicts`).
+
+    kraftlake commits the fold itself (:func:`_fold_here`: the files holding a version to end rewritten,
+    no Spark job); through Spark (a MERGE per table, a DELETE) when a file to read has a deletion vector or a
+    table needs more of a writer.
     """
     retry = retry or retry_conflicts
     if never_written(warehouse, CLOSES):
         return 0
+    try:
+        return int(retry(partial(_fold_here, spark, warehouse)))
+    except delta_append.Unsupported as exc:
+        _log.info("folding the pending closes through Spark: %s", exc)
+        return _fold_with_spark(spark, warehouse, retry)
+
+
+def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
+    """:func:`fold_closes` committed by kraftlake (:mod:`kraftlake.spark.delta_rewrite`): the closes read from
+    their files, per history table the files holding an open version a close ends rewritten with its
+    ``to_offset`` (one commit per table), then the folded closes' files removed (one commit)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    engine = f"kraftlake Apache-Spark/{spark.version}"
+    closes_snap = delta_rewrite.snapshot(table_path(warehouse, CLOSES))
+    files = list(closes_snap.files.values())
+    parts = [delta_rewrite.read_file(closes_snap, f, ["entity", "key", "to_offset"]) for f in files]
+    closes = pa.concat_tables(parts) if parts else None
+    if closes is None or closes.num_rows == 0:
+        return 0
+    for table in sorted(pc.unique(closes.column("entity")).to_pylist()):
+        mine = closes.filter(pc.equal(closes.column("entity"), table))
+        _fold_table_here(spark, warehouse, table, mine.select(["key", "to_offset"]), engine)
+    # every row of these files is folded now (the closes appended since are in files of later versions)
+    done = delta_rewrite.replace(
+        closes_snap, files, [], operation="DELETE", parameters={"predicate": "folded"}, engine_info=engine
+    )
+    if done.checkpoint_due:
+        _checkpoint_later(spark, table_path(warehouse, CLOSES))
+    return int(closes.num_rows)
+
+
+def _fold_table_here(
+    spark: SparkSession, warehouse: str | Path, table: str, closes: Any, engine: str
+) -> None:
+    """Set the ``to_offset`` of the open versions of ``table`` that a pending close (``closes``: ``key``,
+    ``to_offset``) ends: the first close of the version's key after its ``from_offset``. Only the files
+    holding such a version are rewritten; the matching is Arrow's (a join on the key, the minimum per row)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    path = table_path(warehouse, table)
+    snap = delta_rewrite.snapshot(path)
+    key = ENTITIES[table].key
+    ends = closes.rename_columns(["key", "end"])
+    removed: list[dict[str, Any]] = []
+    added: list[Any] = []
+    for add in snap.files.values():
+        stats = delta_rewrite.stats_of(add)
+        if stats is not None and (stats.get("nullCount") or {}).get("to_offset") == 0:
+            continue  # every version of the file is closed
+        rows = delta_rewrite.read_file(snap, add)
+        to = rows.column("to_offset")
+        at = pc.indices_nonzero(pc.is_null(to))
+        if not len(at):
+            continue
+        opened = rows.select([*key, "from_offset"]).take(at)
+        versions = pa.table(
+            {
+                "key": _close_keys(opened, key),
+                "from": opened.column("from_offset"),
+                "row": at.cast(pa.int64()),
+            }
+        )
+        matched = versions.join(ends, "key", join_type="inner")
+        matched = matched.filter(pc.greater(matched.column("end"), matched.column("from")))
+        if not matched.num_rows:
+            continue
+        first = matched.group_by("row").aggregate([("end", "min")])
+        values = np.asarray(to.fill_null(0).to_numpy(), dtype=np.int64).copy()
+        missing = np.asarray(pc.is_null(to).to_numpy(zero_copy_only=False)).copy()
+        where = first.column("row").to_numpy()
+        values[where] = first.column("end_min").to_numpy()
+        missing[where] = False
+        index = rows.schema.get_field_index("to_offset")
+        new_to = pa.array(values, type=to.type, mask=missing)
+        removed.append(add)
+        added.append(rows.set_column(index, rows.schema.field(index), new_to))
+    if removed:
+        done = delta_rewrite.replace(
+            snap,
+            removed,
+            added,
+            operation="MERGE",
+            parameters={"predicate": "pending closes"},
+            engine_info=engine,
+        )
+        if done.checkpoint_due:
+            _checkpoint_later(spark, path)
+
+
+def _close_keys(rows: Any, key: tuple[str, ...]) -> Any:
+    """:func:`close_key` of every row of a ``pyarrow.Table`` (integers and strings cast as Spark casts them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not key:
+        return pa.array([""] * rows.num_rows, pa.string())
+    cols = [pc.cast(rows.column(k), pa.string()) for k in key]
+    return cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, KEY_SEP)
+
+
+def _fold_with_spark(
+    spark: SparkSession, warehouse: str | Path, retry: Callable[[Callable[[], Any]], Any]
+) -> int:
+    """:func:`fold_closes` through Spark: a MERGE per history table, then a DELETE of the folded closes."""
     by_table = spark.sql(
         f"SELECT entity, count(*) AS n, max(to_offset) AS m FROM {table_ref(warehouse, CLOSES)} "
         "GROUP BY entity"

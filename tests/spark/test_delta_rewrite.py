@@ -1,0 +1,148 @@
+"""kraftlake's own fold of the pending closes (``kraftlake.spark.delta_rewrite``) against delta-spark's MERGE: the
+same tables; Delta's readers, checkpoints and time travel over its commits; commit races; the deletion-vector
+fallback to Spark."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraftlake.history import ENTITIES
+from kraftlake.sim.workloads.entities import write_synthetic_log
+from kraftlake.spark import delta_rewrite
+from kraftlake.spark.delta_append import CommitConflict
+from kraftlake.spark.tables import (
+    CLOSES,
+    _fold_with_spark,
+    append_arrow,
+    arrow_rows,
+    fold_closes,
+    history_query,
+    pending_closes,
+    retry_conflicts,
+    table_path,
+)
+
+TABLES = (*ENTITIES, CLOSES)
+
+
+@pytest.fixture(scope="module")
+def unfolded(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
+    """A warehouse ingested in slices whose closes are left pending."""
+    from pipelines.ingest import ingest
+
+    root = tmp_path_factory.mktemp("unfolded")
+    log_dir = write_synthetic_log(root / "log", seed=12, steps=200)
+    warehouse = root / "warehouse"
+    ingest(spark, log_dir, warehouse, batch_records=150, fold=False)
+    assert pending_closes(spark, warehouse) > 10
+    return warehouse
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _rows(spark: Any, path: str, version: int | None = None) -> list[str]:
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True) for r in reader.load(path).collect())
+
+
+def _commits(path: str) -> list[list[dict[str, Any]]]:
+    log = Path(path) / "_delta_log"
+    versions = sorted(int(p.name[:20]) for p in log.glob("*.json"))
+    return [[json.loads(x) for x in (log / f"{v:020d}.json").read_text().splitlines()] for v in versions]
+
+
+def _checkpoint(spark: Any, path: str) -> None:
+    jvm = spark.sparkContext._jvm
+    none = jvm.scala.Option.empty()
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    log.checkpointAndCleanUpDeltaLog(log.update(False, none, none), none)
+    assert (Path(path) / "_delta_log" / "_last_checkpoint").exists()
+
+
+def test_same_tables_as_the_spark_merge(spark: Any, unfolded: Path, tmp_path: Path) -> None:
+    ours, theirs = _copy(unfolded, tmp_path / "ours"), _copy(unfolded, tmp_path / "theirs")
+    partitions = table_path(ours, "partitions")
+    before = _commits(partitions)
+    folded = fold_closes(spark, ours)
+    assert folded == _fold_with_spark(spark, theirs, retry_conflicts) == pending_closes(spark, unfolded)
+    for table in TABLES:
+        assert _rows(spark, table_path(ours, table)) == _rows(spark, table_path(theirs, table)), table
+    assert pending_closes(spark, ours) == 0
+    # one commit of ours per table: files replaced, none with a deletion vector
+    (commit,) = _commits(partitions)[len(before) :]
+    assert commit[0]["commitInfo"]["engineInfo"].startswith("kraftlake")
+    adds = [a["add"] for a in commit if "add" in a]
+    removes = [a["remove"] for a in commit if "remove" in a]
+    assert adds and removes and not any("deletionVector" in a for a in adds)
+    stats = json.loads(adds[0]["stats"])
+    assert {"from_offset", "to_offset"} <= set(stats["nullCount"])
+    # Delta reads the version before it, checkpoints it, and reads it again from the checkpoint
+    assert _rows(spark, partitions, len(before) - 1) == _rows(spark, table_path(unfolded, "partitions"))
+    _checkpoint(spark, partitions)
+    after = _rows(spark, partitions)
+    assert after == _rows(spark, table_path(theirs, "partitions"))
+    # and a fold read from that checkpoint (nothing pending any more) changes nothing
+    assert fold_closes(spark, ours) == 0
+    assert _rows(spark, partitions) == after
+
+
+def test_a_file_with_a_deletion_vector_is_folded_through_spark(
+    spark: Any, unfolded: Path, tmp_path: Path
+) -> None:
+    wh = _copy(unfolded, tmp_path / "wh")
+    spark.sql(f"DELETE FROM delta.`{table_path(wh, 'partitions')}` WHERE to_offset IS NULL AND partition = 0")
+    snap = delta_rewrite.snapshot(table_path(wh, "partitions"))
+    assert any(f.get("deletionVector") for f in snap.files.values())
+    tables = ("partitions", "brokers")
+    want = {
+        t: sorted(
+            json.dumps(r.asDict(recursive=True), sort_keys=True)
+            for r in spark.sql(history_query(wh, t)).collect()
+        )
+        for t in tables
+    }
+    assert fold_closes(spark, wh) > 0
+    for table in tables:
+        assert _rows(spark, table_path(wh, table)) == want[table], table
+    ops = [c[0]["commitInfo"] for c in _commits(table_path(wh, "partitions"))]
+    assert ops[-1]["operation"] == "MERGE" and not ops[-1]["engineInfo"].startswith("kraftlake")
+
+
+def test_commit_races(spark: Any, unfolded: Path, tmp_path: Path) -> None:
+    wh = _copy(unfolded, tmp_path / "wh")
+    path = table_path(wh, "partitions")
+    snap = delta_rewrite.snapshot(path)
+    first, second = sorted(snap.files.values(), key=lambda a: a["path"])[:2]
+    rows = delta_rewrite.read_file(snap, first)
+    # a blind append won the next version: the replacement goes in after it
+    row = {c: None for c in ENTITIES["partitions"].names} | {
+        "topic": "t",
+        "topic_id": "x" * 22,
+        "partition": 0,
+        "replicas": [1],
+        "isr": [1],
+        "from_offset": 10**9,
+        "to_offset": None,
+    }
+    append_arrow(spark, wh, "partitions", arrow_rows("partitions", [row]), 10**9)
+    done = delta_rewrite.replace(snap, [first], [rows], operation="MERGE")
+    assert done.version == snap.version + 2
+    assert len(_rows(spark, path)) == len(_rows(spark, path, snap.version)) + 1
+    # a winner that removed a file being replaced: a conflict, and no file of the loser is left
+    rows2 = delta_rewrite.read_file(snap, second)
+    delta_rewrite.replace(delta_rewrite.snapshot(path), [second], [rows2], operation="MERGE")
+    names = {p.name for p in Path(path).iterdir()}
+    with pytest.raises(CommitConflict, match="removed"):
+        delta_rewrite.replace(snap, [second], [rows2], operation="MERGE")
+    assert {p.name for p in Path(path).iterdir()} == names
+    assert len(_rows(spark, path)) == len(_rows(spark, path, snap.version)) + 1
