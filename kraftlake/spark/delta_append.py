@@ -81,9 +81,10 @@ class _Table:
     txns: dict[str, int]
     protocol: dict[str, Any]
     metadata: dict[str, Any]
-    created: int
-    """``st_ino`` of ``_delta_log``: a table deleted and created again under the same path is read again (not
-    version 0's: Delta's log cleanup deletes old commits, version 0 first)."""
+    tip: tuple[int, int] | None
+    """Which file ``version``'s commit is (:func:`_tip`): a table deleted and created again under the same path
+    has another one there, or none, and is read again. (Not the inode of ``_delta_log``: a directory created
+    after one was deleted often gets the same inode, and appends then went by the old table's txn versions.)"""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def apply(self, action: dict[str, Any]) -> None:
@@ -161,7 +162,6 @@ def _load(log: Path) -> _Table:
     """A table's state from its log: the newest complete classic checkpoint, then the commits after it."""
     try:
         names = os.listdir(log)
-        created = log.stat().st_ino
     except OSError as exc:
         raise DeltaAppendError(f"{log}: cannot list the Delta log: {exc}") from exc
     commits = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
@@ -178,7 +178,7 @@ def _load(log: Path) -> _Table:
     if latest < 0:
         raise DeltaAppendError(f"{log}: no Delta table here (no commit, no checkpoint)")
     start = max((v for v in complete if v <= latest), default=-1)
-    table = _Table(log, latest, {}, {}, {}, created)
+    table = _Table(log, latest, {}, {}, {}, _tip(log, latest))
     if start >= 0:
         for action in _checkpoint_actions(log, start, complete[start]):
             table.apply(action)
@@ -195,18 +195,29 @@ def _load(log: Path) -> _Table:
     return table
 
 
+def _tip(log: Path, version: int) -> tuple[int, int] | None:
+    """The identity (inode, modification time) of ``version``'s commit file, else of its checkpoint (the commit
+    cleaned up), None when neither is there."""
+    for name in (f"{version:020d}.json", f"{version:020d}.checkpoint.parquet"):
+        try:
+            st = os.stat(log / name)
+        except OSError:
+            continue
+        return st.st_ino, st.st_mtime_ns
+    return None
+
+
 def _state(log: Path) -> _Table:
     key = str(log)
     with _TABLES_LOCK:
         table = _TABLES.get(key)
-    try:
-        same = table is not None and log.stat().st_ino == table.created
-    except OSError:
-        same = False
-    if table is None or not same:
-        table = _load(log)
-        with _TABLES_LOCK:
-            _TABLES[key] = table
+    if table is not None:
+        with table.lock:
+            if _tip(log, table.version) == table.tip:
+                return table
+    table = _load(log)
+    with _TABLES_LOCK:
+        _TABLES[key] = table
     return table
 
 
@@ -393,6 +404,7 @@ def append(
                 ]
                 if put_commit(log, version, actions):
                     table.version = version
+                    table.tip = _tip(log, version)
                     table.txns[app_id] = txn_version
                     break
                 if _catch_up(table, app_id, txn_version):
@@ -418,6 +430,7 @@ def _catch_up(table: _Table, app_id: str, txn_version: int) -> bool:
         for action in actions:
             table.apply(action)
         table.version = version
+        table.tip = _tip(table.log, version)
         if changed:
             forget(table.log.parent)
             raise CommitConflict(

@@ -301,6 +301,6 @@ def _check_supported_table(snap: Snapshot) -> None:
     from kraftlake.spark.delta_append import _Table
 
     _check_supported(
-        _Table(snap.path / "_delta_log", snap.version, {}, snap.protocol, snap.metadata, 0),
+        _Table(snap.path / "_delta_log", snap.version, {}, snap.protocol, snap.metadata, None),
         snap.metadata.get("schemaString", "{}"),
     )

@@ -147,6 +147,33 @@ def test_txn_version_skips_replays_as_delta_spark_does(spark: Any, wh: Path) -> 
     assert [r[0] for r in _rows(spark, path)] == list(range(20))
 
 
+def test_a_table_created_again_at_its_path_is_read_again(spark: Any, wh: Path) -> None:
+    """A warehouse deleted and made again in the same process: the new table's appends are not skipped by the
+    txn versions of the old one, whether or not its ``_delta_log`` got the old directory's inode back."""
+    import shutil
+
+    def rows(o: int) -> pa.Table:
+        return arrow_rows(OFFSETS, [{"offset": o, "epoch": 1, "timestamp": o}])
+
+    for _ in range(3):
+        shutil.rmtree(wh, ignore_errors=True)
+        create_table(spark, wh, OFFSETS)
+        path = table_path(wh, OFFSETS)
+        for o in range(3):
+            assert append_arrow_version(spark, wh, rows(o), o) is not None
+        assert [r[0] for r in _rows(spark, path)] == [0, 1, 2]
+
+
+def append_arrow_version(spark: Any, wh: Path, rows: pa.Table, txn: int) -> int | None:
+    return delta_append.append(
+        table_path(wh, OFFSETS),
+        rows,
+        schema_string=schema_of(OFFSETS).json(),
+        app_id=APP_ID,
+        txn_version=txn,
+    ).version
+
+
 def test_concurrent_writers_and_delta_operations(spark: Any, wh: Path) -> None:
     create_table(spark, wh, CLOSES)
     path = table_path(wh, CLOSES)
