@@ -84,7 +84,7 @@ class _Table:
     tip: tuple[int, int] | None
     """Which file ``version``'s commit is (:func:`_tip`): a table deleted and created again under the same path
     has another one there, or none, and is read again. (Not the inode of ``_delta_log``: a directory created
-    after one was deleted often gets the same inode, and appends then went by the old table's txn versions.)"""
+    after one was deleted often gets the same inode back.)"""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def apply(self, action: dict[str, Any]) -> None:
