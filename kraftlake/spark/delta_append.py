@@ -30,6 +30,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,19 +133,16 @@ def _read_commit(log: Path, version: int) -> list[dict[str, Any]]:
     return actions
 
 
-def _checkpoint_actions(log: Path, version: int, parts: int) -> list[dict[str, Any]]:
-    """The txn, metaData and protocol actions of a classic checkpoint (single file or in parts)."""
-    names = (
-        [f"{version:020d}.checkpoint.parquet"]
-        if parts == 0
-        else [f"{version:020d}.checkpoint.{i:010d}.{parts:010d}.parquet" for i in range(1, parts + 1)]
-    )
+def checkpoint_actions(
+    log: Path, version: int, parts: int, kinds: tuple[str, ...] = ("txn", "metaData", "protocol")
+) -> list[dict[str, Any]]:
+    """The actions of these ``kinds`` in a classic checkpoint (single file or in parts), as ``{kind: value}``."""
     out: list[dict[str, Any]] = []
-    for name in names:
+    for name in checkpoint_names(version, parts):
         path = log / name
         try:
             schema = pq.read_schema(path)
-            cols = [c for c in ("txn", "metaData", "protocol") if c in schema.names]
+            cols = [c for c in kinds if c in schema.names]
             data = pq.read_table(path, columns=cols)
         except (OSError, pa.ArrowException) as exc:
             raise DeltaAppendError(f"{path}: cannot read the checkpoint: {exc}") from exc
@@ -158,8 +156,9 @@ def _checkpoint_actions(log: Path, version: int, parts: int) -> list[dict[str, A
     return out
 
 
-def _load(log: Path) -> _Table:
-    """A table's state from its log: the newest complete classic checkpoint, then the commits after it."""
+def log_segment(log: Path) -> tuple[int, int, int]:
+    """``(latest, checkpoint, parts)``: a table's latest version and its newest complete classic checkpoint
+    (-1 when none; ``parts`` 0 for a single file), from a listing of its ``_delta_log``."""
     try:
         names = os.listdir(log)
     except OSError as exc:
@@ -178,21 +177,40 @@ def _load(log: Path) -> _Table:
     if latest < 0:
         raise DeltaAppendError(f"{log}: no Delta table here (no commit, no checkpoint)")
     start = max((v for v in complete if v <= latest), default=-1)
+    return latest, start, complete.get(start, 0)
+
+
+def checkpoint_names(version: int, parts: int) -> list[str]:
+    """The file names of a classic checkpoint (single file or in parts)."""
+    if parts == 0:
+        return [f"{version:020d}.checkpoint.parquet"]
+    return [f"{version:020d}.checkpoint.{i:010d}.{parts:010d}.parquet" for i in range(1, parts + 1)]
+
+
+def _load(log: Path) -> _Table:
+    """A table's state from its log: the newest complete classic checkpoint, then the commits after it."""
+    latest, start, parts = log_segment(log)
     table = _Table(log, latest, {}, {}, {}, _tip(log, latest))
     if start >= 0:
-        for action in _checkpoint_actions(log, start, complete[start]):
+        for action in checkpoint_actions(log, start, parts):
             table.apply(action)
+    for actions in commits_after(log, start, latest):
+        for action in actions:
+            table.apply(action)
+    if not table.metadata or not table.protocol:
+        raise DeltaAppendError(f"{log}: the log has no metaData or protocol up to version {latest}")
+    return table
+
+
+def commits_after(log: Path, start: int, latest: int) -> Iterator[list[dict[str, Any]]]:
+    """The actions of every commit from ``start + 1`` to ``latest``, in order."""
     for version in range(start + 1, latest + 1):
         try:
             actions = _read_commit(log, version)
         except FileNotFoundError:
             # cleaned up before a checkpoint of ours could be read (e.g. a v2 checkpoint): Spark can read it
             raise Unsupported(f"{log}: commit {version} is missing after checkpoint {start}") from None
-        for action in actions:
-            table.apply(action)
-    if not table.metadata or not table.protocol:
-        raise DeltaAppendError(f"{log}: the log has no metaData or protocol up to version {latest}")
-    return table
+        yield actions
 
 
 def _tip(log: Path, version: int) -> tuple[int, int] | None:

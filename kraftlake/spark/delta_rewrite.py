@@ -19,7 +19,6 @@ that is not relative to the table, and every table :mod:`.delta_append` refuses.
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -31,8 +30,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kraftlake.spark.delta_append import (
-    _CHECKPOINT,
-    _COMMIT,
     DEFAULT_CHECKPOINT_INTERVAL,
     CommitConflict,
     DeltaAppendError,
@@ -40,7 +37,10 @@ from kraftlake.spark.delta_append import (
     _check_supported,
     _read_commit,
     _stats_columns,
+    checkpoint_actions,
+    commits_after,
     file_stats,
+    log_segment,
     put_commit,
 )
 
@@ -78,66 +78,22 @@ def _file_key(action: dict[str, Any]) -> tuple[str, str]:
     return action["path"], dv_id
 
 
-def _plain(value: Any) -> Any:
-    """A checkpoint's Parquet value as the JSON of a commit has it (maps as objects, no null fields)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list) and all(isinstance(x, tuple) and len(x) == 2 for x in value):
-        return {k: v for k, v in value}
-    return value
-
-
-def _checkpoint_adds(
-    log: Path, version: int, parts: int
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    names = (
-        [f"{version:020d}.checkpoint.parquet"]
-        if parts == 0
-        else [f"{version:020d}.checkpoint.{i:010d}.{parts:010d}.parquet" for i in range(1, parts + 1)]
-    )
-    adds: list[dict[str, Any]] = []
-    others: list[dict[str, Any]] = []
-    for name in names:
-        path = log / name
-        try:
-            cols = [c for c in ("add", "metaData", "protocol") if c in pq.read_schema(path).names]
-            data = pq.read_table(path, columns=cols)
-        except (OSError, pa.ArrowException) as exc:
-            raise DeltaAppendError(f"{path}: cannot read the checkpoint: {exc}") from exc
-        for col in cols:
-            for value in data.column(col).to_pylist():
-                if value is None:
-                    continue
-                if col == "add":
-                    value.pop("stats_parsed", None)
-                    adds.append(_plain(value))
-                else:
-                    others.append({col: _plain(value)})
-    return adds, others
+def _add_action(value: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's ``add`` as a commit's JSON has it: maps as objects, no null fields, no parsed stats."""
+    out = {k: v for k, v in value.items() if v is not None and k != "stats_parsed"}
+    for name in ("partitionValues", "tags"):
+        if isinstance(out.get(name), list):
+            out[name] = dict(out[name])
+    if isinstance(out.get("deletionVector"), dict):
+        out["deletionVector"] = {k: v for k, v in out["deletionVector"].items() if v is not None}
+    return out
 
 
 def snapshot(path: str | Path) -> Snapshot:
     """The live files of the Delta table at ``path``, at its latest version."""
     table = Path(path)
     log = table / "_delta_log"
-    try:
-        names = os.listdir(log)
-    except OSError as exc:
-        raise DeltaAppendError(f"{log}: cannot list the Delta log: {exc}") from exc
-    commits = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
-    parts: dict[int, set[tuple[int, int]]] = {}
-    for n in names:
-        if m := _CHECKPOINT.match(n):
-            parts.setdefault(int(m.group(1)), set()).add((int(m.group(2) or 0), int(m.group(3) or 0)))
-    complete = {
-        v: (0 if (0, 0) in ps else next(iter(ps))[1])
-        for v, ps in parts.items()
-        if (0, 0) in ps or any(len(ps) == total for _, total in ps)
-    }
-    latest = max([*commits, *complete], default=-1)
-    if latest < 0:
-        raise DeltaAppendError(f"{log}: no Delta table here (no commit, no checkpoint)")
-    start = max((v for v in complete if v <= latest), default=-1)
+    latest, start, parts = log_segment(log)
     files: dict[tuple[str, str], dict[str, Any]] = {}
     metadata: dict[str, Any] = {}
     protocol: dict[str, Any] = {}
@@ -154,16 +110,13 @@ def snapshot(path: str | Path) -> Snapshot:
             protocol = action["protocol"]
 
     if start >= 0:
-        adds, others = _checkpoint_adds(log, start, complete[start])
-        for add in adds:
-            files[_file_key(add)] = add
-        for action in others:
-            apply(action)
-    for version in range(start + 1, latest + 1):
-        try:
-            actions = _read_commit(log, version)
-        except FileNotFoundError:
-            raise Unsupported(f"{log}: commit {version} is missing after checkpoint {start}") from None
+        for action in checkpoint_actions(log, start, parts, ("add", "metaData", "protocol")):
+            if "add" in action:
+                add = _add_action(action["add"])
+                files[_file_key(add)] = add
+            else:
+                apply(action)
+    for actions in commits_after(log, start, latest):
         # a commit's removes and adds of one file are told apart by the deletion vector, not by their order
         for action in actions:
             if "remove" in action:
