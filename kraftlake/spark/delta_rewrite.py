@@ -11,8 +11,9 @@ are told apart by path and deletion vector, as Delta does). A commit that loses 
 tried at the next one unless a winning commit removed one of the files it replaces or changed the table's
 metadata or protocol (:class:`~.delta_append.CommitConflict`: the caller starts again from a new snapshot).
 
-Not handled here: a file with a deletion vector (its rows would have to be read less the deleted ones), a path
-that is not relative to the table, and every table :mod:`.delta_append` refuses. Those raise
+A file with a deletion vector is read less the rows it marks (:mod:`.deletion_vectors`), and its ``remove``
+names the vector. Not handled here: a path that is not relative to the table, a deletion vector in another
+format than the portable one, and every table :mod:`.delta_append` refuses. Those raise
 :class:`~.delta_append.Unsupported` before anything is written.
 """
 
@@ -26,9 +27,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kraftlake.spark.deletion_vectors import deleted_rows
 from kraftlake.spark.delta_append import (
     DEFAULT_CHECKPOINT_INTERVAL,
     CommitConflict,
@@ -144,17 +147,26 @@ def stats_of(add: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def read_file(snap: Snapshot, add: dict[str, Any], columns: list[str] | None = None) -> pa.Table:
-    """The rows of one live file (all of them: a file with a deletion vector is refused)."""
-    if add.get("deletionVector"):
-        raise Unsupported(f"{snap.path}: {add['path']} has a deletion vector")
+    """The live rows of one live file: its rows less those its deletion vector marks deleted."""
     rel = unquote(add["path"])
     if ":" in rel or rel.startswith("/"):
         raise Unsupported(f"{snap.path}: {add['path']} is not a path inside the table")
     where = snap.path / rel
     try:
-        return pq.read_table(where, columns=columns)
+        rows = pq.read_table(where, columns=columns)
     except (OSError, pa.ArrowException) as exc:
         raise DeltaAppendError(f"{where}: cannot read the data file: {exc}") from exc
+    dv = add.get("deletionVector")
+    if not dv:
+        return rows
+    deleted = deleted_rows(snap.path, dv)
+    if len(deleted) and int(deleted.max()) >= rows.num_rows:
+        raise DeltaAppendError(
+            f"{where}: its deletion vector marks row {int(deleted.max())} of {rows.num_rows}"
+        )
+    keep = np.ones(rows.num_rows, dtype=bool)
+    keep[deleted.astype(np.int64)] = False
+    return rows.filter(pa.array(keep))
 
 
 @dataclass(frozen=True)

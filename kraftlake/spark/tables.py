@@ -706,8 +706,7 @@ def fold_closes(
     closes folded. ``retry`` runs the fold (default :func:`retry_conflicts`).
 
     kraftlake commits the fold itself (:func:`_fold_here`: the files holding a version to end rewritten,
-    no Spark job); through Spark (a MERGE per table, a DELETE) when a file to read has a deletion vector or a
-    table needs more of a writer.
+    no Spark job); through Spark (a MERGE per table, a DELETE) when a table needs more of a writer.
     """
     retry = retry or retry_conflicts
     if never_written(warehouse, CLOSES):
