@@ -111,21 +111,35 @@ class RaftService:
 
     def bind(self) -> int:
         """Listen (picks the port if it was 0) without starting the node; returns the port."""
-        return self._loop.run(self.runner.bind())
+        try:
+            return self._loop.run(self.runner.bind())
+        except BaseException:
+            self._close_own_loop()
+            raise
 
     def start(self, voters: dict[int, tuple[str, int]] | None = None) -> RaftService:
-        """Open the log and start the node (with the voters' actual endpoints, if they were bound late)."""
-        self._loop.run(self.runner.start(voters))
+        """Open the log and start the node (with the voters' actual endpoints, if they were bound late).
+
+        A start that fails (a refused listener, a log that cannot be opened) leaves no thread behind: the
+        service's own loop is closed (``quorum start`` refusing a configuration used to leave it running)."""
+        try:
+            self._loop.run(self.runner.start(voters))
+        except BaseException:
+            self._close_own_loop()
+            raise
         self.started = True
         return self
+
+    def _close_own_loop(self) -> None:
+        if self._own_loop:
+            self._loop.close()
 
     def stop(self) -> None:
         """Stop the node (pending appends fail) and, if the loop is the service's own, the loop."""
         if self.started:
             self.started = False
             self._loop.run(self.runner.stop())
-        if self._own_loop:
-            self._loop.close()
+        self._close_own_loop()
 
     def __enter__(self) -> RaftService:
         return self if self.started else self.start()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,7 @@ def test_plaintext_on_a_non_loopback_address_is_refused(
             service.bind()
     finally:
         service.stop()
+    threads = set(threading.enumerate())
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:  # `quorum start` installs its own stop handlers first
         assert (
@@ -151,3 +153,5 @@ def test_plaintext_on_a_non_loopback_address_is_refused(
             signal.signal(sig, handler)
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and "--listener-config" in error and "--allow-plaintext" in error
+    # the refused service's loop thread is stopped, not left running in the process
+    assert [t.name for t in set(threading.enumerate()) - threads if t.is_alive()] == []
