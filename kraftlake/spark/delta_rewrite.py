@@ -1,9 +1,9 @@
 """Commits that replace data files of a Delta table, written by kraftlake itself (see :mod:`.delta_append`).
 
 What the fold of the pending closes needs (:func:`kraftlake.spark.tables.fold_closes`): read a table's live
-files, rewrite the few that hold versions a close ends, and commit the old files' ``remove`` with the new
-files' ``add`` in one version. Through Spark the same is a MERGE: on two cores 24-30 s for the closes of a 1M-record
-stream, most of it fixed costs per table (materializing the source, scanning for matches, deletion vectors).
+files, rewrite those that hold versions a close ends, and commit the old files' ``remove`` with the new
+files' ``add`` in one version. Through Spark the same is a MERGE per table, most of whose cost does not depend
+on the closes (materializing the source, scanning the table for matches, writing deletion vectors).
 
 The snapshot is Delta's log replay, reduced to what a rewrite needs: the newest complete classic checkpoint
 (its ``add`` column), then every commit after it, a file being live when its last action is an ``add`` (files
