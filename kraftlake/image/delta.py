@@ -364,15 +364,9 @@ class MetadataDelta:
         return {} if t is None else dict(t.partitions)
 
     def configs(self, resource_type: int, resource_name: str) -> dict[str, str]:
-        """A resource's config values after the records replayed so far (a new dict)."""
+        """A resource's config values after the records replayed so far (not to be changed)."""
         key = (resource_type, resource_name)
-        out = dict(self.image.configs.get(key) or {})
-        for name, value in (self._configs.get(key) or {}).items():
-            if value is None:
-                out.pop(name, None)
-            else:
-                out[name] = value
-        return out
+        return _apply_dict(self.image.configs.get(key) or {}, self._configs.get(key) or {})
 
     def config(self, resource_type: int, resource_name: str, name: str) -> str | None:
         """One config value of a resource after the records replayed so far, None if it is not set."""

@@ -121,7 +121,7 @@ class RaftService:
         """Open the log and start the node (with the voters' actual endpoints, if they were bound late).
 
         A start that fails (a refused listener, a log that cannot be opened) leaves no thread behind: the
-        service's own loop is closed (``quorum start`` refusing a configuration used to leave it running)."""
+        service's own loop is closed, as :meth:`stop` would (nobody calls it for a service never started)."""
         try:
             self._loop.run(self.runner.start(voters))
         except BaseException:

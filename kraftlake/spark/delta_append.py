@@ -245,9 +245,11 @@ def forget(path: str | Path) -> None:
         _TABLES.pop(str(Path(path) / "_delta_log"), None)
 
 
-def _check_supported(table: _Table, schema_string: str) -> None:
-    protocol, metadata = table.protocol, table.metadata
-    where = table.log.parent
+def check_supported(
+    where: Path, protocol: dict[str, Any], metadata: dict[str, Any], schema_string: str
+) -> None:
+    """Raise :class:`Unsupported` when the table at ``where`` needs more of a writer than kraftlake's commits
+    give it, or its schema is not ``schema_string``."""
     writer = int(protocol.get("minWriterVersion", 1))
     reader = int(protocol.get("minReaderVersion", 1))
     if writer >= 7:
@@ -373,7 +375,7 @@ def append(
     with table.lock:
         if table.txns.get(app_id, -1) >= txn_version:
             return Appended(None)
-        _check_supported(table, schema_string)
+        check_supported(log.parent, table.protocol, table.metadata, schema_string)
         schema = json.loads(table.metadata["schemaString"])
         _check_not_null(log.parent, schema, rows)
         stats = file_stats(

@@ -37,9 +37,9 @@ from kraftlake.spark.delta_append import (
     CommitConflict,
     DeltaAppendError,
     Unsupported,
-    _check_supported,
     _read_commit,
     _stats_columns,
+    check_supported,
     checkpoint_actions,
     commits_after,
     file_stats,
@@ -191,7 +191,7 @@ def replace(
     :class:`CommitConflict` when a winning commit removed one of ``removed`` or changed the metadata or protocol.
     """
     log = snap.path / "_delta_log"
-    _check_supported_table(snap)
+    check_supported(snap.path, snap.protocol, snap.metadata, snap.metadata.get("schemaString", "{}"))
     tight = "deletionVectors" in (snap.protocol.get("writerFeatures") or ())
     written: list[Path] = []
     try:
@@ -260,12 +260,3 @@ def replace(
             data.unlink(missing_ok=True)
         raise
     return Replaced(version, version % snap.checkpoint_interval == 0)
-
-
-def _check_supported_table(snap: Snapshot) -> None:
-    from kraftlake.spark.delta_append import _Table
-
-    _check_supported(
-        _Table(snap.path / "_delta_log", snap.version, {}, snap.protocol, snap.metadata, None),
-        snap.metadata.get("schemaString", "{}"),
-    )

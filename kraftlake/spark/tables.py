@@ -247,7 +247,7 @@ def create_table(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
                 "isolationLevel": "Serializable",
                 "isBlindAppend": True,
                 "operationMetrics": {},
-                "engineInfo": f"kraftlake Apache-Spark/{spark.version}",
+                "engineInfo": _engine(spark),
                 "txnId": str(uuid.uuid4()),
             }
         },
@@ -400,7 +400,7 @@ def append_arrow(spark: SparkSession, warehouse: str | Path, name: str, rows: An
             schema_string=schema.json(),
             app_id=APP_ID,
             txn_version=txn_version,
-            engine_info=f"kraftlake Apache-Spark/{spark.version}",
+            engine_info=_engine(spark),
         )
     except delta_append.Unsupported:
         append(spark.createDataFrame(rows, schema=schema), warehouse, name, txn_version)
@@ -725,7 +725,6 @@ def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    engine = f"kraftlake Apache-Spark/{spark.version}"
     closes_snap = delta_rewrite.snapshot(table_path(warehouse, CLOSES))
     files = list(closes_snap.files.values())
     parts = [delta_rewrite.read_file(closes_snap, f, ["entity", "key", "to_offset"]) for f in files]
@@ -734,19 +733,39 @@ def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
         return 0
     for table in sorted(pc.unique(closes.column("entity")).to_pylist()):
         mine = closes.filter(pc.equal(closes.column("entity"), table))
-        _fold_table_here(spark, warehouse, table, mine.select(["key", "to_offset"]), engine)
+        _fold_table_here(spark, warehouse, table, mine.select(["key", "to_offset"]))
     # every row of these files is folded now (the closes appended since are in files of later versions)
-    done = delta_rewrite.replace(
-        closes_snap, files, [], operation="DELETE", parameters={"predicate": "folded"}, engine_info=engine
-    )
-    if done.checkpoint_due:
-        _checkpoint_later(spark, table_path(warehouse, CLOSES))
+    _replace(spark, closes_snap, files, [], "DELETE", "folded")
     return int(closes.num_rows)
 
 
-def _fold_table_here(
-    spark: SparkSession, warehouse: str | Path, table: str, closes: Any, engine: str
+def _engine(spark: SparkSession) -> str:
+    """The ``engineInfo`` of the commits kraftlake writes."""
+    return f"kraftlake Apache-Spark/{spark.version}"
+
+
+def _replace(
+    spark: SparkSession,
+    snap: Any,
+    removed: list[dict[str, Any]],
+    added: list[Any],
+    operation: str,
+    predicate: str,
 ) -> None:
+    """:func:`kraftlake.spark.delta_rewrite.replace`, with Delta's checkpoint when the version is due one."""
+    done = delta_rewrite.replace(
+        snap,
+        removed,
+        added,
+        operation=operation,
+        parameters={"predicate": predicate},
+        engine_info=_engine(spark),
+    )
+    if done.checkpoint_due:
+        _checkpoint_later(spark, str(snap.path))
+
+
+def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, closes: Any) -> None:
     """Set the ``to_offset`` of the open versions of ``table`` that a pending close (``closes``: ``key``,
     ``to_offset``) ends: the first close of the version's key after its ``from_offset``. Only the files
     holding such a version are rewritten; the matching is Arrow's (a join on the key, the minimum per row)."""
@@ -766,7 +785,8 @@ def _fold_table_here(
             continue  # every version of the file is closed
         rows = delta_rewrite.read_file(snap, add)
         to = rows.column("to_offset")
-        at = pc.indices_nonzero(pc.is_null(to))
+        open_ = pc.is_null(to)
+        at = pc.indices_nonzero(open_)
         if not len(at):
             continue
         opened = rows.select([*key, "from_offset"]).take(at)
@@ -783,7 +803,7 @@ def _fold_table_here(
             continue
         first = matched.group_by("row").aggregate([("end", "min")])
         values = np.asarray(to.fill_null(0).to_numpy(), dtype=np.int64).copy()
-        missing = np.asarray(pc.is_null(to).to_numpy(zero_copy_only=False)).copy()
+        missing = np.asarray(open_.to_numpy(zero_copy_only=False)).copy()
         where = first.column("row").to_numpy()
         values[where] = first.column("end_min").to_numpy()
         missing[where] = False
@@ -792,16 +812,7 @@ def _fold_table_here(
         removed.append(add)
         added.append(rows.set_column(index, rows.schema.field(index), new_to))
     if removed:
-        done = delta_rewrite.replace(
-            snap,
-            removed,
-            added,
-            operation="MERGE",
-            parameters={"predicate": "pending closes"},
-            engine_info=engine,
-        )
-        if done.checkpoint_due:
-            _checkpoint_later(spark, path)
+        _replace(spark, snap, removed, added, "MERGE", "pending closes")
 
 
 def _close_keys(rows: Any, key: tuple[str, ...]) -> Any:
