@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables import OFFSETS, RETENTION, history_query, table_ref
+from kraftlake.spark.tables import BOUNDS, history_query, table_ref
 from pipelines.output import is_epoch_ms_column, with_time
 
 
@@ -34,12 +34,11 @@ def ask(spark: SparkSession, question: str, sql: str) -> Answer:
 def offset_range(spark: SparkSession, warehouse: str | Path) -> tuple[int, int]:
     """The first and last offset the warehouse still answers for (compaction moves the first)."""
     parts = table_ref(warehouse, "partitions")
-    offsets = table_ref(warehouse, OFFSETS)
-    # versions that outlived a retention cut start below it: the first answerable offset is the cut
+    # versions that outlived a retention cut start below it: the first answerable offset is the cut; the last is
+    # the commit point the SQL functions answer up to
     row = spark.sql(
-        f"SELECT greatest((SELECT coalesce(min(from_offset), 0) FROM {parts}), "
-        f"(SELECT coalesce(max(retained_from), 0) FROM {table_ref(warehouse, RETENTION)})) AS lo, "
-        f"(SELECT max(offset) FROM {offsets}) AS hi"
+        f"SELECT greatest((SELECT coalesce(min(from_offset), 0) FROM {parts}), coalesce(b.r, 0)) AS lo, b.m AS hi "
+        f"FROM (SELECT max(retained_from) AS r, max(committed_to) AS m FROM {table_ref(warehouse, BOUNDS)}) b"
     ).first()
     assert row is not None
     return int(row.lo), int(row.hi)

@@ -5,7 +5,7 @@ the *retention snapshot* S on: the newest stored snapshot at or below the oldest
 (``N - retain_offsets``, or the first offset of the last ``retain_hours``). Below S the tables then hold nothing a
 query at an offset >= S needs: ``metadata_log`` rows at or below S, history versions that ended at or before S
 and older snapshots are deleted. Queries at offsets before S are outside the retained history: S is recorded in
-the ``retention`` table before the deletes, and ``reconstruct``, the ``<entity>_at(N)`` / ``_at_time`` SQL
+the ``bounds`` table before the deletes, and ``reconstruct``, the ``<entity>_at(N)`` / ``_at_time`` SQL
 functions and the commands over them say so rather than answer with what outlived the cut.
 
 Before the deletes it folds the pending ``closes`` (the ends of versions the stream appended rather than
@@ -53,12 +53,14 @@ from pyspark.sql import SparkSession
 
 from kraftlake.progress import Progress
 from kraftlake.spark.tables import (
+    BOUNDS,
     CLOSES,
     HISTORY_TABLES,
     LOG,
     OFFSETS,
     SNAPSHOTS,
     conflict_errors,
+    ensure_bounds,
     fold_closes,
     has_snapshot,
     last_offset,
@@ -70,7 +72,7 @@ from kraftlake.spark.tables import (
 )
 from pipelines.reconstruct import image_at_offset
 
-COMPACTED = (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS)
+COMPACTED = (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, BOUNDS)
 #: Commits read back from a table's history; with no OPTIMIZE among them the table counts as unoptimized.
 HISTORY_LIMIT = 200
 STATE_FILE = Path("_compact") / "state.json"
@@ -358,6 +360,7 @@ def compact(
     retried: list[int] = []  # one entry per retry after a lost Delta commit conflict
     retry = partial(retry_conflicts, on_retry=retried.append, backoff_s=retry_backoff_s)
     conflicts = conflict_errors()
+    ensure_bounds(spark, warehouse)
     n = last_offset(spark, warehouse) if offset is None else offset
     if checkpoint_dir is None and has_snapshot(spark, warehouse, n):
         # nothing committed since the snapshot at n (a scheduled run with nothing new): no image to rebuild.

@@ -43,6 +43,7 @@ from kraftlake.spark.tables import (
     fold_closes,
     last_offset,
     max_from_offsets,
+    publish_commit_point,
     retry_conflicts,
     to_stored_log,
     wait_checkpoints,
@@ -102,7 +103,8 @@ def commit_slice(
     phases: dict[str, float] | None = None,
 ) -> None:
     """Write one slice to every table it touches (``metadata_log`` and the history tables side by side),
-    ``offsets`` last (the commit point).
+    ``offsets`` last (the commit point), which is then published to the SQL functions
+    (:func:`kraftlake.spark.tables.publish_commit_point`).
 
     ``write_log(first, last)`` appends the slice's ``metadata_log`` rows beside the history; or it is the future of
     that append, started earlier by the caller, which is waited for before the commit point.
@@ -128,6 +130,8 @@ def commit_slice(
         logged.result()
     t1 = time.monotonic()
     retry_conflicts(lambda: write_offsets(spark, warehouse, batch))
+    if batch.offsets:
+        retry_conflicts(lambda: publish_commit_point(spark, warehouse, batch.last_offset))
     timed["offsets"] = time.monotonic() - t1
     if phases is not None:
         phases.update(timed)
@@ -149,6 +153,9 @@ _RESUME: dict[tuple[int, str], _Resume] = {}
 def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int, str]) -> tuple[_Resume, int]:
     """The builder at the commit point and the highest offset already in ``metadata_log``."""
     done = last_offset(spark, warehouse)
+    if done >= 0:
+        # a run killed between the commit and its publication left the SQL functions behind it
+        retry_conflicts(lambda: publish_commit_point(spark, warehouse, done))
     kept = _RESUME.pop(key, None)
     if kept is not None and done >= 0 and kept.committed == done:
         kept.start = done + 1

@@ -26,10 +26,10 @@ from kraftlake.plot.options import Bound, PlotError, PlotRequest
 from kraftlake.plot.output import save
 from kraftlake.spark.tables import (
     BEFORE_RETAINED,
+    BOUNDS,
     OFFSETS,
-    RETENTION,
     WarehouseError,
-    ensure_retention,
+    ensure_bounds,
     history_query,
     table_ref,
 )
@@ -92,7 +92,7 @@ def resolve_range(
     Raises ``WarehouseError`` for an empty warehouse, a bound below the retained history or past the last
     offset, and a range whose start lies after its end.
     """
-    ensure_retention(spark, warehouse)
+    ensure_bounds(spark, warehouse)
     offsets = table_ref(warehouse, OFFSETS)
     times = {
         f"t{i}": b.time_ms for i, b in enumerate((start, end)) if b is not None and b.time_ms is not None
@@ -103,7 +103,7 @@ def resolve_range(
     )
     row = spark.sql(
         f"SELECT (SELECT min(`offset`) FROM {offsets}) AS first, (SELECT max(`offset`) FROM {offsets}) "
-        f"AS last, (SELECT max(retained_from) FROM {table_ref(warehouse, RETENTION)}) AS r{at_time}"
+        f"AS last, (SELECT max(retained_from) FROM {table_ref(warehouse, BOUNDS)}) AS r{at_time}"
     ).first()
     assert row is not None
     if row["last"] is None:

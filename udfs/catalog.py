@@ -28,13 +28,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.errors import KraftlakeError
-from kraftlake.spark.tables import CLOSES, HISTORY_TABLES, LOG, OFFSETS, RETENTION, SNAPSHOTS, table_path
+from kraftlake.spark.tables import BOUNDS, CLOSES, HISTORY_TABLES, LOG, OFFSETS, SNAPSHOTS, table_path
 from udfs.sql import register
 
 METASTORE_DIR = "_metastore"
 DEFAULT_DATABASE = "kraftlake"
 #: The warehouse tables registered in the database (``quarantine`` too when validation created it).
-CATALOG_TABLES = (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION, "quarantine")
+CATALOG_TABLES = (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, BOUNDS, "quarantine")
 _DERBY_IN_USE = ("Another instance of Derby may have already booted the database", "XSDB6")
 
 

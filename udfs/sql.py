@@ -10,8 +10,8 @@ catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over 
   replay (pending ``closes`` applied: :func:`kraftlake.spark.tables.state_query`). State at N includes the
   record at N. An offset below the retained history (after ``compact`` deleted it, or before the snapshot a
   warehouse was seeded from) or below 0 raises (``raise_error``, USER_RAISED_EXCEPTION): there the tables hold
-  only the part of the state that outlived the cut. So does an offset past the commit point (the last offset of
-  ``offsets``), which the tables do not hold. :func:`warehouse_errors` turns a refusal into
+  only the part of the state that outlived the cut. So does an offset past the commit point (as published in
+  ``bounds``: :func:`kraftlake.spark.tables.publish_commit_point`), which the tables do not hold. :func:`warehouse_errors` turns a refusal into
   ``WarehouseError``.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
   (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.
@@ -33,7 +33,7 @@ from kraftlake.history import ENTITIES
 from kraftlake.spark.tables import (
     REFUSALS,
     WarehouseError,
-    ensure_retention,
+    ensure_bounds,
     history_columns,
     history_query,
     offset_at_time,
@@ -121,7 +121,7 @@ def register(
     :mod:`udfs.records`); ``temporary=False`` stores the table functions in ``spark``'s catalog, in
     ``database`` (:func:`udfs.catalog.create_functions` is the way to do that), where Python UDFs cannot go.
     """
-    ensure_retention(spark, warehouse)
+    ensure_bounds(spark, warehouse)
     names = []
     for stmt in function_statements(warehouse, temporary, database):
         spark.sql(stmt)

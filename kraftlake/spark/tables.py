@@ -34,7 +34,10 @@ SNAPSHOTS = "snapshots"
 OFFSETS = "offsets"
 #: Ends of history versions not yet written into their tables (see :func:`write_history`).
 CLOSES = "closes"
-#: The offsets from which the history tables hold every state (see :func:`retained_from`).
+#: What the SQL functions answer for: the commit point published after each commit and the retained-from offset
+#: (see :func:`publish_commit_point`, :func:`retained_from`), one small table that a query's guard reads at once.
+BOUNDS = "bounds"
+#: Where warehouses made before ``bounds`` kept the retained-from offset (read once, to fill ``bounds``).
 RETENTION = "retention"
 SNAPSHOTS_DDL = (
     "snapshot_offset BIGINT NOT NULL, epoch INT, timestamp BIGINT, seq INT NOT NULL, type STRING, "
@@ -43,6 +46,7 @@ SNAPSHOTS_DDL = (
 OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT NULL"
 CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
 RETENTION_DDL = "retained_from BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL"
+BOUNDS_DDL = "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT NOT NULL"
 HISTORY_TABLES = tuple(ENTITIES)
 _ENDPOINTS = "ARRAY<STRUCT<name: STRING, host: STRING, port: INT, security_protocol: STRING>>"
 _FEATURES = "ARRAY<STRUCT<name: STRING, min: INT, max: INT>>"
@@ -157,6 +161,8 @@ def table_ddl(name: str) -> str:
         return CLOSES_DDL
     if name == RETENTION:
         return RETENTION_DDL
+    if name == BOUNDS:
+        return BOUNDS_DDL
     raise KeyError(name)
 
 
@@ -178,6 +184,7 @@ def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str
         OFFSETS: ["offset"],
         CLOSES: ["entity", "to_offset"],
         RETENTION: ["retained_from"],
+        BOUNDS: ["committed_to"],
     }.get(name, ["from_offset", "to_offset"])
     props = {}
     if name in ENTITIES:
@@ -283,8 +290,9 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
     if root in _ENSURED and Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
         return
     Path(warehouse).mkdir(parents=True, exist_ok=True)
-    for name in (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, RETENTION):
+    for name in (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, BOUNDS):
         create_table(spark, warehouse, name)
+    ensure_bounds(spark, warehouse)
     _ENSURED.add(root)
 
 
@@ -594,8 +602,15 @@ def _no_row(table: str) -> str:
     )
 
 
-def _retained(warehouse: str | Path) -> str:
-    return f"(SELECT coalesce(max(retained_from), -1) AS r FROM {table_ref(warehouse, RETENTION)}) g"
+def _bounds(warehouse: str | Path) -> str:
+    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), and ``m``, the commit point
+    (NULL before the first commit)."""
+    # both from one small table: each table a query reads costs a Delta scan planning of its own (file
+    # statistics and a Spark job or two), more than the answer's own scan at this size
+    return (
+        f"(SELECT coalesce(max(retained_from), -1) AS r, max(committed_to) AS m "
+        f"FROM {table_ref(warehouse, BOUNDS)}) g"
+    )
 
 
 #: In the message of the error the SQL functions raise for an offset past the warehouse's commit point.
@@ -606,28 +621,24 @@ NEGATIVE = "is negative"
 REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED)
 
 
-def _committed(warehouse: str | Path) -> str:
-    # max(offset) without a filter is answered from Delta's file statistics, not by reading the table
-    return f"(SELECT max(offset) AS m FROM {table_ref(warehouse, OFFSETS)}) l"
-
-
 def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
     """A query of ``table``'s function columns that yields no row, and raises (``raise_error``, Spark's
     USER_RAISED_EXCEPTION) when offset ``at`` is negative, below the retained-from offset
     (:func:`retained_from`: there the history tables hold only the versions that outlived the cut, and the
-    functions would answer with a part of the state), or past the commit point (the last state would answer for
-    an offset the warehouse does not hold, or not yet).
+    functions would answer with a part of the state), or past the published commit point
+    (:func:`publish_commit_point`: the last state would answer for an offset the warehouse does not hold, or not
+    yet).
 
     It is a branch of a UNION ALL (:func:`state_query`'s ``guard``): Spark runs every branch of a union, so it
     raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
     is never evaluated when that side is empty: after data skipping, at an offset below every version.)
     """
     return (
-        f"{_no_row(table)} FROM {_retained(warehouse)} CROSS JOIN {_committed(warehouse)} WHERE CASE "
+        f"{_no_row(table)} FROM {_bounds(warehouse)} WHERE CASE "
         f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' {NEGATIVE}')) "
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
         f"holds the states from offset ', g.r, ' on')) "
-        f"WHEN {at} > l.m THEN raise_error(concat('offset ', {at}, ' {AFTER_COMMITTED} (', l.m, ')')) "
+        f"WHEN {at} > g.m THEN raise_error(concat('offset ', {at}, ' {AFTER_COMMITTED} (', g.m, ')')) "
         f"ELSE false END"
     )
 
@@ -646,28 +657,71 @@ def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> 
     below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
     a snapshot (before the first record of a warehouse that holds the whole log, the state is empty)."""
     return (
-        f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {_retained(warehouse)} "
+        f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {_bounds(warehouse)} "
         f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
         f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
         f"holds the states from offset ', g.r, ' on')) ELSE false END"
     )
 
 
-def ensure_retention(spark: SparkSession, warehouse: str | Path) -> None:
-    """Create the ``retention`` table in a warehouse made before it existed (one with an ``offsets`` table)."""
-    if Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
-        create_table(spark, warehouse, RETENTION)
+def bounds_of(spark: SparkSession, warehouse: str | Path) -> tuple[int | None, int | None]:
+    """(retained-from offset, published commit point) of ``bounds``: what the SQL functions answer for; each
+    None when not recorded (the whole log is held; nothing is committed)."""
+    row = spark.sql(
+        f"SELECT max(retained_from) AS r, max(committed_to) AS m FROM {table_ref(warehouse, BOUNDS)}"
+    ).first()
+    if row is None:
+        return None, None
+    return (None if row["r"] is None else int(row["r"])), (None if row["m"] is None else int(row["m"]))
+
+
+def _append_bounds(
+    spark: SparkSession, warehouse: str | Path, committed: int | None, retained: int | None
+) -> None:
+    rows = [{"committed_to": committed, "retained_from": retained, "recorded_at_ms": int(time.time() * 1000)}]
+    arrow_frame(spark, BOUNDS, rows).write.format("delta").mode("append").save(table_path(warehouse, BOUNDS))
+
+
+def ensure_bounds(spark: SparkSession, warehouse: str | Path) -> None:
+    """Create ``bounds`` in a warehouse that has none, and fill it there from what the SQL functions read before
+    it existed: the commit point (the highest offset in ``offsets``) and the ``retention`` table's retained-from
+    offset. Two file lookups once done."""
+    if not Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        return
+    create_table(spark, warehouse, BOUNDS)
+    if not never_written(warehouse, BOUNDS):
+        return
+    committed = last_offset(spark, warehouse)
+    retained = None
+    if not never_written(warehouse, RETENTION):
+        row = spark.sql(f"SELECT max(retained_from) AS r FROM {table_ref(warehouse, RETENTION)}").first()
+        retained = None if row is None or row["r"] is None else int(row["r"])
+    if committed >= 0 or retained is not None:
+        # a concurrent writer's publish may land first: bounds are read as maxima, so both rows stand
+        _append_bounds(spark, warehouse, committed if committed >= 0 else None, retained)
+
+
+def publish_commit_point(spark: SparkSession, warehouse: str | Path, offset: int) -> None:
+    """Make the states up to ``offset`` answerable by the SQL functions: append it to ``bounds`` once it is
+    committed (``offsets`` written), skipped when already published (``txnVersion`` = ``offset``).
+
+    The functions read it there rather than as ``max(offset)`` of ``offsets`` because one small table answers
+    both of their bounds in one scan. It trails the commit point by one small append; a writer killed between
+    the two publishes it when it starts again (``ingest``, ``stream``), and until then the functions refuse the
+    offsets above it as past the commit point.
+    """
+    rows = [{"committed_to": int(offset), "retained_from": None, "recorded_at_ms": int(time.time() * 1000)}]
+    append_rows(spark, warehouse, BOUNDS, rows, int(offset))
 
 
 def retained_from(spark: SparkSession, warehouse: str | Path) -> int | None:
     """The offset from which the history tables hold every state, None when they hold all of the log's.
 
-    Recorded by ``compact`` when retention deletes the history below a snapshot S (versions that ended at or
-    before S go, so a state below S would come back as a part of itself), and when a warehouse is seeded from a
-    snapshot (a log that does not start at 0: the history starts there). Only ever raised.
+    Recorded (in ``bounds``) by ``compact`` when retention deletes the history below a snapshot S (versions that
+    ended at or before S go, so a state below S would come back as a part of itself), and when a warehouse is
+    seeded from a snapshot (a log that does not start at 0: the history starts there). Only ever raised.
     """
-    row = spark.sql(f"SELECT max(retained_from) AS r FROM {table_ref(warehouse, RETENTION)}").first()
-    return None if row is None or row["r"] is None else int(row["r"])
+    return bounds_of(spark, warehouse)[0]
 
 
 def record_retained_from(spark: SparkSession, warehouse: str | Path, offset: int) -> bool:
@@ -679,10 +733,7 @@ def record_retained_from(spark: SparkSession, warehouse: str | Path, offset: int
     current = retained_from(spark, warehouse)
     if current is not None and current >= offset:
         return False
-    rows = [{"retained_from": int(offset), "recorded_at_ms": int(time.time() * 1000)}]
-    arrow_frame(spark, RETENTION, rows).write.format("delta").mode("append").save(
-        table_path(warehouse, RETENTION)
-    )
+    _append_bounds(spark, warehouse, None, int(offset))
     return True
 
 

@@ -59,7 +59,7 @@ def _actions(path: str) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.parametrize("name", [LOG, "partitions", "offsets", "closes", "snapshots", "retention"])
+@pytest.mark.parametrize("name", [LOG, "partitions", "offsets", "closes", "snapshots", "retention", "bounds"])
 def test_a_table_as_delta_spark_creates_it(spark: Any, tmp_path: Path, name: str) -> None:
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     assert create_table(spark, ours, name)
