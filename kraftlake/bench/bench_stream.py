@@ -9,7 +9,8 @@ Two runs, each into a fresh warehouse, in one Spark session:
 - **latency**: a 3-voter ``LocalQuorum`` (fsync on) in the driver, a producer thread appending the same log's
   record values at ``RATE`` records/s for ``SECONDS``, and ``stream --source service`` with a 1 s trigger.
   A record's commit-to-queryable latency is the wall time from its append (the timestamp the leader gives its
-  batch) to the commit point of the micro-batch that holds it (its ``offsets`` row is written; queries see it).
+  batch) to the commit point of the micro-batch that holds it (its ``offsets`` row is written and published to
+  the SQL functions in ``bounds``: queries see it).
   Figures: p50/p99 over every record, and whether the stream kept up (records behind at the end); ``steady_``
   p50/p99 over the records appended after the first commit (the first micro-batch also holds what was appended
   while the query started), and the micro-batches' p50 time after the first.
