@@ -8,6 +8,7 @@ from typing import TextIO
 
 from pyspark.sql import SparkSession
 
+from kraftlake.spark.tables import ensure_bounds
 from kraftlake.spark.validate import ValidationReport, validate_warehouse
 
 
@@ -15,6 +16,7 @@ def validate(
     spark: SparkSession, warehouse: str | Path, tables: list[str] | None = None, build_docs: bool = True
 ) -> ValidationReport:
     """The suites over ``warehouse`` (every table by default); see :mod:`kraftlake.spark.validate`."""
+    ensure_bounds(spark, warehouse)  # a warehouse made before the table: its suite checks it as well
     return validate_warehouse(spark, warehouse, tables, build_docs=build_docs)
 
 

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES
-from kraftlake.spark.tables import LOG, OFFSETS, history_query, table_path, table_ref
+from kraftlake.spark.tables import BOUNDS, LOG, OFFSETS, history_query, table_path, table_ref
 
 QUARANTINE = "quarantine"
 GX_PROJECT = "_gx"
@@ -232,6 +232,19 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
                 FROM {batch} HAVING count(*) > 0 AND count(DISTINCT offset) <> max(offset) - min(offset) + 1""",
             ),
             _epochs_non_decreasing("offsets_epochs_non_decreasing", "offsets"),
+        ],
+        BOUNDS: [
+            # the SQL functions answer up to the published commit point: past the last committed offset they
+            # would answer for states the history tables do not hold
+            _sql_rows(
+                "bounds_commit_point_committed",
+                "bounds: the published commit point is never past the last offset of offsets",
+                f"""
+                SELECT b.m AS published, o.last AS last_offset
+                FROM (SELECT max(committed_to) AS m FROM {{batch}}) b
+                CROSS JOIN (SELECT max(offset) AS last FROM {table_ref(warehouse, OFFSETS)}) o
+                WHERE b.m > coalesce(o.last, -1)""",
+            ),
         ],
         LOG: [
             _named("log_offset_unique", E.ExpectColumnValuesToBeUnique(column="offset")),

@@ -74,6 +74,8 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(
     offsets = table_ref(warehouse, "offsets")
     mid = spark.sql(f"SELECT CAST(avg(offset) AS BIGINT) AS m FROM {offsets}").first()["m"]
     spark.sql(f"DELETE FROM {offsets} WHERE offset = {mid}")
+    # a commit point published past the last committed offset
+    spark.sql(f"INSERT INTO {table_ref(warehouse, 'bounds')} SELECT max(offset) + 5, NULL, 0 FROM {offsets}")
     out = io.StringIO()
     with redirect_stdout(out):
         code = main(
@@ -87,12 +89,18 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(
                 "partitions",
                 "--table",
                 "topics",
+                "--table",
+                "bounds",
             ]
         )
     text = out.getvalue()
     assert code == 1, text
     failed = set(re.findall(r"^FAILED (\w+): (\w+) ", text, re.M))
-    assert failed == {("partitions", "isr_subset_of_replicas"), ("offsets", "offsets_contiguous")}, text
+    assert failed == {
+        ("partitions", "isr_subset_of_replicas"),
+        ("offsets", "offsets_contiguous"),
+        ("bounds", "bounds_commit_point_committed"),
+    }, text
     assert "(unexpected_rows_expectation)" in text and "data docs (local_site): file://" in text
 
 
