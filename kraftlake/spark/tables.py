@@ -606,7 +606,7 @@ def _bounds(warehouse: str | Path) -> str:
     """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), and ``m``, the commit point
     (NULL before the first commit)."""
     # both from one small table: each table a query reads costs a Delta scan planning of its own (file
-    # statistics and a Spark job or two), more than the answer's own scan at this size
+    # statistics and a Spark job or two), whatever the table's size
     return (
         f"(SELECT coalesce(max(retained_from), -1) AS r, max(committed_to) AS m "
         f"FROM {table_ref(warehouse, BOUNDS)}) g"
