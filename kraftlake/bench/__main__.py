@@ -1,4 +1,8 @@
-"""Run every benchmark module and write bench/results.json."""
+"""Run every benchmark module and write bench/results.json.
+
+With ``--only``, the benchmarks not run keep the figures the file already holds (``measured_at`` says when each
+benchmark's figures were taken), so measuring one does not erase the others.
+"""
 
 from __future__ import annotations
 
@@ -24,11 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     only = {n for n in args.only.split(",") if n}
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    kept = _previous(out) if only else {}
     results: dict[str, Any] = {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "started": _now(),
         "python": sys.version.split()[0],
         "machine": platform.machine(),
-        "benchmarks": {},
+        "benchmarks": dict(kept.get("benchmarks", {})),
+        "measured_at": dict(kept.get("measured_at", {})),
     }
     names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name.startswith("bench_"))
     status = 0
@@ -44,13 +51,32 @@ def main(argv: list[str] | None = None) -> int:
             figures = {"error": f"{type(exc).__name__}: {exc}"}
             status = 1
         results["benchmarks"][short] = figures
+        results["measured_at"][short] = _now()
         for key, value in figures.items():
             print(f"   {key}: {value}")
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     print(f"wrote {out}")
     return status
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _previous(out: Path) -> dict[str, Any]:
+    """The results file as a previous run left it ({} when there is none or it is not ours)."""
+    try:
+        data = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), dict):
+        return {}
+    measured = data.get("measured_at")
+    if not isinstance(measured, dict):
+        # written before measured_at existed: every figure is from that run
+        measured = {name: data.get("started") for name in data["benchmarks"]}
+    return {"benchmarks": data["benchmarks"], "measured_at": measured}
 
 
 if __name__ == "__main__":
