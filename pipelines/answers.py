@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables import BOUNDS, history_query, table_ref
+from kraftlake.spark.tables import bounds_relation, history_query, table_ref
 from pipelines.output import is_epoch_ms_column, with_time
 
 
@@ -37,8 +37,8 @@ def offset_range(spark: SparkSession, warehouse: str | Path) -> tuple[int, int]:
     # versions that outlived a retention cut start below it: the first answerable offset is the cut; the last is
     # the commit point the SQL functions answer up to
     row = spark.sql(
-        f"SELECT greatest((SELECT coalesce(min(from_offset), 0) FROM {parts}), coalesce(b.r, 0)) AS lo, b.m AS hi "
-        f"FROM (SELECT max(retained_from) AS r, max(committed_to) AS m FROM {table_ref(warehouse, BOUNDS)}) b"
+        f"SELECT greatest((SELECT coalesce(min(from_offset), 0) FROM {parts}), g.r) AS lo, g.m AS hi "
+        f"FROM {bounds_relation(warehouse)}"
     ).first()
     assert row is not None
     return int(row.lo), int(row.hi)

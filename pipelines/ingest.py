@@ -44,6 +44,7 @@ from kraftlake.spark.tables import (
     last_offset,
     max_from_offsets,
     publish_commit_point,
+    resume_point,
     retry_conflicts,
     to_stored_log,
     wait_checkpoints,
@@ -152,10 +153,7 @@ _RESUME: dict[tuple[int, str], _Resume] = {}
 
 def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int, str]) -> tuple[_Resume, int]:
     """The builder at the commit point and the highest offset already in ``metadata_log``."""
-    done = last_offset(spark, warehouse)
-    if done >= 0:
-        # a run killed between the commit and its publication left the SQL functions behind it
-        retry_conflicts(lambda: publish_commit_point(spark, warehouse, done))
+    done = resume_point(spark, warehouse)
     kept = _RESUME.pop(key, None)
     if kept is not None and done >= 0 and kept.committed == done:
         kept.start = done + 1

@@ -26,9 +26,9 @@ from kraftlake.plot.options import Bound, PlotError, PlotRequest
 from kraftlake.plot.output import save
 from kraftlake.spark.tables import (
     BEFORE_RETAINED,
-    BOUNDS,
     OFFSETS,
     WarehouseError,
+    bounds_relation,
     ensure_bounds,
     history_query,
     table_ref,
@@ -103,13 +103,13 @@ def resolve_range(
     )
     row = spark.sql(
         f"SELECT (SELECT min(`offset`) FROM {offsets}) AS first, (SELECT max(`offset`) FROM {offsets}) "
-        f"AS last, (SELECT max(retained_from) FROM {table_ref(warehouse, BOUNDS)}) AS r{at_time}"
+        f"AS last, (SELECT g.r FROM {bounds_relation(warehouse)}) AS r{at_time}"
     ).first()
     assert row is not None
     if row["last"] is None:
         raise WarehouseError(f"{warehouse} holds no records yet")
     first, last = int(row["first"]), int(row["last"])
-    retained = None if row["r"] is None else int(row["r"])
+    retained = None if row["r"] < 0 else int(row["r"])
     first = max(first, retained or 0)
 
     def at(name: str) -> int | None:

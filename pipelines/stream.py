@@ -57,7 +57,7 @@ from kraftlake.spark.tables import (
     fold_closes,
     last_offset,
     pending_closes,
-    publish_commit_point,
+    resume_point,
     retry_conflicts,
     to_stored_log,
     wait_checkpoints,
@@ -315,10 +315,8 @@ def _builder_at_commit_point(
     spark: SparkSession, warehouse: str | Path, source: str, options: dict[str, str]
 ) -> tuple[HistoryBuilder, int, int]:
     """(builder, commit point, first offset to read) for a warehouse, seeding it from a snapshot if needed."""
-    done = last_offset(spark, warehouse)
+    done = resume_point(spark, warehouse)
     if done >= 0:
-        # a run killed between the commit and its publication left the SQL functions behind it
-        retry_conflicts(lambda: publish_commit_point(spark, warehouse, done))
         return HistoryBuilder(image_at_offset(spark, warehouse, done)), done, done + 1
     if source == "log-dir":
         image, start = starting_point(options["path"])

@@ -602,9 +602,9 @@ def _no_row(table: str) -> str:
     )
 
 
-def _bounds(warehouse: str | Path) -> str:
-    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), and ``m``, the commit point
-    (NULL before the first commit)."""
+def bounds_relation(warehouse: str | Path) -> str:
+    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), and ``m``, the published
+    commit point (NULL before the first commit)."""
     # both from one small table: each table a query reads costs a Delta scan planning of its own (file
     # statistics and a Spark job or two), whatever the table's size
     return (
@@ -634,7 +634,7 @@ def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
     is never evaluated when that side is empty: after data skipping, at an offset below every version.)
     """
     return (
-        f"{_no_row(table)} FROM {_bounds(warehouse)} WHERE CASE "
+        f"{_no_row(table)} FROM {bounds_relation(warehouse)} WHERE CASE "
         f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' {NEGATIVE}')) "
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
         f"holds the states from offset ', g.r, ' on')) "
@@ -657,7 +657,7 @@ def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> 
     below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
     a snapshot (before the first record of a warehouse that holds the whole log, the state is empty)."""
     return (
-        f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {_bounds(warehouse)} "
+        f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {bounds_relation(warehouse)} "
         f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
         f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
         f"holds the states from offset ', g.r, ' on')) ELSE false END"
@@ -667,18 +667,19 @@ def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> 
 def bounds_of(spark: SparkSession, warehouse: str | Path) -> tuple[int | None, int | None]:
     """(retained-from offset, published commit point) of ``bounds``: what the SQL functions answer for; each
     None when not recorded (the whole log is held; nothing is committed)."""
-    row = spark.sql(
-        f"SELECT max(retained_from) AS r, max(committed_to) AS m FROM {table_ref(warehouse, BOUNDS)}"
-    ).first()
-    if row is None:
-        return None, None
-    return (None if row["r"] is None else int(row["r"])), (None if row["m"] is None else int(row["m"]))
+    row = spark.sql(f"SELECT g.r, g.m FROM {bounds_relation(warehouse)}").first()
+    assert row is not None  # an aggregate without GROUP BY: one row
+    return (None if row["r"] < 0 else int(row["r"])), (None if row["m"] is None else int(row["m"]))
+
+
+def _bounds_rows(committed: int | None, retained: int | None) -> list[dict[str, Any]]:
+    return [{"committed_to": committed, "retained_from": retained, "recorded_at_ms": int(time.time() * 1000)}]
 
 
 def _append_bounds(
     spark: SparkSession, warehouse: str | Path, committed: int | None, retained: int | None
 ) -> None:
-    rows = [{"committed_to": committed, "retained_from": retained, "recorded_at_ms": int(time.time() * 1000)}]
+    rows = _bounds_rows(committed, retained)
     arrow_frame(spark, BOUNDS, rows).write.format("delta").mode("append").save(table_path(warehouse, BOUNDS))
 
 
@@ -707,11 +708,19 @@ def publish_commit_point(spark: SparkSession, warehouse: str | Path, offset: int
 
     The functions read it there rather than as ``max(offset)`` of ``offsets`` because one small table answers
     both of their bounds in one scan. It trails the commit point by one small append; a writer killed between
-    the two publishes it when it starts again (``ingest``, ``stream``), and until then the functions refuse the
+    the two publishes it when it starts again (:func:`resume_point`), and until then the functions refuse the
     offsets above it as past the commit point.
     """
-    rows = [{"committed_to": int(offset), "retained_from": None, "recorded_at_ms": int(time.time() * 1000)}]
-    append_rows(spark, warehouse, BOUNDS, rows, int(offset))
+    append_rows(spark, warehouse, BOUNDS, _bounds_rows(int(offset), None), int(offset))
+
+
+def resume_point(spark: SparkSession, warehouse: str | Path) -> int:
+    """The commit point a writer resumes after (:func:`last_offset`), published to the SQL functions first: a
+    writer killed between a commit and its publication left them behind it."""
+    done = last_offset(spark, warehouse)
+    if done >= 0:
+        retry_conflicts(lambda: publish_commit_point(spark, warehouse, done))
+    return done
 
 
 def retained_from(spark: SparkSession, warehouse: str | Path) -> int | None:

@@ -35,6 +35,7 @@ def assert_partitions_at(spark: Any, log: Path, n: int) -> None:
 def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     spark: Any, log_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import kraftlake.spark.tables as tables_module
     import pipelines.ingest as ingest_module
     from kraftlake.spark.tables import AFTER_COMMITTED, WarehouseError, bounds_of, last_offset
     from udfs.sql import register, warehouse_errors
@@ -63,7 +64,9 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
 
     # the next slice commits (offsets written), and the run dies before publishing it
     with monkeypatch.context() as m:
+        # both publications: after each commit (commit_slice) and at the start (resume_point)
         m.setattr(ingest_module, "publish_commit_point", killed)
+        m.setattr(tables_module, "publish_commit_point", killed)
         with pytest.raises(Killed):
             ingest_module.ingest(spark, log_dir, warehouse, batch_records=40)
     q = last_offset(spark, warehouse)
