@@ -27,6 +27,7 @@ import gc
 import json
 import logging
 import os
+import random
 import statistics
 import tempfile
 import time
@@ -55,12 +56,13 @@ def _register_brokers(active: QuorumController, brokers: int) -> dict[int, int]:
     """Register ``brokers`` brokers with the active controller and unfence them with a heartbeat each; returns
     their broker epochs."""
     epochs = {}
+    rng = random.Random(brokers)  # the brokers' own ids (incarnations, directories)
     for b in range(brokers):
         req = BrokerRegistrationRequest(
             b,
-            random_uuid(active.rng),
+            random_uuid(rng),
             (Listener("PLAINTEXT", f"b{b}", 9092),),
-            log_dirs=(random_uuid(active.rng),),
+            log_dirs=(random_uuid(rng),),
         )
         r = active.handle_register_broker(req, 0)
         active.execute(r)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from kraftlake.controller.config import LATEST_PRODUCTION, ControllerConfig
 from kraftlake.controller.errors import AppendError, ControllerError, NotActiveError
+from kraftlake.controller.ids import TopicIdMinter, random_uuid
 from kraftlake.controller.memory_log import MemoryMetadataLog
 from kraftlake.controller.partition_change import Election, PartitionChangeBuilder
-from kraftlake.controller.quorum_controller import MetadataAppender, QuorumController, random_uuid
+from kraftlake.controller.quorum_controller import MetadataAppender, QuorumController
 from kraftlake.controller.requests import (
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
@@ -52,6 +53,7 @@ __all__ = [
     "PartitionIsrUpdate",
     "QuorumController",
     "ResourceType",
+    "TopicIdMinter",
     "TopicResult",
     "TopicsResponse",
     "UpgradeType",

@@ -29,8 +29,6 @@ the atomic outcome, so there is no flag.
 
 from __future__ import annotations
 
-import base64
-import random
 import re
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -48,6 +46,7 @@ from kraftlake.controller.config import (
     register_broker_record_version,
 )
 from kraftlake.controller.errors import NotActiveError
+from kraftlake.controller.ids import TopicIdMinter
 from kraftlake.controller.partition_change import (
     RECOVERED,
     RECOVERING,
@@ -88,8 +87,6 @@ METADATA_VERSION = "metadata.version"
 TOPIC = int(ResourceType.TOPIC)
 BROKER = int(ResourceType.BROKER)
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-_ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
-_METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAA"
 _BROKER_CHANGE = m.BrokerRegistrationChangeRecord
 
@@ -142,14 +139,6 @@ class BrokerSession:
     controlled_shutdown_offset: int = -1
 
 
-def random_uuid(rng: random.Random) -> str:
-    """Kafka's ``Uuid.randomUuid`` with a seeded generator: never zero, the metadata topic id or '-'-led."""
-    while True:
-        u = base64.urlsafe_b64encode(rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
-        if u not in (_ZERO_UUID, _METADATA_TOPIC_ID) and not u.startswith("-"):
-            return u
-
-
 def _without(items: Sequence[int], drop: int) -> tuple[int, ...]:
     return tuple(x for x in items if x != drop)
 
@@ -170,8 +159,9 @@ class QuorumController:
     config : ControllerConfig
     node_id : int
         This controller's node id (for messages only).
-    seed : int
-        Seeds the generator of topic ids and incarnation-free choices, so simulations are deterministic.
+    seed : int or None
+        Seeds the generator of topic ids (one stream per term, see ``kraftlake.controller.ids``), so that
+        simulations are reproducible; None draws them from the operating system's generator, as Kafka does.
     image : MetadataImage
         The committed image to start from (a snapshot's), EMPTY for a new log.
     """
@@ -181,12 +171,12 @@ class QuorumController:
         config: ControllerConfig | None = None,
         *,
         node_id: int = 0,
-        seed: int = 0,
+        seed: int | None = None,
         image: MetadataImage = EMPTY,
     ) -> None:
         self.config = config or ControllerConfig()
         self.node_id = node_id
-        self.rng = random.Random(seed)
+        self.topic_ids = TopicIdMinter(seed, node_id, image)
         # None while active: the committed image then moves by whole images (``_pending``), and a loader is
         # built only when replay resumes (``deactivate``)
         self._committed_loader: ImageLoader | None = ImageLoader(image)
@@ -249,6 +239,7 @@ class QuorumController:
         loader = self._standby_loader()
         loader.feed_batch(records, base_offset, epoch, timestamps)
         self.broker_partitions.observe_all(records)
+        self.topic_ids.observe_all(records)
         self._committed = loader.image()
 
     def handle_commit(self, records: Iterable[MetadataRecord]) -> None:
@@ -261,10 +252,13 @@ class QuorumController:
             loader = self._standby_loader()
             feed = loader.feed
             observe = self.broker_partitions.observe
+            taken = self.topic_ids.observe_all
             for mr in records:
                 feed(mr)
                 if not mr.is_control:
                     observe(mr.type, mr.record)
+                    if mr.type == "TopicRecord":
+                        taken((mr.record,))
             # publish per batch (as Kafka's loader does) so the image stays hot for a failover
             self._committed = loader.image()
             return
@@ -308,6 +302,7 @@ class QuorumController:
         self._active = True
         self._epoch = epoch
         self._appender = appender
+        self.topic_ids.start_term(epoch, appender.end_offset())
         self._latest = ImageLoader(base)
         self._latest_image = base
         self._pending.clear()
@@ -409,6 +404,7 @@ class QuorumController:
             typed = [rec for rec, _ in chunk]
             latest.feed_batch(typed, base, self._epoch, 0)
             self.broker_partitions.observe_all(typed)
+            self.topic_ids.observe_all(typed)
             last = base + len(chunk) - 1
             self._next_offset = last + 1
             if i + limit < len(records):
@@ -870,7 +866,7 @@ class QuorumController:
                     results.append(TopicResult(t.name, _error(Errors.INVALID_REPLICATION_FACTOR, str(exc))))
                     continue
                 self._placement_start += 1
-            topic_id = random_uuid(self.rng)
+            topic_id = self.topic_ids.mint(img)
             seen.add(t.name)
             records.append((m.TopicRecord(name=t.name, topic_id=topic_id), 0))
             for name in sorted(t.configs):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kraftlake.image.errors import ReplayError
+from kraftlake.image.errors import ReplayError, TopicIdReusedError
 from kraftlake.image.image import ConfigKey, MetadataImage, QuotaEntity, ScramKey
 from kraftlake.image.model import (
     LEADER_RECOVERY_NO_CHANGE,
@@ -437,8 +437,19 @@ class MetadataDelta:
     # -- topics -------------------------------------------------------------------------------------------
 
     def _topic(self, r: Any) -> None:
-        self._topics[r.topic_id] = _TopicDelta(r.name, r.topic_id, {}, created=True)
-        self._created_by_name[r.name] = r.topic_id
+        topic_id = r.topic_id
+        live = self._topics.get(topic_id)
+        if live is not None:
+            name: str | None = live.name
+        else:
+            t = self.image.topics_by_id.get(topic_id)
+            name = t.name if t is not None and topic_id not in self._deleted_topics else None
+        if name is not None and name != r.name:
+            raise TopicIdReusedError(
+                f"TopicRecord creates topic {r.name!r} with the id {topic_id} of the live topic {name!r}"
+            )
+        self._topics[topic_id] = _TopicDelta(r.name, topic_id, {}, created=True)
+        self._created_by_name[r.name] = topic_id
 
     def _topic_delta(self, topic_id: str, what: str) -> _TopicDelta:
         td = self._topics.get(topic_id)

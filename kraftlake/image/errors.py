@@ -24,6 +24,11 @@ class ReplayError(ImageError):
     """Raised when a record cannot be applied to an image (Kafka's loader reports the same as a fault)."""
 
 
+class TopicIdReusedError(ReplayError):
+    """Raised when a TopicRecord names a topic id that is live under another name: Kafka's controller draws a
+    new random id for every topic, so a log holding it was not written by Kafka's rules."""
+
+
 class TransactionError(ReplayError):
     """Raised when Begin/End/AbortTransaction records are out of order."""
 
@@ -41,7 +46,21 @@ def located(exc: ImageError, source: str, offset: int | None) -> ImageError:
     """``exc`` as the same class, its message prefixed with the file and offset of the record at fault."""
     if exc.source is not None:
         return exc
+    message = str(exc)
+    if exc.offset is not None:  # named by `at_offset`: said once, beside the file
+        offset = exc.offset
+        message = message.removeprefix(f"offset {offset}: ")
     where = source if offset is None else f"{source} (offset {offset})"
-    out = type(exc)(f"{where}: {exc}")
+    out = type(exc)(f"{where}: {message}")
     out.source, out.offset = source, offset
+    return out
+
+
+def at_offset(exc: ImageError, offset: int) -> ImageError:
+    """``exc`` as the same class, its message prefixed with the offset of the record at fault (where the
+    record's source is not known)."""
+    if exc.offset is not None or exc.source is not None:
+        return exc
+    out = type(exc)(f"offset {offset}: {exc}")
+    out.offset = offset
     return out

@@ -26,7 +26,7 @@ from kraftlake.image.delta import (
     merge_partition,
     partition_from_record,
 )
-from kraftlake.image.errors import ReplayError, TransactionError
+from kraftlake.image.errors import ReplayError, TransactionError, at_offset
 from kraftlake.image.image import EMPTY, MetadataImage
 from kraftlake.image.model import Provenance, TopicImage
 
@@ -99,7 +99,10 @@ def replay(image: MetadataImage, mr: Any) -> MetadataImage:
     if txn is not None:
         return image._replace(provenance=prov, txn=(txn[0], txn[1], (mr.record, txn[2])))
     delta = MetadataDelta(image)
-    delta.replay(mr.record, kind)
+    try:
+        delta.replay(mr.record, kind)
+    except ReplayError as exc:
+        raise at_offset(exc, mr.offset) from exc
     return delta.apply(prov)
 
 
@@ -162,7 +165,10 @@ class ImageLoader:
         kind = mr.type
         handler = _HANDLERS.get(kind)
         if handler is not None:
-            handler(self._delta, mr.record)
+            try:
+                handler(self._delta, mr.record)
+            except ReplayError as exc:
+                raise at_offset(exc, mr.offset) from exc
             self._dirty = True
             if self._txn_records is not None:
                 self._txn_records.append(mr.record)
@@ -212,7 +218,10 @@ class ImageLoader:
         for i, rec in enumerate(records):
             handler = handlers.get(type(rec).__name__)
             if handler is not None:
-                handler(delta, rec)
+                try:
+                    handler(delta, rec)
+                except ReplayError as exc:
+                    raise at_offset(exc, base_offset + i) from exc
                 fed = True
                 if txn is not None:
                     txn.append(rec)

@@ -247,7 +247,8 @@ class ControllerHost:
     config
         The controller's configuration.
     seed
-        Seeds the controller's generator (topic ids); a controller built from a snapshot mixes in its offset.
+        Seeds the controller's generator of topic ids (one stream per term: `kraftlake.controller.ids`); None
+        draws them from the operating system's generator.
     clock
         Milliseconds given to the controller at activation (broker sessions start then); wall time by default.
 
@@ -265,7 +266,7 @@ class ControllerHost:
     ) -> None:
         self.node_id = node_id
         self.config = config or ControllerConfig()
-        self.seed = seed if seed is not None else node_id
+        self.seed = seed
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.controller = QuorumController(self.config, node_id=node_id, seed=self.seed)
         self.stats = HostStats()
@@ -575,9 +576,7 @@ class ControllerHost:
 
     def _reset(self, image: MetadataImage) -> None:
         self._deactivate()
-        self.controller = QuorumController(
-            self.config, node_id=self.node_id, seed=hash((self.seed, image.offset)), image=image
-        )
+        self.controller = QuorumController(self.config, node_id=self.node_id, seed=self.seed, image=image)
         self._set_applied(image.offset)
         self._last_data = image.offset
         self.stats.resets += 1
@@ -593,7 +592,7 @@ class ControllerQuorum:
     config
         The controllers' configuration.
     seed
-        Host ``i`` seeds its controller with ``seed + i``.
+        Host ``i`` seeds its controller with ``seed + i``; None (the default) seeds none of them.
     """
 
     def __init__(
@@ -603,13 +602,16 @@ class ControllerQuorum:
         cluster_id: str,
         *,
         config: ControllerConfig | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         fsync: bool = True,
         quorum: QuorumConfig | None = None,
         node_options: dict[str, Any] | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
-        self.hosts = {i: ControllerHost(i, config, seed=seed + i, clock=clock) for i in range(1, voters + 1)}
+        self.hosts = {
+            i: ControllerHost(i, config, seed=None if seed is None else seed + i, clock=clock)
+            for i in range(1, voters + 1)
+        }
         self.local = LocalQuorum(
             voters,
             data_dir,

@@ -42,6 +42,7 @@ from kraftlake.controller import (
 from kraftlake.image import MetadataImage
 from kraftlake.image.model import NO_LEADER
 from kraftlake.sim.errors import InvariantViolation, SimError
+from kraftlake.sim.history_rules import HistoryRules
 
 DEFAULT_WEIGHTS: dict[str, float] = {
     # a lagging replica catches up faster than in-sync ones fall behind: a cluster's ISRs stay (mostly) full
@@ -260,6 +261,10 @@ class ClusterSimulator:
         self._kinds = list(self.weights)
         self._cum_weights = list(itertools.accumulate(self.weights[k] for k in self._kinds))
         self.summary = SimSummary()
+        # the history's rules (topic ids unique, epochs never back), checked on every command's records; built
+        # from the active controller's image at the first command, rebased at each new controller epoch
+        self.history_rules: HistoryRules | None = None
+        self._rules_epoch = -1
         self._rolling: list[int] = []
         self.after_event: Callable[[ClusterSimulator], None] | None = None
 
@@ -282,8 +287,21 @@ class ClusterSimulator:
         err = result.error
         if err is not None and not err.ok:
             self.summary.errors[f"{kind}:{err.error.name}"] += 1
+        rules = self._history_rules()
         self.active.execute(result)
+        rules.check([rec for rec, _ in result.records], self.active.image)
         return result.response
+
+    def _history_rules(self) -> HistoryRules:
+        """The rules, up to date with the active controller's image before its next command."""
+        rules = self.history_rules
+        if rules is None:
+            rules = self.history_rules = HistoryRules(self.active.image)
+        elif self._rules_epoch != self.active.epoch:
+            # what an earlier term appended and did not commit is gone: the history goes on from this image
+            rules.rebase(self.active.image)
+        self._rules_epoch = self.active.epoch
+        return rules
 
     # -- brokers --------------------------------------------------------------------------------------------
 

@@ -111,7 +111,9 @@ class QuorumClusterSimulator(ClusterSimulator):
         err = result.error
         if err is not None and not err.ok:
             self.summary.errors[f"{kind}:{err.error.name}"] += 1
+        rules = self._history_rules()
         self._host.execute(result)
+        rules.check([rec for rec, _ in result.records], self.active.image)
         return result.response
 
     def _begin_epoch(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from typing import Any
 
@@ -37,6 +38,7 @@ class Cluster:
     def __init__(self, brokers: int = 3, config: ControllerConfig | None = None) -> None:
         self.now = 1_000
         self.log = MemoryMetadataLog()
+        self.rng = random.Random(7)  # the brokers' own ids (incarnations, directories)
         self.active = QuorumController(config, node_id=1, seed=7)
         self.standby = QuorumController(config, node_id=2, seed=8)
         self.log.listeners.append(self.active.handle_commit)
@@ -57,9 +59,9 @@ class Cluster:
     def register(self, b: int, previous_epoch: int = -1, incarnation: str | None = None) -> Any:
         req = BrokerRegistrationRequest(
             b,
-            incarnation or random_uuid(self.active.rng),
+            incarnation or random_uuid(self.rng),
             (Listener("PLAINTEXT", "localhost", 9092 + b),),
-            log_dirs=(random_uuid(self.active.rng),),
+            log_dirs=(random_uuid(self.rng),),
             previous_broker_epoch=previous_epoch,
         )
         resp = self.run(self.active.handle_register_broker(req, self.now))

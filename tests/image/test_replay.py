@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kraftlake.image import EMPTY, MetadataImage, replay_all
-from kraftlake.image.errors import ReplayError
+from kraftlake.image import EMPTY, ImageLoader, MetadataImage, replay_all
+from kraftlake.image.errors import ReplayError, TopicIdReusedError
 from kraftlake.image.model import MIGRATING_DIR, Provenance
 from kraftlake.protocol import messages as m
 from tests.image.conftest import envelopes
@@ -332,3 +332,38 @@ def test_noop_and_zk_migration_only_advance_provenance() -> None:
     assert after.state_equals(img)
     assert after.provenance == Provenance(3, 1, 1003)
     assert after != img
+
+
+def test_a_topic_id_live_under_another_name_is_refused_naming_the_offset() -> None:
+    img = topic_with_partition()  # orders under T1, offsets 0-1
+    with pytest.raises(TopicIdReusedError) as info:
+        apply(img, m.TopicRecord(name="payments", topic_id=T1))
+    assert info.value.offset == 2 and str(info.value).startswith("offset 2: ")
+    assert "'payments'" in str(info.value) and T1 in str(info.value) and "'orders'" in str(info.value)
+    # the same within one delta: created and reused before the image is published
+    with pytest.raises(TopicIdReusedError):
+        replay_all(
+            EMPTY,
+            envelopes([m.TopicRecord(name="a", topic_id=T2), m.TopicRecord(name="b", topic_id=T2)]),
+        )
+    # and through the batch path the controllers replay with
+    loader = ImageLoader(img)
+    with pytest.raises(TopicIdReusedError) as info:
+        loader.feed_batch(
+            [
+                m.ConfigRecord(resource_type=2, resource_name="orders", name="x", value="1"),
+                m.TopicRecord(name="payments", topic_id=T1),
+            ],
+            10,
+            1,
+        )
+    assert info.value.offset == 11
+
+
+def test_a_deleted_topics_id_is_not_live_any_more() -> None:
+    # the image holds live state only: a deleted topic's id is the validation suites' and the controller's
+    # concern (Kafka's replay does not look back either)
+    img = apply(
+        topic_with_partition(), m.RemoveTopicRecord(topic_id=T1), m.TopicRecord(name="other", topic_id=T1)
+    )
+    assert img.topics_by_id[T1].name == "other"
