@@ -12,7 +12,9 @@
    and a last AvailableNow run catches up with the quorum's high watermark.
 4. Compaction stores a snapshot at the last offset and drops what the retention no longer needs.
 5. Questions by offset are answered in SQL (printed with their SQL), and one answer is checked against the
-   pure-Python image replayed from a voter's log files (the oracle).
+   pure-Python image replayed from a voter's log files (the oracle); then the warehouse's validation suites
+   (``pipelines.validate``: the rules the history must keep, such as partition epochs increasing per topic
+   id) run over every table.
 6. Beside the answers, the same history is drawn (``pipelines.plots``): under-replicated and offline partitions,
    broker states, the busiest partition's leader and ISR, the configs changed most, as HTML files under
    ``<warehouse>/_plots``.
@@ -20,6 +22,7 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import threading
 import time
@@ -36,10 +39,12 @@ from kraftlake.logformat import METADATA_PARTITION_DIR
 from kraftlake.service.controller_host import ControllerQuorum
 from kraftlake.sim.cluster import ClusterSimConfig, SimSummary
 from kraftlake.sim.quorum_cluster import QuorumClusterSimulator
+from kraftlake.spark.validate import ValidationReport
 from pipelines import answers
 from pipelines.compact import compact
 from pipelines.plots import write_overview
 from pipelines.stream import stream
+from pipelines.validate import print_report, validate
 from udfs import sql as warehouse_sql
 
 CLUSTER_ID = "kraftlake-demo-cluster0"
@@ -79,7 +84,17 @@ class DemoReport:
     oracle_under_replicated: int = -1
     sql_under_replicated: int = -1
     plots: list[Path] = field(default_factory=list)
+    validation: ValidationReport | None = None
     timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """The oracle agrees with SQL and every validation suite passed."""
+        return (
+            self.oracle_under_replicated == self.sql_under_replicated
+            and self.validation is not None
+            and self.validation.success
+        )
 
 
 def _bootstrap(cq: ControllerQuorum) -> str:
@@ -232,5 +247,14 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
         f"{report.oracle_under_replicated} under-replicated partitions; SQL gave {report.sql_under_replicated}: "
         f"{verdict}"
     )
+
+    t3 = time.monotonic()
+    report.validation = validate(spark, warehouse, build_docs=False)
+    report.timings["validate_s"] = time.monotonic() - t3
+    say("")
+    out = io.StringIO()
+    print_report(report.validation, out)
+    for line in out.getvalue().splitlines():
+        say(f"validation: {line}")
     report.timings["total_s"] = time.monotonic() - t0
     return report

@@ -5,7 +5,9 @@ warehouse's validation suites do on the history tables (`kraftlake.spark.validat
 
 - a TopicRecord never names a topic id the log has held before (live or deleted): Kafka draws a new random id
   for every topic, and a history keyed by topic id would mix the two topics' partitions;
-- a partition's epoch grows with each change (`partition_epochs_increase`), and its leader epoch never goes back.
+- a partition's epoch grows with each change (`partition_epochs_increase`), and its leader epoch never goes back;
+- the other values a controller hands out from its state never repeat: a broker's epoch grows with each of its
+  registrations, and each producer id block starts past the previous one.
 
 The simulators call ``check`` after each command the active controller executes, with the image that follows
 it, and ``rebase`` at each new controller epoch (what an earlier term appended and did not commit is gone; the
@@ -23,6 +25,8 @@ from kraftlake.sim.errors import InvariantViolation
 _TOPIC = m.TopicRecord
 _PARTITION = m.PartitionRecord
 _PARTITION_CHANGE = m.PartitionChangeRecord
+_REGISTER_BROKER = m.RegisterBrokerRecord
+_PRODUCER_IDS = m.ProducerIdsRecord
 
 
 class HistoryRules:
@@ -31,6 +35,8 @@ class HistoryRules:
     def __init__(self, image: MetadataImage) -> None:
         self._topic_names: dict[str, str] = {}  # topic id -> the name of the topic first created under it
         self._epochs: dict[tuple[str, int], tuple[int, int]] = {}  # -> (partition epoch, leader epoch)
+        self._broker_epochs: dict[int, int] = {}  # broker id -> the epoch of its last registration
+        self._next_producer_id = -1
         self.checked = 0
         self.rebase(image)
 
@@ -40,6 +46,9 @@ class HistoryRules:
             self._topic_names.setdefault(t.id, t.name)
             for pid, p in t.partitions.items():
                 self._epochs[(t.id, pid)] = (p.partition_epoch, p.leader_epoch)
+        for b in image.brokers.values():
+            self._broker_epochs[b.id] = b.epoch
+        self._next_producer_id = image.next_producer_id
 
     def check(self, records: Iterable[object], image: MetadataImage) -> None:
         """Raise ``InvariantViolation`` if ``records`` (one command's, in order), leading to ``image``, break a
@@ -57,6 +66,23 @@ class HistoryRules:
                 self._topic_names[topic_id] = name
             elif kind is _PARTITION or kind is _PARTITION_CHANGE:
                 touched.add((rec.topic_id, rec.partition_id))  # type: ignore[attr-defined]
+            elif kind is _REGISTER_BROKER:
+                broker, epoch = rec.broker_id, rec.broker_epoch  # type: ignore[attr-defined]
+                last = self._broker_epochs.get(broker)
+                if last is not None and epoch <= last:
+                    raise InvariantViolation(
+                        "broker_epochs_increase",
+                        f"broker {broker} registered with epoch {epoch} after {last}",
+                    )
+                self._broker_epochs[broker] = epoch
+            elif kind is _PRODUCER_IDS:
+                block_end = rec.next_producer_id  # type: ignore[attr-defined]
+                if block_end <= self._next_producer_id:
+                    raise InvariantViolation(
+                        "producer_id_blocks_disjoint",
+                        f"a producer id block ending at {block_end} after one ending at {self._next_producer_id}",
+                    )
+                self._next_producer_id = block_end
         topics = image.topics_by_id
         for key in touched:
             t = topics.get(key[0])

@@ -87,3 +87,27 @@ def test_the_simulator_catches_a_controller_that_reuses_topic_ids() -> None:
     sim = ClusterSimulator(config)
     summary = sim.run()
     assert summary.failovers >= 2 and sim.history_rules is not None and sim.history_rules.checked > 200
+
+
+def _broker(bid: int, epoch: int) -> Any:
+    ep = m.RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host="h", port=9092, security_protocol=0)
+    return m.RegisterBrokerRecord(broker_id=bid, broker_epoch=epoch, incarnation_id=T1, end_points=(ep,))
+
+
+def test_broker_epochs_and_producer_id_blocks_never_repeat() -> None:
+    rules = HistoryRules(EMPTY)
+    img = _step(
+        rules, EMPTY, _broker(1, 10), m.ProducerIdsRecord(broker_id=1, broker_epoch=10, next_producer_id=1000)
+    )
+    img = _step(
+        rules, img, _broker(1, 20), m.ProducerIdsRecord(broker_id=1, broker_epoch=20, next_producer_id=2000)
+    )
+    with pytest.raises(InvariantViolation) as info:
+        _step(rules, img, _broker(1, 20))
+    assert info.value.invariant == "broker_epochs_increase"
+    with pytest.raises(InvariantViolation) as info:
+        # a block handed out again (a controller serving from a state that lost the last block)
+        HistoryRules(img).check(
+            [m.ProducerIdsRecord(broker_id=1, broker_epoch=20, next_producer_id=2000)], img
+        )
+    assert info.value.invariant == "producer_id_blocks_disjoint"

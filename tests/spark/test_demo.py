@@ -28,6 +28,8 @@ def test_demo_answers_agree_with_the_image(spark: Any, tmp_path: Path) -> None:
     assert report.last_offset > 0
     assert report.streamed_records == report.last_offset + 1  # every offset exactly once, across restarts
     assert report.oracle_under_replicated == report.sql_under_replicated
+    assert report.validation is not None and report.validation.failures == [] and report.ok
+    assert any(line.startswith("validation: ") and " passed, " in line for line in lines)
     questions = [a.question for a in report.answers]
     assert questions[0] == "Under-replicated partitions over time"
     assert any(q.startswith("Brokers fenced") for q in questions)

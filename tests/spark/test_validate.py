@@ -1,8 +1,8 @@
 """``validate``: the GX suites pass on a warehouse of a simulated cluster's log and name what a corruption broke.
 
-The log comes from the cluster simulator driving the real quorum controller (so it holds Kafka's invariants;
-the synthetic fixture log deliberately does not keep ISR within the replicas). One ingested warehouse serves
-the module; the corrupted one is a copy.
+The log comes from the cluster simulator driving the quorum controllers of a 3-voter quorum, with failovers (so
+it holds Kafka's invariants; the synthetic fixture log deliberately does not keep ISR within the replicas). One
+ingested warehouse serves the module; the corrupted one is a copy.
 """
 
 from __future__ import annotations
@@ -20,18 +20,31 @@ import pytest
 
 @pytest.fixture(scope="module")
 def sim_warehouse(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
-    from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator
-    from kraftlake.sim.cluster_log import LocalMetadataLog
+    from kraftlake.raft.config import QuorumConfig
+    from kraftlake.sim.cluster import DEFAULT_WEIGHTS, ClusterSimConfig
+    from kraftlake.sim.quorum_cluster import simulate_on_quorum
     from pipelines.ingest import ingest
 
     root = tmp_path_factory.mktemp("validate")
-    log = LocalMetadataLog(root / "data", cluster_id="validate-cluster-0000")
-    ClusterSimulator(
-        ClusterSimConfig(brokers=5, topics=6, partitions_per_topic=3, events=400, seed=5, check_every=50), log
-    ).run()
-    log.close()
+    # written through the 3-voter quorum with frequent failovers and topic churn: the log in which controllers
+    # restarted from their data directories once reused topic ids (and the partition epochs went back)
+    weights = dict(DEFAULT_WEIGHTS, failover=1.0, create_topic=2.0, delete_topic=1.0)
+    config = ClusterSimConfig(
+        brokers=5, topics=6, partitions_per_topic=3, events=400, seed=5, check_every=50, weights=weights
+    )
+    fast = QuorumConfig(
+        voters=frozenset({1, 2, 3}),
+        election_timeout_ms=300,
+        fetch_timeout_ms=600,
+        election_backoff_max_ms=300,
+        request_timeout_ms=1000,
+        max_fetch_wait_ms=200,
+        append_linger_ms=5,
+    )
+    result = simulate_on_quorum(config, root / "sim", fsync=False, quorum=fast, events_per_call=10)
+    assert result.summary.failovers >= 2 and result.records_by_type["RemoveTopicRecord"] >= 2
     warehouse = root / "warehouse"
-    ingest(spark, root / "data", warehouse, batch_records=100_000)
+    ingest(spark, result.node_dirs[result.leader_id], warehouse, batch_records=100_000)
     return warehouse
 
 
