@@ -36,6 +36,7 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     "transaction.version": (0, 2),
     "kraft.version": (0, 1),
 }
+METADATA_VERSION = "metadata.version"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
 

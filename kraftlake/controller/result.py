@@ -81,3 +81,8 @@ class SimpleResponse:
 
     error: ApiError
     data: dict[str, Any] = field(default_factory=dict)
+
+
+def failure(code: Errors, message: str | None = None, **data: Any) -> ControllerResult[SimpleResponse]:
+    """A failed command's result: no records, the error (and ``data``) in a ``SimpleResponse``."""
+    return ControllerResult((), SimpleResponse(ApiError(code, message), data))
