@@ -143,18 +143,12 @@ def run(args: argparse.Namespace) -> int:
     def after_event(s: ClusterSimulator) -> None:
         log.maybe_snapshot(s.active.committed_image)
 
+    def topics_created(count: int) -> None:
+        setup_progress(count)
+        log.maybe_snapshot(sim.active.committed_image)
+
     sim.after_event = after_event
-    original_create = sim._create_topic
-    created = [0]
-
-    def create_with_progress(partitions: int) -> None:
-        original_create(partitions)
-        if sim.summary.events == 0:
-            created[0] += 1
-            setup_progress(created[0])
-            log.maybe_snapshot(sim.active.committed_image)
-
-    sim._create_topic = create_with_progress  # type: ignore[method-assign]
+    sim.setup_progress = topics_created
     summary = sim.run(progress=_Progress(args.events, not args.no_progress))
     final = log.maybe_snapshot(sim.active.committed_image, force=True)
     log.close()

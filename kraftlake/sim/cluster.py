@@ -197,6 +197,7 @@ class SimBroker:
     next_heartbeat_ms: int = 0
     shutting_down: bool = False
     restart_at_ms: int = -1
+    rolled: bool = False  # a rolling restart has shut it down and waits for it to be back
 
 
 @dataclass
@@ -224,6 +225,15 @@ class ClusterSimulator:
     log : appender, optional
         ``MemoryMetadataLog`` (default) or ``LocalMetadataLog``; it must have ``append``, ``end_offset`` and
         ``listeners`` (committed records go to the standby through them).
+
+    Hooks (None by default; set before ``run``; both run on the thread that drives the simulation, between
+    commands, so they may read the controllers' images):
+
+    after_event : callable(simulator) -> None
+        Called after each of the ``events`` events, once its records are appended (e.g. to snapshot the
+        log).
+    setup_progress : callable(int) -> None
+        Called during ``setup`` after each initial topic is created, with the number created so far.
     """
 
     def __init__(self, config: ClusterSimConfig, log: Any | None = None) -> None:
@@ -267,6 +277,7 @@ class ClusterSimulator:
         self._rules_epoch = -1
         self._rolling: list[int] = []
         self.after_event: Callable[[ClusterSimulator], None] | None = None
+        self.setup_progress: Callable[[int], None] | None = None
 
     # -- plumbing -------------------------------------------------------------------------------------------
 
@@ -382,8 +393,10 @@ class ClusterSimulator:
         for b in self.brokers.values():
             self._register(b)
         self._settle(self.config.heartbeat_interval_ms + self.config.tick_ms)
-        for _ in range(self.config.topics):
+        for i in range(self.config.topics):
             self._create_topic(self.config.partitions_per_topic)
+            if self.setup_progress is not None:
+                self.setup_progress(i + 1)
 
     def _create_topic(self, partitions: int) -> None:
         name = f"topic-{self.topic_seq:06d}"
@@ -566,17 +579,12 @@ class ClusterSimulator:
         b = self.brokers[self._rolling[0]]
         if b.alive and not b.shutting_down and b.epoch >= 0:
             reg = self.image.brokers.get(b.id)
-            if (
-                reg is not None
-                and not reg.fenced
-                and b.restart_at_ms < 0
-                and not getattr(b, "_rolled", False)
-            ):
+            if reg is not None and not reg.fenced and b.restart_at_ms < 0 and not b.rolled:
                 b.shutting_down = True
-                b._rolled = True  # type: ignore[attr-defined]
+                b.rolled = True
                 self._heartbeat(b)
-            elif getattr(b, "_rolled", False) and reg is not None and not reg.fenced:
-                del b._rolled  # type: ignore[attr-defined]
+            elif b.rolled and reg is not None and not reg.fenced:
+                b.rolled = False
                 self._rolling.pop(0)
         elif not b.alive and b.restart_at_ms > self.now_ms:
             b.restart_at_ms = self.now_ms + self.config.tick_ms  # restart promptly during a roll

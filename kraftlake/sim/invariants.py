@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kraftlake.raft.messages import Entry
 from kraftlake.raft.states import ResignedState
 from kraftlake.sim.errors import InvariantViolation
-
-if TYPE_CHECKING:
-    from kraftlake.sim.simulation import SimNode
+from kraftlake.sim.sim_node import SimNode
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,12 +69,16 @@ class QuorumClusterSimulator(ClusterSimulator):
         self.timeout = timeout
         self.failover_seconds: list[float] = []
         self._failover_requested = False
-        self.setup_progress: Callable[[int], None] | None = None  # called with the topics created so far
         for host in quorum.hosts.values():
             host.clock = lambda: self.now_ms
         self._host: ControllerHost = self._bind(quorum.wait_active(timeout))
 
     # -- the quorum -----------------------------------------------------------------------------------------
+    @property
+    def host(self) -> ControllerHost:
+        """The host of the active controller the simulator drives (another one after a failover)."""
+        return self._host
+
     def _bind(self, host: ControllerHost) -> ControllerHost:
         self._host = host
         self.active = host.controller
@@ -317,7 +321,7 @@ def simulate_on_quorum(
         sim = QuorumClusterSimulator(config, cq, events_per_call=events_per_call)
         sim.setup_progress = setup_progress
         summary = sim.run(progress)
-        host = sim._host
+        host = sim.host
         image = sim.image
         end = host.call(lambda c: c.next_offset).result(30)
         records: Counter[str] = Counter()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from kraftlake.sim.errors import InvariantViolation
 from kraftlake.sim.simulation import Faults, Simulation
@@ -168,15 +169,15 @@ def chaos(seed: int, make: MakeSim = Simulation, **kwargs: object) -> Simulation
         action = sim.rng.choice(["crash", "restart", "partition", "heal", "resign"])
         node = sim.rng.choice(ids)
         if action == "crash":
-            sim._schedule(t, "call", lambda n=node: sim.crash(n))
+            sim.call_at(t, partial(sim.crash, node))
         elif action == "restart":
-            sim._schedule(t, "call", lambda n=node: sim.restart(n))
+            sim.call_at(t, partial(sim.restart, node))
         elif action == "partition":
-            sim._schedule(t, "call", lambda n=node: sim.partition({n}))
+            sim.call_at(t, partial(sim.partition, {node}))
         elif action == "heal":
-            sim._schedule(t, "call", sim.heal)
+            sim.call_at(t, sim.heal)
         else:
-            sim._schedule(t, "call", lambda: _resign_leader(sim))
+            sim.call_at(t, lambda: _resign_leader(sim))
     sim.run_until(10_000)
     sim.heal()
     for node_id in ids:

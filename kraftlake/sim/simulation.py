@@ -10,7 +10,7 @@ import heapq
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.raft.errors import NotLeaderError, RaftError
@@ -20,6 +20,7 @@ from kraftlake.raft.node import RaftNode, Ready
 from kraftlake.raft.states import ElectionState
 from kraftlake.sim.errors import InvariantViolation
 from kraftlake.sim.invariants import Acked, InvariantChecker
+from kraftlake.sim.sim_node import SimNode
 from kraftlake.sim.state_machine import DigestStateMachine
 
 
@@ -39,27 +40,6 @@ class Faults:
 def sim_config(voters: frozenset[int]) -> QuorumConfig:
     """Kafka's defaults, with a snapshot chunk small enough that snapshots span several FetchSnapshots."""
     return QuorumConfig(voters=voters, request_timeout_ms=1000, snapshot_chunk_bytes=64)
-
-
-@dataclass
-class SimNode:
-    """A simulated machine: its durable disk (log and quorum-state) survives crashes, the node does not."""
-
-    node_id: int
-    log: MemoryRaftLog = field(default_factory=MemoryRaftLog)
-    stored: ElectionState | None = None
-    node: RaftNode | None = None
-    sm: DigestStateMachine = field(default_factory=DigestStateMachine)
-    incarnation: int = 0
-    flush_scheduled: bool = False
-    ticks: set[int] = field(default_factory=set)
-    was_leader_epoch: int | None = None
-    # client appends waiting for commit: offset -> (epoch, value)
-    pending_acks: dict[int, tuple[int, bytes]] = field(default_factory=dict)
-
-    @property
-    def alive(self) -> bool:
-        return self.node is not None
 
 
 NodeFactory = Callable[
@@ -155,6 +135,11 @@ class Simulation:
     def at(self, delay_ms: int, func: Callable[[], None]) -> None:
         """Run `func` as an event `delay_ms` from now."""
         self._schedule(self.now + delay_ms, "call", func)
+
+    def call_at(self, at_ms: int, func: Callable[[], None]) -> None:
+        """Run `func` as an event at simulated time `at_ms` (a scenario's schedule of faults, written before
+        the run); events at the same time run in the order they were scheduled."""
+        self._schedule(at_ms, "call", func)
 
     # -- nodes ---------------------------------------------------------------------------------------------
     def _process(self, sim_node: SimNode, call: Callable[[RaftNode], Ready]) -> None:

@@ -56,27 +56,10 @@ class _LogWriter:
             self.pending = []
 
 
-def generate_log(
-    directory: Path,
-    records: int,
-    topics: int,
-    *,
-    brokers: int = BROKERS,
-    per_topic: int = PARTITIONS_PER_TOPIC,
-    seed: int = 0,
-) -> int:
-    """Write a synthetic, replayable cluster log of about ``records`` records; return how many it wrote.
-
-    Records are valid in replay order (partitions exist, broker epochs match): the generator tracks the
-    ISR and leader of every partition as the controller would.
-    """
-    rng = random.Random(seed)
-    directory.mkdir(parents=True, exist_ok=True)
-    w = _LogWriter(directory, rng)
-    w.limit = 100
-    w.add(m.FeatureLevelRecord(name="metadata.version", feature_level=27))
+def _register_brokers(w: _LogWriter, rng: random.Random, brokers: int) -> tuple[list[str], list[int]]:
+    """Register ``brokers`` brokers (one log directory each) and unfence them; their directories and epochs."""
     dirs = [_uuid(rng) for _ in range(brokers)]
-    epochs = []
+    epochs: list[int] = []
     for b in range(brokers):
         epochs.append(w.offset + len(w.pending))
         w.add(
@@ -102,17 +85,29 @@ def generate_log(
         )
     for b in range(brokers):
         w.add(m.BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=epochs[b], fenced=-1))
-    fenced = [False] * brokers
-    topic_ids: list[str] = []
-    isr: list[list[tuple[int, ...]]] = []
-    leaders: list[list[int]] = []
+    return dirs, epochs
 
-    def create(i: int) -> None:
-        tid = _uuid(rng)
+
+class _Topics:
+    """The generator's model of the topics: each one's id and each partition's ISR and leader, as the
+    controller tracks them, so that every change it writes replays cleanly."""
+
+    def __init__(
+        self, w: _LogWriter, rng: random.Random, brokers: int, per_topic: int, dirs: list[str]
+    ) -> None:
+        self.w, self.rng, self.brokers, self.per_topic, self.dirs = w, rng, brokers, per_topic, dirs
+        self.ids: list[str] = []
+        self.isr: list[list[tuple[int, ...]]] = []
+        self.leaders: list[list[int]] = []
+
+    def create(self, i: int) -> None:
+        """Topic ``i`` created (again, under a new id, if it exists), its partitions placed by its index."""
+        w, brokers, dirs = self.w, self.brokers, self.dirs
+        tid = _uuid(self.rng)
         w.add(m.TopicRecord(name=f"topic-{i:07d}", topic_id=tid))
         t_isr: list[tuple[int, ...]] = []
         t_leaders: list[int] = []
-        for p in range(per_topic):
+        for p in range(self.per_topic):
             first = (i * 7 + p) % brokers
             reps = (first, (first + 1) % brokers, (first + 2) % brokers)
             w.add(
@@ -128,15 +123,39 @@ def generate_log(
             )
             t_isr.append(reps)
             t_leaders.append(first)
-        if i < len(topic_ids):
-            topic_ids[i], isr[i], leaders[i] = tid, t_isr, t_leaders
+        if i < len(self.ids):
+            self.ids[i], self.isr[i], self.leaders[i] = tid, t_isr, t_leaders
         else:
-            topic_ids.append(tid)
-            isr.append(t_isr)
-            leaders.append(t_leaders)
+            self.ids.append(tid)
+            self.isr.append(t_isr)
+            self.leaders.append(t_leaders)
 
+
+def generate_log(
+    directory: Path,
+    records: int,
+    topics: int,
+    *,
+    brokers: int = BROKERS,
+    per_topic: int = PARTITIONS_PER_TOPIC,
+    seed: int = 0,
+) -> int:
+    """Write a synthetic, replayable cluster log of about ``records`` records; return how many it wrote.
+
+    Records are valid in replay order (partitions exist, broker epochs match): the generator tracks the
+    ISR and leader of every partition as the controller would.
+    """
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    w = _LogWriter(directory, rng)
+    w.limit = 100
+    w.add(m.FeatureLevelRecord(name="metadata.version", feature_level=27))
+    dirs, epochs = _register_brokers(w, rng, brokers)
+    fenced = [False] * brokers
+    model = _Topics(w, rng, brokers, per_topic, dirs)
+    topic_ids, isr, leaders = model.ids, model.isr, model.leaders
     for i in range(topics):
-        create(i)
+        model.create(i)
     w.flush()
     rand = rng.random
     randrange = rng.randrange
@@ -188,7 +207,7 @@ def generate_log(
             ti = randrange(topics)
             w.limit = 100
             w.add(m.RemoveTopicRecord(topic_id=topic_ids[ti]))
-            create(ti)
+            model.create(ti)
     w.flush()
     w.log.flush()
     w.log.close()
