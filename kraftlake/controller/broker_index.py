@@ -1,7 +1,7 @@
 """``BrokerPartitions``: which partitions each broker holds a replica of (after Kafka's ``BrokersToIsrs``).
 
-Fencing, unfencing and controlled shutdown must touch only the partitions of one broker; scanning every
-partition of a 2M-partition cluster for each of them costs seconds. The controller feeds this index every
+Fencing, unfencing and controlled shutdown must touch only the partitions of one broker: a scan of every
+partition for each of them would grow with the whole cluster. The controller feeds this index every
 record it replays (its own appends and, as a standby, committed records), so it is hot after a failover.
 
 Kafka indexes ISR membership in a timeline structure that is rolled back with uncommitted state. This index
@@ -10,7 +10,7 @@ them, so it answers every question the controller asks) and it is a *superset*: 
 ``(topic, partition)`` entries. Stale entries (a deleted topic, a replica moved away, records an aborted
 transaction or a lost leadership never made visible) are filtered out against the images at lookup and
 pruned when no image still needs them. Entries are packed as 64-bit ints in one ``array`` per broker: about
-8 bytes per replica, 48 MB for 2M partitions of RF 3.
+8 bytes per replica.
 """
 
 from __future__ import annotations

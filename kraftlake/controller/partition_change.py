@@ -266,8 +266,8 @@ def isr_removal(
     """What ``PartitionChangeBuilder(...).set_target_isr(isr without broker_id).build()`` returns (ONLINE
     election), computed without a builder for the common shape of a fencing or a controlled shutdown: no
     reassignment in progress, an ISR that stays non-empty and, with ELR, at least ``min_isr``. Returns
-    ``UNDECIDED`` for any other shape (the caller then runs the builder). A controlled shutdown in a
-    2M-partition cluster builds ~60k of these; the builder costs several times more per partition.
+    ``UNDECIDED`` for any other shape (the caller then runs the builder). A controlled shutdown computes one
+    per partition in the broker's ISRs, where the builder would cost more per partition.
     """
     if p.adding_replicas or p.removing_replicas:
         return UNDECIDED

@@ -292,9 +292,10 @@ class QuorumController:
         the last, and returns ``(first offset, last offset)``.
 
         A driver that shares its thread with raft I/O (``kraftlake.service.ControllerHost``) runs other work
-        between the steps, so that a 60k-record controlled shutdown does not stall replication past the fetch
-        timeout. It must run no other command in between (they would land inside the metadata transaction);
-        if this controller is deactivated in between, the next step raises ``NotActiveError``.
+        between the steps, so that the controlled shutdown of a broker with many partitions does not stall
+        replication past the fetch timeout. It must run no other command in between (they would land inside
+        the metadata transaction); if this controller is deactivated in between, the next step raises
+        ``NotActiveError``.
         ``step_records`` appends a metadata transaction in batches of at most that many records (shorter
         steps); a result that fits in one batch is always appended as one.
         """
