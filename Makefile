@@ -17,7 +17,7 @@ export KRAFTLAKE_JARS := $(abspath $(JARS))
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done ## virtualenv, pip install -e .[dev], Delta and Kafka jars, the JVM's class archive (idempotent)
+setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done $(JARS)/kafka-shell/.done ## virtualenv, pip install -e .[dev], Delta and Kafka jars (4.3.1's metadata shell apart), the JVM's class archive (idempotent)
 	@$(PY) -m jobs.class_archive --if-missing
 
 $(VENV)/.installed: pyproject.toml
@@ -65,8 +65,8 @@ dist: setup ## dist/kraftlake.zip for spark-submit --py-files (the wheel, schema
 	# executors put only .zip/.egg/.jar --py-files on sys.path: the same archive under a .zip name
 	cp dist/kraftlake-*.whl dist/kraftlake.zip
 
-schemas: setup ## regenerate schemas/rpc/*.avsc from Kafka's JSON message specs in the kafka-clients jar, then the stubs
-	$(PY) -m kraftlake.protocol.kafka_specs $(JARS)/kafka schemas/rpc
+schemas: setup ## regenerate schemas/*.avsc and schemas/rpc/*.avsc from the JSON specs in Kafka's jars, then the stubs
+	$(PY) -m kraftlake.protocol.kafka_specs $(JARS)/kafka schemas
 	$(PY) -m kraftlake.protocol.stubs
 
 stubs: setup ## regenerate the record classes' type stubs (kraftlake/protocol/*.pyi) from schemas/

@@ -3,8 +3,14 @@
 Kafka's tools are the reference kraftlake is checked against (tests) and measured against (benchmarks):
 ``kafka-dump-log --cluster-metadata-decoder`` (`org.apache.kafka.tools.DumpLogSegments`) and
 ``kafka-metadata-shell`` (`org.apache.kafka.shell.MetadataShell`). They run as plain ``java -cp`` processes
-from the jars `make setup` puts in ``$KRAFTLAKE_JARS/kafka`` (default ``<repo>/.cache/jars``); nothing is
-resolved at run time. Pure Python: this module starts JVMs but imports nothing from Spark.
+from the jars `make setup` puts in ``$KRAFTLAKE_JARS`` (default ``<repo>/.cache/jars``); nothing is resolved at
+run time. Pure Python: this module starts JVMs but imports nothing from Spark.
+
+Two class paths, two releases: ``kafka/`` holds Kafka 4.4.0 (broker, controller, dump-log, the other tools),
+``kafka-shell/`` Kafka 4.3.1's metadata shell with its own 4.3.1 dependencies: 4.4.0 published no
+``kafka-shell`` artifact, and 4.3.1's shell does not run on 4.4.0's jars (classes it links moved). The shell
+therefore reads what 4.3.1 reads: it knows no metadata.version past 4.4-IV0 (a log at 4.4.0's default, 4.4-IV2,
+leaves its image without one, which its loader refuses to publish) and no ``UnregisterControllerRecord``.
 """
 
 from __future__ import annotations
@@ -56,10 +62,19 @@ def jars_root() -> Path:
 
 
 def kafka_jars_dir() -> Path:
-    """The folder holding Kafka's jars; raises `KafkaToolError` if it does not hold kafka-clients."""
+    """The folder holding Kafka's jars (4.4.0); raises `KafkaToolError` if it does not hold kafka-clients."""
     folder = jars_root() / "kafka"
     if not any(folder.glob("kafka-clients-*.jar")):
         raise KafkaToolError(f"no Kafka jars in {folder} (run `make setup`, or set ${JARS_ENV})")
+    return folder
+
+
+def shell_jars_dir() -> Path:
+    """The folder holding ``kafka-metadata-shell`` and its dependencies (Kafka 4.3.1's: see the module doc);
+    raises `KafkaToolError` if it does not hold kafka-shell."""
+    folder = jars_root() / "kafka-shell"
+    if not any(folder.glob("kafka-shell-*.jar")):
+        raise KafkaToolError(f"no kafka-shell jar in {folder} (run `make setup`, or set ${JARS_ENV})")
     return folder
 
 
@@ -91,8 +106,10 @@ def java_command(
     heap: str = "256m",
     log4j2_config: Path | None = None,
     jvm_options: Sequence[str] = (),
+    jars_dir: Path | None = None,
 ) -> list[str]:
-    """The argv that runs ``main_class`` with Kafka's jars on the class path."""
+    """The argv that runs ``main_class`` with the jars of ``jars_dir`` (default `kafka_jars_dir`) on the
+    class path."""
     config = log4j2_config if log4j2_config is not None else tools_log4j2_config()
     return [
         java_executable(),
@@ -103,7 +120,7 @@ def java_command(
         f"-Dlog4j2.configurationFile={config}",
         *jvm_options,
         "-cp",
-        f"{kafka_jars_dir()}/*",
+        f"{jars_dir if jars_dir is not None else kafka_jars_dir()}/*",
         main_class,
         *args,
     ]
@@ -152,7 +169,11 @@ class MetadataShellSession:
     ) -> None:
         self.snapshot = str(snapshot)
         argv = java_command(
-            METADATA_SHELL_CLASS, ["--snapshot", self.snapshot], heap=heap, jvm_options=jvm_options
+            METADATA_SHELL_CLASS,
+            ["--snapshot", self.snapshot],
+            heap=heap,
+            jvm_options=jvm_options,
+            jars_dir=shell_jars_dir(),
         )
         # a file, not a pipe: a chatty JVM never blocks on it; closed by close()
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from peers.kafka import KafkaMetadataLog, produce_metadata_log
+from peers.kafka import SHELL_RELEASE_VERSION, KafkaMetadataLog, produce_metadata_log
 
 # --- the real Kafka peer ---------------------------------------------------------------------------------
 
-KAFKA_FIXTURES = ("kafka_metadata_log",)
+KAFKA_FIXTURES = ("kafka_metadata_log", "kafka_shell_metadata_log")
 
 
 #: The Spark test modules of the first worker's session; the others' session is the second worker's. Chosen so
@@ -59,3 +59,12 @@ def kafka_metadata_log(tmp_path_factory: pytest.TempPathFactory) -> KafkaMetadat
     the peer is the module ``peers.kafka``.
     """
     return produce_metadata_log(Path(tmp_path_factory.mktemp("kafka-peer")))
+
+
+@pytest.fixture(scope="session")
+def kafka_shell_metadata_log(tmp_path_factory: pytest.TempPathFactory) -> KafkaMetadataLog:
+    """`kafka_metadata_log` formatted at `peers.kafka.SHELL_RELEASE_VERSION`: what the metadata shell witness
+    (Kafka 4.3.1's) can load; run once per session. Read-only, as `kafka_metadata_log`."""
+    return produce_metadata_log(
+        Path(tmp_path_factory.mktemp("kafka-peer-shell")), release_version=SHELL_RELEASE_VERSION
+    )

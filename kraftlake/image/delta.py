@@ -2,7 +2,7 @@
 
 Follows Kafka's ``org.apache.kafka.image.MetadataDelta`` and its per-area deltas (``FeaturesDelta``,
 ``ClusterDelta``, ``TopicsDelta``/``TopicDelta``, ``ConfigurationsDelta``, ``ClientQuotasDelta``,
-``ProducerIdsDelta``, ``AclsDelta``, ``ScramDelta``, ``DelegationTokenDelta``) as of Kafka 4.3.1.
+``ProducerIdsDelta``, ``AclsDelta``, ``ScramDelta``, ``DelegationTokenDelta``) as of Kafka 4.4.0.
 A delta only records what changed; ``apply`` copies only the touched parts of the image, so replaying a
 batch of records costs in proportion to what they touch, not to the size of the image.
 
@@ -388,6 +388,11 @@ class MetadataDelta:
     def _register_controller(self, r: Any) -> None:
         self._controllers[r.controller_id] = controller_from_record(r)
 
+    def _unregister_controller(self, r: Any) -> None:
+        # Kafka 4.4's ClusterDelta removes the controller, registered or not: its controller checked it (and
+        # metadata.version 4.4-IV2) before writing the record
+        self._controllers[r.controller_id] = None
+
     def _broker_or_raise(self, broker_id: int, epoch: int, action: str) -> BrokerRegistration:
         b = self.broker(broker_id)
         if b is None:
@@ -654,6 +659,7 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "RemoveUserScramCredentialRecord": MetadataDelta._remove_scram,
     "RemoveDelegationTokenRecord": MetadataDelta._remove_token,
     "RegisterControllerRecord": MetadataDelta._register_controller,
+    "UnregisterControllerRecord": MetadataDelta._unregister_controller,
     "ClearElrRecord": MetadataDelta._clear_elr,
 }
 

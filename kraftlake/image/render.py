@@ -27,7 +27,7 @@ CONFIG_RESOURCE_TYPES = {
     32: "GROUP",
 }
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
-# MetadataVersion feature level -> Kafka's name (Kafka 4.3.1's MetadataVersion enum)
+# MetadataVersion feature level -> Kafka's name (Kafka 4.4.0's MetadataVersion enum)
 METADATA_VERSIONS = {
     1: "3.0-IV1",
     2: "3.1-IV0",
@@ -60,6 +60,9 @@ METADATA_VERSIONS = {
     29: "4.2-IV1",
     30: "4.3-IV0",
     31: "4.4-IV0",
+    32: "4.4-IV1",
+    33: "4.4-IV2",
+    34: "4.5-IV0",
 }
 
 

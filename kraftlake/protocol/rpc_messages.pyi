@@ -6,12 +6,30 @@ from typing import Self
 from kraftlake.protocol.codegen import Record
 
 class ApiVersionsRequest(Record):
-    def __new__(cls, *, client_software_name: str = ..., client_software_version: str = ...) -> Self: ...
-    def _replace(self, *, client_software_name: str = ..., client_software_version: str = ...) -> Self: ...  # type: ignore[override]
+    def __new__(
+        cls,
+        *,
+        client_software_name: str = ...,
+        client_software_version: str = ...,
+        cluster_id: str | None = ...,
+        node_id: int = ...,
+    ) -> Self: ...
+    def _replace(  # type: ignore[override]
+        self,
+        *,
+        client_software_name: str = ...,
+        client_software_version: str = ...,
+        cluster_id: str | None = ...,
+        node_id: int = ...,
+    ) -> Self: ...
     @property
     def client_software_name(self) -> str: ...
     @property
     def client_software_version(self) -> str: ...
+    @property
+    def cluster_id(self) -> str | None: ...
+    @property
+    def node_id(self) -> int: ...
 
 class ApiVersionsResponse(Record):
     class ApiVersion(Record):

@@ -16,7 +16,7 @@ import binascii
 import json.encoder
 import math
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from kraftlake.protocol.codegen import Record
@@ -83,7 +83,9 @@ def control_to_kafka_json(record: Record, version: int = 0) -> dict[str, Any]:
 
 
 def java_double(value: float) -> str:
-    """Java's ``Double.toString``: plain between 1e-3 and 1e7, else ``d.dddE±n``; shortest digits."""
+    """Java's ``Double.toString`` (JDK 19+'s specification): plain between 1e-3 and 1e7, else ``d.dddE±n``;
+    the shortest digits, or of the 1- and 2-digit ones the closest. JDK 17's older algorithm prints more digits
+    for a few values (``1.0E23`` as ``9.999999999999999E22``, ``1.0E-323`` for ``9.9E-324``)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -92,6 +94,13 @@ def java_double(value: float) -> str:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""
     _, digits, exp = Decimal(repr(abs(value))).as_tuple()
+    if len(digits) == 1:
+        # Java picks among the 1- and 2-digit decimals that round to the value the one closest to it: only
+        # the smallest subnormals have a 2-digit one other than d.0 (Double.MIN_VALUE prints 4.9E-324)
+        exact = Decimal(abs(value))
+        two = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 1), rounding=ROUND_HALF_EVEN)
+        if float(two) == abs(value) and abs(two - exact) < abs(Decimal(repr(abs(value))) - exact):
+            _, digits, exp = two.as_tuple()
     ds = "".join(map(str, digits)).rstrip("0") or "0"
     # exponent of the first digit in scientific notation
     sci = len(digits) + int(exp) - 1

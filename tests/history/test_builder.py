@@ -9,9 +9,11 @@ import pytest
 from shared_paths import KAFKA_LOGS
 
 from kraftlake.history import ENTITIES, HistoryBatch, HistoryBuilder, entity_rows, without_written
-from kraftlake.image import image_at
+from kraftlake.image import EMPTY, image_at, replay_all
 from kraftlake.image.source import log_records
+from kraftlake.protocol import messages as m
 from kraftlake.sim.workloads.entities import write_synthetic_log
+from tests.image.conftest import envelopes
 
 FIXTURES = KAFKA_LOGS
 
@@ -134,3 +136,38 @@ def test_transaction_versions_start_at_end_transaction(tmp_path: Path) -> None:
     starts = {r["from_offset"] for r in tables["topics"]}
     assert starts & set(ends)
     assert not aborted_topics & {r["topic_id"] for r in tables["topics"]}
+
+
+@pytest.mark.parametrize("size", [1, 2, 100])
+def test_unregister_controller_closes_its_version(size: int) -> None:
+    """Kafka 4.4's UnregisterControllerRecord ends the controller's version; a new registration opens one."""
+    ep = m.RegisterControllerRecord.ControllerEndpoint(name="CONTROLLER", host="h", port=9093)
+    recs = envelopes(
+        [
+            m.RegisterControllerRecord(
+                controller_id=1, incarnation_id="v9meXjI1RVKB-NSvF0GXDA", end_points=(ep,)
+            ),
+            m.RegisterControllerRecord(
+                controller_id=2, incarnation_id="hSCzevIQRUa-ojqTd_8C5w", end_points=(ep,)
+            ),
+            m.UnregisterControllerRecord(controller_id=1),
+            m.NoOpRecord(),
+            m.RegisterControllerRecord(
+                controller_id=1, incarnation_id="AAAAAAAAAAAAAAAAAAAAAQ", end_points=(ep,)
+            ),
+        ]
+    )
+    builder = HistoryBuilder()
+    tables: dict[str, list[dict[str, Any]]] = {t: [] for t in ENTITIES}
+    for i in range(0, len(recs), size):
+        batch = builder.feed(recs[i : i + size])
+        for table in batch.tables():
+            apply_table(tables, batch, table)
+    for n in range(len(recs)):
+        image = replay_all(EMPTY, recs[: n + 1])
+        want = sorted(repr(sorted(r.items())) for r in entity_rows(image)["controllers"])
+        assert at(tables, "controllers", n) == want, n
+    assert [(r["from_offset"], r["to_offset"]) for r in tables["controllers"] if r["id"] == 1] == [
+        (0, 2),
+        (4, None),
+    ]

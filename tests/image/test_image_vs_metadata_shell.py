@@ -1,4 +1,9 @@
-"""On the real Kafka peer's log: our image equals kafka-metadata-shell's, and snapshots equal the log."""
+"""On the real Kafka peer's log: our image equals kafka-metadata-shell's, and snapshots equal the log.
+
+The shell is Kafka 4.3.1's (4.4.0 published no ``kafka-shell``): it reads the peer formatted at
+``SHELL_RELEASE_VERSION`` (``kafka_shell_metadata_log``). Kafka 4.4.0's own snapshots witness our replay of
+its default log (metadata.version 4.4-IV2), which that shell cannot load.
+"""
 
 from __future__ import annotations
 
@@ -14,17 +19,18 @@ from kraftlake.image.source import log_records, segments, snapshots
 pytestmark = pytest.mark.kafka
 
 
-def test_shell_tree_matches_kafka_metadata_shell(kafka_metadata_log: Any, tmp_path: Path) -> None:
+def test_shell_tree_matches_kafka_metadata_shell(kafka_shell_metadata_log: Any, tmp_path: Path) -> None:
     from kraftlake.kafka_tools import metadata_shell
 
     work = tmp_path / "log"
-    shutil.copytree(kafka_metadata_log.log_dir, work)
+    shutil.copytree(kafka_shell_metadata_log.log_dir, work)
     d = work / "__cluster_metadata-0"
     # the shell replays one file from an empty image: only the first segment has the whole history
     base, seg = segments(d)[0]
     assert base == 0
     assert shell_tree(image_at(d, _last_offset(seg))) == metadata_shell(seg, "tree /image")
-    # the zero checkpoint holds no metadata: the shell waits forever for an image, so skip it
+    # the zero checkpoint (from Kafka 4.4 it holds the bootstrap features): the shell never reports it loaded,
+    # it waits forever for an image, so skip it
     snaps = [s for s in snapshots(d) if s.end_offset > 0]
     for snap in (snaps[0], snaps[len(snaps) // 2], snaps[-1]):
         # the shell stamps a snapshot with the offset and time of the last batch inside the file; ours is the
@@ -33,14 +39,22 @@ def test_shell_tree_matches_kafka_metadata_shell(kafka_metadata_log: Any, tmp_pa
         assert ours == _without_provenance(metadata_shell(snap.path, "tree /image"))
 
 
-def test_kafka_snapshots_equal_the_log(kafka_metadata_log: Any) -> None:
-    d = kafka_metadata_log.metadata_dir
+@pytest.mark.parametrize("peer", ["kafka_metadata_log", "kafka_shell_metadata_log"])
+def test_kafka_snapshots_equal_the_log(peer: str, request: pytest.FixtureRequest) -> None:
+    d = request.getfixturevalue(peer).metadata_dir
     first = segments(d)[0][0]
     for snap in snapshots(d):
         if snap.end_offset - 1 < first:
             continue
         log_only = _replay_log_to(d, snap.end_offset - 1)
         assert load_snapshot(snap.path) == log_only
+
+
+def test_the_default_peer_is_at_kafka_4_4s_metadata_version(kafka_metadata_log: Any) -> None:
+    # 4.4.0 formats at its MetadataVersion.LATEST_PRODUCTION, 4.4-IV2 (feature level 33), which 4.3.1 lacks
+    image = image_at(kafka_metadata_log.metadata_dir)
+    assert image.metadata_version == 33
+    assert "metadataVersion:\n    Optional[4.4-IV2]" in shell_tree(image)
 
 
 def _without_provenance(tree: str) -> list[str]:

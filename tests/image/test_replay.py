@@ -250,6 +250,22 @@ def test_register_controller() -> None:
     assert img.controllers[3000].listeners[0].port == 9093
 
 
+def test_unregister_controller() -> None:
+    # Kafka 4.4's UnregisterControllerRecord: ClusterDelta removes the registration, and does not check
+    # that there was one (the controller did before writing it)
+    ep = m.RegisterControllerRecord.ControllerEndpoint(
+        name="CONTROLLER", host="h", port=9093, security_protocol=0
+    )
+    img = apply(
+        EMPTY,
+        m.RegisterControllerRecord(controller_id=3000, incarnation_id=T2, end_points=(ep,)),
+        m.RegisterControllerRecord(controller_id=3001, incarnation_id=T2, end_points=(ep,)),
+    )
+    img = apply(img, m.UnregisterControllerRecord(controller_id=3000))
+    assert sorted(img.controllers) == [3001]
+    assert apply(img, m.UnregisterControllerRecord(controller_id=7)).controllers == img.controllers
+
+
 def test_features_and_level_zero_removes() -> None:
     img = apply(
         EMPTY,

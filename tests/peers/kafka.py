@@ -1,7 +1,7 @@
 """A real single-node KRaft Kafka (combined broker+controller) from the cached Maven jars.
 
-`produce_metadata_log` formats a log dir with ``StorageTool format --standalone``, starts ``kafka.Kafka`` on
-127.0.0.1 with free ports, runs `WORKLOAD` through Kafka's own admin tools (``TopicCommand``,
+`produce_metadata_log` formats a log dir with ``StorageTool format --standalone`` (at Kafka's default
+metadata.version, or at a ``--release-version``), starts ``kafka.Kafka`` on 127.0.0.1 with free ports, runs `WORKLOAD` through Kafka's own admin tools (``TopicCommand``,
 ``ConfigCommand``), waits for a metadata snapshot that covers the workload, stops the server with SIGTERM and
 returns the log dir. The server never outlives the call: it is killed on any failure.
 """
@@ -29,6 +29,11 @@ _CHECKPOINT = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
 SNAPSHOT_INTERVAL_MS = 3000
 SEGMENT_MS = 5000
 
+SHELL_RELEASE_VERSION = "4.3-IV0"
+"""The newest metadata.version the metadata shell witness (Kafka 4.3.1's: 4.4.0 published no ``kafka-shell``)
+loads: it knows no 4.4-IV1 or later, and a log at one (4.4.0's default is 4.4-IV2) leaves its image without a
+metadata.version, which its loader refuses to publish. Logs checked against the shell are formatted at this."""
+
 
 class KafkaPeerError(RuntimeError):
     """Raised when the real Kafka peer fails to format, start, run the workload or stop."""
@@ -43,7 +48,7 @@ class AdminStep:
 
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"  # kafka.admin.ConfigCommand (core) until 4.3
 
 
 def _topics(*args: str) -> AdminStep:
@@ -105,7 +110,7 @@ WORKLOAD: tuple[AdminStep, ...] = (
 class KafkaMetadataLog:
     """What a peer run hands back. Treat the files as read-only: copy them before changing anything."""
 
-    log_dir: Path  # meta.properties, bootstrap.checkpoint, __cluster_metadata-0/
+    log_dir: Path  # meta.properties, __cluster_metadata-0/
     cluster_id: str
     node_id: int
     server_log: Path
@@ -127,9 +132,11 @@ class KafkaMetadataLog:
         return sorted(p for p in self.metadata_dir.glob("*.checkpoint") if _CHECKPOINT.match(p.name))
 
     @property
-    def bootstrap_checkpoint(self) -> Path:
-        """The ``bootstrap.checkpoint`` ``StorageTool format`` wrote."""
-        return self.log_dir / "bootstrap.checkpoint"
+    def bootstrap_snapshot(self) -> Path:
+        """The snapshot at offset 0 ``StorageTool format`` wrote: from Kafka 4.4 it holds the bootstrap metadata
+        (the features, then the records ``--add-scram`` asks for) after the KRaft control records, and there is
+        no ``bootstrap.checkpoint`` any more."""
+        return self.metadata_dir / f"{0:020d}-{0:010d}.checkpoint"
 
 
 def free_port() -> int:
@@ -193,8 +200,9 @@ def snapshot_offsets(metadata_dir: Path) -> list[int]:
 class KafkaPeer:
     """One Kafka server process in ``workdir``; a context manager that always stops it."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, release_version: str | None = None) -> None:
         self.workdir = workdir
+        self.release_version = release_version
         self.log_dir = workdir / "kraft-logs"
         self.server_log = workdir / "server.log"
         self.stdout_log = workdir / "server.stdout"
@@ -213,7 +221,8 @@ class KafkaPeer:
         return f"127.0.0.1:{self.broker_port}"
 
     def format(self) -> None:
-        """Write the config files and ``StorageTool format -t <id> --standalone`` the log dir."""
+        """Write the config files and ``StorageTool format -t <id> --standalone`` the log dir (with
+        ``--release-version`` when the peer has one)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config.write_text(_server_properties(self.log_dir, self.broker_port, self.controller_port))
         self.log4j2_config.write_text(_log4j2_properties(self.server_log))
@@ -222,7 +231,15 @@ class KafkaPeer:
             raise KafkaPeerError(f"StorageTool random-uuid printed {self.cluster_id!r}")
         kafka_tools.run_class(
             "kafka.tools.StorageTool",
-            ["format", "-t", self.cluster_id, "-c", str(self.config), "--standalone"],
+            [
+                "format",
+                "-t",
+                self.cluster_id,
+                "-c",
+                str(self.config),
+                "--standalone",
+                *(("--release-version", self.release_version) if self.release_version else ()),
+            ],
         )
 
     def start(self, timeout: float = 60.0) -> None:
@@ -313,11 +330,14 @@ class KafkaPeer:
                 os.killpg(self.process.pid, signal.SIGKILL)
 
 
-def produce_metadata_log(workdir: Path, workload: Sequence[AdminStep] = WORKLOAD) -> KafkaMetadataLog:
-    """Run a real Kafka through ``workload`` and return its stopped log dir (with timings in seconds)."""
+def produce_metadata_log(
+    workdir: Path, workload: Sequence[AdminStep] = WORKLOAD, release_version: str | None = None
+) -> KafkaMetadataLog:
+    """Run a real Kafka through ``workload`` and return its stopped log dir (with timings in seconds); formatted
+    at ``release_version`` (a metadata.version such as ``4.3-IV0``) when given, else at Kafka's default."""
     timings: dict[str, float] = {}
     started = time.monotonic()
-    with KafkaPeer(workdir) as peer:
+    with KafkaPeer(workdir, release_version) as peer:
         peer.format()
         timings["format"] = time.monotonic() - started
         mark = time.monotonic()

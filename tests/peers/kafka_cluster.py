@@ -51,7 +51,7 @@ from peers.kafka import (
 
 STORAGE_TOOL = "kafka.tools.StorageTool"
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"  # kafka.admin.ConfigCommand (core) until 4.3
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 METADATA_QUORUM_COMMAND = "org.apache.kafka.tools.MetadataQuorumCommand"
 
@@ -646,9 +646,11 @@ broker.heartbeat.interval.ms=1000
         """Write every node's config and format every log dir.
 
         One ``StorageTool format`` run (controller 1's config, with the SCRAM credentials); the other log
-        dirs get a copy of its ``bootstrap.checkpoint`` and its ``meta.properties`` with their own
-        ``node.id`` and a fresh ``directory.id``: exactly what their own format runs would write, without a
-        JVM each (four formats in parallel cost ~5 s on two cores, one ~1.5 s).
+        dirs get a copy of its bootstrap metadata and its ``meta.properties`` with their own ``node.id`` and a
+        fresh ``directory.id``: exactly what their own format runs would write, without a JVM each (four
+        formats in parallel cost ~5 s on two cores, one ~1.5 s). The bootstrap metadata is
+        ``bootstrap.checkpoint`` up to Kafka 4.3; from 4.4 it is the snapshot at offset 0 of the metadata
+        log, which format writes for controllers only (a static quorum's holds no voters: the same for each).
         """
         self._write_configs()
         template = self.nodes[self.controller_ids[0]]
@@ -660,6 +662,7 @@ broker.heartbeat.interval.ms=1000
         run_tool(STORAGE_TOOL, args)
         meta = (template.log_dir / "meta.properties").read_text()
         bootstrap = template.log_dir / "bootstrap.checkpoint"
+        bootstrap_snapshot = template.metadata_dir / f"{0:020d}-{0:010d}.checkpoint"
         if f"node.id={template.node_id}\n" not in meta or "directory.id=" not in meta:
             raise KafkaPeerError(f"unexpected meta.properties from StorageTool format:\n{meta}")
         for node in self.nodes.values():
@@ -668,6 +671,9 @@ broker.heartbeat.interval.ms=1000
             node.log_dir.mkdir(parents=True, exist_ok=True)
             if bootstrap.exists():
                 shutil.copyfile(bootstrap, node.log_dir / "bootstrap.checkpoint")
+            if bootstrap_snapshot.exists() and node.role == "controller":
+                node.metadata_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(bootstrap_snapshot, node.metadata_dir / bootstrap_snapshot.name)
             mine = re.sub(r"(?m)^node\.id=.*$", f"node.id={node.node_id}", meta)
             mine = re.sub(r"(?m)^directory\.id=.*$", f"directory.id={random_cluster_id()}", mine)
             (node.log_dir / "meta.properties").write_text(mine)

@@ -29,9 +29,9 @@ CLEAN_SHUTDOWN = f"[BrokerServer id={NODE_ID}] shut down completed"
 
 @pytest.fixture(scope="module")
 def dumped(kafka_metadata_log: KafkaMetadataLog) -> dict[str, DumpedFile]:
-    """dump-log of every segment, snapshot and the bootstrap checkpoint, by file name."""
+    """dump-log of every segment and snapshot (the bootstrap one at offset 0 among them), by file name."""
     log = kafka_metadata_log
-    files = [*log.segments, *log.snapshots, log.bootstrap_checkpoint]
+    files = [*log.segments, *log.snapshots]
     return {Path(d.path).name: d for d in kafka_tools.dump_log_parsed(files)}
 
 
@@ -58,7 +58,9 @@ def test_log_dir_layout(kafka_metadata_log: KafkaMetadataLog) -> None:
     )
     assert props["cluster.id"] == log.cluster_id
     assert props["node.id"] == str(NODE_ID)
-    assert log.bootstrap_checkpoint.stat().st_size > 0
+    # Kafka 4.4 writes the bootstrap metadata into the snapshot at offset 0, no bootstrap.checkpoint
+    assert not (log.log_dir / "bootstrap.checkpoint").exists()
+    assert log.bootstrap_snapshot in log.snapshots
     assert (log.metadata_dir / "quorum-state").exists()
     assert (log.metadata_dir / "leader-epoch-checkpoint").exists()
     assert CLEAN_SHUTDOWN in log.server_log.read_text()
@@ -70,7 +72,7 @@ def test_dump_log_decodes_every_file(
     kafka_metadata_log: KafkaMetadataLog, dumped: dict[str, DumpedFile]
 ) -> None:
     log = kafka_metadata_log
-    assert set(dumped) == {p.name for p in [*log.segments, *log.snapshots, log.bootstrap_checkpoint]}
+    assert set(dumped) == {p.name for p in [*log.segments, *log.snapshots]}
     for name, d in dumped.items():
         assert d.batches and d.records, name
         assert all(b.is_valid and b.magic == 2 for b in d.batches), name
@@ -141,15 +143,16 @@ def test_snapshots_are_framed_and_cover_the_workload(
     assert not any(
         r.type == "REMOVE_TOPIC_RECORD" for r in last.records
     )  # a snapshot holds state, not history
-    boot = dumped["bootstrap.checkpoint"]
-    assert boot.kind == "bootstrap"
+    boot = dumped[kafka_metadata_log.bootstrap_snapshot.name]
+    assert boot.kind == "snapshot" and boot.snapshot_end_offset == 0
     assert {r.data["name"] for r in boot.records if r.type == "FEATURE_LEVEL_RECORD" and r.data} >= {
         "metadata.version"
     }
 
 
-def test_metadata_shell_lists_the_topics(kafka_metadata_log: KafkaMetadataLog) -> None:
-    out = kafka_tools.metadata_shell(kafka_metadata_log.snapshots[-1], "ls /image/topics/byName")
+def test_metadata_shell_lists_the_topics(kafka_shell_metadata_log: KafkaMetadataLog) -> None:
+    # the shell is 4.3.1's: it loads the peer formatted at SHELL_RELEASE_VERSION, not 4.4.0's default
+    out = kafka_tools.metadata_shell(kafka_shell_metadata_log.snapshots[-1], "ls /image/topics/byName")
     assert sorted(out.split()) == sorted(LIVE_TOPICS)
 
 

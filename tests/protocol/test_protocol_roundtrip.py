@@ -33,4 +33,4 @@ def test_every_message_has_a_class() -> None:
     assert set(MESSAGE_CLASSES) == {s.name for s in SPECS}
     metadata = [s for s in SPECS if s.kind == "metadata"]
     control = [s for s in SPECS if s.kind == "control"]
-    assert len(metadata) == 26 and len(control) == 5
+    assert len(metadata) == 27 and len(control) == 5

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kraftlake.protocol.control import decode_control_body
-from kraftlake.protocol.errors import ProtocolError
+from kraftlake.protocol.errors import ProtocolError, SchemaError
+from kraftlake.protocol.kafka_specs import CONTROL_TYPES, convert, render
 from kraftlake.protocol.messages import MESSAGE_CLASSES, class_for
 from kraftlake.protocol.spec import load_all, schemas_dir, snake_case
 from kraftlake.records.serde import decode_metadata_record
@@ -27,12 +28,13 @@ JARS = Path(os.environ.get("KRAFTLAKE_JARS", Path(__file__).parents[2] / ".cache
 
 def test_every_schema_parses_with_fastavro() -> None:
     files = sorted(schemas_dir().glob("*.avsc"))
-    assert len(files) == 31
+    assert len(files) == 32
     for f in files:
         fastavro.parse_schema(json.loads(f.read_text()))
 
 
 def test_versions_kafka_4_writes() -> None:
+    # ApiKey 29 (UnregisterControllerRecord) is Kafka 4.4's, written from metadata.version 4.4-IV2
     by_name = {s.name: s for s in SPECS}
     assert str(by_name["RegisterBrokerRecord"].valid_versions) == "0-4"
     assert str(by_name["BrokerRegistrationChangeRecord"].valid_versions) == "0-3"
@@ -67,6 +69,7 @@ def test_versions_kafka_4_writes() -> None:
         26,
         27,
         28,
+        29,
     ]
     assert sorted(s.control_type for s in SPECS if s.kind == "control") == [2, 3, 4, 5, 6]
 
@@ -185,3 +188,19 @@ def test_fuzz_decoder_raises_only_typed_errors(value: bytes) -> None:
 def test_fuzz_control_bodies_raise_only_typed_errors(control_type: int, value: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         decode_control_body(control_type, value)
+
+
+def test_the_converter_knows_each_control_record_as_the_schemas_do() -> None:
+    assert {s.name: s.control_type for s in SPECS if s.kind == "control"} == CONTROL_TYPES
+
+
+def test_the_converter_writes_a_metadata_spec_as_the_committed_schema() -> None:
+    # the committed UnregisterControllerRecord.avsc is what `make schemas` wrote from Kafka 4.4.0's spec
+    spec = """// a comment line, as in Kafka's files
+    {"apiKey": 29, "type": "metadata", "name": "UnregisterControllerRecord", "validVersions": "0",
+     "flexibleVersions": "0+", "fields": [
+       {"name": "ControllerId", "type": "int32", "versions": "0+", "about": "The controller id."}]}"""
+    written = render(convert(spec, "UnregisterControllerRecord.json"))
+    assert written == (schemas_dir() / "UnregisterControllerRecord.avsc").read_text()
+    with pytest.raises(SchemaError, match="not an RPC, header, metadata or control record spec"):
+        convert('{"type": "data", "name": "Other", "validVersions": "0", "fields": []}', "Other.json")

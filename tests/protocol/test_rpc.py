@@ -10,7 +10,7 @@ import pytest
 from kraftlake import kafka_tools
 from kraftlake.protocol import rpc
 from kraftlake.protocol.errors import ProtocolError, UnsupportedVersionError
-from kraftlake.protocol.kafka_specs import generate
+from kraftlake.protocol.kafka_specs import generate, generate_records
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.protocol.spec import load_rpcs
 
@@ -19,9 +19,19 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "rpc"
 
 @pytest.mark.kafka
 def test_rpc_schemas_match_the_kafka_clients_jar() -> None:
-    """schemas/rpc is what `make schemas` converts from Kafka 4.3.1's own specs (fails when stale)."""
+    """schemas/rpc is what `make schemas` converts from Kafka 4.4.0's own specs (fails when stale)."""
     expected = generate(kafka_tools.kafka_jars_dir())
     found = {p.name: p.read_text() for p in SCHEMAS.glob("*.avsc")}
+    assert sorted(found) == sorted(expected)
+    stale = [name for name, text in expected.items() if found[name] != text]
+    assert stale == []
+
+
+@pytest.mark.kafka
+def test_record_schemas_match_the_kafka_jars() -> None:
+    """schemas/*.avsc is what `make schemas` converts from Kafka 4.4.0's metadata and control record specs."""
+    expected = generate_records(kafka_tools.kafka_jars_dir())
+    found = {p.name: p.read_text() for p in SCHEMAS.parent.glob("*.avsc")}
     assert sorted(found) == sorted(expected)
     stale = [name for name, text in expected.items() if found[name] != text]
     assert stale == []

@@ -26,7 +26,7 @@ from kraftlake.protocol.control import ControlRecordType, encode_control_body
 from kraftlake.protocol.messages import MESSAGE_CLASSES
 from kraftlake.protocol.spec import MessageSpec, StructSpec, load_all
 from kraftlake.records.errors import RecordDecodeError
-from kraftlake.records.kafka_json import data_writer, dumps, generated_writer_source, record_data
+from kraftlake.records.kafka_json import data_writer, dumps, generated_writer_source, java_double, record_data
 from kraftlake.records.reader import MetadataRecord
 from kraftlake.records.serde import encode_metadata_record
 
@@ -211,3 +211,24 @@ def test_lines_before_a_read_error_are_written() -> None:
     with pytest.raises(RecordDecodeError):
         write_lines(failing(), out.write)
     assert out.getvalue() == "".join(record_json(m, _type_name(m)) + "\n" for m in records)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        # printed by Java's Double.toString (JDK 17 here; JDK 19+'s rule gives the same for these)
+        (5e-324, "4.9E-324"),
+        (-5e-324, "-4.9E-324"),
+        (1.5e-323, "1.5E-323"),
+        (3.5e-323, "3.5E-323"),
+        (4.94e-322, "4.94E-322"),
+        (1e-310, "1.0E-310"),
+        (2.2250738585072014e-308, "2.2250738585072014E-308"),
+        (0.1, "0.1"),
+        (0.002, "0.002"),
+        (1e7, "1.0E7"),
+        (1e22, "1.0E22"),
+    ],
+)
+def test_java_double_prints_as_java(value: float, text: str) -> None:
+    assert java_double(value) == text
