@@ -66,15 +66,25 @@ class IngestResult:
     """Pending closes folded into the history tables at the end (see :func:`kraftlake.spark.tables.write_history`)."""
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:  # deleted meanwhile (a mirror resetting its log to a snapshot)
+        return 0
+
+
 def starting_point(log_dir: str | Path) -> tuple[MetadataImage, int]:
-    """The image to start from and the first offset to read: a snapshot when the log does not start at 0.
+    """The image to start from and the first offset to read: a snapshot when the log does not start at 0
+    (or holds no record, only snapshots).
 
     The oldest snapshot that covers the log's start, skipping (with a `SkippedSnapshotWarning`) one Kafka would
     not load (`kraftlake.image.load_snapshot` refuses it) for the next.
     """
     d = partition_dir(log_dir)
-    segs = segments(d)
-    base = segs[0][0] if segs else 0
+    # empty segments hold no offset: a fresh mirror's empty segment 0 is still there (or already gone, its next
+    # one not yet made) when the follower reports a snapshot installed; the log then starts at the snapshot
+    segs = [(base, path) for base, path in segments(d) if _size(path) > 0]
+    base = segs[0][0] if segs else max((s.end_offset for s in snapshots(d)), default=0)
     if base == 0:
         return EMPTY, 0
     skipped = []

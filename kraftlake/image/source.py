@@ -231,7 +231,11 @@ def image_at(
 ) -> MetadataImage:
     """The state at ``offset`` (including the record at it; None = the log end) of a metadata log directory.
 
-    Starts from the newest snapshot that does not pass ``offset`` and replays the log's tail. A snapshot that
+    Starts from the newest snapshot that does not pass ``offset`` and replays the log's tail; a snapshot at
+    offset 0 is not used when the log starts at 0. Kafka 4.4's ``StorageTool format`` writes a controller's
+    bootstrap metadata (features, SCRAM credentials) into that snapshot and the active controller writes the
+    same records into the log (its bootstrap transaction); brokers, observers (a ``kraftlake follow`` mirror)
+    and the warehouse have only the log, so the state at an offset is the log's. A snapshot that
     cannot be loaded (not a whole snapshot, unreadable, a record that does not apply) is skipped, as Kafka
     refuses it: ``on_skip(path, error)`` is called (default: a `SkippedSnapshotWarning`) and the next older
     snapshot is tried; without one the log is replayed from its start, which must then be offset 0.
@@ -254,7 +258,13 @@ def image_at(
     report = on_skip if on_skip is not None else _warn_skipped
     skipped: list[str] = []
     image = None
-    for snap in reversed([s for s in snaps if offset is None or s.end_offset - 1 <= offset]):
+    from_zero = bool(segs) and segs[0][0] == 0
+    usable = [
+        s
+        for s in snaps
+        if (offset is None or s.end_offset - 1 <= offset) and not (from_zero and s.end_offset == 0)
+    ]
+    for snap in reversed(usable):
         try:
             image = load_snapshot(snap.path)
             break

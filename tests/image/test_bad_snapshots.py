@@ -17,7 +17,7 @@ from shared_paths import KAFKA_LOGS
 
 from kraftlake.cli import main
 from kraftlake.errors import KraftlakeError
-from kraftlake.image import image_at, load_path, load_snapshot, write_snapshot
+from kraftlake.image import EMPTY, image_at, load_path, load_snapshot, write_snapshot
 from kraftlake.image.errors import ImageError, ReplayError, SkippedSnapshotWarning
 from kraftlake.image.snapshot import snapshot_bytes
 from kraftlake.image.source import partition_dir
@@ -271,3 +271,20 @@ def test_ingest_starts_from_the_oldest_usable_snapshot(tmp_path: Path) -> None:
         pytest.warns(SkippedSnapshotWarning),
     ):
         starting_point(d)
+
+
+def test_ingest_starts_an_empty_log_with_a_snapshot_from_the_snapshot(tmp_path: Path) -> None:
+    # a fresh mirror as a follower reports a snapshot installed: its empty segment 0 still there, or gone
+    # before the segment at the snapshot's end is made
+    from pipelines.ingest import starting_point
+
+    d = tmp_path / "__cluster_metadata-0"
+    d.mkdir()
+    (d / segment_filename(0)).write_bytes(b"")
+    assert starting_point(d) == (EMPTY, 0)
+    write_snapshot(image_at(MULTI_EPOCH, 711), d)
+    image, start = starting_point(d)
+    assert (image.offset, start) == (711, 712) and image.state_equals(image_at(MULTI_EPOCH, 711))
+    (d / segment_filename(0)).unlink()
+    image, start = starting_point(d)
+    assert (image.offset, start) == (711, 712)

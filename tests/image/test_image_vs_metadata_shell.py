@@ -57,6 +57,19 @@ def test_the_default_peer_is_at_kafka_4_4s_metadata_version(kafka_metadata_log: 
     assert "metadataVersion:\n    Optional[4.4-IV2]" in shell_tree(image)
 
 
+def test_the_bootstrap_snapshot_is_not_the_state_before_the_log(kafka_metadata_log: Any) -> None:
+    # Kafka 4.4 writes the bootstrap features into the snapshot at offset 0 and, in its bootstrap transaction,
+    # into the log: the state at an offset is the log's, as a broker (which has no such snapshot) sees it
+    from kraftlake.image import EMPTY, load_records
+
+    d = kafka_metadata_log.metadata_dir
+    assert load_snapshot(d / f"{0:020d}-{0:010d}.checkpoint").metadata_version == 33
+    end = next(r.offset for r in log_records(d) if r.type == "EndTransactionRecord")
+    for n in (0, end - 1, end):
+        assert image_at(d, n) == load_records((r for r in log_records(d) if r.offset <= n), EMPTY), n
+    assert image_at(d, end - 1).features == {} and image_at(d, end).metadata_version == 33
+
+
 def _without_provenance(tree: str) -> list[str]:
     lines = tree.splitlines()
     i = lines.index("provenance:")
