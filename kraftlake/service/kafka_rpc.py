@@ -63,7 +63,7 @@ from kraftlake.raft.messages import (
 )
 from kraftlake.service.batch_writer import kraft_data_batch, uniform_values
 from kraftlake.service.errors import CodecError
-from kraftlake.service.messages import QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
+from kraftlake.service.messages import STUCK_PREFIX, QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 """Twice Kafka's default max fetch size (8 MiB), so a full fetch response always fits."""
@@ -1114,7 +1114,8 @@ def describe_quorum_response(
     text = (
         None
         if is_leader or version < 2
-        else f"node {node_id} is not the leader (leader: {description.leader_id}, epoch {description.leader_epoch})"
+        else description.stuck
+        or f"node {node_id} is not the leader (leader: {description.leader_id}, epoch {description.leader_epoch})"
     )
     partition = cls.PartitionData(
         partition_index=0,
@@ -1195,4 +1196,5 @@ def description_from_response(cluster_id: str, body: Any) -> tuple[QuorumDescrip
         voters,
         observers,
         tuple(replicas),
+        p.error_message if p.error_code and (p.error_message or "").startswith(STUCK_PREFIX) else "",
     ), p.error_code

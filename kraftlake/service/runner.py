@@ -144,6 +144,8 @@ def new_uuid() -> str:
 
 SASL_MAX_RECEIVE_BYTES = 512 * 1024
 """Kafka's ``sasl.server.max.receive.size``: the largest frame read before a connection has authenticated."""
+LOG_INTERVAL_MS = 60_000
+"""Refusals and other lines a peer can cause are logged once per cause in this interval."""
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 """Kafka's OBSERVER_SESSION_TIMEOUT_MS: an observer leaves DescribeQuorum this long after its last fetch."""
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the start of every request header
@@ -215,6 +217,8 @@ class NodeRunner:
         self._observers: dict[int, _Observer] = {}
         self._observers_swept = 0
         self._peer_errors: dict[int, Errors] = {}
+        self._log_times: dict[object, tuple[int | None, int]] = {}
+        self._stuck: str | None = None
         self._ctx = WireContext(config.cluster_id, self.node_id, "", self.voters)
         self._authorizer = config.authorizer
         self._server_tls = (
@@ -302,6 +306,21 @@ class NodeRunner:
         if self._ready is not None:
             self._ready.set()
 
+    def _log_limited(
+        self, cause: object, level: int, fmt: str, *args: object, now: int | None = None
+    ) -> None:
+        """Log once per `cause` per minute; the next line says how many were left out meanwhile."""
+        now = _mono_ms() if now is None else now
+        last, skipped = self._log_times.get(cause, (None, 0))
+        if last is not None and now - last < LOG_INTERVAL_MS:
+            self._log_times[cause] = (last, skipped + 1)
+            return
+        if len(self._log_times) > 10_000:
+            self._log_times.clear()
+        self._log_times[cause] = (now, 0)
+        suffix = f" ({skipped} more like it in the last minute)" if skipped else ""
+        log.log(level, fmt + suffix, *args)
+
     def _peer_login(self, endpoint: tuple[str, int]) -> Login | None:
         security = self.config.peer_security
         if security is None or not security.uses_sasl:
@@ -379,6 +398,15 @@ class NodeRunner:
             self.snapshot_policy.committed(self.log_store.value_bytes(committed.start, committed.end), now)
             if self.snapshot_policy.due(now):
                 self._start_snapshot(now)
+        for refusal in ready.refused:
+            self._log_limited(
+                ("epoch", refusal.message, refusal.sender), logging.WARNING, "%s", refusal, now=now
+            )
+        stuck = node.stuck
+        if stuck != self._stuck:
+            self._stuck = stuck
+            if stuck is not None:
+                log.error("%s", stuck)
         leader = (node.leader_id, node.epoch)
         if leader != self._leader_seen:
             self._leader_seen = leader
@@ -681,6 +709,7 @@ class NodeRunner:
             voters,
             tuple(observers),
             tuple(replicas),
+            node.stuck or "",
         )
 
     # -- network: raft peers -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import stat
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,37 @@ def test_spoofed_epochs_and_leaders_outside_the_voter_set_are_refused(quorum: Lo
     successor = quorum.wait_for_leader(exclude=leader.node_id)
     assert successor.append([b"again"]).result(10)[0] > after[1]
     assert successor.epoch > epoch
+
+
+def test_no_epoch_near_the_int32_ceiling_is_adopted_by_vote_or_begin_quorum_epoch(
+    quorum: LocalQuorum, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 25: every epoch from 2^31-16 to 2^31-1, in a real voter's name (its directory id too)."""
+    leader = quorum.wait_for_leader()
+    before = leader.append([b"before"]).result(10)
+    epoch = leader.epoch
+    dirs = {i: s.runner.directory_id for i, s in quorum.services.items()}
+    with caplog.at_level("WARNING", logger="kraftlake.service.runner"):
+        for spoofed_epoch in range(2**31 - 16, 2**31):
+            for node_id, (_, port) in quorum.endpoints.items():
+                other = node_id % 3 + 1
+                ctx = WireContext(CLUSTER, other, dirs[other], dict(quorum.endpoints))
+                request: Message
+                for request in (
+                    BeginQuorumEpochRequest(other, node_id, 1, spoofed_epoch, other),
+                    VoteRequest(other, node_id, 2, spoofed_epoch, other, spoofed_epoch - 1, 10**9, False),
+                ):
+                    assert _spoof(port, request, ctx) is Errors.INVALID_REQUEST
+    after = leader.append([b"after"]).result(10)
+    assert after[0] > before[1] and leader.is_leader
+    assert all(s.epoch == epoch for s in quorum.services.values())
+    for node_id in quorum.endpoints:
+        state = (quorum.data_dir / f"node-{node_id}" / METADATA_PARTITION_DIR / "quorum-state").read_text()
+        assert f'"leaderEpoch":{epoch}' in state
+    refusals = [r.getMessage() for r in caplog.records if "refused a" in r.getMessage()]
+    # logged, once per cause (message type and sender) per minute: 2 kinds x 1 sender per voter
+    assert len(refusals) == 6 and all(m.startswith(f"node {m[5]}: refused a ") for m in refusals)
+    assert all(f"at epoch {2**31 - 16} in epoch {epoch}" in m for m in refusals)
 
 
 _VOTER = r"""
@@ -228,3 +260,33 @@ def test_appends_need_the_voters_credential_and_refusals_echo_nothing(quorum: Lo
     assert base > before[1]
     values = [e.value for e in leader.read_committed(0, 1000)]
     assert b"garbage" not in values and b"allowed" in values
+
+
+def test_a_voter_stuck_in_the_last_usable_epoch_says_so_in_its_log_and_in_describe(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 25: a quorum-state left at 2^31-2 (by an older kraftlake, before the epoch bound) cannot elect."""
+    from service_helpers import fast_config
+
+    from kraftlake.logformat import QuorumStateFile, write_quorum_state
+
+    node_dir = tmp_path / "q" / "node-1" / METADATA_PARTITION_DIR
+    node_dir.mkdir(parents=True)
+    write_quorum_state(node_dir / "quorum-state", QuorumStateFile(leader_epoch=2**31 - 2))
+    q = LocalQuorum(1, tmp_path / "q", CLUSTER, fsync=False, quorum=fast_config(1))
+    with caplog.at_level("ERROR", logger="kraftlake.service.runner"):
+        q.start()
+        try:
+            service = q.services[1]
+            deadline = time.monotonic() + 10
+            while service.runner.node.role != "Prospective" and time.monotonic() < deadline:  # type: ignore[union-attr]
+                time.sleep(0.05)
+            client = QuorumClient([q.endpoints[1]], CLUSTER)
+            described, from_leader = client.describe()
+            client.close()
+        finally:
+            q.stop()
+    assert not from_leader and described.leader_id == -1
+    (stuck,) = [line for line in described.status_lines() if line.startswith("Stuck:")]
+    assert "Prospective in epoch 2147483646: no election can follow it" in stuck
+    assert [r for r in caplog.records if "stuck: node 1 is" in r.getMessage()]

@@ -337,3 +337,27 @@ def test_kafka_metadata_quorum_describes_a_sasl_ssl_kraftlake_quorum(secured: Se
     fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in status.strip().splitlines())}
     assert fields["ClusterId"] == CLUSTER and fields["LeaderId"] == str(leader.node_id)
     assert fields["LeaderEpoch"] == str(leader.epoch)
+
+
+def test_no_epoch_near_the_int32_ceiling_is_adopted_from_a_voters_principal(secured: Secured) -> None:
+    """Issue 25: every epoch from 2^31-16 to 2^31-1 by Vote and by BeginQuorumEpoch, sent as the voters'
+    own principal (a super user): refused with INVALID_REQUEST, the epoch stays and commits go on."""
+    q = secured.quorum
+    leader = q.wait_for_leader()
+    epoch, before = leader.epoch, leader.append([b"before"]).result(10)
+    for node_id in q.endpoints:
+        claimed = node_id % 3 + 1
+        ctx = WireContext(CLUSTER, claimed, q.services[claimed].runner.directory_id, dict(q.endpoints))
+        with KafkaConnection(*secured.endpoint(node_id), secured.client("voter", mechanism="PLAIN")) as conn:
+            for spoofed in range(2**31 - 16, 2**31):
+                for request in (
+                    BeginQuorumEpochRequest(claimed, node_id, 1, spoofed, claimed),
+                    VoteRequest(claimed, node_id, 2, spoofed, claimed, spoofed - 1, 10**9, False),
+                ):
+                    api_key, _, body = kafka_request(request, ctx)
+                    answer: Any = conn.request(api_key, body)
+                    codes = {answer.error_code} | {p.error_code for t in answer.topics for p in t.partitions}
+                    assert Errors.INVALID_REQUEST in codes
+    after = leader.append([b"after"]).result(10)
+    assert after[0] > before[1] and leader.is_leader
+    assert all(s.epoch == epoch for s in q.services.values())
