@@ -814,6 +814,20 @@ class RaftNode:
                 )
             )
             return
+        invalid = self._invalid_fetch(state, request)
+        if invalid is not None:
+            self._send(
+                FetchResponse(
+                    self.node_id,
+                    request.src,
+                    request.correlation_id,
+                    state.epoch,
+                    self.node_id,
+                    self._hw,
+                    error=invalid,
+                )
+            )
+            return
         replica = state.replicas.setdefault(request.replica_id, type(state.replicas[self.node_id])())
         replica.last_fetch_ms = now_ms
         if request.replica_directory_id:
@@ -840,6 +854,17 @@ class RaftNode:
             state.parked[request.replica_id] = (request, now_ms + request.max_wait_ms)
             return
         self._send(response)
+
+    def _invalid_fetch(self, state: LeaderState, request: FetchRequest) -> Errors | None:
+        """Kafka's checks of a fetch position before it is served or counted: a negative offset or a last
+        fetched epoch above the request's is INVALID_REQUEST; an offset past this leader's log end that claims
+        entries of its own epoch (which only it writes) is OFFSET_OUT_OF_RANGE. An offset past the end with an
+        older epoch is a follower's divergent tail: answered with a DivergingEpoch, not counted."""
+        if request.fetch_offset < 0 or request.last_fetched_epoch > request.epoch:
+            return Errors.INVALID_REQUEST
+        if request.fetch_offset > self.log.end_offset and request.last_fetched_epoch >= state.epoch:
+            return Errors.OFFSET_OUT_OF_RANGE
+        return None
 
     def _build_fetch_response(self, state: LeaderState, request: FetchRequest) -> FetchResponse:
         log = self.log

@@ -6,7 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlake.raft.config import QuorumConfig
-from kraftlake.service.authorizer import ClusterAuthorizer, authorizer_from_properties
+from kraftlake.service.authorizer import (
+    ClusterAuthorizer,
+    VoterPrincipals,
+    authorizer_from_properties,
+    voter_principals_from_properties,
+)
 from kraftlake.service.errors import ServiceError
 from kraftlake.service.kafka_rpc import DEFAULT_MAX_FRAME_BYTES
 from kraftlake.wire.client_config import ClientSecurity
@@ -88,6 +93,10 @@ class NodeConfig:
     allow_plaintext
         Listen in PLAINTEXT on a non-loopback address anyway (anyone who reaches the port can then vote in a
         voter's name).
+    voter_directory_ids
+        The other voters' directory ids (from their ``meta.properties``), when known: a Vote, Fetch or
+        FetchSnapshot in a voter's name must carry its directory id. A voter not listed here is pinned to the
+        directory id of the first such request in its name.
     """
 
     node_id: int
@@ -108,6 +117,7 @@ class NodeConfig:
     listener_security: ListenerSecurity = PLAINTEXT
     peer_security: ClientSecurity | None = None
     allow_plaintext: bool = False
+    voter_directory_ids: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.node_id not in self.voters:
@@ -123,11 +133,19 @@ class NodeConfig:
         if self.max_connections <= 0 or self.max_unsent_bytes <= 0:
             raise ServiceError("max_connections and max_unsent_bytes must be > 0")
         self.authorizer  # noqa: B018 - its properties are checked now, not at the first request
+        self.voter_principals  # noqa: B018 - likewise
 
     @property
     def authorizer(self) -> ClusterAuthorizer:
         """Who may send what (`kraftlake.service.authorizer`), from the listener's properties."""
         return authorizer_from_properties(self.listener_security.properties, self.listener_security.source)
+
+    @property
+    def voter_principals(self) -> VoterPrincipals:
+        """Which principals speak for which voter (`kraftlake.service.authorizer.VoterPrincipals`)."""
+        return voter_principals_from_properties(
+            self.listener_security.properties, self.listener_security.source, frozenset(self.voters)
+        )
 
     @property
     def quorum_config(self) -> QuorumConfig:

@@ -465,6 +465,19 @@ def fetch_replica_id(body: Any, version: int) -> int:
     return int(body.replica_state.replica_id if version >= 15 else body.replica_id)
 
 
+def sender_directory_id(api_key: int, version: int, body: Any) -> str | None:
+    """The directory id a raft request carries of its sender ("" for Kafka's zero uuid); None where the
+    request has no such field: BeginQuorumEpoch and EndQuorumEpoch (any version), Vote v0, Fetch before v17,
+    FetchSnapshot v0."""
+    if api_key == ApiKey.VOTE and version >= 1:
+        return _undir(metadata_partition(body.topics, "topic_name", "Vote").replica_directory_id)
+    if api_key == ApiKey.FETCH and version >= 17:
+        return _undir(metadata_partition(body.topics, "topic_id", "Fetch").replica_directory_id)
+    if api_key == ApiKey.FETCH_SNAPSHOT and version >= 1:
+        return _undir(metadata_partition(body.topics, "name", "FetchSnapshot").replica_directory_id)
+    return None
+
+
 def raft_request(
     api_key: int, version: int, correlation_id: int, body: Any, node_id: int, cluster_id: str
 ) -> Message:

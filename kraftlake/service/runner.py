@@ -88,6 +88,7 @@ from kraftlake.service.kafka_rpc import (
     kafka_response,
     metadata_partition,
     raft_request,
+    sender_directory_id,
     warm_up,
 )
 from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader, group_batches
@@ -120,6 +121,30 @@ def ensure_append_secret(data_dir: Path, secret: str | None = None) -> str:
         f.flush()
         os.fsync(f.fileno())
     return secret
+
+
+def ensure_directory_id(data_dir: Path, cluster_id: str, node_id: int) -> str:
+    """The voter's directory id from ``meta.properties`` in `data_dir`, which is written (with a new random id)
+    when absent.
+
+    Raises
+    ------
+    ServiceError
+        If the file belongs to another cluster or node.
+    """
+    meta_path = data_dir / "meta.properties"
+    if meta_path.exists():
+        meta = read_meta_properties(meta_path)
+        if meta.cluster_id != cluster_id or meta.node_id != node_id:
+            raise ServiceError(
+                f"{meta_path} belongs to cluster {meta.cluster_id} node {meta.node_id}, not "
+                f"{cluster_id} node {node_id}"
+            )
+        return meta.directory_id or ""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    directory_id = new_uuid()
+    write_meta_properties(meta_path, MetaProperties(cluster_id, node_id, directory_id=directory_id))
+    return directory_id
 
 
 def is_loopback(host: str) -> bool:
@@ -218,6 +243,10 @@ class NodeRunner:
         self._observers_swept = 0
         self._peer_errors: dict[int, Errors] = {}
         self._log_times: dict[object, tuple[int | None, int]] = {}
+        self._voter_principals = config.voter_principals
+        self._voter_directories = {
+            v: d for v, d in config.voter_directory_ids.items() if v in config.voters and d
+        }
         self._stuck: str | None = None
         self._ctx = WireContext(config.cluster_id, self.node_id, "", self.voters)
         self._authorizer = config.authorizer
@@ -332,21 +361,7 @@ class NodeRunner:
     def _prepare_log_dir(self) -> None:
         self.partition_dir.mkdir(parents=True, exist_ok=True)
         self._append_secret = ensure_append_secret(self.config.data_dir)
-        meta_path = self.config.data_dir / "meta.properties"
-        if meta_path.exists():
-            meta = read_meta_properties(meta_path)
-            if meta.cluster_id != self.config.cluster_id or meta.node_id != self.node_id:
-                raise ServiceError(
-                    f"{meta_path} belongs to cluster {meta.cluster_id} node {meta.node_id}, not "
-                    f"{self.config.cluster_id} node {self.node_id}"
-                )
-            self.directory_id = meta.directory_id or ""
-        else:
-            self.directory_id = new_uuid()
-            write_meta_properties(
-                meta_path,
-                MetaProperties(self.config.cluster_id, self.node_id, directory_id=self.directory_id),
-            )
+        self.directory_id = ensure_directory_id(self.config.data_dir, self.config.cluster_id, self.node_id)
 
     async def stop(self) -> None:
         """Stop serving, close the log; pending appends fail with `ServiceStoppedError`."""
@@ -968,12 +983,70 @@ class NodeRunner:
                 Errors.INCONSISTENT_VOTER_SET,
                 f"{rpc.api(api_key).name} from node {message.src}, not a voter of this quorum",
             )
+        self._check_voter_identity(api_key, version, body, conn, message.src)
         self._routes[(message.src, corr)] = (conn, api_key, version)
         if len(self._routes) > 10_000:  # answers that never came: forget the oldest
             for key in list(self._routes)[:1000]:
                 del self._routes[key]
         now = _mono_ms()
         self._process(node.step(message, now), now)
+
+    def _check_voter_identity(
+        self, api_key: int, version: int, body: Any, conn: InboundConnection, voter: int
+    ) -> None:
+        """A voter-only request is taken only from the voter it names: its principal on a secured listener
+        (`VoterPrincipals`), and its directory id wherever the request carries one (the one configured, else
+        the first seen in its name). BeginQuorumEpoch and EndQuorumEpoch carry none: in PLAINTEXT nothing
+        tells their sender from anyone else's.
+
+        Raises
+        ------
+        RequestRefused
+            31 for a principal not bound to `voter`; INCONSISTENT_VOTER_SET for another directory id;
+            INVALID_REQUEST for a Vote, Fetch or FetchSnapshot without one (a version before Kafka's KIP-853).
+        """
+        name = rpc.api(api_key).name
+        principal = conn.principal or ANONYMOUS
+        if self.config.listener_security.secured and not self._voter_principals.may_speak_for(
+            principal, voter
+        ):
+            self._log_limited(
+                ("voter-principal", principal, voter),
+                logging.WARNING,
+                "node %d: %s in voter %d's name refused to %s: not a principal of that voter",
+                self.node_id,
+                name,
+                voter,
+                principal,
+            )
+            raise RequestRefused(Errors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL)
+        directory = sender_directory_id(api_key, version, body)
+        if directory is None and api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
+            return
+        if not directory:
+            raise RequestRefused(
+                Errors.INVALID_REQUEST,
+                f"{name} v{version} in voter {voter}'s name without its directory id",
+            )
+        known = self._voter_directories.get(voter)
+        if known is None:
+            self._voter_directories[voter] = directory
+            log.info("node %d: voter %d has directory id %s (first seen)", self.node_id, voter, directory)
+        elif directory != known:
+            self._log_limited(
+                ("voter-directory", voter, directory),
+                logging.WARNING,
+                "node %d: %s in voter %d's name refused: directory id %s, not the voter's %s",
+                self.node_id,
+                name,
+                voter,
+                directory,
+                known,
+            )
+            raise RequestRefused(
+                Errors.INCONSISTENT_VOTER_SET,
+                f"{name} in voter {voter}'s name from another directory than the voter's",
+            )
 
     def _api_versions(self, version: int, corr: int) -> bytes:
         served = {**SERVED, **SASL_SERVED} if self.config.listener_security.uses_sasl else SERVED

@@ -198,6 +198,54 @@ def test_replica_states_report_fetches_caught_up_times_and_directory_ids() -> No
     assert RaftNode(2, config, MemoryRaftLog(), None, random.Random(2), 0).replica_states(0) == ()
 
 
+def test_fetch_positions_past_the_log_end_are_errors_and_never_count() -> None:
+    """Issue 25: a Fetch claiming entries of the leader's own epoch past its log end moved the high watermark."""
+    from kraftlake.raft.messages import Errors, FetchResponse
+
+    config = QuorumConfig(voters=frozenset({1, 2, 3}), append_linger_ms=0)
+    leader = RaftNode(1, config, MemoryRaftLog(), ElectionState(1, None, None), random.Random(1), 0)
+    requests = leader.tick(3000).messages
+    for _ in range(2):
+        for req in list(requests):
+            assert isinstance(req, VoteRequest)
+            ready = leader.step(
+                VoteResponse(
+                    req.dst,
+                    1,
+                    req.correlation_id,
+                    req.candidate_epoch - req.pre_vote,
+                    None,
+                    True,
+                    req.pre_vote,
+                    req.candidate_epoch,
+                ),
+                3001,
+            )
+            requests = [m for m in ready.messages if isinstance(m, VoteRequest)] or requests
+    assert leader.is_leader and leader.epoch == 2
+    leader.append([b"a", b"b"], 3002)
+    leader.flush(3003)
+    end = leader.log.end_offset
+    assert end == 3 and leader.high_watermark == 0
+    for corr, (offset, last_epoch, expected) in enumerate(
+        (
+            (end + 5, 2, Errors.OFFSET_OUT_OF_RANGE),  # entries of epoch 2 the leader never wrote
+            (-1, 0, Errors.INVALID_REQUEST),
+            (end, 3, Errors.INVALID_REQUEST),  # a last fetched epoch above the request's
+        )
+    ):
+        ready = leader.step(FetchRequest(2, 1, corr, 2, 2, offset, last_epoch, 0, "d2"), 3010)
+        (reply,) = [m for m in ready.messages if isinstance(m, FetchResponse)]
+        assert reply.error is expected and leader.high_watermark == 0
+    # a divergent tail of an older epoch past the end is answered with a DivergingEpoch and does not count
+    ready = leader.step(FetchRequest(2, 1, 9, 2, 2, end + 5, 1, 0, "d2"), 3020)
+    (reply,) = [m for m in ready.messages if isinstance(m, FetchResponse)]
+    assert reply.error is Errors.NONE and reply.diverging_epoch is not None and leader.high_watermark == 0
+    # and the fetch at the log end does
+    leader.step(FetchRequest(2, 1, 10, 2, 2, end, 2, 0, "d2"), 3030)
+    assert leader.high_watermark == end
+
+
 def test_a_partial_flush_commits_only_what_it_covers() -> None:
     """A driver that fsyncs off its loop reports the end offset its fsync covered; the rest stays unflushed."""
     node = RaftNode(

@@ -20,6 +20,7 @@ from kraftlake.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
     Errors,
+    FetchRequest,
     Message,
     VoteRequest,
 )
@@ -33,7 +34,7 @@ from kraftlake.service.kafka_rpc import (
     encode_append_request,
     encode_raft_request,
 )
-from kraftlake.service.runner import METADATA_PARTITION_DIR
+from kraftlake.service.runner import METADATA_PARTITION_DIR, new_uuid
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:
@@ -290,3 +291,33 @@ def test_a_voter_stuck_in_the_last_usable_epoch_says_so_in_its_log_and_in_descri
     (stuck,) = [line for line in described.status_lines() if line.startswith("Stuck:")]
     assert "Prospective in epoch 2147483646: no election can follow it" in stuck
     assert [r for r in caplog.records if "stuck: node 1 is" in r.getMessage()]
+
+
+def test_a_fetch_in_a_followers_name_from_another_directory_never_acknowledges_an_append(
+    quorum: LocalQuorum,
+) -> None:
+    """Issue 25: followers down, an append in flight, a third party fetches at the log end in a follower's name."""
+    leader = quorum.wait_for_leader()
+    leader.append([b"before"]).result(10)
+    followers = [i for i in quorum.endpoints if i != leader.node_id]
+    for follower in followers:
+        quorum.stop_node(follower)
+    store = leader.runner.log_store
+    assert store is not None
+    end_before = store.end_offset
+    in_flight = leader.append([b"in flight"])
+    deadline = time.monotonic() + 5
+    while store.end_offset == end_before and time.monotonic() < deadline:
+        time.sleep(0.005)
+    end, epoch = store.end_offset, leader.epoch
+    port = quorum.endpoints[leader.node_id][1]
+    for follower in followers:
+        for directory, refusal in (("", Errors.INVALID_REQUEST), (new_uuid(), Errors.INCONSISTENT_VOTER_SET)):
+            ctx = WireContext(CLUSTER, follower, directory, dict(quorum.endpoints))
+            spoof = FetchRequest(follower, leader.node_id, 1, epoch, follower, end, epoch, 0, directory)
+            assert _spoof(port, spoof, ctx) is refusal
+            vote = VoteRequest(follower, leader.node_id, 2, epoch + 1, follower, epoch, end, False)
+            assert _spoof(port, vote, ctx) is refusal
+    time.sleep(0.3)
+    assert leader.high_watermark < end
+    assert not in_flight.done() or in_flight.exception() is not None

@@ -361,3 +361,51 @@ def test_no_epoch_near_the_int32_ceiling_is_adopted_from_a_voters_principal(secu
     after = leader.append([b"after"]).result(10)
     assert after[0] > before[1] and leader.is_leader
     assert all(s.epoch == epoch for s in q.services.values())
+
+
+def test_an_observer_principal_cannot_speak_for_a_voter(secured: Secured) -> None:
+    """Issue 25: ClusterAction lets the observer fetch, never in a voter's name (its Fetch would count)."""
+    q = secured.quorum
+    leader = q.wait_for_leader()
+    epoch, end = leader.epoch, leader.append([b"x"]).result(10)[1] + 1
+    follower = next(i for i in q.endpoints if i != leader.node_id)
+    ctx = WireContext(CLUSTER, follower, q.services[follower].runner.directory_id, dict(q.endpoints))
+    requests: list[Message] = [
+        FetchRequest(follower, leader.node_id, 1, epoch, follower, end + 10, epoch, 0, ctx.directory_id),
+        VoteRequest(follower, leader.node_id, 2, epoch + 1, follower, epoch, end, False),
+        BeginQuorumEpochRequest(follower, leader.node_id, 3, epoch + 1, follower),
+    ]
+    with KafkaConnection(*secured.endpoint(leader.node_id), secured.client("observer")) as conn:
+        for request in requests:
+            api_key, _, body = kafka_request(request, ctx)
+            answer: Any = conn.request(api_key, body)
+            assert answer.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert leader.is_leader and leader.epoch == epoch
+    leader.append([b"still committing"]).result(10)
+
+
+def test_voter_principals_bind_ids_or_fall_back_to_super_users() -> None:
+    from kraftlake.service.authorizer import voter_principals_from_properties
+    from kraftlake.service.errors import ServiceError
+
+    voters = frozenset({1, 2, 3})
+    auth = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
+    }
+    bound = voter_principals_from_properties(
+        {
+            **auth,
+            "kraftlake.voter.principal.1": "User:CN=voter-1,O=k",
+            "kraftlake.voter.principal.2": "User:v2",
+        },
+        "<props>",
+        voters,
+    )
+    assert bound.may_speak_for("User:CN=voter-1,O=k", 1) and not bound.may_speak_for("User:CN=voter-1,O=k", 2)
+    assert not bound.may_speak_for("User:admin", 3)  # bindings given: only they speak for voters
+    fallback = voter_principals_from_properties(auth, "<props>", voters)
+    assert fallback.may_speak_for("User:admin", 3) and not fallback.may_speak_for("User:observer", 3)
+    assert voter_principals_from_properties({}, "<props>", voters).may_speak_for("User:anyone", 1)
+    with pytest.raises(ServiceError, match="not a voter"):
+        voter_principals_from_properties({"kraftlake.voter.principal.9": "User:x"}, "<props>", voters)
