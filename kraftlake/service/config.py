@@ -93,6 +93,16 @@ class NodeConfig:
     allow_plaintext
         Listen in PLAINTEXT on a non-loopback address anyway (anyone who reaches the port can then vote in a
         voter's name).
+    max_connections
+        Inbound connections at most (Kafka's ``max.connections``); `reserved_connections` of them are kept for
+        proven connections (authenticated by SASL or a client certificate, or that sent a voter's request or
+        an append with the credential): a new connection past the rest closes the oldest unproven one instead
+        of being refused.
+    connections_max_idle_ms
+        Kafka's ``connections.max.idle.ms`` (10 minutes): an inbound connection without a request for this
+        long is closed.
+    sasl_handshake_timeout_ms
+        A SASL listener's connection that has not authenticated this long after it was accepted is closed.
     voter_directory_ids
         The other voters' directory ids (from their ``meta.properties``), when known: a Vote, Fetch or
         FetchSnapshot in a voter's name must carry its directory id. A voter not listed here is pinned to the
@@ -113,6 +123,9 @@ class NodeConfig:
     segment_bytes: int = 1024 * 1024 * 1024
     retention_bytes: int = 100 * 1024 * 1024
     max_connections: int = 200
+    reserved_connections: int = 20
+    connections_max_idle_ms: int = 600_000
+    sasl_handshake_timeout_ms: int = 10_000
     max_unsent_bytes: int = 32 * 1024 * 1024
     listener_security: ListenerSecurity = PLAINTEXT
     peer_security: ClientSecurity | None = None
@@ -132,6 +145,12 @@ class NodeConfig:
             raise ServiceError(f"retention_bytes must be >= 0, got {self.retention_bytes}")
         if self.max_connections <= 0 or self.max_unsent_bytes <= 0:
             raise ServiceError("max_connections and max_unsent_bytes must be > 0")
+        if not 0 <= self.reserved_connections < self.max_connections:
+            raise ServiceError(
+                f"reserved_connections {self.reserved_connections} must be in [0, max_connections)"
+            )
+        if self.connections_max_idle_ms <= 0 or self.sasl_handshake_timeout_ms <= 0:
+            raise ServiceError("connections_max_idle_ms and sasl_handshake_timeout_ms must be > 0")
         self.authorizer  # noqa: B018 - its properties are checked now, not at the first request
         self.voter_principals  # noqa: B018 - likewise
 

@@ -243,6 +243,7 @@ class NodeRunner:
         self._observers_swept = 0
         self._peer_errors: dict[int, Errors] = {}
         self._log_times: dict[object, tuple[int | None, int]] = {}
+        self._sweep: asyncio.TimerHandle | None = None
         self._voter_principals = config.voter_principals
         self._voter_directories = {
             v: d for v, d in config.voter_directory_ids.items() if v in config.voters and d
@@ -370,6 +371,8 @@ class NodeRunner:
             self._ready.set()
         if self._timer is not None:
             self._timer.cancel()
+        if self._sweep is not None:
+            self._sweep.cancel()
         if self.server is not None:
             self.server.close()
         for conn in list(self._connections):
@@ -799,15 +802,14 @@ class NodeRunner:
             )
         elif listener.uses_tls:
             conn.principal = principal_of_certificate(writer.get_extra_info("peercert"))
+            conn.proven = conn.principal != ANONYMOUS
         else:
             conn.principal = ANONYMOUS
-        if len(self._connections) >= self.config.max_connections:
-            log.warning(
-                "node %d: %d connections open, closing a new one", self.node_id, len(self._connections)
-            )
+        if not self._admit(conn):
             conn.close()
             return
         self._connections.add(conn)
+        self._arm_sweep()
         # backpressure: no next request is read while the replies not yet taken exceed the bound
         writer.transport.set_write_buffer_limits(high=self.config.max_unsent_bytes)
         body_timeout_s = self.config.quorum_config.request_timeout_ms / 1000
@@ -840,6 +842,7 @@ class NodeRunner:
                     )
                     await writer.drain()
                     return
+                conn.last_active = time.monotonic()
                 if not self._on_request(payload, conn):
                     await writer.drain()
                     return
@@ -850,6 +853,65 @@ class NodeRunner:
                 conn.pending.cancel()
             self._connections.discard(conn)
             conn.close()
+
+    def _admit(self, conn: InboundConnection) -> bool:
+        """Whether a new connection may stay: past `max_connections`, or past the unproven connections' share
+        (all but `reserved_connections`), the oldest unproven connection is closed for it; with none to close,
+        it is refused. Each cause is logged once a minute."""
+        config = self.config
+        unproven = [c for c in self._connections if not c.proven]
+        if len(self._connections) < config.max_connections and (
+            conn.proven or len(unproven) < config.max_connections - config.reserved_connections
+        ):
+            return True
+        if not unproven:
+            self._log_limited(
+                "connections-full",
+                logging.WARNING,
+                "node %d: %d proven connections open (max_connections), closing a new one",
+                self.node_id,
+                len(self._connections),
+            )
+            return False
+        oldest = min(unproven, key=lambda c: c.last_active)
+        self._log_limited(
+            "connections-evicted",
+            logging.WARNING,
+            "node %d: %d connections open (%d unproven), closing the oldest unproven one for a new one",
+            self.node_id,
+            len(self._connections),
+            len(unproven),
+        )
+        self._connections.discard(oldest)
+        oldest.close()
+        return True
+
+    def _arm_sweep(self) -> None:
+        if self._sweep is None:
+            interval = min(
+                1.0, self.config.sasl_handshake_timeout_ms / 4000, self.config.connections_max_idle_ms / 4000
+            )
+            self._sweep = asyncio.get_running_loop().call_later(interval, self._sweep_connections, interval)
+
+    def _sweep_connections(self, interval: float) -> None:
+        """Close connections idle past `connections_max_idle_ms` and SASL connections not authenticated within
+        `sasl_handshake_timeout_ms` (one log line per cause a minute)."""
+        self._sweep = None
+        now = time.monotonic()
+        idle_s = self.config.connections_max_idle_ms / 1000
+        sasl_s = self.config.sasl_handshake_timeout_ms / 1000
+        for conn in list(self._connections):
+            if conn.principal is None and now - conn.opened > sasl_s:
+                cause, what = "sasl-timeout", f"not authenticated within {sasl_s:g} s"
+            elif now - conn.last_active > idle_s and conn.pending is None:
+                cause, what = "idle", f"idle for {idle_s:g} s (connections.max.idle.ms)"
+            else:
+                continue
+            self._log_limited(cause, logging.INFO, "node %d: closing a connection %s", self.node_id, what)
+            self._connections.discard(conn)
+            conn.close()
+        if self._connections:
+            self._sweep = asyncio.get_running_loop().call_later(interval, self._sweep_connections, interval)
 
     def _refuse(self, conn: InboundConnection, api_key: int, corr: int, code: int, text: str) -> bool:
         """Answer a request that cannot be read or served with a refusal frame; the connection is then closed."""
@@ -950,6 +1012,8 @@ class NodeRunner:
         if frame is not None:
             conn.send(frame)
         conn.principal = handshake.principal
+        if conn.principal is not None:
+            conn.proven = True
         return keep_open
 
     def _log_denied(self, principal: str, api_key: int) -> None:
@@ -984,6 +1048,7 @@ class NodeRunner:
                 f"{rpc.api(api_key).name} from node {message.src}, not a voter of this quorum",
             )
         self._check_voter_identity(api_key, version, body, conn, message.src)
+        conn.proven = True
         self._routes[(message.src, corr)] = (conn, api_key, version)
         if len(self._routes) > 10_000:  # answers that never came: forget the oldest
             for key in list(self._routes)[:1000]:
@@ -1301,6 +1366,7 @@ class NodeRunner:
                 )
             )
             return
+        conn.proven = True
         try:
             check_cluster_id(request.cluster_id, self.config.cluster_id)
         except RequestRefused as exc:

@@ -409,3 +409,47 @@ def test_voter_principals_bind_ids_or_fall_back_to_super_users() -> None:
     assert voter_principals_from_properties({}, "<props>", voters).may_speak_for("User:anyone", 1)
     with pytest.raises(ServiceError, match="not a voter"):
         voter_principals_from_properties({"kraftlake.voter.principal.9": "User:x"}, "<props>", voters)
+
+
+def test_a_connection_that_does_not_authenticate_is_closed_and_authenticated_ones_get_in(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: 200 TLS connections that never authenticated held every slot for good."""
+    ca = make_ca(tmp_path, "ca")
+    listener = listener_properties(tmp_path, ca, make_cert(tmp_path, "ca", "voter", "/O=kraftlake/CN=voter"))
+    quorum = LocalQuorum(
+        1,
+        tmp_path / "q",
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(1),
+        listener_security=listener,
+        security=client_security(ca, "voter", PASSWORDS["voter"], "PLAIN"),
+        node_options={"sasl_handshake_timeout_ms": 600, "max_connections": 8, "reserved_connections": 4},
+    )
+    quorum.start()
+    try:
+        leader = quorum.wait_for_leader()
+        tls = ssl.create_default_context(cafile=str(ca))
+        held = [
+            tls.wrap_socket(
+                socket.create_connection(quorum.endpoints[1], timeout=5), server_hostname="127.0.0.1"
+            )
+            for _ in range(12)
+        ]
+        observer = ObserverClient(
+            [quorum.endpoints[1]],
+            CLUSTER,
+            security=client_security(ca, "observer", PASSWORDS["observer"], "SCRAM-SHA-512"),
+        )
+        observer.fetch(0, max_wait_ms=0)  # got in past the 12 unauthenticated ones
+        started = time.monotonic()
+        for sock in held:
+            assert _recv_all(sock) == b""  # closed by the voter, unauthenticated
+            sock.close()
+        assert time.monotonic() - started < 4
+        observer.fetch(0, max_wait_ms=0)  # authenticated: not closed with them
+        observer.close()
+        leader.append([b"still committing"]).result(10)
+    finally:
+        quorum.stop()
