@@ -93,6 +93,12 @@ class NodeConfig:
     allow_plaintext
         Listen in PLAINTEXT on a non-loopback address anyway (anyone who reaches the port can then vote in a
         voter's name).
+    max_unsent_bytes
+        A connection is not read while more than this of its replies is unsent (32 MiB).
+    max_unsent_total_bytes
+        The voter's budget for unsent replies across all its connections (128 MiB): past it, observer Fetches
+        are answered only as replies drain, and a connection holding more than its share (the budget over the
+        open connections) is not read.
     max_connections
         Inbound connections at most (Kafka's ``max.connections``); `reserved_connections` of them are kept for
         proven connections (authenticated by SASL or a client certificate, or that sent a voter's request or
@@ -127,6 +133,7 @@ class NodeConfig:
     connections_max_idle_ms: int = 600_000
     sasl_handshake_timeout_ms: int = 10_000
     max_unsent_bytes: int = 32 * 1024 * 1024
+    max_unsent_total_bytes: int = 128 * 1024 * 1024
     listener_security: ListenerSecurity = PLAINTEXT
     peer_security: ClientSecurity | None = None
     allow_plaintext: bool = False
@@ -143,8 +150,8 @@ class NodeConfig:
             raise ServiceError("snapshot_max_bytes and segment_bytes must be > 0, snapshot_interval_ms >= 0")
         if self.retention_bytes < 0:
             raise ServiceError(f"retention_bytes must be >= 0, got {self.retention_bytes}")
-        if self.max_connections <= 0 or self.max_unsent_bytes <= 0:
-            raise ServiceError("max_connections and max_unsent_bytes must be > 0")
+        if self.max_connections <= 0 or self.max_unsent_bytes <= 0 or self.max_unsent_total_bytes <= 0:
+            raise ServiceError("max_connections, max_unsent_bytes and max_unsent_total_bytes must be > 0")
         if not 0 <= self.reserved_connections < self.max_connections:
             raise ServiceError(
                 f"reserved_connections {self.reserved_connections} must be in [0, max_connections)"

@@ -169,6 +169,8 @@ def new_uuid() -> str:
 
 SASL_MAX_RECEIVE_BYTES = 512 * 1024
 """Kafka's ``sasl.server.max.receive.size``: the largest frame read before a connection has authenticated."""
+_BUDGET_POLL_S = 0.01
+"""How often a reply held back by the unsent-reply budget looks again (and how stale the recount may be)."""
 LOG_INTERVAL_MS = 60_000
 """Refusals and other lines a peer can cause are logged once per cause in this interval."""
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
@@ -244,6 +246,7 @@ class NodeRunner:
         self._peer_errors: dict[int, Errors] = {}
         self._log_times: dict[object, tuple[int | None, int]] = {}
         self._sweep: asyncio.TimerHandle | None = None
+        self._unsent: tuple[float, int] = (0.0, 0)
         self._voter_principals = config.voter_principals
         self._voter_directories = {
             v: d for v, d in config.voter_directory_ids.items() if v in config.voters and d
@@ -823,6 +826,7 @@ class NodeRunner:
                     await conn.pending
                     conn.pending = None
                 await writer.drain()
+                await self._within_share(conn)
                 # before authentication a frame is a SASL token: Kafka's sasl.server.max.receive.size bounds it
                 limit = self.config.max_frame_bytes if conn.principal is not None else SASL_MAX_RECEIVE_BYTES
                 try:
@@ -853,6 +857,34 @@ class NodeRunner:
                 conn.pending.cancel()
             self._connections.discard(conn)
             conn.close()
+
+    def _unsent_total(self) -> int:
+        """The replies written but not yet taken by their clients, over all connections (recounted at most
+        every `_BUDGET_POLL_S`)."""
+        now = time.monotonic()
+        at, total = self._unsent
+        if now - at >= _BUDGET_POLL_S:
+            total = 0
+            for c in self._connections:
+                transport = c.writer.transport
+                if transport is not None:
+                    total += transport.get_write_buffer_size()
+            self._unsent = (now, total)
+        return total
+
+    async def _within_share(self, conn: InboundConnection) -> None:
+        """Wait while the voter's unsent replies exceed its budget and this connection holds more than its
+        share of them (the budget over the connections open): its next request is not read meanwhile."""
+        budget = self.config.max_unsent_total_bytes
+        transport = conn.writer.transport
+        while (
+            self._running
+            and not conn.closed
+            and transport is not None
+            and transport.get_write_buffer_size() > budget // max(1, len(self._connections))
+            and self._unsent_total() >= budget
+        ):
+            await asyncio.sleep(_BUDGET_POLL_S)
 
     def _admit(self, conn: InboundConnection) -> bool:
         """Whether a new connection may stay: past `max_connections`, or past the unproven connections' share
@@ -1263,6 +1295,11 @@ class NodeRunner:
             self._hw_waiters.append(waiter)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(waiter, max(0.0, deadline - time.monotonic()))
+        # the answer is built only within the voter's budget for unsent replies (no await from here to send)
+        while (
+            self._running and not conn.closed and self._unsent_total() >= self.config.max_unsent_total_bytes
+        ):
+            await asyncio.sleep(_BUDGET_POLL_S)
         if not self._running or conn.closed:
             return
         hw, start = node.applied_end, store.log_start_offset

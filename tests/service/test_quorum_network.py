@@ -236,6 +236,58 @@ def test_unread_fetches_half_sent_frames_and_connection_floods_keep_memory_bound
         voter.wait(30)
 
 
+def test_unread_fetches_on_many_connections_share_one_budget_and_memory_returns(tmp_path: Path) -> None:
+    """Issue 25: 70 connections each sending 200 observer Fetches (8 MiB answers) and never reading took a
+    voter to 2.57 GB (32 MiB per connection); one budget (128 MiB) for all of them now."""
+    # tuned as `kraftlake quorum start` tunes its process
+    script = _VOTER.replace(
+        "quorum.start()\n",
+        "quorum.start()\nfrom kraftlake.service.gctune import tune_for_service\ntune_for_service()\n",
+        1,
+    )
+    voter = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "v")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert voter.stdin is not None and voter.stdout is not None
+    socks: list[socket.socket] = []
+    try:
+        port = int(voter.stdout.readline())
+
+        def measure(seconds: float) -> tuple[int, int]:
+            assert voter.stdin is not None and voter.stdout is not None
+            voter.stdin.write(f"{seconds}\n")
+            voter.stdin.flush()
+            commits, rss = voter.stdout.readline().split()
+            return int(commits), int(rss)
+
+        commits0, rss0 = measure(0.3)
+        frames = b"".join(_observer_fetch_frame(i) for i in range(200))
+        for _ in range(70):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                s.send(frames)
+            socks.append(s)
+        commits1, rss1 = measure(4.0)
+        for s in socks:
+            s.close()
+        socks.clear()
+        _, rss2 = measure(1.5)
+        print(f"RSS {rss0 >> 20} MiB -> {rss1 >> 20} MiB under the flood -> {rss2 >> 20} MiB after it")
+        assert commits1 - commits0 > 20
+        assert rss1 < 512 * 1024 * 1024
+        assert rss2 - rss0 < 100 * 1024 * 1024
+    finally:
+        for s in socks:
+            s.close()
+        voter.stdin.close()
+        voter.wait(30)
+
+
 def test_appends_need_the_voters_credential_and_refusals_echo_nothing(quorum: LocalQuorum) -> None:
     leader = quorum.wait_for_leader()
     port = quorum.endpoints[leader.node_id][1]
