@@ -874,11 +874,14 @@ class NodeRunner:
 
     async def _within_share(self, conn: InboundConnection) -> None:
         """Wait while the voter's unsent replies exceed its budget and this connection holds more than its
-        share of them (the budget over the connections open): its next request is not read meanwhile."""
+        share of them (the budget over the connections open): its next request is not read meanwhile. Proven
+        connections (the other voters among them) are read on: what they are sent is bounded by the raft
+        protocol (one Fetch in flight per follower) and by the budget observer answers wait for."""
         budget = self.config.max_unsent_total_bytes
         transport = conn.writer.transport
         while (
             self._running
+            and not conn.proven
             and not conn.closed
             and transport is not None
             and transport.get_write_buffer_size() > budget // max(1, len(self._connections))
