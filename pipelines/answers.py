@@ -73,11 +73,13 @@ def under_replicated_at(spark: SparkSession, offset: int, limit: int = 10) -> An
 
 
 def busiest_partition(spark: SparkSession, warehouse: str | Path) -> tuple[str, int] | None:
-    """The partition whose leader changed most often (the most interesting leader history)."""
+    """The partition whose leader changed most often (the most interesting leader history), among those whose
+    whole history the warehouse holds (the history views refuse the others after a cut)."""
     parts = table_ref(warehouse, "partitions")
     row = spark.sql(
-        f"SELECT topic, `partition`, count(DISTINCT leader_epoch) AS n FROM {parts} "
-        "GROUP BY topic, `partition` ORDER BY n DESC, topic, `partition` LIMIT 1"
+        f"SELECT p.topic, p.`partition`, count(DISTINCT p.leader_epoch) AS n FROM {parts} p "
+        f"CROSS JOIN {bounds_relation(warehouse)} GROUP BY p.topic, p.`partition`, g.r "
+        "HAVING min(p.from_offset) >= g.r ORDER BY n DESC, p.topic, p.`partition` LIMIT 1"
     ).first()
     return None if row is None else (str(row.topic), int(row.partition))
 

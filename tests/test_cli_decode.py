@@ -93,6 +93,20 @@ def test_offset_and_type_filters(capsys: pytest.CaptureFixture[str]) -> None:
     assert same == topics
 
 
+def test_from_offset_past_the_end_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25: it printed nothing and exited 0."""
+    _, everything, _ = run(capsys, str(MULTI_EPOCH))
+    last = everything[-1]["offset"]
+    assert run(capsys, str(MULTI_EPOCH), "--from-offset", str(last))[1] == everything[-1:]
+    for extra in ([], ["--summary"], ["--types", "NoOpRecord"]):
+        code, _, err = run(capsys, str(MULTI_EPOCH), "--from-offset", str(last + 1), *extra)
+        assert code == 2
+        assert err.splitlines() == [
+            f"kraftlake decode: error: --from-offset {last + 1} is past the end of {MULTI_EPOCH}: "
+            f"its last offset is {last}"
+        ]
+
+
 def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
     _, rows, _ = run(capsys, str(MULTI_EPOCH))
     assert main(["decode", str(MULTI_EPOCH), "--summary"]) == 0

@@ -17,7 +17,10 @@ catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over 
   (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.
 - History views: ``partition_history(topic, partition)`` (every version with its ``[from_offset, to_offset)``),
   ``isr_history(topic, partition)`` and ``leader_history(topic, partition)`` (each ISR / leader with the offset
-  range it held for), ``broker_history(id)``.
+  range it held for), ``broker_history(id)``. In a warehouse whose history was cut (``compact``, or seeded from
+  a snapshot) a view raises as the ``_at`` functions do when the entity's history reaches below the retained-from
+  offset, or when nothing of it is left: the versions that ended before the cut are gone, and the answer would
+  be silently shorter (:func:`_history_guard`). An entity whose first version starts after the cut answers.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ from pyspark.sql import SparkSession
 
 from kraftlake.history import ENTITIES
 from kraftlake.spark.tables import (
+    BEFORE_RETAINED,
     REFUSALS,
     WarehouseError,
+    bounds_relation,
     ensure_bounds,
     history_columns,
     history_query,
@@ -52,6 +57,20 @@ def _returns(table: str, extra: str = "from_offset BIGINT") -> str:
 
 def _cols(table: str, alias: str = "h") -> str:
     return ", ".join(f"{alias}.`{n}`" for n in ENTITIES[table].names)
+
+
+def _history_guard(warehouse: str | Path, types: list[str], source: str, where: str, what: str) -> str:
+    """A UNION ALL branch of a history view that yields no row (NULLs of ``types``) and raises when the
+    history was cut (a retained-from offset is recorded) and the entity's versions in ``source`` (alias ``h``,
+    filtered by ``where``) start below it or are all gone; ``what`` is an SQL string expression naming it."""
+    nulls = ", ".join(f"CAST(NULL AS {t})" for t in types)
+    return (
+        f"SELECT {nulls} FROM (SELECT min(h.from_offset) AS f FROM {source} h WHERE {where}) s "
+        f"CROSS JOIN {bounds_relation(warehouse)} WHERE CASE WHEN g.r >= 0 AND (s.f IS NULL OR s.f < g.r) "
+        f"THEN raise_error(concat('the history of ', {what}, ' reaches {BEFORE_RETAINED} (', "
+        f"coalesce(cast(s.f AS STRING), 'none left'), '): the warehouse holds the states from offset ', g.r, "
+        f"' on')) ELSE false END"
+    )
 
 
 def function_statements(
@@ -83,10 +102,14 @@ def function_statements(
         )
     parts = f"({history_query(warehouse, 'partitions')})"
     full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
+    of_partition = "h.topic = for_topic AND h.`partition` = for_partition"
+    partition_named = "concat('partition ', for_topic, '-', for_partition)"
+    part_types = [t for _, t in history_columns("partitions")]
     out.append(
         f"CREATE OR REPLACE {kind}partition_history(for_topic STRING, for_partition INT) RETURNS TABLE ({full}) "
         f"RETURN SELECT {_cols('partitions')}, h.from_offset, h.to_offset FROM {parts} h "
-        f"WHERE h.topic = for_topic AND h.`partition` = for_partition"
+        f"WHERE {of_partition} UNION ALL "
+        + _history_guard(warehouse, [*part_types, "BIGINT", "BIGINT"], parts, of_partition, partition_named)
     )
     for what, col, typ in (("isr", "isr", "ARRAY<INT>"), ("leader", "leader", "INT")):
         # versions in which the value did not change are merged (gaps and islands over the version order)
@@ -101,13 +124,28 @@ def function_statements(
             f"    lag(h.{col}) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev, "
             f"    lag(h.to_offset) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev_to "
             f"    FROM {parts} h WHERE h.topic = for_topic AND h.`partition` = for_partition)) "
-            f"GROUP BY topic, topic_id, `partition`, {col}, island"
+            f"GROUP BY topic, topic_id, `partition`, {col}, island UNION ALL "
+            + _history_guard(
+                warehouse,
+                ["STRING", "STRING", "INT", typ, "BIGINT", "BIGINT"],
+                parts,
+                of_partition,
+                partition_named,
+            )
         )
     brokers = f"({history_query(warehouse, 'brokers')})"
     out.append(
         f"CREATE OR REPLACE {kind}broker_history(for_id INT) RETURNS TABLE "
         f"({_returns('brokers', 'from_offset BIGINT, to_offset BIGINT')}) "
-        f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id"
+        f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id "
+        "UNION ALL "
+        + _history_guard(
+            warehouse,
+            [*(t for _, t in history_columns("brokers")), "BIGINT", "BIGINT"],
+            brokers,
+            "h.id = for_id",
+            "concat('broker ', for_id)",
+        )
     )
     return out
 

@@ -389,6 +389,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_from_offset(files: list[Path], from_offset: int, recover: bool, path: Path) -> None:
+    """Raise when ``--from-offset`` lies past the last offset of ``files`` (nothing could be printed).
+
+    Raises
+    ------
+    DecodeInputError
+        Naming the path and its last offset.
+    """
+    last = max(
+        (b.last_offset for f in files for b in _batches(f, recover, Stats())),
+        default=None,
+    )
+    if last is None:
+        raise DecodeInputError(f"--from-offset {from_offset}: {path} holds no records")
+    if from_offset > last:
+        raise DecodeInputError(
+            f"--from-offset {from_offset} is past the end of {path}: its last offset is {last}"
+        )
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``kraftlake decode``; returns the exit status (errors raise and the CLI prints them)."""
     out = out if out is not None else sys.stdout
@@ -412,12 +432,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             stats=stats,
             count=args.summary,
         )
+        seen = [False]
+
+        def taken(records: Iterator[tuple[MetadataRecord, str]]) -> Iterator[tuple[MetadataRecord, str]]:
+            for item in records:
+                seen[0] = True
+                yield item
+
+        records = taken(records)
         if args.summary:
             for _ in records:
                 pass
-            out.write(json.dumps(stats.as_json(crc_verified=True), indent=2) + "\n")
         else:
             write_lines((r for r, _ in records), out.write)
+        if not seen[0] and args.from_offset is not None:
+            _check_from_offset(files, args.from_offset, args.recover, args.path)
+        if args.summary:
+            out.write(json.dumps(stats.as_json(crc_verified=True), indent=2) + "\n")
     else:
         # every record: straight from the reader, no per-record filtering or counting
         write_lines(

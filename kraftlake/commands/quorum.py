@@ -133,6 +133,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     append.add_argument("--cluster-id", default=DEFAULT_CLUSTER_ID, help=f"default {DEFAULT_CLUSTER_ID}")
     append.add_argument("--append-secret", type=Path, required=True, help="the voters' append.secret file")
     append.add_argument("--command-config", type=Path, help="Kafka client properties (a secured quorum)")
+    append.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds to keep retrying an unreachable quorum (default 30)",
+    )
     append.add_argument("values", nargs="+", help="record values (UTF-8)")
     scram = sub.add_parser(
         "scram-credential", help="print a SCRAM credential (salted, as Kafka stores it) for a listener config"
@@ -176,7 +182,12 @@ def _append(args: argparse.Namespace) -> int:
         security=_client_security(args),
     )
     try:
-        base, last = client.append_retrying([v.encode() for v in args.values])
+        base, last = client.append_retrying([v.encode() for v in args.values], deadline_s=args.timeout)
+    except (OSError, TimeoutError) as exc:  # ConnectionError is an OSError
+        raise ServiceError(
+            f"no voter answered the append within {args.timeout:g} s (from {args.bootstrap}): "
+            f"{exc or type(exc).__name__}"
+        ) from None
     finally:
         client.close()
     print(f"committed at offsets {base}-{last}")
@@ -207,6 +218,10 @@ def _describe(args: argparse.Namespace) -> int:
     client = QuorumClient([parse_endpoint(args.bootstrap)], args.cluster_id, security=_client_security(args))
     try:
         description, from_leader = client.describe()
+    except (OSError, TimeoutError) as exc:
+        raise ServiceError(
+            f"no answer to describe from {args.bootstrap}: {exc or type(exc).__name__}"
+        ) from None
     finally:
         client.close()
     lines = description.replication_lines() if args.replication else description.status_lines()

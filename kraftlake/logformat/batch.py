@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import crc32c
@@ -275,8 +275,35 @@ class RecordBatch:
         """
         records = self._records
         if records is None:
-            records = self._records = _parse_records(self)
+            records = self._records = list(_parse_records(self))
         return records
+
+    def iter_records(self) -> Iterator[Record]:
+        """The records one by one as they are decompressed and parsed, none kept (`records` keeps them all).
+
+        A batch's memory is then its decompressed records area (capped by `max_decompressed_bytes`, which
+        also caps any one record) and the record in hand, whatever the number of records: a small compressed
+        batch of millions of tiny records costs no more than its decompressed size. A malformed record raises
+        when reached, after the records before it.
+
+        Raises
+        ------
+        CorruptRecordError, RecordCountMismatchError, CompressionError, DecompressionLimitError
+        """
+        if self._records is not None:
+            return iter(self._records)
+        return _parse_records(self)
+
+    def check_records(self) -> None:
+        """Parse every record, keeping none: raises what `records` would raise.
+
+        Raises
+        ------
+        CorruptRecordError, RecordCountMismatchError, CompressionError, DecompressionLimitError
+        """
+        if self._records is None:
+            for _ in _parse_records(self):
+                pass
 
     def kraft_values(self) -> list[bytes] | None:
         """The values of a data batch whose records are all shaped as KRaft writes them, else None.
@@ -501,10 +528,18 @@ def _kraft_values(count: int, data: bytes, pos: int) -> list[bytes] | None:
     return out
 
 
-def _parse_records(batch: RecordBatch) -> list[Record]:
-    # Hot loop (see kraftlake/bench/bench_decode.py): KRaft-shaped batches take the fast path above;
-    # otherwise varints of one or two bytes are decoded inline, records are built with tuple.__new__, and
-    # bounds are checked once per field, not per byte.
+STREAMED_RECORD_COUNT = 8192
+"""Above this many records (more than KRaft ever writes in a batch) a batch's records are checked in a first
+pass that keeps none, then parsed again as they are taken; up to it they are parsed into a list at once."""
+
+
+def _parse_records(batch: RecordBatch) -> Iterator[Record]:
+    """The batch's records, parsed as they are asked for (a generator: nothing runs before the first `next`).
+
+    A malformed batch raises before any of its records is yielded. Memory: the decompressed records area (at
+    most `max_decompressed_bytes`) and at most `STREAMED_RECORD_COUNT` records at a time: a batch of more
+    records is framed once without keeping them, then parsed again one by one.
+    """
     data = _records_area(batch)
     compressed = data is not batch.raw
     pos = 0 if compressed else HEADER_SIZE
@@ -514,7 +549,23 @@ def _parse_records(batch: RecordBatch) -> list[Record]:
             base_offset = batch.base_offset
             ts = batch.base_timestamp
             tnew = tuple.__new__
-            return [tnew(Record, (base_offset + i, ts, None, v, _EMPTY)) for i, v in enumerate(values)]
+            for i, kraft_value in enumerate(values):
+                yield tnew(Record, (base_offset + i, ts, None, kraft_value, _EMPTY))
+            return
+    if batch.record_count <= STREAMED_RECORD_COUNT:
+        yield from list(_scan_records(batch, data, pos, compressed))
+        return
+    for _ in _scan_records(batch, data, pos, compressed):
+        pass
+    yield from _scan_records(batch, data, pos, compressed)
+
+
+def _scan_records(batch: RecordBatch, data: bytes, pos: int, compressed: bool) -> Iterator[Record]:
+    """The records of the general (not KRaft-shaped) records area `data` from `pos`, each built as it is
+    yielded; a malformed record raises when reached."""
+    # Hot loop (see kraftlake/bench/bench_decode.py): KRaft-shaped batches take the fast path above;
+    # otherwise varints of one or two bytes are decoded inline, records are built with tuple.__new__, and
+    # bounds are checked once per field, not per byte.
     end = len(data)
     count = batch.record_count
     base_offset = batch.base_offset
@@ -529,8 +580,6 @@ def _parse_records(batch: RecordBatch) -> list[Record]:
             offset=base_offset,
         )
     base_ts = batch.base_timestamp
-    out: list[Record] = []
-    append = out.append
     tnew = tuple.__new__
     rec = Record
     slow = _slow_uvarint
@@ -624,7 +673,9 @@ def _parse_records(batch: RecordBatch) -> list[Record]:
                 headers, pos = _parse_headers(data, pos, rend)
             if pos != rend:
                 raise _BadVarint
-            append(tnew(rec, (offset, ts, key, value, headers)))
+            # (the try holds this yield: an exception thrown into the generator is the consumer's and
+            # propagates as it is, since only _BadVarint, IndexError and UnicodeDecodeError are caught)
+            yield tnew(rec, (offset, ts, key, value, headers))
             i += 1
     except (_BadVarint, IndexError, UnicodeDecodeError):
         where = (
@@ -645,7 +696,6 @@ def _parse_records(batch: RecordBatch) -> list[Record]:
             position=batch.position,
             offset=base_offset,
         )
-    return out
 
 
 def _parse_headers(data: bytes, pos: int, rend: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:

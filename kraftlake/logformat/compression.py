@@ -235,13 +235,17 @@ def _check_zstd_frames(data: bytes) -> None:
                 raise DecompressError("truncated zstd frame: it ends inside its checksum")
 
 
+_READ_CHUNK = 1 << 20
+
+
 def _unzstd(data: bytes, limit: int) -> bytes:
     _check_zstd_frames(data)
     dctx = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
     reader = dctx.stream_reader(data, read_across_frames=True)
     out = bytearray()
     while True:
-        chunk = reader.read(limit + 1 - len(out))
+        # in chunks: read(n) allocates n bytes up front, and n would be the whole cap (64 MiB) per batch
+        chunk = reader.read(min(_READ_CHUNK, limit + 1 - len(out)))
         if not chunk:
             return bytes(out)
         out += chunk

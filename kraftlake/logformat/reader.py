@@ -111,7 +111,7 @@ class BatchReader:
                     max_decompressed_bytes=self.max_decompressed_bytes,
                 )
                 if self.recover:
-                    batch.records  # noqa: B018 - parse now: a kept batch must be readable
+                    batch.check_records()  # a kept batch must be readable (its records are not kept)
             except LogFormatError as exc:
                 if not self.recover:
                     raise

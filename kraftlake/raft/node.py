@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.raft.control import LEADER_CHANGE_CONTROL_TYPE, encode_leader_change
-from kraftlake.raft.errors import LogTruncationError, NotLeaderError, RaftStorageError
+from kraftlake.raft.errors import EpochRefusedError, LogTruncationError, NotLeaderError, RaftStorageError
 from kraftlake.raft.log import CommittedEntries, RaftLog, snapshot_floor
 from kraftlake.raft.messages import (
     NO_CONTROL_TYPE,
@@ -44,7 +44,7 @@ from kraftlake.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from kraftlake.raft.quorum_state import MAX_USABLE_EPOCH, QuorumState
+from kraftlake.raft.quorum_state import MAX_USABLE_EPOCH, QuorumState, epoch_is_last, epoch_reachable
 from kraftlake.raft.states import (
     CandidateState,
     ElectionState,
@@ -67,6 +67,7 @@ class Ready:
     load_snapshot: SnapshotId | None = None
     committed: CommittedEntries | tuple[()] = ()
     high_watermark: int = 0
+    refused: tuple[EpochRefusedError, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,7 @@ class RaftNode:
         self._appended: list[Entry] = []
         self._pending: list[bytes] = []
         self._pending_bytes = 0
+        self._refused: list[EpochRefusedError] = []
         self._corr = rng.randrange(1 << 40)
         self._seen_transitions = -1
         # follower side
@@ -147,6 +149,22 @@ class RaftNode:
     def role(self) -> str:
         """The state's name: Unattached, Prospective, Candidate, Leader, Follower or Resigned."""
         return self.quorum.state.name
+
+    @property
+    def stuck(self) -> str | None:
+        """Why this voter can never leave its state (None: it can): in the last usable epoch no election can
+        follow, so it stays Prospective without a leader until its `quorum-state` is reset by hand."""
+        state = self.quorum.state
+        if (
+            not self.quorum.is_voter
+            or not epoch_is_last(state.epoch)
+            or isinstance(state, (LeaderState, FollowerState))
+        ):
+            return None
+        return (
+            f"stuck: node {self.node_id} is {self.role} in epoch {self.epoch}: no election can follow it "
+            "(Kafka's epochs are int32); the quorum needs its quorum-state files reset"
+        )
 
     @property
     def is_leader(self) -> bool:
@@ -195,20 +213,17 @@ class RaftNode:
         refusal = self._refusal(message)
         if refusal is not None:
             self._refuse(message, refusal)
-        elif (
-            isinstance(
-                message,
-                (
-                    VoteResponse,
-                    BeginQuorumEpochResponse,
-                    EndQuorumEpochResponse,
-                    FetchResponse,
-                    FetchSnapshotResponse,
-                ),
-            )
-            and message.epoch > MAX_USABLE_EPOCH
-        ):
-            pass  # an epoch nobody could act on: the answer of no voter of ours
+        elif isinstance(
+            message,
+            (
+                VoteResponse,
+                BeginQuorumEpochResponse,
+                EndQuorumEpochResponse,
+                FetchResponse,
+                FetchSnapshotResponse,
+            ),
+        ) and not epoch_reachable(self.epoch, message.epoch):
+            self._refused_epoch(message, message.epoch)  # ignored: nothing changes
         elif isinstance(message, VoteRequest):
             self.handle_vote_request(message, now_ms)
         elif isinstance(message, VoteResponse):
@@ -234,18 +249,28 @@ class RaftNode:
     def _refusal(self, message: Message) -> Errors | None:
         """The error a request gets before any state changes: Kafka's checks of epoch and voter set."""
         if isinstance(message, VoteRequest):
-            if message.candidate_epoch > MAX_USABLE_EPOCH:
+            if not epoch_reachable(self.epoch, message.candidate_epoch):
+                self._refused_epoch(message, message.candidate_epoch)
                 return Errors.INVALID_REQUEST
             if message.candidate_id not in self.quorum.voters:
                 return Errors.INCONSISTENT_VOTER_SET
         elif isinstance(message, (BeginQuorumEpochRequest, EndQuorumEpochRequest)):
-            if message.epoch > MAX_USABLE_EPOCH:
+            if not epoch_reachable(self.epoch, message.epoch):
+                self._refused_epoch(message, message.epoch)
                 return Errors.INVALID_REQUEST
             if message.leader_id not in self.quorum.voters:
                 return Errors.INCONSISTENT_VOTER_SET
-        elif isinstance(message, (FetchRequest, FetchSnapshotRequest)) and message.epoch > MAX_USABLE_EPOCH:
+        elif isinstance(message, (FetchRequest, FetchSnapshotRequest)) and not epoch_reachable(
+            self.epoch, message.epoch
+        ):
+            self._refused_epoch(message, message.epoch)
             return Errors.INVALID_REQUEST
         return None
+
+    def _refused_epoch(self, message: Message, epoch: int) -> None:
+        self._refused.append(
+            EpochRefusedError(self.node_id, type(message).__name__, message.src, epoch, self.epoch)
+        )
 
     def _refuse(self, request: Message, error: Errors) -> None:
         """Answer a refused request with `error` and what this node knows; nothing changes."""
@@ -437,7 +462,9 @@ class RaftNode:
             load,
             committed,
             self._hw,
+            tuple(self._refused),
         )
+        self._refused.clear()
         self._messages.clear()
         self._appended.clear()
         return ready
@@ -787,6 +814,20 @@ class RaftNode:
                 )
             )
             return
+        invalid = self._invalid_fetch(state, request)
+        if invalid is not None:
+            self._send(
+                FetchResponse(
+                    self.node_id,
+                    request.src,
+                    request.correlation_id,
+                    state.epoch,
+                    self.node_id,
+                    self._hw,
+                    error=invalid,
+                )
+            )
+            return
         replica = state.replicas.setdefault(request.replica_id, type(state.replicas[self.node_id])())
         replica.last_fetch_ms = now_ms
         if request.replica_directory_id:
@@ -813,6 +854,17 @@ class RaftNode:
             state.parked[request.replica_id] = (request, now_ms + request.max_wait_ms)
             return
         self._send(response)
+
+    def _invalid_fetch(self, state: LeaderState, request: FetchRequest) -> Errors | None:
+        """Kafka's checks of a fetch position before it is served or counted: a negative offset or a last
+        fetched epoch above the request's is INVALID_REQUEST; an offset past this leader's log end that claims
+        entries of its own epoch (which only it writes) is OFFSET_OUT_OF_RANGE. An offset past the end with an
+        older epoch is a follower's divergent tail: answered with a DivergingEpoch, not counted."""
+        if request.fetch_offset < 0 or request.last_fetched_epoch > request.epoch:
+            return Errors.INVALID_REQUEST
+        if request.fetch_offset > self.log.end_offset and request.last_fetched_epoch >= state.epoch:
+            return Errors.OFFSET_OUT_OF_RANGE
+        return None
 
     def _build_fetch_response(self, state: LeaderState, request: FetchRequest) -> FetchResponse:
         log = self.log

@@ -27,9 +27,11 @@ Observers only move between Unattached and Follower: Unattached -> Unattached (h
 (leader of an equal or higher epoch); Follower -> Unattached (higher epoch, or the same epoch when the leader
 stops answering) or Follower (leader of a higher epoch).
 
-No transition enters an epoch of `MAX_USABLE_EPOCH` or more (the next election would need an epoch Kafka's int32
-field cannot hold): it raises `IllegalTransitionError`, so such a state is never persisted; the node refuses the
-requests that would ask for one. Any other transition raises `IllegalTransitionError`. A vote is never cast twice in an epoch: the states of an
+No transition enters an epoch above `MAX_USABLE_EPOCH` (the next election would need an epoch Kafka's int32
+field cannot hold): it raises `IllegalTransitionError`, so such a state is never persisted. From the network a
+node adopts only what `epoch_reachable` allows: any epoch up to `NETWORK_EPOCH_CEILING` (2^30), above it one
+more than its own at most, so no single message can move a voter to an epoch the quorum cannot leave; the
+node refuses the others (`EpochRefusedError`). Any other transition raises `IllegalTransitionError`. A vote is never cast twice in an epoch: the states of an
 epoch carry the vote forward, and a transition that would replace it raises.
 """
 
@@ -55,6 +57,31 @@ _NO_DEADLINE = None
 
 MAX_USABLE_EPOCH = 2**31 - 2
 """The highest epoch a node enters: from it, an election still needs 2^31 - 1, the int32 maximum."""
+
+
+NETWORK_EPOCH_CEILING = 2**30
+"""The highest epoch a message may move a node to in one step.
+
+Why a ceiling and not a bound on the step: a voter that was down through many elections (or restored from an
+old disk) must still join a quorum whose epoch is far ahead of its own, and a BeginQuorumEpoch, a Vote or a
+fetch answer is all it hears; any bound on the step would keep it out for good. What bricks a quorum is only
+the top of the int32 range: from `MAX_USABLE_EPOCH` no election can follow. So up to 2^30 any jump is adopted
+(a quorum put there by a forged message still has 2^30 elections ahead of it, more than any quorum will hold),
+and above it an epoch moves by one per message, as elections move it: reaching the top from there takes 2^30
+messages, each of them logged by the voters that refuse or adopt them.
+"""
+
+
+def epoch_reachable(current: int, epoch: int) -> bool:
+    """Whether a node in epoch `current` may adopt `epoch` from a message (lower or equal: always)."""
+    return epoch <= current or (
+        epoch <= MAX_USABLE_EPOCH and (epoch <= NETWORK_EPOCH_CEILING or epoch == current + 1)
+    )
+
+
+def epoch_is_last(epoch: int) -> bool:
+    """Whether no election can follow `epoch`: a voter there stays without a leader (Prospective) for good."""
+    return epoch >= MAX_USABLE_EPOCH
 
 
 class QuorumState:

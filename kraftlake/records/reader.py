@@ -82,7 +82,7 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
         base = batch.base_offset
         name = source if source is not None else getattr(batch, "source", "<bytes>")
         if batch.is_control:
-            for r in batch.records:
+            for r in batch.iter_records() if type(batch) is RecordBatch else batch.records:
                 value = r.value or b""
                 try:
                     type_name, api_key, version, rec = _decode_control(r.key, value)
@@ -142,8 +142,10 @@ def _other_records(
     name: str,
     memo: dict[bytes, tuple[str, int, int, Record]],
 ) -> Iterator[MetadataRecord]:
-    """The records of a data batch not shaped as KRaft writes them, through ``batch.records``."""
-    for offset, timestamp, _key, value, _headers in batch.records:
+    """The records of a data batch not shaped as KRaft writes them, through ``batch.iter_records()`` (parsed
+    as they are taken, none kept)."""
+    records = batch.iter_records() if type(batch) is RecordBatch else batch.records
+    for offset, timestamp, _key, value, _headers in records:
         if value is None:
             raise RecordDecodeError(
                 "metadata record has a null value", source=name, position=batch.position, offset=offset

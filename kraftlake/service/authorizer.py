@@ -21,6 +21,15 @@ Configuration (the listener's properties file, beside its security):
 
 A refused request gets CLUSTER_AUTHORIZATION_FAILED (31) with Kafka's message, which says nothing about the
 cluster.
+
+Voter identity (`VoterPrincipals`): on a secured listener, the requests only a voter sends (Vote,
+BeginQuorumEpoch, EndQuorumEpoch, a Fetch or FetchSnapshot naming a voter's id) are taken only from a principal
+bound to the voter id they name: ``kraftlake.voter.principal.<id>=User:<name>`` (a ``;``-separated list; several
+ids may share one principal, which can then speak for each of them). Without any such binding, the principals of
+``super.users`` speak for every voter (what Kafka's controllers are: super users of each other), and with no
+authorizer at all any authenticated principal does (Kafka's rule for a listener without an authorizer). An
+observer's principal (ClusterAction only) is then refused 31 for a Fetch in a voter's name: its Fetches never
+count towards the high watermark.
 """
 
 from __future__ import annotations
@@ -155,3 +164,52 @@ def authorizer_from_properties(properties: Mapping[str, str], source: str) -> Cl
         acls,
         allow == "true",
     )
+
+
+VOTER_PRINCIPAL_PREFIX = "kraftlake.voter.principal."
+
+
+@dataclass(frozen=True)
+class VoterPrincipals:
+    """Which principals may send the requests of which voter (see the module docstring).
+
+    `bound` maps voter ids to their principals; when it is empty, `fallback` speaks for every voter (None:
+    anyone).
+    """
+
+    bound: Mapping[int, frozenset[str]] = field(default_factory=dict)
+    fallback: frozenset[str] | None = None
+
+    def may_speak_for(self, principal: str, voter_id: int) -> bool:
+        """Whether `principal` may send a voter-only request in voter `voter_id`'s name."""
+        if self.bound:
+            return principal in self.bound.get(voter_id, frozenset())
+        return self.fallback is None or principal in self.fallback
+
+
+def voter_principals_from_properties(
+    properties: Mapping[str, str], source: str, voters: frozenset[int] | set[int]
+) -> VoterPrincipals:
+    """The voter bindings of the listener properties.
+
+    Raises
+    ------
+    ServiceError
+        A key whose id is not a voter, or a malformed principal.
+    """
+    bound: dict[int, frozenset[str]] = {}
+    for key, value in properties.items():
+        if not key.startswith(VOTER_PRINCIPAL_PREFIX):
+            continue
+        spelled = key[len(VOTER_PRINCIPAL_PREFIX) :]
+        try:
+            voter = int(spelled)
+        except ValueError:
+            raise ServiceError(f"{source}: {key}: {spelled!r} is not a voter id") from None
+        if voter not in voters:
+            raise ServiceError(f"{source}: {key}: {voter} is not a voter ({sorted(voters)})")
+        bound[voter] = parse_principals(value, f"{source}: {key}")
+    if bound:
+        return VoterPrincipals(bound)
+    authorizer = authorizer_from_properties(properties, source)
+    return VoterPrincipals(fallback=authorizer.super_users if authorizer.enabled else None)

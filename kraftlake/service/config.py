@@ -6,7 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlake.raft.config import QuorumConfig
-from kraftlake.service.authorizer import ClusterAuthorizer, authorizer_from_properties
+from kraftlake.service.authorizer import (
+    ClusterAuthorizer,
+    VoterPrincipals,
+    authorizer_from_properties,
+    voter_principals_from_properties,
+)
 from kraftlake.service.errors import ServiceError
 from kraftlake.service.kafka_rpc import DEFAULT_MAX_FRAME_BYTES
 from kraftlake.wire.client_config import ClientSecurity
@@ -88,6 +93,26 @@ class NodeConfig:
     allow_plaintext
         Listen in PLAINTEXT on a non-loopback address anyway (anyone who reaches the port can then vote in a
         voter's name).
+    max_unsent_bytes
+        A connection is not read while more than this of its replies is unsent (32 MiB).
+    max_unsent_total_bytes
+        The voter's budget for unsent replies across all its connections (128 MiB): past it, observer Fetches
+        are answered only as replies drain, and a connection holding more than its share (the budget over the
+        open connections) is not read.
+    max_connections
+        Inbound connections at most (Kafka's ``max.connections``); `reserved_connections` of them are kept for
+        proven connections (authenticated by SASL or a client certificate, or that sent a voter's request or
+        an append with the credential): a new connection past the rest closes the oldest unproven one instead
+        of being refused.
+    connections_max_idle_ms
+        Kafka's ``connections.max.idle.ms`` (10 minutes): an inbound connection without a request for this
+        long is closed.
+    sasl_handshake_timeout_ms
+        A SASL listener's connection that has not authenticated this long after it was accepted is closed.
+    voter_directory_ids
+        The other voters' directory ids (from their ``meta.properties``), when known: a Vote, Fetch or
+        FetchSnapshot in a voter's name must carry its directory id. A voter not listed here is pinned to the
+        directory id of the first such request in its name.
     """
 
     node_id: int
@@ -104,10 +129,15 @@ class NodeConfig:
     segment_bytes: int = 1024 * 1024 * 1024
     retention_bytes: int = 100 * 1024 * 1024
     max_connections: int = 200
+    reserved_connections: int = 20
+    connections_max_idle_ms: int = 600_000
+    sasl_handshake_timeout_ms: int = 10_000
     max_unsent_bytes: int = 32 * 1024 * 1024
+    max_unsent_total_bytes: int = 128 * 1024 * 1024
     listener_security: ListenerSecurity = PLAINTEXT
     peer_security: ClientSecurity | None = None
     allow_plaintext: bool = False
+    voter_directory_ids: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.node_id not in self.voters:
@@ -120,14 +150,28 @@ class NodeConfig:
             raise ServiceError("snapshot_max_bytes and segment_bytes must be > 0, snapshot_interval_ms >= 0")
         if self.retention_bytes < 0:
             raise ServiceError(f"retention_bytes must be >= 0, got {self.retention_bytes}")
-        if self.max_connections <= 0 or self.max_unsent_bytes <= 0:
-            raise ServiceError("max_connections and max_unsent_bytes must be > 0")
+        if self.max_connections <= 0 or self.max_unsent_bytes <= 0 or self.max_unsent_total_bytes <= 0:
+            raise ServiceError("max_connections, max_unsent_bytes and max_unsent_total_bytes must be > 0")
+        if not 0 <= self.reserved_connections < self.max_connections:
+            raise ServiceError(
+                f"reserved_connections {self.reserved_connections} must be in [0, max_connections)"
+            )
+        if self.connections_max_idle_ms <= 0 or self.sasl_handshake_timeout_ms <= 0:
+            raise ServiceError("connections_max_idle_ms and sasl_handshake_timeout_ms must be > 0")
         self.authorizer  # noqa: B018 - its properties are checked now, not at the first request
+        self.voter_principals  # noqa: B018 - likewise
 
     @property
     def authorizer(self) -> ClusterAuthorizer:
         """Who may send what (`kraftlake.service.authorizer`), from the listener's properties."""
         return authorizer_from_properties(self.listener_security.properties, self.listener_security.source)
+
+    @property
+    def voter_principals(self) -> VoterPrincipals:
+        """Which principals speak for which voter (`kraftlake.service.authorizer.VoterPrincipals`)."""
+        return voter_principals_from_properties(
+            self.listener_security.properties, self.listener_security.source, frozenset(self.voters)
+        )
 
     @property
     def quorum_config(self) -> QuorumConfig:

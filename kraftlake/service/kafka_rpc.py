@@ -63,7 +63,7 @@ from kraftlake.raft.messages import (
 )
 from kraftlake.service.batch_writer import kraft_data_batch, uniform_values
 from kraftlake.service.errors import CodecError
-from kraftlake.service.messages import QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
+from kraftlake.service.messages import STUCK_PREFIX, QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 """Twice Kafka's default max fetch size (8 MiB), so a full fetch response always fits."""
@@ -463,6 +463,19 @@ def encode_raft_request(message: Message, correlation_id: int, ctx: WireContext)
 def fetch_replica_id(body: Any, version: int) -> int:
     """The sender of a Fetch: ``ReplicaState.ReplicaId`` from v15, ``ReplicaId`` before."""
     return int(body.replica_state.replica_id if version >= 15 else body.replica_id)
+
+
+def sender_directory_id(api_key: int, version: int, body: Any) -> str | None:
+    """The directory id a raft request carries of its sender ("" for Kafka's zero uuid); None where the
+    request has no such field: BeginQuorumEpoch and EndQuorumEpoch (any version), Vote v0, Fetch before v17,
+    FetchSnapshot v0."""
+    if api_key == ApiKey.VOTE and version >= 1:
+        return _undir(metadata_partition(body.topics, "topic_name", "Vote").replica_directory_id)
+    if api_key == ApiKey.FETCH and version >= 17:
+        return _undir(metadata_partition(body.topics, "topic_id", "Fetch").replica_directory_id)
+    if api_key == ApiKey.FETCH_SNAPSHOT and version >= 1:
+        return _undir(metadata_partition(body.topics, "name", "FetchSnapshot").replica_directory_id)
+    return None
 
 
 def raft_request(
@@ -1114,7 +1127,8 @@ def describe_quorum_response(
     text = (
         None
         if is_leader or version < 2
-        else f"node {node_id} is not the leader (leader: {description.leader_id}, epoch {description.leader_epoch})"
+        else description.stuck
+        or f"node {node_id} is not the leader (leader: {description.leader_id}, epoch {description.leader_epoch})"
     )
     partition = cls.PartitionData(
         partition_index=0,
@@ -1195,4 +1209,5 @@ def description_from_response(cluster_id: str, body: Any) -> tuple[QuorumDescrip
         voters,
         observers,
         tuple(replicas),
+        p.error_message if p.error_code and (p.error_message or "").startswith(STUCK_PREFIX) else "",
     ), p.error_code

@@ -23,6 +23,10 @@ class CommittedEntry(NamedTuple):
     """Kafka's `ControlRecordType` of a control entry (LeaderChange 2, ...); -1 for data or unknown."""
 
 
+STUCK_PREFIX = "stuck: "
+"""How a voter's DescribeQuorum error message starts when it can never elect again."""
+
+
 @dataclass(frozen=True, slots=True)
 class VoterInfo:
     """A voter as `describe --status` lists it."""
@@ -50,7 +54,8 @@ class QuorumDescription:
     """The fields of `kafka-metadata-quorum describe --status` and `--replication`.
 
     Timestamps are wall-clock milliseconds; -1 when unknown. Only the leader knows the replication rows and
-    the follower lag; another node answers with what it knows and `leader_id`.
+    the follower lag; another node answers with what it knows and `leader_id`. `stuck` is non-empty when the
+    answering voter can never elect again (`RaftNode.stuck`, starting with `STUCK_PREFIX`).
     """
 
     cluster_id: str
@@ -62,6 +67,7 @@ class QuorumDescription:
     voters: tuple[VoterInfo, ...]
     observers: tuple[int, ...]
     replicas: tuple[ReplicaInfo, ...] = field(default=())
+    stuck: str = ""
 
     def status_lines(self) -> list[str]:
         """The `describe --status` text, as kafka-metadata-quorum prints it."""
@@ -78,6 +84,8 @@ class QuorumDescription:
             ("CurrentVoters", f"[{voters}]"),
             ("CurrentObservers", f"[{observers}]"),
         ]
+        if self.stuck:
+            rows.append(("Stuck", self.stuck[len(STUCK_PREFIX) :]))
         return [f"{name + ':':<24}{value}" for name, value in rows]
 
     def replication_lines(self) -> list[str]:

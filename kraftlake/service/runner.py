@@ -88,6 +88,7 @@ from kraftlake.service.kafka_rpc import (
     kafka_response,
     metadata_partition,
     raft_request,
+    sender_directory_id,
     warm_up,
 )
 from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader, group_batches
@@ -122,6 +123,30 @@ def ensure_append_secret(data_dir: Path, secret: str | None = None) -> str:
     return secret
 
 
+def ensure_directory_id(data_dir: Path, cluster_id: str, node_id: int) -> str:
+    """The voter's directory id from ``meta.properties`` in `data_dir`, which is written (with a new random id)
+    when absent.
+
+    Raises
+    ------
+    ServiceError
+        If the file belongs to another cluster or node.
+    """
+    meta_path = data_dir / "meta.properties"
+    if meta_path.exists():
+        meta = read_meta_properties(meta_path)
+        if meta.cluster_id != cluster_id or meta.node_id != node_id:
+            raise ServiceError(
+                f"{meta_path} belongs to cluster {meta.cluster_id} node {meta.node_id}, not "
+                f"{cluster_id} node {node_id}"
+            )
+        return meta.directory_id or ""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    directory_id = new_uuid()
+    write_meta_properties(meta_path, MetaProperties(cluster_id, node_id, directory_id=directory_id))
+    return directory_id
+
+
 def is_loopback(host: str) -> bool:
     """Whether every address `host` resolves to is a loopback one (an unresolvable host is not)."""
     try:
@@ -144,6 +169,10 @@ def new_uuid() -> str:
 
 SASL_MAX_RECEIVE_BYTES = 512 * 1024
 """Kafka's ``sasl.server.max.receive.size``: the largest frame read before a connection has authenticated."""
+_BUDGET_POLL_S = 0.01
+"""How often a reply held back by the unsent-reply budget looks again (and how stale the recount may be)."""
+LOG_INTERVAL_MS = 60_000
+"""Refusals and other lines a peer can cause are logged once per cause in this interval."""
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 """Kafka's OBSERVER_SESSION_TIMEOUT_MS: an observer leaves DescribeQuorum this long after its last fetch."""
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the start of every request header
@@ -215,6 +244,14 @@ class NodeRunner:
         self._observers: dict[int, _Observer] = {}
         self._observers_swept = 0
         self._peer_errors: dict[int, Errors] = {}
+        self._log_times: dict[object, tuple[int | None, int]] = {}
+        self._sweep: asyncio.TimerHandle | None = None
+        self._unsent: tuple[float, int] = (0.0, 0)
+        self._voter_principals = config.voter_principals
+        self._voter_directories = {
+            v: d for v, d in config.voter_directory_ids.items() if v in config.voters and d
+        }
+        self._stuck: str | None = None
         self._ctx = WireContext(config.cluster_id, self.node_id, "", self.voters)
         self._authorizer = config.authorizer
         self._server_tls = (
@@ -302,6 +339,21 @@ class NodeRunner:
         if self._ready is not None:
             self._ready.set()
 
+    def _log_limited(
+        self, cause: object, level: int, fmt: str, *args: object, now: int | None = None
+    ) -> None:
+        """Log once per `cause` per minute; the next line says how many were left out meanwhile."""
+        now = _mono_ms() if now is None else now
+        last, skipped = self._log_times.get(cause, (None, 0))
+        if last is not None and now - last < LOG_INTERVAL_MS:
+            self._log_times[cause] = (last, skipped + 1)
+            return
+        if len(self._log_times) > 10_000:
+            self._log_times.clear()
+        self._log_times[cause] = (now, 0)
+        suffix = f" ({skipped} more like it in the last minute)" if skipped else ""
+        log.log(level, fmt + suffix, *args)
+
     def _peer_login(self, endpoint: tuple[str, int]) -> Login | None:
         security = self.config.peer_security
         if security is None or not security.uses_sasl:
@@ -313,21 +365,7 @@ class NodeRunner:
     def _prepare_log_dir(self) -> None:
         self.partition_dir.mkdir(parents=True, exist_ok=True)
         self._append_secret = ensure_append_secret(self.config.data_dir)
-        meta_path = self.config.data_dir / "meta.properties"
-        if meta_path.exists():
-            meta = read_meta_properties(meta_path)
-            if meta.cluster_id != self.config.cluster_id or meta.node_id != self.node_id:
-                raise ServiceError(
-                    f"{meta_path} belongs to cluster {meta.cluster_id} node {meta.node_id}, not "
-                    f"{self.config.cluster_id} node {self.node_id}"
-                )
-            self.directory_id = meta.directory_id or ""
-        else:
-            self.directory_id = new_uuid()
-            write_meta_properties(
-                meta_path,
-                MetaProperties(self.config.cluster_id, self.node_id, directory_id=self.directory_id),
-            )
+        self.directory_id = ensure_directory_id(self.config.data_dir, self.config.cluster_id, self.node_id)
 
     async def stop(self) -> None:
         """Stop serving, close the log; pending appends fail with `ServiceStoppedError`."""
@@ -336,6 +374,8 @@ class NodeRunner:
             self._ready.set()
         if self._timer is not None:
             self._timer.cancel()
+        if self._sweep is not None:
+            self._sweep.cancel()
         if self.server is not None:
             self.server.close()
         for conn in list(self._connections):
@@ -379,6 +419,15 @@ class NodeRunner:
             self.snapshot_policy.committed(self.log_store.value_bytes(committed.start, committed.end), now)
             if self.snapshot_policy.due(now):
                 self._start_snapshot(now)
+        for refusal in ready.refused:
+            self._log_limited(
+                ("epoch", refusal.message, refusal.sender), logging.WARNING, "%s", refusal, now=now
+            )
+        stuck = node.stuck
+        if stuck != self._stuck:
+            self._stuck = stuck
+            if stuck is not None:
+                log.error("%s", stuck)
         leader = (node.leader_id, node.epoch)
         if leader != self._leader_seen:
             self._leader_seen = leader
@@ -681,6 +730,7 @@ class NodeRunner:
             voters,
             tuple(observers),
             tuple(replicas),
+            node.stuck or "",
         )
 
     # -- network: raft peers -------------------------------------------------------------------------------
@@ -755,15 +805,14 @@ class NodeRunner:
             )
         elif listener.uses_tls:
             conn.principal = principal_of_certificate(writer.get_extra_info("peercert"))
+            conn.proven = conn.principal != ANONYMOUS
         else:
             conn.principal = ANONYMOUS
-        if len(self._connections) >= self.config.max_connections:
-            log.warning(
-                "node %d: %d connections open, closing a new one", self.node_id, len(self._connections)
-            )
+        if not self._admit(conn):
             conn.close()
             return
         self._connections.add(conn)
+        self._arm_sweep()
         # backpressure: no next request is read while the replies not yet taken exceed the bound
         writer.transport.set_write_buffer_limits(high=self.config.max_unsent_bytes)
         body_timeout_s = self.config.quorum_config.request_timeout_ms / 1000
@@ -777,6 +826,7 @@ class NodeRunner:
                     await conn.pending
                     conn.pending = None
                 await writer.drain()
+                await self._within_share(conn)
                 # before authentication a frame is a SASL token: Kafka's sasl.server.max.receive.size bounds it
                 limit = self.config.max_frame_bytes if conn.principal is not None else SASL_MAX_RECEIVE_BYTES
                 try:
@@ -796,6 +846,7 @@ class NodeRunner:
                     )
                     await writer.drain()
                     return
+                conn.last_active = time.monotonic()
                 if not self._on_request(payload, conn):
                     await writer.drain()
                     return
@@ -806,6 +857,96 @@ class NodeRunner:
                 conn.pending.cancel()
             self._connections.discard(conn)
             conn.close()
+
+    def _unsent_total(self) -> int:
+        """The replies written but not yet taken by their clients, over all connections (recounted at most
+        every `_BUDGET_POLL_S`)."""
+        now = time.monotonic()
+        at, total = self._unsent
+        if now - at >= _BUDGET_POLL_S:
+            total = 0
+            for c in self._connections:
+                transport = c.writer.transport
+                if transport is not None:
+                    total += transport.get_write_buffer_size()
+            self._unsent = (now, total)
+        return total
+
+    async def _within_share(self, conn: InboundConnection) -> None:
+        """Wait while the voter's unsent replies exceed its budget and this connection holds more than its
+        share of them (the budget over the connections open): its next request is not read meanwhile. Proven
+        connections (the other voters among them) are read on: what they are sent is bounded by the raft
+        protocol (one Fetch in flight per follower) and by the budget observer answers wait for."""
+        budget = self.config.max_unsent_total_bytes
+        transport = conn.writer.transport
+        while (
+            self._running
+            and not conn.proven
+            and not conn.closed
+            and transport is not None
+            and transport.get_write_buffer_size() > budget // max(1, len(self._connections))
+            and self._unsent_total() >= budget
+        ):
+            await asyncio.sleep(_BUDGET_POLL_S)
+
+    def _admit(self, conn: InboundConnection) -> bool:
+        """Whether a new connection may stay: past `max_connections`, or past the unproven connections' share
+        (all but `reserved_connections`), the oldest unproven connection is closed for it; with none to close,
+        it is refused. Each cause is logged once a minute."""
+        config = self.config
+        unproven = [c for c in self._connections if not c.proven]
+        if len(self._connections) < config.max_connections and (
+            conn.proven or len(unproven) < config.max_connections - config.reserved_connections
+        ):
+            return True
+        if not unproven:
+            self._log_limited(
+                "connections-full",
+                logging.WARNING,
+                "node %d: %d proven connections open (max_connections), closing a new one",
+                self.node_id,
+                len(self._connections),
+            )
+            return False
+        oldest = min(unproven, key=lambda c: c.last_active)
+        self._log_limited(
+            "connections-evicted",
+            logging.WARNING,
+            "node %d: %d connections open (%d unproven), closing the oldest unproven one for a new one",
+            self.node_id,
+            len(self._connections),
+            len(unproven),
+        )
+        self._connections.discard(oldest)
+        oldest.close()
+        return True
+
+    def _arm_sweep(self) -> None:
+        if self._sweep is None:
+            interval = min(
+                1.0, self.config.sasl_handshake_timeout_ms / 4000, self.config.connections_max_idle_ms / 4000
+            )
+            self._sweep = asyncio.get_running_loop().call_later(interval, self._sweep_connections, interval)
+
+    def _sweep_connections(self, interval: float) -> None:
+        """Close connections idle past `connections_max_idle_ms` and SASL connections not authenticated within
+        `sasl_handshake_timeout_ms` (one log line per cause a minute)."""
+        self._sweep = None
+        now = time.monotonic()
+        idle_s = self.config.connections_max_idle_ms / 1000
+        sasl_s = self.config.sasl_handshake_timeout_ms / 1000
+        for conn in list(self._connections):
+            if conn.principal is None and now - conn.opened > sasl_s:
+                cause, what = "sasl-timeout", f"not authenticated within {sasl_s:g} s"
+            elif now - conn.last_active > idle_s and conn.pending is None:
+                cause, what = "idle", f"idle for {idle_s:g} s (connections.max.idle.ms)"
+            else:
+                continue
+            self._log_limited(cause, logging.INFO, "node %d: closing a connection %s", self.node_id, what)
+            self._connections.discard(conn)
+            conn.close()
+        if self._connections:
+            self._sweep = asyncio.get_running_loop().call_later(interval, self._sweep_connections, interval)
 
     def _refuse(self, conn: InboundConnection, api_key: int, corr: int, code: int, text: str) -> bool:
         """Answer a request that cannot be read or served with a refusal frame; the connection is then closed."""
@@ -906,6 +1047,8 @@ class NodeRunner:
         if frame is not None:
             conn.send(frame)
         conn.principal = handshake.principal
+        if conn.principal is not None:
+            conn.proven = True
         return keep_open
 
     def _log_denied(self, principal: str, api_key: int) -> None:
@@ -939,12 +1082,71 @@ class NodeRunner:
                 Errors.INCONSISTENT_VOTER_SET,
                 f"{rpc.api(api_key).name} from node {message.src}, not a voter of this quorum",
             )
+        self._check_voter_identity(api_key, version, body, conn, message.src)
+        conn.proven = True
         self._routes[(message.src, corr)] = (conn, api_key, version)
         if len(self._routes) > 10_000:  # answers that never came: forget the oldest
             for key in list(self._routes)[:1000]:
                 del self._routes[key]
         now = _mono_ms()
         self._process(node.step(message, now), now)
+
+    def _check_voter_identity(
+        self, api_key: int, version: int, body: Any, conn: InboundConnection, voter: int
+    ) -> None:
+        """A voter-only request is taken only from the voter it names: its principal on a secured listener
+        (`VoterPrincipals`), and its directory id wherever the request carries one (the one configured, else
+        the first seen in its name). BeginQuorumEpoch and EndQuorumEpoch carry none: in PLAINTEXT nothing
+        tells their sender from anyone else's.
+
+        Raises
+        ------
+        RequestRefused
+            31 for a principal not bound to `voter`; INCONSISTENT_VOTER_SET for another directory id;
+            INVALID_REQUEST for a Vote, Fetch or FetchSnapshot without one (a version before Kafka's KIP-853).
+        """
+        name = rpc.api(api_key).name
+        principal = conn.principal or ANONYMOUS
+        if self.config.listener_security.secured and not self._voter_principals.may_speak_for(
+            principal, voter
+        ):
+            self._log_limited(
+                ("voter-principal", principal, voter),
+                logging.WARNING,
+                "node %d: %s in voter %d's name refused to %s: not a principal of that voter",
+                self.node_id,
+                name,
+                voter,
+                principal,
+            )
+            raise RequestRefused(Errors.CLUSTER_AUTHORIZATION_FAILED, REFUSAL)
+        directory = sender_directory_id(api_key, version, body)
+        if directory is None and api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
+            return
+        if not directory:
+            raise RequestRefused(
+                Errors.INVALID_REQUEST,
+                f"{name} v{version} in voter {voter}'s name without its directory id",
+            )
+        known = self._voter_directories.get(voter)
+        if known is None:
+            self._voter_directories[voter] = directory
+            log.info("node %d: voter %d has directory id %s (first seen)", self.node_id, voter, directory)
+        elif directory != known:
+            self._log_limited(
+                ("voter-directory", voter, directory),
+                logging.WARNING,
+                "node %d: %s in voter %d's name refused: directory id %s, not the voter's %s",
+                self.node_id,
+                name,
+                voter,
+                directory,
+                known,
+            )
+            raise RequestRefused(
+                Errors.INCONSISTENT_VOTER_SET,
+                f"{name} in voter {voter}'s name from another directory than the voter's",
+            )
 
     def _api_versions(self, version: int, corr: int) -> bytes:
         served = {**SERVED, **SASL_SERVED} if self.config.listener_security.uses_sasl else SERVED
@@ -1096,6 +1298,11 @@ class NodeRunner:
             self._hw_waiters.append(waiter)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(waiter, max(0.0, deadline - time.monotonic()))
+        # the answer is built only within the voter's budget for unsent replies (no await from here to send)
+        while (
+            self._running and not conn.closed and self._unsent_total() >= self.config.max_unsent_total_bytes
+        ):
+            await asyncio.sleep(_BUDGET_POLL_S)
         if not self._running or conn.closed:
             return
         hw, start = node.applied_end, store.log_start_offset
@@ -1199,6 +1406,7 @@ class NodeRunner:
                 )
             )
             return
+        conn.proven = True
         try:
             check_cluster_id(request.cluster_id, self.config.cluster_id)
         except RequestRefused as exc:

@@ -23,7 +23,13 @@ from kraftlake.service.config import NodeConfig
 from kraftlake.service.errors import ServiceError, ServiceStoppedError
 from kraftlake.service.listener import Listener
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
-from kraftlake.service.runner import APPEND_SECRET_FILE, HOST, NodeRunner, ensure_append_secret
+from kraftlake.service.runner import (
+    APPEND_SECRET_FILE,
+    HOST,
+    NodeRunner,
+    ensure_append_secret,
+    ensure_directory_id,
+)
 from kraftlake.service.snapshots import SnapshotProvider
 from kraftlake.wire.client_config import ClientSecurity
 from kraftlake.wire.listener_config import ListenerSecurity
@@ -284,6 +290,9 @@ class LocalQuorum:
             i: (HOST, self.ports.get(i, 0)) for i in range(1, voters + 1)
         }
         self.services: dict[int, RaftService] = {}
+        self.directory_ids: dict[int, str] = {}
+        """Each voter's directory id (its ``meta.properties``), written before the first start and given to
+        every voter: a Vote or Fetch in a voter's name must carry it."""
 
     def _make(self, node_id: int) -> RaftService:
         config = NodeConfig(
@@ -293,7 +302,7 @@ class LocalQuorum:
             self.cluster_id,
             fsync=self.fsync,
             quorum=self.quorum,
-            **self.node_options,
+            **{"voter_directory_ids": dict(self.directory_ids), **self.node_options},
         )
         service = RaftService(
             config,
@@ -315,6 +324,7 @@ class LocalQuorum:
         shared = ensure_append_secret(self.append_secret_path.parent)
         for i in self.endpoints:
             ensure_append_secret(self.data_dir / f"node-{i}", shared)
+            self.directory_ids[i] = ensure_directory_id(self.data_dir / f"node-{i}", self.cluster_id, i)
         fresh = {i: self._make(i) for i in self.endpoints}
         for i, service in fresh.items():
             self.endpoints[i] = (HOST, service.bind())

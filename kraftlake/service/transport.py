@@ -67,11 +67,18 @@ class InboundConnection:
         """Who the connection is (Kafka's ``User:<name>``), None until its SASL exchange completes."""
         self.handshake: SaslHandshake | None = None
         """The SASL exchange of a SASL listener's connection."""
+        self.opened = time.monotonic()
+        self.last_active = self.opened
+        """When the last request came in or the last response went out (`time.monotonic()`)."""
+        self.proven = False
+        """Authenticated (SASL, a client certificate), or sent a voter's request or an authorized append:
+        kept when unproven connections are closed to make room."""
 
     def send(self, frame: bytes) -> None:
         """Queue a frame (dropped if the connection is gone: the requester will time out and retry)."""
         if not self.closed and not self.writer.is_closing():
             self.writer.write(frame)
+            self.last_active = time.monotonic()
 
     def close(self) -> None:
         """Close the connection."""

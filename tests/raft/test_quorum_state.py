@@ -198,6 +198,54 @@ def test_replica_states_report_fetches_caught_up_times_and_directory_ids() -> No
     assert RaftNode(2, config, MemoryRaftLog(), None, random.Random(2), 0).replica_states(0) == ()
 
 
+def test_fetch_positions_past_the_log_end_are_errors_and_never_count() -> None:
+    """Issue 25: a Fetch claiming entries of the leader's own epoch past its log end moved the high watermark."""
+    from kraftlake.raft.messages import Errors, FetchResponse
+
+    config = QuorumConfig(voters=frozenset({1, 2, 3}), append_linger_ms=0)
+    leader = RaftNode(1, config, MemoryRaftLog(), ElectionState(1, None, None), random.Random(1), 0)
+    requests = leader.tick(3000).messages
+    for _ in range(2):
+        for req in list(requests):
+            assert isinstance(req, VoteRequest)
+            ready = leader.step(
+                VoteResponse(
+                    req.dst,
+                    1,
+                    req.correlation_id,
+                    req.candidate_epoch - req.pre_vote,
+                    None,
+                    True,
+                    req.pre_vote,
+                    req.candidate_epoch,
+                ),
+                3001,
+            )
+            requests = [m for m in ready.messages if isinstance(m, VoteRequest)] or requests
+    assert leader.is_leader and leader.epoch == 2
+    leader.append([b"a", b"b"], 3002)
+    leader.flush(3003)
+    end = leader.log.end_offset
+    assert end == 3 and leader.high_watermark == 0
+    for corr, (offset, last_epoch, expected) in enumerate(
+        (
+            (end + 5, 2, Errors.OFFSET_OUT_OF_RANGE),  # entries of epoch 2 the leader never wrote
+            (-1, 0, Errors.INVALID_REQUEST),
+            (end, 3, Errors.INVALID_REQUEST),  # a last fetched epoch above the request's
+        )
+    ):
+        ready = leader.step(FetchRequest(2, 1, corr, 2, 2, offset, last_epoch, 0, "d2"), 3010)
+        (reply,) = [m for m in ready.messages if isinstance(m, FetchResponse)]
+        assert reply.error is expected and leader.high_watermark == 0
+    # a divergent tail of an older epoch past the end is answered with a DivergingEpoch and does not count
+    ready = leader.step(FetchRequest(2, 1, 9, 2, 2, end + 5, 1, 0, "d2"), 3020)
+    (reply,) = [m for m in ready.messages if isinstance(m, FetchResponse)]
+    assert reply.error is Errors.NONE and reply.diverging_epoch is not None and leader.high_watermark == 0
+    # and the fetch at the log end does
+    leader.step(FetchRequest(2, 1, 10, 2, 2, end, 2, 0, "d2"), 3030)
+    assert leader.high_watermark == end
+
+
 def test_a_partial_flush_commits_only_what_it_covers() -> None:
     """A driver that fsyncs off its loop reports the end offset its fsync covered; the rest stays unflushed."""
     node = RaftNode(
@@ -243,7 +291,8 @@ def test_epochs_past_the_last_usable_one_are_refused_and_never_persisted() -> No
         (reply,) = [m for m in ready.messages if m.correlation_id == request.correlation_id]
         assert reply.error is Errors.INVALID_REQUEST and reply.epoch == 3  # type: ignore[attr-defined]
     assert node.epoch == 3 and node.leader_id == 1
-    # the last usable epoch is accepted; the node then never starts an election it could not number
+    # the last usable epoch is reached only one election at a time (from the one before it)
+    node = RaftNode(2, CONFIG, MemoryRaftLog(), ElectionState(top - 2, 1, None), random.Random(1), 0)
     ready = node.step(BeginQuorumEpochRequest(1, 2, 13, top - 1, 1), 20)
     assert ready.quorum_state is not None and ready.quorum_state.epoch == top - 1
     with pytest.raises(IllegalTransitionError):
@@ -264,3 +313,69 @@ def test_leaders_and_candidates_outside_the_voter_set_are_refused() -> None:
         (reply,) = [m for m in ready.messages if m.correlation_id == request.correlation_id]
         assert reply.error is Errors.INCONSISTENT_VOTER_SET  # type: ignore[attr-defined]
     assert node.epoch == 3 and node.leader_id == 1
+
+
+# issue 25: no epoch the quorum can never leave is adopted from the network
+def _voter_in(epoch: int, leader: int | None = 1) -> RaftNode:
+    return RaftNode(2, CONFIG, MemoryRaftLog(), ElectionState(epoch, leader, None), random.Random(1), 0)
+
+
+@pytest.mark.parametrize("epoch", range(2**31 - 16, 2**31))
+def test_no_vote_or_begin_quorum_epoch_near_the_int32_ceiling_moves_a_voter(epoch: int) -> None:
+    from kraftlake.raft.errors import EpochRefusedError
+    from kraftlake.raft.messages import BeginQuorumEpochRequest, Errors
+
+    for request in (
+        BeginQuorumEpochRequest(3, 2, 1, epoch, 3),
+        VoteRequest(3, 2, 2, epoch, 3, epoch - 1, 10**9, False),
+        VoteRequest(3, 2, 3, epoch, 3, epoch - 1, 10**9, True),
+    ):
+        node = _voter_in(7)
+        ready = node.step(request, 10)
+        assert ready.quorum_state is None and node.epoch == 7 and node.leader_id == 1
+        (reply,) = [m for m in ready.messages if m.correlation_id == request.correlation_id]
+        assert reply.error is Errors.INVALID_REQUEST and reply.epoch == 7  # type: ignore[attr-defined]
+        (refusal,) = ready.refused
+        assert isinstance(refusal, EpochRefusedError) and refusal.epoch == epoch and refusal.sender == 3
+        assert f"at epoch {epoch} in epoch 7" in str(refusal)
+
+
+def test_answers_with_an_unreachable_epoch_are_ignored_and_reported() -> None:
+    from kraftlake.raft.messages import BeginQuorumEpochResponse, FetchResponse
+
+    node = _voter_in(7)
+    for answer in (
+        BeginQuorumEpochResponse(3, 2, 1, 2**31 - 2, 3),
+        VoteResponse(3, 2, 2, 2**30 + 5, 3, False, False, 7),
+        FetchResponse(1, 2, 3, 2**31 - 3, 1, 0),
+    ):
+        ready = node.step(answer, 10)
+        assert node.epoch == 7 and ready.quorum_state is None and len(ready.refused) == 1
+
+
+def test_a_voter_far_behind_still_joins_and_above_the_ceiling_epochs_move_by_one() -> None:
+    from kraftlake.raft.messages import BeginQuorumEpochRequest, Errors
+    from kraftlake.raft.quorum_state import NETWORK_EPOCH_CEILING
+
+    # a voter restored from an old disk: the quorum is a million elections ahead of it
+    node = _voter_in(3)
+    ready = node.step(BeginQuorumEpochRequest(1, 2, 1, 1_000_003, 1), 10)
+    assert node.epoch == 1_000_003 and node.leader_id == 1 and not ready.refused
+    node = _voter_in(5)
+    node.step(BeginQuorumEpochRequest(1, 2, 1, NETWORK_EPOCH_CEILING, 1), 10)
+    assert node.epoch == NETWORK_EPOCH_CEILING
+    for step, accepted in ((2, False), (1, True), (1, True), (3, False)):
+        before = node.epoch
+        ready = node.step(BeginQuorumEpochRequest(3, 2, 2, before + step, 3), 20)
+        assert node.epoch == (before + step if accepted else before)
+        if not accepted:
+            (reply,) = [m for m in ready.messages if m.correlation_id == 2]
+            assert reply.error is Errors.INVALID_REQUEST  # type: ignore[attr-defined]
+
+
+def test_a_voter_in_the_last_usable_epoch_says_it_is_stuck() -> None:
+    node = _voter_in(2**31 - 2, leader=None)
+    assert node.stuck is None or "no election can follow" in node.stuck
+    node.tick(10_000)
+    assert node.role == "Prospective" and node.stuck is not None and "2147483646" in node.stuck
+    assert _voter_in(2**31 - 3, leader=None).stuck is None

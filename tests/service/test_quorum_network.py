@@ -8,6 +8,7 @@ import stat
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from kraftlake.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
     Errors,
+    FetchRequest,
     Message,
     VoteRequest,
 )
@@ -32,7 +34,7 @@ from kraftlake.service.kafka_rpc import (
     encode_append_request,
     encode_raft_request,
 )
-from kraftlake.service.runner import METADATA_PARTITION_DIR
+from kraftlake.service.runner import METADATA_PARTITION_DIR, new_uuid
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:
@@ -88,6 +90,37 @@ def test_spoofed_epochs_and_leaders_outside_the_voter_set_are_refused(quorum: Lo
     successor = quorum.wait_for_leader(exclude=leader.node_id)
     assert successor.append([b"again"]).result(10)[0] > after[1]
     assert successor.epoch > epoch
+
+
+def test_no_epoch_near_the_int32_ceiling_is_adopted_by_vote_or_begin_quorum_epoch(
+    quorum: LocalQuorum, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 25: every epoch from 2^31-16 to 2^31-1, in a real voter's name (its directory id too)."""
+    leader = quorum.wait_for_leader()
+    before = leader.append([b"before"]).result(10)
+    epoch = leader.epoch
+    dirs = {i: s.runner.directory_id for i, s in quorum.services.items()}
+    with caplog.at_level("WARNING", logger="kraftlake.service.runner"):
+        for spoofed_epoch in range(2**31 - 16, 2**31):
+            for node_id, (_, port) in quorum.endpoints.items():
+                other = node_id % 3 + 1
+                ctx = WireContext(CLUSTER, other, dirs[other], dict(quorum.endpoints))
+                request: Message
+                for request in (
+                    BeginQuorumEpochRequest(other, node_id, 1, spoofed_epoch, other),
+                    VoteRequest(other, node_id, 2, spoofed_epoch, other, spoofed_epoch - 1, 10**9, False),
+                ):
+                    assert _spoof(port, request, ctx) is Errors.INVALID_REQUEST
+    after = leader.append([b"after"]).result(10)
+    assert after[0] > before[1] and leader.is_leader
+    assert all(s.epoch == epoch for s in quorum.services.values())
+    for node_id in quorum.endpoints:
+        state = (quorum.data_dir / f"node-{node_id}" / METADATA_PARTITION_DIR / "quorum-state").read_text()
+        assert f'"leaderEpoch":{epoch}' in state
+    refusals = [r.getMessage() for r in caplog.records if "refused a" in r.getMessage()]
+    # logged, once per cause (message type and sender) per minute: 2 kinds x 1 sender per voter
+    assert len(refusals) == 6 and all(m.startswith(f"node {m[5]}: refused a ") for m in refusals)
+    assert all(f"at epoch {2**31 - 16} in epoch {epoch}" in m for m in refusals)
 
 
 _VOTER = r"""
@@ -203,6 +236,58 @@ def test_unread_fetches_half_sent_frames_and_connection_floods_keep_memory_bound
         voter.wait(30)
 
 
+def test_unread_fetches_on_many_connections_share_one_budget_and_memory_returns(tmp_path: Path) -> None:
+    """Issue 25: 70 connections each sending 200 observer Fetches (8 MiB answers) and never reading took a
+    voter to 2.57 GB (32 MiB per connection); one budget (128 MiB) for all of them now."""
+    # tuned as `kraftlake quorum start` tunes its process
+    script = _VOTER.replace(
+        "quorum.start()\n",
+        "quorum.start()\nfrom kraftlake.service.gctune import tune_for_service\ntune_for_service()\n",
+        1,
+    )
+    voter = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "v")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert voter.stdin is not None and voter.stdout is not None
+    socks: list[socket.socket] = []
+    try:
+        port = int(voter.stdout.readline())
+
+        def measure(seconds: float) -> tuple[int, int]:
+            assert voter.stdin is not None and voter.stdout is not None
+            voter.stdin.write(f"{seconds}\n")
+            voter.stdin.flush()
+            commits, rss = voter.stdout.readline().split()
+            return int(commits), int(rss)
+
+        commits0, rss0 = measure(0.3)
+        frames = b"".join(_observer_fetch_frame(i) for i in range(200))
+        for _ in range(70):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                s.send(frames)
+            socks.append(s)
+        commits1, rss1 = measure(4.0)
+        for s in socks:
+            s.close()
+        socks.clear()
+        _, rss2 = measure(1.5)
+        print(f"RSS {rss0 >> 20} MiB -> {rss1 >> 20} MiB under the flood -> {rss2 >> 20} MiB after it")
+        assert commits1 - commits0 > 20
+        assert rss1 < 512 * 1024 * 1024
+        assert rss2 - rss0 < 100 * 1024 * 1024
+    finally:
+        for s in socks:
+            s.close()
+        voter.stdin.close()
+        voter.wait(30)
+
+
 def test_appends_need_the_voters_credential_and_refusals_echo_nothing(quorum: LocalQuorum) -> None:
     leader = quorum.wait_for_leader()
     port = quorum.endpoints[leader.node_id][1]
@@ -228,3 +313,63 @@ def test_appends_need_the_voters_credential_and_refusals_echo_nothing(quorum: Lo
     assert base > before[1]
     values = [e.value for e in leader.read_committed(0, 1000)]
     assert b"garbage" not in values and b"allowed" in values
+
+
+def test_a_voter_stuck_in_the_last_usable_epoch_says_so_in_its_log_and_in_describe(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 25: a quorum-state left at 2^31-2 (by an older kraftlake, before the epoch bound) cannot elect."""
+    from service_helpers import fast_config
+
+    from kraftlake.logformat import QuorumStateFile, write_quorum_state
+
+    node_dir = tmp_path / "q" / "node-1" / METADATA_PARTITION_DIR
+    node_dir.mkdir(parents=True)
+    write_quorum_state(node_dir / "quorum-state", QuorumStateFile(leader_epoch=2**31 - 2))
+    q = LocalQuorum(1, tmp_path / "q", CLUSTER, fsync=False, quorum=fast_config(1))
+    with caplog.at_level("ERROR", logger="kraftlake.service.runner"):
+        q.start()
+        try:
+            service = q.services[1]
+            deadline = time.monotonic() + 10
+            while service.runner.node.role != "Prospective" and time.monotonic() < deadline:  # type: ignore[union-attr]
+                time.sleep(0.05)
+            client = QuorumClient([q.endpoints[1]], CLUSTER)
+            described, from_leader = client.describe()
+            client.close()
+        finally:
+            q.stop()
+    assert not from_leader and described.leader_id == -1
+    (stuck,) = [line for line in described.status_lines() if line.startswith("Stuck:")]
+    assert "Prospective in epoch 2147483646: no election can follow it" in stuck
+    assert [r for r in caplog.records if "stuck: node 1 is" in r.getMessage()]
+
+
+def test_a_fetch_in_a_followers_name_from_another_directory_never_acknowledges_an_append(
+    quorum: LocalQuorum,
+) -> None:
+    """Issue 25: followers down, an append in flight, a third party fetches at the log end in a follower's name."""
+    leader = quorum.wait_for_leader()
+    leader.append([b"before"]).result(10)
+    followers = [i for i in quorum.endpoints if i != leader.node_id]
+    for follower in followers:
+        quorum.stop_node(follower)
+    store = leader.runner.log_store
+    assert store is not None
+    end_before = store.end_offset
+    in_flight = leader.append([b"in flight"])
+    deadline = time.monotonic() + 5
+    while store.end_offset == end_before and time.monotonic() < deadline:
+        time.sleep(0.005)
+    end, epoch = store.end_offset, leader.epoch
+    port = quorum.endpoints[leader.node_id][1]
+    for follower in followers:
+        for directory, refusal in (("", Errors.INVALID_REQUEST), (new_uuid(), Errors.INCONSISTENT_VOTER_SET)):
+            ctx = WireContext(CLUSTER, follower, directory, dict(quorum.endpoints))
+            spoof = FetchRequest(follower, leader.node_id, 1, epoch, follower, end, epoch, 0, directory)
+            assert _spoof(port, spoof, ctx) is refusal
+            vote = VoteRequest(follower, leader.node_id, 2, epoch + 1, follower, epoch, end, False)
+            assert _spoof(port, vote, ctx) is refusal
+    time.sleep(0.3)
+    assert leader.high_watermark < end
+    assert not in_flight.done() or in_flight.exception() is not None

@@ -337,3 +337,119 @@ def test_kafka_metadata_quorum_describes_a_sasl_ssl_kraftlake_quorum(secured: Se
     fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in status.strip().splitlines())}
     assert fields["ClusterId"] == CLUSTER and fields["LeaderId"] == str(leader.node_id)
     assert fields["LeaderEpoch"] == str(leader.epoch)
+
+
+def test_no_epoch_near_the_int32_ceiling_is_adopted_from_a_voters_principal(secured: Secured) -> None:
+    """Issue 25: every epoch from 2^31-16 to 2^31-1 by Vote and by BeginQuorumEpoch, sent as the voters'
+    own principal (a super user): refused with INVALID_REQUEST, the epoch stays and commits go on."""
+    q = secured.quorum
+    leader = q.wait_for_leader()
+    epoch, before = leader.epoch, leader.append([b"before"]).result(10)
+    for node_id in q.endpoints:
+        claimed = node_id % 3 + 1
+        ctx = WireContext(CLUSTER, claimed, q.services[claimed].runner.directory_id, dict(q.endpoints))
+        with KafkaConnection(*secured.endpoint(node_id), secured.client("voter", mechanism="PLAIN")) as conn:
+            for spoofed in range(2**31 - 16, 2**31):
+                for request in (
+                    BeginQuorumEpochRequest(claimed, node_id, 1, spoofed, claimed),
+                    VoteRequest(claimed, node_id, 2, spoofed, claimed, spoofed - 1, 10**9, False),
+                ):
+                    api_key, _, body = kafka_request(request, ctx)
+                    answer: Any = conn.request(api_key, body)
+                    codes = {answer.error_code} | {p.error_code for t in answer.topics for p in t.partitions}
+                    assert Errors.INVALID_REQUEST in codes
+    after = leader.append([b"after"]).result(10)
+    assert after[0] > before[1] and leader.is_leader
+    assert all(s.epoch == epoch for s in q.services.values())
+
+
+def test_an_observer_principal_cannot_speak_for_a_voter(secured: Secured) -> None:
+    """Issue 25: ClusterAction lets the observer fetch, never in a voter's name (its Fetch would count)."""
+    q = secured.quorum
+    leader = q.wait_for_leader()
+    epoch, end = leader.epoch, leader.append([b"x"]).result(10)[1] + 1
+    follower = next(i for i in q.endpoints if i != leader.node_id)
+    ctx = WireContext(CLUSTER, follower, q.services[follower].runner.directory_id, dict(q.endpoints))
+    requests: list[Message] = [
+        FetchRequest(follower, leader.node_id, 1, epoch, follower, end + 10, epoch, 0, ctx.directory_id),
+        VoteRequest(follower, leader.node_id, 2, epoch + 1, follower, epoch, end, False),
+        BeginQuorumEpochRequest(follower, leader.node_id, 3, epoch + 1, follower),
+    ]
+    with KafkaConnection(*secured.endpoint(leader.node_id), secured.client("observer")) as conn:
+        for request in requests:
+            api_key, _, body = kafka_request(request, ctx)
+            answer: Any = conn.request(api_key, body)
+            assert answer.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert leader.is_leader and leader.epoch == epoch
+    leader.append([b"still committing"]).result(10)
+
+
+def test_voter_principals_bind_ids_or_fall_back_to_super_users() -> None:
+    from kraftlake.service.authorizer import voter_principals_from_properties
+    from kraftlake.service.errors import ServiceError
+
+    voters = frozenset({1, 2, 3})
+    auth = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
+    }
+    bound = voter_principals_from_properties(
+        {
+            **auth,
+            "kraftlake.voter.principal.1": "User:CN=voter-1,O=k",
+            "kraftlake.voter.principal.2": "User:v2",
+        },
+        "<props>",
+        voters,
+    )
+    assert bound.may_speak_for("User:CN=voter-1,O=k", 1) and not bound.may_speak_for("User:CN=voter-1,O=k", 2)
+    assert not bound.may_speak_for("User:admin", 3)  # bindings given: only they speak for voters
+    fallback = voter_principals_from_properties(auth, "<props>", voters)
+    assert fallback.may_speak_for("User:admin", 3) and not fallback.may_speak_for("User:observer", 3)
+    assert voter_principals_from_properties({}, "<props>", voters).may_speak_for("User:anyone", 1)
+    with pytest.raises(ServiceError, match="not a voter"):
+        voter_principals_from_properties({"kraftlake.voter.principal.9": "User:x"}, "<props>", voters)
+
+
+def test_a_connection_that_does_not_authenticate_is_closed_and_authenticated_ones_get_in(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: 200 TLS connections that never authenticated held every slot for good."""
+    ca = make_ca(tmp_path, "ca")
+    listener = listener_properties(tmp_path, ca, make_cert(tmp_path, "ca", "voter", "/O=kraftlake/CN=voter"))
+    quorum = LocalQuorum(
+        1,
+        tmp_path / "q",
+        CLUSTER,
+        fsync=False,
+        quorum=fast_config(1),
+        listener_security=listener,
+        security=client_security(ca, "voter", PASSWORDS["voter"], "PLAIN"),
+        node_options={"sasl_handshake_timeout_ms": 600, "max_connections": 8, "reserved_connections": 4},
+    )
+    quorum.start()
+    try:
+        leader = quorum.wait_for_leader()
+        tls = ssl.create_default_context(cafile=str(ca))
+        held = [
+            tls.wrap_socket(
+                socket.create_connection(quorum.endpoints[1], timeout=5), server_hostname="127.0.0.1"
+            )
+            for _ in range(12)
+        ]
+        observer = ObserverClient(
+            [quorum.endpoints[1]],
+            CLUSTER,
+            security=client_security(ca, "observer", PASSWORDS["observer"], "SCRAM-SHA-512"),
+        )
+        observer.fetch(0, max_wait_ms=0)  # got in past the 12 unauthenticated ones
+        started = time.monotonic()
+        for sock in held:
+            assert _recv_all(sock) == b""  # closed by the voter, unauthenticated
+            sock.close()
+        assert time.monotonic() - started < 4
+        observer.fetch(0, max_wait_ms=0)  # authenticated: not closed with them
+        observer.close()
+        leader.append([b"still committing"]).result(10)
+    finally:
+        quorum.stop()

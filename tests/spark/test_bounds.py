@@ -125,3 +125,39 @@ def test_a_warehouse_made_before_bounds_gets_them_from_offsets_and_retention(
         spark.sql(f"SELECT * FROM partitions_at({retained - 1})").collect()
     with pytest.raises(WarehouseError, match="after the last committed offset"), warehouse_errors():
         spark.sql(f"SELECT * FROM partitions_at({last + 1})").collect()
+
+
+def test_history_views_refuse_below_the_retained_history(spark: Any, log_dir: Path, tmp_path: Path) -> None:
+    """Issue 25: after a cut, leader_history returned the 6 intervals that outlived it of 9, silently."""
+    from kraftlake.spark.tables import BEFORE_RETAINED, WarehouseError, record_retained_from
+    from pipelines.ingest import ingest
+    from udfs.sql import register, warehouse_errors
+
+    warehouse = tmp_path / "cut"
+    last = ingest(spark, log_dir, warehouse, batch_records=500).last_offset
+    register(spark, warehouse)
+    rows = spark.sql(
+        f"SELECT topic, `partition`, min(from_offset) AS f FROM delta.`{warehouse / 'partitions'}` "
+        "GROUP BY topic, `partition` ORDER BY f"
+    ).collect()
+    old, young = rows[0], rows[-1]
+    cut = young["f"]  # the youngest partition's first version: the cut falls after the oldest one's
+    assert old["f"] < cut <= last
+    views = ("partition_history", "isr_history", "leader_history")
+    before = {v: spark.sql(f"SELECT * FROM {v}('{old['topic']}', {old['partition']})").count() for v in views}
+    assert all(before.values())
+    record_retained_from(spark, warehouse, cut)
+    for view in views:
+        with pytest.raises(WarehouseError, match=BEFORE_RETAINED), warehouse_errors():
+            spark.sql(f"SELECT * FROM {view}('{old['topic']}', {old['partition']})").collect()
+        # a partition whose whole history lies after the cut still answers
+        assert spark.sql(f"SELECT * FROM {view}('{young['topic']}', {young['partition']})").count() > 0
+    # nothing left of it: refused too, never an empty answer
+    with pytest.raises(WarehouseError, match="none left"), warehouse_errors():
+        spark.sql("SELECT * FROM partition_history('no-such-topic', 0)").collect()
+    broker = spark.sql(
+        f"SELECT id FROM delta.`{warehouse / 'brokers'}` GROUP BY id ORDER BY min(from_offset) LIMIT 1"
+    ).first()
+    assert broker is not None
+    with pytest.raises(WarehouseError, match=BEFORE_RETAINED), warehouse_errors():
+        spark.sql(f"SELECT * FROM broker_history({broker['id']})").collect()
