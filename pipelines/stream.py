@@ -17,7 +17,7 @@ Why this is exactly once under ``kill -9`` at any point:
   (``max(offset)`` of ``offsets``, rebuilt from the tables at start), drops records at or below it (a batch
   already committed whose checkpoint commit was lost), appends to ``metadata_log`` only rows past what an
   interrupted attempt already appended, and the appends are skipped per table when their ``txnVersion``
-  already went through. A fold of the pending closes runs between batches and is idempotent. A gap between the commit point and a batch is an error, never skipped.
+  already went through. A fold of the pending closes runs between batches and is idempotent. A gap between the commit point and a batch is an error, never skipped, except a hole of a log directory (a follower's mirror that installed a snapshot past its end): the history goes on from the snapshot that ends it, and its offsets are recorded as without a state (``tables.record_gap``).
 
 Why a stop waits for the running commit (:meth:`BatchCommitter.refuse_more`) instead of calling
 ``query.stop()`` at once: ``stop()`` cancels the Spark jobs our ``foreachBatch`` runs, the Python callback
@@ -31,6 +31,7 @@ batches never reaches that path; a batch that starts after the stop request fail
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kraftlake.history import HistoryBuilder
 from kraftlake.image import EMPTY
+from kraftlake.image.gaps import gap_resolver
 from kraftlake.spark import logtail_source, service_source
 from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables import (
@@ -65,7 +67,7 @@ from kraftlake.spark.tables import (
     write_snapshot,
 )
 from kraftlake.spark.validate import quarantine, validate_records
-from pipelines.ingest import commit_slice, starting_point
+from pipelines.ingest import commit_slice, gap_line, starting_point
 from pipelines.reconstruct import image_at_offset
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
@@ -128,6 +130,8 @@ class StreamResult:
     """Pending closes folded into the history tables, during the run and at its end."""
     fold_seconds: float = 0.0
     """Wall time of those folds (not in any batch's ``seconds``)."""
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """The offsets (first, last) at which no state is known: holes of the log crossed from a snapshot."""
 
 
 def checkpoint_dir(warehouse: str | Path, source: str) -> str:
@@ -236,12 +240,13 @@ class BatchCommitter:
         offsets = sorted(table.column("offset").to_pylist())
         if not offsets:
             return
-        if offsets[0] != done + 1 and done >= 0:
+        # a log directory's gaps are crossed by the builder from the snapshot that ends them (``on_gap``)
+        if offsets[0] != done + 1 and done >= 0 and self.builder.on_gap is None:
             raise StreamSourceError(
                 f"micro-batch {batch_id} starts at offset {offsets[0]}, the warehouse is committed up to {done}"
             )
         for a, b in pairwise(offsets):
-            if b != a + 1:
+            if b != a + 1 and self.builder.on_gap is None:
                 raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a} to {b}")
         first, last = offsets[0], offsets[-1]
         log_seconds = [0.0]
@@ -285,6 +290,11 @@ class BatchCommitter:
                 # a failed batch leaves no append running behind it (the next attempt replays the batch whole)
                 wait([logged])
         phases["log"] = log_seconds[0]
+        for first_missing, image in batch.jumps:
+            if first_missing < image.offset:
+                self.result.gaps.append((first_missing, image.offset - 1))
+                line = gap_line(first_missing, image.offset - 1, image.offset)
+                print(f"kraftlake stream: {line}", file=sys.stderr, flush=True)
         self.done = batch.last_offset
         self.pending += sum(len(c) for c in batch.closes.values())
         dt = time.monotonic() - t0
@@ -316,13 +326,15 @@ def _builder_at_commit_point(
 ) -> tuple[HistoryBuilder, int, int]:
     """(builder, commit point, first offset to read) for a warehouse, seeding it from a snapshot if needed."""
     done = resume_point(spark, warehouse)
+    # a log directory may skip records and go on from a snapshot (a follower's mirror): the builder crosses
+    on_gap = gap_resolver(options["path"]) if source == "log-dir" else None
     if done >= 0:
-        return HistoryBuilder(image_at_offset(spark, warehouse, done)), done, done + 1
+        return HistoryBuilder(image_at_offset(spark, warehouse, done), on_gap), done, done + 1
     if source == "log-dir":
         image, start = starting_point(options["path"])
     else:
         image, start = _service_start(options)
-    builder = HistoryBuilder(image)
+    builder = HistoryBuilder(image, on_gap)
     if image is not EMPTY:
         write_snapshot(spark, warehouse, image)
         write_history(spark, warehouse, builder.seed())

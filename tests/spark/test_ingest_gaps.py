@@ -1,0 +1,37 @@
+"""Ingesting a log directory with a hole (a follower's mirror that installed a snapshot past its end): the
+warehouse crosses it from the snapshot, answers every state outside it as the whole log does, and refuses the
+offsets inside it (issue 29)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.history.test_gaps import gapped_log
+from tests.spark.test_warehouse import assert_state_matches
+
+
+def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path: Path) -> None:
+    from kraftlake.spark.tables import IN_GAP, WarehouseError, bounds_of, gaps_of
+    from pipelines.ingest import ingest
+    from udfs.sql import register, warehouse_errors
+
+    whole, gapped, first_missing, nxt = gapped_log(tmp_path)
+    warehouse = tmp_path / "wh"
+    # small slices: the hole falls inside one, and slices on both sides of it
+    result = ingest(spark, gapped, warehouse, batch_records=60)
+    assert result.gaps == [(first_missing, nxt - 2)]
+    assert gaps_of(spark, warehouse) == [(first_missing, nxt - 2)]
+    retained, committed = bounds_of(spark, warehouse)
+    assert retained is None and committed == result.last_offset
+    register(spark, warehouse)
+    last = result.last_offset
+    assert_state_matches(spark, whole, [0, first_missing - 1, nxt - 1, nxt, (nxt + last) // 2, last])
+    for n in (first_missing, (first_missing + nxt) // 2, nxt - 2):
+        with pytest.raises(WarehouseError, match=IN_GAP), warehouse_errors():
+            spark.sql(f"SELECT * FROM partitions_at({n})").collect()
+    # a resumed run over the same directory adds nothing and records the gap once
+    again = ingest(spark, gapped, warehouse, batch_records=60)
+    assert again.records == 0 and gaps_of(spark, warehouse) == [(first_missing, nxt - 2)]
