@@ -45,6 +45,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from kraftlake.follow.lock import WriterLock
 from kraftlake.history import HistoryBuilder
 from kraftlake.image import EMPTY
 from kraftlake.image.gaps import gap_resolver
@@ -186,6 +187,8 @@ class BatchCommitter:
         self.refused = 0
         self.fold_at = fold_at
         self.pending = pending_closes(spark, warehouse) if fold_at is not None else 0
+        #: Committed micro-batches that held a metadata record other than a NoOp (what ``idle_stop_s`` watches)
+        self.active_batches = 0
 
     def fold(self) -> int:
         """Fold the pending closes into the history tables (between batches: never inside a commit).
@@ -301,6 +304,8 @@ class BatchCommitter:
         r = self.result
         r.records += len(records)
         r.batches += 1
+        if any(not x.is_control and x.type != "NoOpRecord" for x in records):
+            self.active_batches += 1
         r.last_offset = batch.last_offset
         ts = records[-1].timestamp
         p = StreamProgress(
@@ -397,8 +402,12 @@ def stream(
     ``kafka``: options of :func:`follow_kafka`).
 
     Runs until the AvailableNow target is committed, ``max_batches`` batches committed, the commit point
-    reached ``until_offset``, nothing arrived for ``idle_stop_s``, or ``timeout_s`` passed (whichever is set
-    and comes first; none: forever).
+    reached ``until_offset``, nothing but NoOp records was committed for ``idle_stop_s`` (the meaning of
+    ``follow --idle-stop`` too: a Kafka controller appends a NoOp every 500 ms), or ``timeout_s`` passed
+    (whichever is set and comes first; none: forever).
+
+    One stream writes a warehouse at a time: it holds ``<warehouse>/.stream.lock`` (`WriterLock`; a second is
+    refused naming the holder's pid).
 
     ``fold_at``: fold the pending closes once this many wait (None: never during the run); ``fold_at_end``:
     fold them when the run ends cleanly, so the history tables read directly hold every ``to_offset``.
@@ -406,6 +415,35 @@ def stream(
     if source not in SOURCES:
         raise StreamSourceError(f"unknown source {source!r}: one of {', '.join(SOURCES)}")
     t0 = time.monotonic()
+    Path(warehouse).mkdir(parents=True, exist_ok=True)
+    with WriterLock(Path(warehouse) / ".stream.lock", f"the warehouse {warehouse}"):
+        return _locked_stream(
+            spark,
+            source,
+            options,
+            warehouse,
+            t0,
+            trigger_interval_s=trigger_interval_s,
+            available_now=available_now,
+            max_records_per_batch=max_records_per_batch,
+            max_batches=max_batches,
+            idle_stop_s=idle_stop_s,
+            until_offset=until_offset,
+            timeout_s=timeout_s,
+            progress=progress,
+            fold_at=fold_at,
+            fold_at_end=fold_at_end,
+        )
+
+
+def _locked_stream(
+    spark: SparkSession,
+    source: str,
+    options: dict[str, str],
+    warehouse: str | Path,
+    t0: float,
+    **kwargs: Any,
+) -> StreamResult:
     follower = None
     read_source = source
     if source == "kafka":
@@ -424,16 +462,7 @@ def stream(
             warehouse,
             follower,
             t0,
-            trigger_interval_s=trigger_interval_s,
-            available_now=available_now,
-            max_records_per_batch=max_records_per_batch,
-            max_batches=max_batches,
-            idle_stop_s=idle_stop_s,
-            until_offset=until_offset,
-            timeout_s=timeout_s,
-            progress=progress,
-            fold_at=fold_at,
-            fold_at_end=fold_at_end,
+            **kwargs,
         )
     finally:
         if follower is not None:
@@ -442,7 +471,7 @@ def stream(
 
 def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     """Start following the Kafka quorum of ``options`` (``bootstrapController``; optional ``commandConfig``,
-    ``dataDir``, ``clusterId``, ``observerId``) and wait until the mirror first caught up."""
+    ``dataDir``, ``clusterId``, ``observerId``, ``giveUp``: seconds or ``never``) and wait until the mirror first caught up."""
     from kraftlake.follow.background import BackgroundFollower
     from kraftlake.follow.observer import parse_endpoints
     from kraftlake.wire.client_config import load_client_properties
@@ -450,12 +479,14 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     security = load_client_properties(options["commandConfig"]) if options.get("commandConfig") else None
     data_dir = options.get("dataDir") or str(Path(warehouse).resolve() / "_kafka_mirror")
     observer_id = int(options["observerId"]) if options.get("observerId") else None
+    give_up = options.get("giveUp", "60").strip().lower() or "60"
     follower = BackgroundFollower(
         parse_endpoints(options["bootstrapController"]),
         data_dir,
         security=security,
         cluster_id=options.get("clusterId") or None,
         observer_id=observer_id,
+        give_up_s=None if give_up == "never" else float(give_up),
     )
     try:
         follower.wait_caught_up(float(options.get("catchUpTimeout", CATCH_UP_TIMEOUT_S)))
@@ -523,10 +554,12 @@ def _stream(
                     if follower is not None:
                         follower.check()
                     now = time.monotonic()
-                    # idle means the source had nothing new: a batch being read or committed is activity, however
-                    # long it takes (a first batch on a loaded machine takes tens of seconds)
-                    if committer.result.batches != seen or committer.busy or _has_data(query):
-                        seen, last_change = committer.result.batches, now
+                    # idle means nothing but NoOps was committed (a Kafka controller appends one every 500 ms,
+                    # `kraftlake.follow.activity`); until the first batch is committed, a batch being read or
+                    # committed is activity, however long it takes (tens of seconds on a loaded machine)
+                    first = committer.result.batches == 0 and (committer.busy or _has_data(query))
+                    if committer.active_batches != seen or first:
+                        seen, last_change = committer.active_batches, now
                     if max_batches is not None and committer.result.batches >= max_batches:
                         break
                     if until_offset is not None and committer.done >= until_offset:

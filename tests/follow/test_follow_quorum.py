@@ -211,7 +211,7 @@ def test_sasl_ssl_needs_cluster_action(sasl_cluster: KafkaCluster, tmp_path: Pat
     bootstrap = parse_endpoints(cluster.bootstrap_controllers)
     with (
         MetadataMirror(tmp_path / "refused", fsync=False) as mirror,
-        pytest.raises(AuthorizationError, match="CLUSTER_ACTION"),
+        pytest.raises(AuthorizationError, match=r"CLUSTER_ACTION.*--allow-principal User:mirror "),
     ):
         Follower(bootstrap, mirror, security=security, give_up_s=30).run()
     wrong = load_client_properties(cluster.client_properties("mirror", "wrong", mechanism="SCRAM-SHA-512"))

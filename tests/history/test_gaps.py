@@ -100,3 +100,25 @@ def test_removing_a_topic_never_seen_is_a_typed_error_naming_its_offset() -> Non
     with pytest.raises(HistoryReplayError, match=r"offset 812 \(RemoveTopicRecord\).*no such topic"):
         builder.feed([mr])
     assert builder.image.offset == -1  # the image stays as it was
+
+
+def test_decode_summary_and_image_name_the_hole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from kraftlake.cli import main
+
+    _, gapped, first_missing, nxt = gapped_log(tmp_path)
+    snapshot = f"{nxt:020d}-"
+    assert main(["decode", "--summary", str(gapped)]) == 0
+    out, err = capsys.readouterr()
+    (gap,) = json.loads(out)["gaps"]
+    assert gap["first_missing"] == first_missing and gap["next_present"] == nxt
+    assert gap["snapshot"].startswith(snapshot) and gap["no_state"] == [first_missing, nxt - 2]
+    assert f"offsets {first_missing}..{nxt - 1} missing from the log" in err and snapshot in err
+    # the state inside the hole is known nowhere: refused in one line; at the snapshot's offset it is known
+    assert main(["image", str(gapped), "--offset", str(first_missing + 1)]) == 2
+    out, err = capsys.readouterr()
+    assert not out and len(err.strip().splitlines()) == 1
+    assert f"no state is known at offset {first_missing + 1}" in err and snapshot in err
+    assert main(["image", str(gapped), "--offset", str(nxt - 1)]) == 0
+    assert json.loads(capsys.readouterr().out)
