@@ -555,9 +555,12 @@ def _stream(
                         follower.check()
                     now = time.monotonic()
                     # idle means nothing but NoOps was committed (a Kafka controller appends one every 500 ms,
-                    # `kraftlake.follow.activity`); until the first batch is committed, a batch being read or
-                    # committed is activity, however long it takes (tens of seconds on a loaded machine)
-                    first = committer.result.batches == 0 and (committer.busy or _has_data(query))
+                    # `kraftlake.follow.activity`); until the first batch is committed, the first trigger not yet
+                    # done or a batch being read or committed is activity, however long it takes (tens of seconds
+                    # on a loaded machine)
+                    first = committer.result.batches == 0 and (
+                        committer.busy or _has_data(query) or query.lastProgress is None
+                    )
                     if committer.active_batches != seen or first:
                         seen, last_change = committer.active_batches, now
                     if max_batches is not None and committer.result.batches >= max_batches:
