@@ -253,3 +253,31 @@ def test_fall_behind_the_log_start(cluster: KafkaCluster, early_mirror: Path) ->
     ours = image_at(early_mirror, last)
     theirs = image_at(cluster.metadata_dir(leader), last)
     assert ours.state_equals(theirs)
+
+
+def test_a_quorum_without_a_majority_ends_in_no_progress(cluster: KafkaCluster, tmp_path: Path) -> None:
+    """Issue 29: two of three controllers killed, the third answers every fetch (no leader): answers that never
+    let following go on end in a typed one-line error at the give-up time (they used to keep it retrying for
+    ever). Last in the module: the quorum stays without a majority."""
+    from kraftlake.follow.errors import NoProgressError
+
+    assert follow(cluster, tmp_path, idle_stop_s=0.5).log_end > 0
+    for node_id in cluster.controller_ids[:2]:
+        cluster.kill(node_id)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with MetadataMirror(tmp_path, cluster_id=cluster.cluster_id, fsync=False) as mirror:
+                Follower(parse_endpoints(cluster.bootstrap_controllers), mirror, give_up_s=6).run()
+        except BaseException as exc:
+            errors.append(exc)
+
+    started = time.monotonic()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the follower kept retrying a quorum without a majority"
+    (error,) = errors
+    assert isinstance(error, NoProgressError) and "no progress for 6s" in str(error)
+    assert "\n" not in str(error) and time.monotonic() - started < 40
