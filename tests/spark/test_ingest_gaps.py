@@ -35,3 +35,39 @@ def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path
     # a resumed run over the same directory adds nothing and records the gap once
     again = ingest(spark, gapped, warehouse, batch_records=60)
     assert again.records == 0 and gaps_of(spark, warehouse) == [(first_missing, nxt - 2)]
+
+
+def test_stream_crosses_a_gap(spark: Any, tmp_path: Path) -> None:
+    """``stream --source log-dir`` over the same directory: it refused the hole before (and told the user to
+    ingest into a new warehouse, which crashed)."""
+    from kraftlake.spark.tables import IN_GAP, WarehouseError, gaps_of
+    from pipelines.stream import stream
+    from udfs.sql import register, warehouse_errors
+
+    whole, gapped, first_missing, nxt = gapped_log(tmp_path)
+    warehouse = tmp_path / "wh"
+    result = stream(spark, "log-dir", {"path": str(gapped)}, warehouse, available_now=True, fold_at=None)
+    assert result.gaps == [(first_missing, nxt - 2)] and gaps_of(spark, warehouse) == result.gaps
+    register(spark, warehouse)
+    assert_state_matches(spark, whole, [first_missing - 1, nxt - 1, result.last_offset])
+    with pytest.raises(WarehouseError, match=IN_GAP), warehouse_errors():
+        spark.sql(f"SELECT * FROM partitions_at({first_missing})").collect()
+
+
+def test_a_bounds_table_made_before_gaps_gets_their_columns(spark: Any, tmp_path: Path) -> None:
+    import shutil
+
+    from kraftlake.spark import tables
+
+    warehouse = tmp_path / "old"
+    tables.ensure_tables(spark, warehouse)
+    path = tables.table_path(warehouse, tables.BOUNDS)
+    shutil.rmtree(path)
+    old = spark.createDataFrame(
+        [(5, None, 1)], "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT"
+    )
+    old.write.format("delta").save(path)
+    tables._ENSURED.clear()
+    tables.ensure_tables(spark, warehouse)
+    assert tables.record_gap(spark, warehouse, 3, 4)
+    assert tables.gaps_of(spark, warehouse) == [(3, 4)] and tables.bounds_of(spark, warehouse) == (None, 5)
