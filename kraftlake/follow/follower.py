@@ -194,6 +194,7 @@ class Follower:
         except (WireError, ProtocolError, OSError) as exc:
             self._drop(send.endpoint, exc)
             self.observer.on_failure(send, int(time.monotonic() * 1000))
+            self._update_progress()
             self._check_give_up()
             return False
         self._last_answer = time.monotonic()
@@ -253,8 +254,9 @@ class Follower:
         p.log_end = self.mirror.position.log_end if self.until_offset is not None else o.log_end
         p.high_watermark = o.high_watermark
         p.fetches = o.fetches
-        if o.leader is not None:
-            p.leader_id = o.leader.leader_id
+        p.leader_id = (
+            o.leader.leader_id if o.leader is not None else -1
+        )  # not a leader that stopped answering
         p.epoch = o.epoch
 
     def _drop(self, endpoint: Endpoint, exc: BaseException) -> None:

@@ -664,12 +664,17 @@ def offset_at_time(warehouse: str | Path, at_time: str) -> str:
 def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> str:
     """:func:`offset_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
     below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
-    a snapshot (before the first record of a warehouse that holds the whole log, the state is empty)."""
+    a snapshot (before the first record of a warehouse that holds the whole log, the state is empty), or when
+    that offset is the last before a gap (:func:`record_gap`: the times of the missing records are unknown)."""
     return (
         f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {bounds_relation(warehouse)} "
         f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
         f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
-        f"holds the states from offset ', g.r, ' on')) ELSE false END"
+        f"holds the states from offset ', g.r, ' on')) "
+        # the last offset before a gap: the records after it have unknown times, the state then is unknown
+        f"WHEN exists(g.gaps, x -> s.o + 1 = x.f) THEN raise_error(concat('the time {IN_GAP} (its last offset "
+        f"is ', s.o, ', after it no state is known up to ', element_at(filter(g.gaps, x -> s.o + 1 = x.f), 1).t, "
+        f"')')) ELSE false END"
     )
 
 

@@ -329,6 +329,7 @@ def test_a_service_outlives_a_controller_outage(kafka: KafkaPeer, tmp_path: Path
             lambda d: d["last_error"] != "" and d["last_progress_age_s"] > 6, 60, "the outage seen"
         )
         assert down["state"] == "following" and down["offset"] >= before["offset"]
+        assert before["leader"] == NODE_ID and down["leader"] == -1  # not the leader that stopped answering
         # a follower with a give-up time stops on the same outage, naming the cause
         with (
             MetadataMirror(tmp_path / "impatient", fsync=False) as mirror,

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from kraftlake.image import image_at
+from kraftlake.image.source import log_records
 from tests.history.test_gaps import gapped_log
 from tests.spark.test_warehouse import assert_state_matches
 
@@ -32,6 +34,15 @@ def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path
     for n in (first_missing, (first_missing + nxt) // 2, nxt - 2):
         with pytest.raises(WarehouseError, match=IN_GAP), warehouse_errors():
             spark.sql(f"SELECT * FROM partitions_at({n})").collect()
+    # by time: after the last record before the hole the state is unknown (the missing records' times are);
+    # from the first record after it, it is known again
+    times = {r.offset: r.timestamp for r in log_records(gapped)}
+    before, after = times[first_missing - 1], times[nxt]
+    assert before < after
+    with pytest.raises(WarehouseError, match=IN_GAP), warehouse_errors():
+        spark.sql(f"SELECT * FROM partitions_at_time(timestamp_millis({before + 1}))").collect()
+    got = spark.sql(f"SELECT count(*) FROM partitions_at_time(timestamp_millis({after}))").first()[0]
+    assert got == image_at(whole, max(o for o, t in times.items() if t <= after)).partition_count()
     # a resumed run over the same directory adds nothing and records the gap once
     again = ingest(spark, gapped, warehouse, batch_records=60)
     assert again.records == 0 and gaps_of(spark, warehouse) == [(first_missing, nxt - 2)]
