@@ -255,6 +255,19 @@ def test_fall_behind_the_log_start(cluster: KafkaCluster, early_mirror: Path) ->
     assert ours.state_equals(theirs)
 
 
+def test_an_observer_id_of_a_broker_is_refused(cluster: KafkaCluster, tmp_path: Path) -> None:
+    """Issue 29: a new mirror fetching as a broker's id would make the leader track it as that broker."""
+    from kraftlake.follow.first_contact import ObserverIdError
+
+    broker = cluster.broker_ids[0]
+    with (
+        MetadataMirror(tmp_path, cluster_id=cluster.cluster_id, observer_id=broker, fsync=False) as mirror,
+        pytest.raises(ObserverIdError, match=f"observer id {broker} is fetching from the quorum already"),
+    ):
+        Follower(parse_endpoints(cluster.bootstrap_controllers), mirror, give_up_s=30).run(idle_stop_s=0.5)
+    assert mirror.position.log_end == 0
+
+
 def test_a_quorum_without_a_majority_ends_in_no_progress(cluster: KafkaCluster, tmp_path: Path) -> None:
     """Issue 29: two of three controllers killed, the third answers every fetch (no leader): answers that never
     let following go on end in a typed one-line error at the give-up time (they used to keep it retrying for
