@@ -605,13 +605,16 @@ def _no_row(table: str) -> str:
 
 
 def bounds_relation(warehouse: str | Path) -> str:
-    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), and ``m``, the published
-    commit point (NULL before the first commit)."""
+    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), ``m``, the published
+    commit point (NULL before the first commit), and the first and the last recorded gap (:func:`record_gap`)
+    as ``f1..t1`` and ``f2..t2`` (NULL without one; the same one when there is one)."""
     # both from one small table: each table a query reads costs a Delta scan planning of its own (file
     # statistics and a Spark job or two), whatever the table's size
+    # the gaps as the first (min) and the last (max) recorded one: holes of one log are ordered by both ends, and
+    # minima and maxima are answered from the same statistics (a collect_list would read every file of bounds)
     return (
         f"(SELECT coalesce(max(retained_from), -1) AS r, max(committed_to) AS m, "
-        f"collect_list(CASE WHEN gap_from IS NOT NULL THEN named_struct('f', gap_from, 't', gap_to) END) AS gaps "
+        f"min(gap_from) AS f1, min(gap_to) AS t1, max(gap_from) AS f2, max(gap_to) AS t2 "
         f"FROM {table_ref(warehouse, BOUNDS)}) g"
     )
 
@@ -632,7 +635,8 @@ def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
     (:func:`retained_from`: there the history tables hold only the versions that outlived the cut, and the
     functions would answer with a part of the state), or past the published commit point
     (:func:`publish_commit_point`: the last state would answer for an offset the warehouse does not hold, or not
-    yet), or inside a gap of the log (:func:`record_gap`: the state there is known nowhere).
+    yet), or inside the first or the last gap of the log (:func:`record_gap`: the state there is known nowhere;
+    a log of three holes or more has the ones between unguarded).
 
     It is a branch of a UNION ALL (:func:`state_query`'s ``guard``): Spark runs every branch of a union, so it
     raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
@@ -644,10 +648,9 @@ def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
         f"holds the states from offset ', g.r, ' on')) "
         f"WHEN {at} > g.m THEN raise_error(concat('offset ', {at}, ' {AFTER_COMMITTED} (', g.m, ')')) "
-        f"WHEN exists(g.gaps, x -> {at} BETWEEN x.f AND x.t) THEN raise_error(concat('offset ', {at}, "
+        f"WHEN {at} BETWEEN g.f1 AND g.t1 OR {at} BETWEEN g.f2 AND g.t2 THEN raise_error(concat('offset ', {at}, "
         f"' {IN_GAP}: no state is known at ', "
-        f"element_at(filter(g.gaps, x -> {at} BETWEEN x.f AND x.t), 1).f, '..', "
-        f"element_at(filter(g.gaps, x -> {at} BETWEEN x.f AND x.t), 1).t)) "
+        f"CASE WHEN {at} BETWEEN g.f1 AND g.t1 THEN concat(g.f1, '..', g.t1) ELSE concat(g.f2, '..', g.t2) END)) "
         f"ELSE false END"
     )
 
@@ -672,9 +675,9 @@ def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> 
         f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
         f"holds the states from offset ', g.r, ' on')) "
         # the last offset before a gap: the records after it have unknown times, the state then is unknown
-        f"WHEN exists(g.gaps, x -> s.o + 1 = x.f) THEN raise_error(concat('the time {IN_GAP} (its last offset "
-        f"is ', s.o, ', after it no state is known up to ', element_at(filter(g.gaps, x -> s.o + 1 = x.f), 1).t, "
-        f"')')) ELSE false END"
+        f"WHEN s.o + 1 IN (g.f1, g.f2) THEN raise_error(concat('the time {IN_GAP} (its last offset is ', s.o, "
+        f"', after it no state is known up to ', CASE WHEN s.o + 1 = g.f1 THEN g.t1 ELSE g.t2 END, ')')) "
+        f"ELSE false END"
     )
 
 
@@ -784,8 +787,9 @@ def record_gap(spark: SparkSession, warehouse: str | Path, first: int, last: int
     """Record that no state is known at offsets ``first..last`` (inclusive): the log ingested skips records there
     and goes on from a snapshot (:meth:`kraftlake.history.HistoryBuilder.feed`'s ``on_gap``); the SQL functions
     refuse those offsets (:func:`offset_guard`). Appended once (before the commit point of the slice that
-    crossed it); returns whether it was."""
-    if first > last or (first, last) in gaps_of(spark, warehouse):
+    crossed it); returns whether it was. ``first`` = ``last + 1`` records a hole of the snapshot's offset alone
+    (no offset without a state, but ``offsets`` lacks one: what ``validate`` checks)."""
+    if (first, last) in gaps_of(spark, warehouse):
         return False
     _append_bounds(spark, warehouse, None, None, (int(first), int(last)))
     return True
