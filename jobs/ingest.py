@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.ingest import IngestResult, ingest
+    from pipelines.ingest import IngestResult, gap_line, ingest
 
     spark = session("ingest", args.warehouse, args.verbose)
     # a progress line on a terminal; elsewhere (logs, CI) one line per committed slice
@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
 
         result = ingest(spark, args.log_dir, args.warehouse, args.batch_records, progress=report)
     rate = result.records / result.seconds if result.seconds else 0.0
+    for first, last in result.gaps:
+        print(f"kraftlake ingest: {gap_line(first, last, last + 1)}", file=sys.stderr)
     print(
         f"ingested {result.records} records (offsets {result.first_offset}..{result.last_offset}) in "
         f"{result.slices} slices, {result.seconds:.1f}s, {rate:.0f} records/s"

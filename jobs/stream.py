@@ -37,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--data-dir", help="where --source kafka mirrors the metadata log (default <warehouse>/_kafka_mirror)"
     )
     parser.add_argument("--observer-id", type=int, help="the replica id --source kafka fetches as")
+    parser.add_argument(
+        "--give-up",
+        default="60",
+        help="--source kafka: fail when no controller answered, or no answer let following go on, for this "
+        "many seconds; 'never' retries for ever (default 60)",
+    )
     add_warehouse(parser)
     parser.add_argument("--trigger-interval", type=float, default=1.0, help="seconds between micro-batches")
     parser.add_argument(
@@ -49,7 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-batches", type=int, default=None, help="stop after this many committed batches"
     )
-    parser.add_argument("--idle-stop", type=float, default=None, help="stop after this many idle seconds")
+    parser.add_argument(
+        "--idle-stop",
+        type=float,
+        default=None,
+        help="stop after this many seconds in which nothing but NoOp records was committed",
+    )
     parser.add_argument(
         "--until-offset",
         type=int,
@@ -77,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             dataDir=args.data_dir or "",
             clusterId=args.cluster_id or "",
             observerId="" if args.observer_id is None else str(args.observer_id),
+            giveUp=args.give_up,
         )
     elif args.source == "service":
         if not args.bootstrap or not args.cluster_id:

@@ -34,6 +34,7 @@ from kraftlake.errors import KraftlakeError
 from kraftlake.history import HistoryBatch, HistoryBuilder, without_written
 from kraftlake.image import EMPTY, MetadataImage, load_snapshot
 from kraftlake.image.errors import SkippedSnapshotWarning
+from kraftlake.image.gaps import gap_resolver
 from kraftlake.image.source import log_records, partition_dir, segments, snapshots
 from kraftlake.spark import logsource
 from kraftlake.spark.tables import (
@@ -44,6 +45,7 @@ from kraftlake.spark.tables import (
     last_offset,
     max_from_offsets,
     publish_commit_point,
+    record_gap,
     resume_point,
     retry_conflicts,
     to_stored_log,
@@ -64,6 +66,8 @@ class IngestResult:
     seconds: float = 0.0
     folded: int = 0
     """Pending closes folded into the history tables at the end (see :func:`kraftlake.spark.tables.write_history`)."""
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """The offsets (first, last) at which no state is known: holes of the log crossed from a snapshot."""
 
 
 def _size(path: Path) -> int:
@@ -100,6 +104,15 @@ def starting_point(log_dir: str | Path) -> tuple[MetadataImage, int]:
     raise WarehouseError(f"{d}: the log starts at offset {base} and no usable snapshot covers it{unusable}")
 
 
+def gap_line(first: int, last: int, snapshot_offset: int) -> str:
+    """The one line that says a gap was crossed."""
+    span = f"offset {first}" if first == last else f"offsets {first}..{last}"
+    return (
+        f"no history for {span}: the log skips them and goes on from the snapshot at {snapshot_offset} "
+        f"(the SQL functions refuse them)"
+    )
+
+
 def slices(records: Iterator[Any], size: int) -> Iterator[list[Any]]:
     while chunk := list(islice(records, size)):
         yield chunk
@@ -123,9 +136,15 @@ def commit_slice(
     slice (see :func:`without_written`). ``phases``: gets the seconds of ``log``, ``history`` (side by side)
     and ``offsets``.
     """
+    jumps = batch.jumps
     if written is not None:
         batch = without_written(batch, written)
     t0 = time.monotonic()
+    # a gap the slice crossed: its snapshot (where reconstruction starts past the gap) and the offsets without
+    # a state, both before the commit point (a replayed slice finds them there)
+    for first_missing, image in jumps:
+        write_snapshot(spark, warehouse, image, seeds=False)
+        record_gap(spark, warehouse, first_missing, image.offset - 1)
     timed: dict[str, float] = {}
 
     def log() -> None:
@@ -169,10 +188,12 @@ def _resume(spark: SparkSession, warehouse: str | Path, d: Path, key: tuple[int,
         kept.start = done + 1
         return kept, done  # this process wrote everything up to `done` and nothing after it
     if done >= 0:
-        state = _Resume(HistoryBuilder(image_at_offset(spark, warehouse, done)), done, done + 1)
+        state = _Resume(
+            HistoryBuilder(image_at_offset(spark, warehouse, done), gap_resolver(d)), done, done + 1
+        )
     else:
         image, start = starting_point(d)
-        state = _Resume(HistoryBuilder(image), done, start)
+        state = _Resume(HistoryBuilder(image, gap_resolver(d)), done, start)
         if image is not EMPTY:
             write_snapshot(spark, warehouse, image)
             write_history(spark, warehouse, state.builder.seed())
@@ -224,6 +245,7 @@ def ingest(
 
     def commit(batch: HistoryBatch, records: int) -> None:
         commit_slice(spark, warehouse, batch, write_log, state.written)
+        result.gaps.extend((first, image.offset - 1) for first, image in batch.jumps if first < image.offset)
         state.committed = batch.last_offset
         result.records += records
         result.slices += 1

@@ -17,7 +17,7 @@ Why this is exactly once under ``kill -9`` at any point:
   (``max(offset)`` of ``offsets``, rebuilt from the tables at start), drops records at or below it (a batch
   already committed whose checkpoint commit was lost), appends to ``metadata_log`` only rows past what an
   interrupted attempt already appended, and the appends are skipped per table when their ``txnVersion``
-  already went through. A fold of the pending closes runs between batches and is idempotent. A gap between the commit point and a batch is an error, never skipped.
+  already went through. A fold of the pending closes runs between batches and is idempotent. A gap between the commit point and a batch is an error, never skipped, except a hole of a log directory (a follower's mirror that installed a snapshot past its end): the history goes on from the snapshot that ends it, and its offsets are recorded as without a state (``tables.record_gap``).
 
 Why a stop waits for the running commit (:meth:`BatchCommitter.refuse_more`) instead of calling
 ``query.stop()`` at once: ``stop()`` cancels the Spark jobs our ``foreachBatch`` runs, the Python callback
@@ -31,6 +31,7 @@ batches never reaches that path; a batch that starts after the stop request fail
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -44,8 +45,10 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from kraftlake.follow.lock import WriterLock
 from kraftlake.history import HistoryBuilder
 from kraftlake.image import EMPTY
+from kraftlake.image.gaps import gap_resolver
 from kraftlake.spark import logtail_source, service_source
 from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables import (
@@ -65,7 +68,7 @@ from kraftlake.spark.tables import (
     write_snapshot,
 )
 from kraftlake.spark.validate import quarantine, validate_records
-from pipelines.ingest import commit_slice, starting_point
+from pipelines.ingest import commit_slice, gap_line, starting_point
 from pipelines.reconstruct import image_at_offset
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
@@ -128,6 +131,8 @@ class StreamResult:
     """Pending closes folded into the history tables, during the run and at its end."""
     fold_seconds: float = 0.0
     """Wall time of those folds (not in any batch's ``seconds``)."""
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """The offsets (first, last) at which no state is known: holes of the log crossed from a snapshot."""
 
 
 def checkpoint_dir(warehouse: str | Path, source: str) -> str:
@@ -182,6 +187,8 @@ class BatchCommitter:
         self.refused = 0
         self.fold_at = fold_at
         self.pending = pending_closes(spark, warehouse) if fold_at is not None else 0
+        #: Committed micro-batches that held a metadata record other than a NoOp (what ``idle_stop_s`` watches)
+        self.active_batches = 0
 
     def fold(self) -> int:
         """Fold the pending closes into the history tables (between batches: never inside a commit).
@@ -236,12 +243,13 @@ class BatchCommitter:
         offsets = sorted(table.column("offset").to_pylist())
         if not offsets:
             return
-        if offsets[0] != done + 1 and done >= 0:
+        # a log directory's gaps are crossed by the builder from the snapshot that ends them (``on_gap``)
+        if offsets[0] != done + 1 and done >= 0 and self.builder.on_gap is None:
             raise StreamSourceError(
                 f"micro-batch {batch_id} starts at offset {offsets[0]}, the warehouse is committed up to {done}"
             )
         for a, b in pairwise(offsets):
-            if b != a + 1:
+            if b != a + 1 and self.builder.on_gap is None:
                 raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a} to {b}")
         first, last = offsets[0], offsets[-1]
         log_seconds = [0.0]
@@ -285,12 +293,19 @@ class BatchCommitter:
                 # a failed batch leaves no append running behind it (the next attempt replays the batch whole)
                 wait([logged])
         phases["log"] = log_seconds[0]
+        for first_missing, image in batch.jumps:
+            if first_missing < image.offset:
+                self.result.gaps.append((first_missing, image.offset - 1))
+                line = gap_line(first_missing, image.offset - 1, image.offset)
+                print(f"kraftlake stream: {line}", file=sys.stderr, flush=True)
         self.done = batch.last_offset
         self.pending += sum(len(c) for c in batch.closes.values())
         dt = time.monotonic() - t0
         r = self.result
         r.records += len(records)
         r.batches += 1
+        if any(not x.is_control and x.type != "NoOpRecord" for x in records):
+            self.active_batches += 1
         r.last_offset = batch.last_offset
         ts = records[-1].timestamp
         p = StreamProgress(
@@ -316,13 +331,15 @@ def _builder_at_commit_point(
 ) -> tuple[HistoryBuilder, int, int]:
     """(builder, commit point, first offset to read) for a warehouse, seeding it from a snapshot if needed."""
     done = resume_point(spark, warehouse)
+    # a log directory may skip records and go on from a snapshot (a follower's mirror): the builder crosses
+    on_gap = gap_resolver(options["path"]) if source == "log-dir" else None
     if done >= 0:
-        return HistoryBuilder(image_at_offset(spark, warehouse, done)), done, done + 1
+        return HistoryBuilder(image_at_offset(spark, warehouse, done), on_gap), done, done + 1
     if source == "log-dir":
         image, start = starting_point(options["path"])
     else:
         image, start = _service_start(options)
-    builder = HistoryBuilder(image)
+    builder = HistoryBuilder(image, on_gap)
     if image is not EMPTY:
         write_snapshot(spark, warehouse, image)
         write_history(spark, warehouse, builder.seed())
@@ -385,8 +402,12 @@ def stream(
     ``kafka``: options of :func:`follow_kafka`).
 
     Runs until the AvailableNow target is committed, ``max_batches`` batches committed, the commit point
-    reached ``until_offset``, nothing arrived for ``idle_stop_s``, or ``timeout_s`` passed (whichever is set
-    and comes first; none: forever).
+    reached ``until_offset``, nothing but NoOp records was committed for ``idle_stop_s`` (the meaning of
+    ``follow --idle-stop`` too: a Kafka controller appends a NoOp every 500 ms), or ``timeout_s`` passed
+    (whichever is set and comes first; none: forever).
+
+    One stream writes a warehouse at a time: it holds ``<warehouse>/.stream.lock`` (`WriterLock`; a second is
+    refused naming the holder's pid).
 
     ``fold_at``: fold the pending closes once this many wait (None: never during the run); ``fold_at_end``:
     fold them when the run ends cleanly, so the history tables read directly hold every ``to_offset``.
@@ -394,6 +415,35 @@ def stream(
     if source not in SOURCES:
         raise StreamSourceError(f"unknown source {source!r}: one of {', '.join(SOURCES)}")
     t0 = time.monotonic()
+    Path(warehouse).mkdir(parents=True, exist_ok=True)
+    with WriterLock(Path(warehouse) / ".stream.lock", f"the warehouse {warehouse}"):
+        return _locked_stream(
+            spark,
+            source,
+            options,
+            warehouse,
+            t0,
+            trigger_interval_s=trigger_interval_s,
+            available_now=available_now,
+            max_records_per_batch=max_records_per_batch,
+            max_batches=max_batches,
+            idle_stop_s=idle_stop_s,
+            until_offset=until_offset,
+            timeout_s=timeout_s,
+            progress=progress,
+            fold_at=fold_at,
+            fold_at_end=fold_at_end,
+        )
+
+
+def _locked_stream(
+    spark: SparkSession,
+    source: str,
+    options: dict[str, str],
+    warehouse: str | Path,
+    t0: float,
+    **kwargs: Any,
+) -> StreamResult:
     follower = None
     read_source = source
     if source == "kafka":
@@ -412,16 +462,7 @@ def stream(
             warehouse,
             follower,
             t0,
-            trigger_interval_s=trigger_interval_s,
-            available_now=available_now,
-            max_records_per_batch=max_records_per_batch,
-            max_batches=max_batches,
-            idle_stop_s=idle_stop_s,
-            until_offset=until_offset,
-            timeout_s=timeout_s,
-            progress=progress,
-            fold_at=fold_at,
-            fold_at_end=fold_at_end,
+            **kwargs,
         )
     finally:
         if follower is not None:
@@ -430,7 +471,7 @@ def stream(
 
 def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     """Start following the Kafka quorum of ``options`` (``bootstrapController``; optional ``commandConfig``,
-    ``dataDir``, ``clusterId``, ``observerId``) and wait until the mirror first caught up."""
+    ``dataDir``, ``clusterId``, ``observerId``, ``giveUp``: seconds or ``never``) and wait until the mirror first caught up."""
     from kraftlake.follow.background import BackgroundFollower
     from kraftlake.follow.observer import parse_endpoints
     from kraftlake.wire.client_config import load_client_properties
@@ -438,12 +479,14 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     security = load_client_properties(options["commandConfig"]) if options.get("commandConfig") else None
     data_dir = options.get("dataDir") or str(Path(warehouse).resolve() / "_kafka_mirror")
     observer_id = int(options["observerId"]) if options.get("observerId") else None
+    give_up = options.get("giveUp", "60").strip().lower() or "60"
     follower = BackgroundFollower(
         parse_endpoints(options["bootstrapController"]),
         data_dir,
         security=security,
         cluster_id=options.get("clusterId") or None,
         observer_id=observer_id,
+        give_up_s=None if give_up == "never" else float(give_up),
     )
     try:
         follower.wait_caught_up(float(options.get("catchUpTimeout", CATCH_UP_TIMEOUT_S)))
@@ -511,10 +554,15 @@ def _stream(
                     if follower is not None:
                         follower.check()
                     now = time.monotonic()
-                    # idle means the source had nothing new: a batch being read or committed is activity, however
-                    # long it takes (a first batch on a loaded machine takes tens of seconds)
-                    if committer.result.batches != seen or committer.busy or _has_data(query):
-                        seen, last_change = committer.result.batches, now
+                    # idle means nothing but NoOps was committed (a Kafka controller appends one every 500 ms,
+                    # `kraftlake.follow.activity`); until the first batch is committed, the first trigger not yet
+                    # done or a batch being read or committed is activity, however long it takes (tens of seconds
+                    # on a loaded machine)
+                    first = committer.result.batches == 0 and (
+                        committer.busy or _has_data(query) or query.lastProgress is None
+                    )
+                    if committer.active_batches != seen or first:
+                        seen, last_change = committer.active_batches, now
                     if max_batches is not None and committer.result.batches >= max_batches:
                         break
                     if until_offset is not None and committer.done >= until_offset:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import mmap
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -141,6 +142,13 @@ def file_kind(path: Path) -> str:
     if path.name == BOOTSTRAP_FILE:
         return "bootstrap"
     return "snapshot" if path.name.endswith(SUFFIX) else "segment"
+
+
+def _gaps(path: str | os.PathLike[str]) -> list[Any]:
+    """The holes of a log directory (`kraftlake.image.gaps.log_gaps`); none for a file."""
+    from kraftlake.image.gaps import log_gaps
+
+    return log_gaps(path) if Path(path).is_dir() else []
 
 
 @dataclass
@@ -448,7 +456,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if not seen[0] and args.from_offset is not None:
             _check_from_offset(files, args.from_offset, args.recover, args.path)
         if args.summary:
-            out.write(json.dumps(stats.as_json(crc_verified=True), indent=2) + "\n")
+            summary = stats.as_json(crc_verified=True)
+            gaps = _gaps(args.path)
+            summary["gaps"] = [
+                {
+                    "first_missing": g.first_missing,
+                    "next_present": g.next_present,
+                    "snapshot": None if g.snapshot is None else g.snapshot.path.name,
+                    "no_state": None if g.unknown[0] > g.unknown[1] else list(g.unknown),
+                }
+                for g in gaps
+            ]
+            out.write(json.dumps(summary, indent=2) + "\n")
+            for g in gaps:
+                err.write(f"kraftlake decode: {g.describe()}\n")
     else:
         # every record: straight from the reader, no per-record filtering or counting
         write_lines(

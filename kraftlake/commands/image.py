@@ -34,6 +34,13 @@ def run(args: argparse.Namespace) -> int:
     from kraftlake.image.render import image_json, shell_tree
     from kraftlake.image.source import load_path
 
+    if args.offset is not None and Path(args.path).is_dir():
+        from kraftlake.image.errors import ImageError
+        from kraftlake.image.gaps import gap_at, log_gaps
+
+        gap = gap_at(log_gaps(args.path), args.offset)
+        if gap is not None:
+            raise ImageError(f"{args.path}: no state is known at offset {args.offset}: {gap.describe()}")
     image = load_path(args.path, args.offset, on_skip=_warn_skipped)
     if args.shell_format:
         sys.stdout.write(shell_tree(image))

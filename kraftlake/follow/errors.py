@@ -25,6 +25,10 @@ class MirrorDivergedError(FollowError):
     """Raised when the leader's log diverges below what the mirror holds as committed."""
 
 
+class NoProgressError(FollowError):
+    """Raised when controllers answered for the give-up time but none of their answers let the mirror go on."""
+
+
 class ObserverProtocolError(FollowError):
     """Raised on an answer no Kafka controller sends: a bad batch, a gap, an unexpected error code."""
 

@@ -15,7 +15,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from kraftlake.follow.errors import FollowError, NotAControllerError
+from kraftlake.follow import first_contact
+from kraftlake.follow.activity import holds_activity
+from kraftlake.follow.errors import (
+    AuthorizationError,
+    FollowError,
+    MirrorDivergedError,
+    NoProgressError,
+    NotAControllerError,
+)
 from kraftlake.follow.mirror import MetadataMirror
 from kraftlake.follow.observer import (
     AppendBatches,
@@ -31,7 +39,7 @@ from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.wire.client_config import ClientSecurity
 from kraftlake.wire.connection import KafkaConnection
-from kraftlake.wire.errors import AuthenticationError, ConnectError, TlsError, WireError
+from kraftlake.wire.errors import AuthenticationError, ConnectError, SecurityConfigError, TlsError, WireError
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +125,18 @@ class Follower:
         self._connections: dict[Endpoint, KafkaConnection] = {}
         self._errors: dict[Endpoint, str] = {}
         self._last_answer = time.monotonic()
+        self.last_progress = time.monotonic()
+        """When an answer last moved following on (a fetch served, a snapshot chunk, committed batches)."""
+        self._divergences_at_progress = 0
+        self.last_activity = time.monotonic()
+        """When a metadata record other than a NoOp was last committed (or a snapshot installed)."""
+        self.until_offset: int | None = None
         self._lock = threading.Lock()
+        self._facts = first_contact.QuorumFacts()
+        self._fresh = position.log_end == 0 and not mirror.snapshots()
+        self._contacted = False
+        if security is not None:
+            security.ssl_context()  # missing or bad stores are refused here, before any connection
 
     def _connection(self, endpoint: Endpoint) -> KafkaConnection:
         conn = self._connections.get(endpoint)
@@ -137,8 +156,23 @@ class Follower:
                     f"FetchSnapshot), as a broker listener does (use a controller.quorum.bootstrap.servers address)"
                 )
             conn.require(ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
+            if not self._facts.complete:
+                self._first_contact(conn, endpoint)
             self._connections[endpoint] = conn
         return conn
+
+    def _first_contact(self, conn: KafkaConnection, endpoint: Endpoint) -> None:
+        """Learn the cluster id and the quorum's node ids from a controller (`first_contact`), and check them."""
+        try:
+            first_contact.ask(conn, self._facts)
+        except BaseException:
+            conn.close()
+            raise
+        first_contact.check(
+            self._facts, self.mirror, self.observer.observer_id, fresh=self._fresh, where=str(endpoint)
+        )
+        if self.observer.cluster_id is None and self.mirror.cluster_id is not None:
+            self.observer.cluster_id = self.mirror.cluster_id  # every request carries it from now on
 
     def step(self) -> bool:
         """One turn: send one request (or wait out a backoff) and apply its answer; True if anything committed."""
@@ -155,29 +189,61 @@ class Follower:
             conn = self._connection(send.endpoint)
             message = for_version(send, conn.version(send.api_key))
             response = conn.request(send.api_key, message, extra_wait_s=send.wait_ms / 1000)
-        except (TlsError, AuthenticationError):
+        except (TlsError, AuthenticationError, SecurityConfigError):
             raise
         except (WireError, ProtocolError, OSError) as exc:
             self._drop(send.endpoint, exc)
             self.observer.on_failure(send, int(time.monotonic() * 1000))
+            self._update_progress()
             self._check_give_up()
             return False
         self._last_answer = time.monotonic()
         self._errors.pop(send.endpoint, None)
-        effects = self.observer.on_response(send, response, int(time.monotonic() * 1000))
+        o = self.observer
+        before = (o.fetches, o.divergences, o.download.position if o.download is not None else -1, o.log_end)
+        try:
+            effects = self.observer.on_response(send, response, int(time.monotonic() * 1000))
+        except AuthorizationError as exc:
+            user = self.security.sasl_username if self.security is not None else None
+            if user is None or "User:<name>" not in str(exc):
+                raise
+            raise AuthorizationError(str(exc).replace("User:<name>", f"User:{user}")) from exc
+        if o.fetches and not self._contacted:
+            # served (so authorized), but no controller told the cluster id: nothing is written without one
+            self._contacted = True
+            first_contact.require_cluster_id(self._facts, self.mirror, str(send.endpoint))
+        if (
+            effects
+            or o.log_end != before[3]
+            or (o.fetches > before[0] and o.divergences == before[1])
+            or (o.download is not None and o.download.position != before[2])
+        ):
+            self.last_progress = time.monotonic()  # a fetch served, a chunk or a batch: following goes on
+            self.progress.last_error = ""
+            self._divergences_at_progress = o.divergences
+        else:
+            self._check_give_up()
         for effect in effects:
             if isinstance(effect, AppendBatches):
                 batches = effect.batches
+                if self.until_offset is not None:
+                    # nothing past the batch holding `until_offset` is written (`run` stops there)
+                    batches = tuple(b for b in batches if b.base_offset <= self.until_offset)
+                    if not batches:
+                        continue
                 written = self.mirror.append(batches)
                 p = self.progress
                 p.batches += len(batches)
                 p.records += batches[-1].last_offset - batches[0].base_offset + 1  # contiguous
                 p.bytes += written
                 if self.on_commit is not None:
-                    self.on_commit(effect.batches)
+                    self.on_commit(batches)
+                if self.observer.lag > 0 or holds_activity(batches):
+                    self.last_activity = time.monotonic()
             elif isinstance(effect, InstallSnapshot):
                 path = self.mirror.install_snapshot(effect.end_offset, effect.epoch, effect.data)
                 self.progress.snapshots += 1
+                self.last_activity = time.monotonic()
                 log.info("installed snapshot %s (%d bytes)", path.name, len(effect.data))
         self._update_progress()
         return bool(effects)
@@ -185,11 +251,12 @@ class Follower:
     def _update_progress(self) -> None:
         o = self.observer
         p = self.progress
-        p.log_end = o.log_end
+        p.log_end = self.mirror.position.log_end if self.until_offset is not None else o.log_end
         p.high_watermark = o.high_watermark
         p.fetches = o.fetches
-        if o.leader is not None:
-            p.leader_id = o.leader.leader_id
+        p.leader_id = (
+            o.leader.leader_id if o.leader is not None else -1
+        )  # not a leader that stopped answering
         p.epoch = o.epoch
 
     def _drop(self, endpoint: Endpoint, exc: BaseException) -> None:
@@ -201,7 +268,25 @@ class Follower:
         log.info("controller %s: %s", endpoint, exc)
 
     def _check_give_up(self) -> None:
-        if self.give_up_s is None or time.monotonic() - self._last_answer < self.give_up_s:
+        if self.give_up_s is None:
+            return
+        now = time.monotonic()
+        if now - self._last_answer < self.give_up_s and now - self.last_progress >= self.give_up_s:
+            # controllers answer, but nothing they answer lets the mirror go on
+            o = self.observer
+            if o.divergences > self._divergences_at_progress and o.last_divergence is not None:
+                epoch, end = o.last_divergence
+                raise MirrorDivergedError(
+                    f"no progress for {self.give_up_s:.0f}s: the leader answers every fetch at offset "
+                    f"{o.fetch_offset} (last epoch {o.fetch_epoch}) with DivergingEpoch (epoch {epoch}, end offset "
+                    f"{end})"
+                )
+            raise NoProgressError(
+                f"no progress for {self.give_up_s:.0f}s: controllers answer but no fetch is served "
+                f"(leader {o.leader.leader_id if o.leader else 'unknown'}, epoch {o.epoch}, high watermark "
+                f"{o.high_watermark}){'; ' + self.progress.last_error if self.progress.last_error else ''}"
+            )
+        if now - self._last_answer < self.give_up_s:
             return
         causes = "; ".join(self._errors.values()) or "no answer"
         kind = (
@@ -220,35 +305,32 @@ class Follower:
         on_progress: Callable[[FollowProgress], None] | None = None,
         progress_every_s: float = 5.0,
     ) -> FollowProgress:
-        """Follow until `stop` is set, the mirror reaches `until_offset`, or it has been caught up with the
-        high watermark for `idle_stop_s` (a controller appends a NoOp every 500 ms, so a live quorum is never
-        silent: caught up is as idle as it gets).
+        """Follow until `stop` is set, the mirror holds `until_offset` (the batch holding it is the last one
+        written), or, once caught up with the leader's high watermark, nothing but NoOps was committed for
+        `idle_stop_s` (`kraftlake.follow.activity`: a controller appends a NoOp every 500 ms).
 
         Raises
         ------
         FollowError, WireError
             When following cannot go on (what was committed stays in the mirror).
         """
-        caught_up_since: float | None = None
+        caught_up = False
         last_report = 0.0
+        self.until_offset = until_offset
         try:
             while stop is None or not stop.is_set():
                 self.step()
                 now = time.monotonic()
-                if self.observer.high_watermark < 0 or self.observer.lag > 0 or self.observer.download:
-                    caught_up_since = None
-                elif caught_up_since is None:
-                    caught_up_since = now
+                if not caught_up and not (
+                    self.observer.high_watermark < 0 or self.observer.lag > 0 or self.observer.download
+                ):
+                    caught_up = True  # idle is counted once caught up (from the last activity before)
                 if on_progress is not None and now - last_report >= progress_every_s:
                     last_report = now
                     on_progress(self.progress)
-                if until_offset is not None and self.observer.log_end >= until_offset:
+                if until_offset is not None and self.progress.log_end > until_offset:
                     break
-                if (
-                    idle_stop_s is not None
-                    and caught_up_since is not None
-                    and now - caught_up_since >= idle_stop_s
-                ):
+                if idle_stop_s is not None and caught_up and now - self.last_activity >= idle_stop_s:
                     break
         finally:
             self.close()

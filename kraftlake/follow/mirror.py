@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraftlake.follow.errors import ClusterIdMismatchError, MirrorError
+from kraftlake.follow.lock import WriterLock
 from kraftlake.follow.observer import FetchedBatch
 from kraftlake.logformat import (
     METADATA_PARTITION_DIR,
@@ -131,6 +132,8 @@ class MetadataMirror:
             self.partition_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise MirrorError(f"cannot create {self.partition_dir}: {exc}") from exc
+        # one writer per mirror, before anything is read or repaired (a torn tail cut is a write)
+        self.writer_lock = WriterLock(self.data_dir / ".lock", f"the mirror {self.data_dir}")
         meta_path = self.data_dir / "meta.properties"
         if meta_path.exists():
             meta = read_meta_properties(meta_path)
@@ -311,8 +314,9 @@ class MetadataMirror:
         return [sid for sid, _ in list_snapshots(self.partition_dir)]
 
     def close(self) -> None:
-        """Flush and close the active segment."""
+        """Flush and close the active segment, and give the writer lock back."""
         self.log.close()
+        self.writer_lock.release()
 
     def __enter__(self) -> MetadataMirror:
         return self

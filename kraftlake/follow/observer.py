@@ -266,6 +266,9 @@ class MetadataObserver:
         self._failures = 0
         self.fetches = 0
         self.snapshots_installed = 0
+        self.divergences = 0
+        """DivergingEpoch answers so far (a follower that gets only these makes no progress)."""
+        self.last_divergence: tuple[int, int] | None = None
 
     # -- what to send ----------------------------------------------------------------------------------
 
@@ -477,13 +480,21 @@ class MetadataObserver:
         return [AppendBatches(done)]
 
     def _truncate(self, end_offset: int, epoch: int) -> None:
+        self.divergences += 1
+        self.last_divergence = (epoch, end_offset)
         if end_offset < self.log_end:
             raise MirrorDivergedError(
                 f"the leader's log diverges at offset {end_offset} (epoch {epoch}) below the committed end "
                 f"{self.log_end} of the mirror: it is not a mirror of this quorum"
             )
-        while self.pending and self.pending[-1].last_offset >= end_offset:
+        # Kafka's follower truncates to min(end offset, where its first epoch above `epoch` starts): the batches
+        # of a later epoch than the leader's for those offsets go too
+        while self.pending and (self.pending[-1].last_offset >= end_offset or self.pending[-1].epoch > epoch):
             self.pending.pop()
+        if not self.pending and self.last_epoch > epoch:
+            # the committed end is within the leader's epoch `epoch`: fetch on from there as that epoch (the
+            # leader says DivergingEpoch again, below the committed end, if the mirror's batches are not its own)
+            self.last_epoch = epoch
 
     def _partition(self, response: Any, send: Send) -> Any:
         for topic in response.responses:

@@ -8,7 +8,7 @@ and closes per slice), :class:`HistoryBatch`, :func:`changes` (entity changes be
 
 from __future__ import annotations
 
-from kraftlake.history.builder import HistoryBatch, HistoryBuilder, without_written
+from kraftlake.history.builder import HistoryBatch, HistoryBuilder, HistoryReplayError, without_written
 from kraftlake.history.changes import Change, changes
 from kraftlake.history.entities import ENTITIES, Entity
 from kraftlake.history.rows import entity_rows, quota_entity_key
@@ -19,6 +19,7 @@ __all__ = [
     "Entity",
     "HistoryBatch",
     "HistoryBuilder",
+    "HistoryReplayError",
     "changes",
     "entity_rows",
     "quota_entity_key",

@@ -23,6 +23,7 @@ from kraftlake.history.changes import TOPIC_RESOURCE, changes
 from kraftlake.history.entities import ENTITIES
 from kraftlake.history.rows import broker_row, config_key, config_row, keyed_rows, partition_row, topic_row
 from kraftlake.image import EMPTY, MetadataDelta, MetadataImage, Provenance, replay
+from kraftlake.image.errors import ImageError, ReplayError
 
 Event = tuple[int, str, tuple[Any, ...], "dict[str, Any] | None", bool]
 """(offset, table, entity key, new row or None, whether the entity existed before the record)."""
@@ -42,17 +43,31 @@ class HistoryBatch:
     versions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     closes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     offsets: list[tuple[int, int, int]] = field(default_factory=list)
+    jumps: list[tuple[int, MetadataImage]] = field(default_factory=list)
+    """Gaps the slice crossed (``on_gap``): the first missing offset and the snapshot image the history goes on
+    from; no state is known from that offset up to the snapshot's."""
 
     def tables(self) -> list[str]:
         """The tables this slice changes."""
         return sorted(set(self.versions) | set(self.closes))
 
 
+class HistoryReplayError(ReplayError):
+    """Raised by :meth:`HistoryBuilder.feed` when a record cannot be applied to the image it follows (a record
+    about an entity the image does not hold: a log fed with records missing before it); names the offset."""
+
+
 class HistoryBuilder:
     """Feeds committed records through the image and returns the entity versions each slice creates."""
 
-    def __init__(self, image: MetadataImage = EMPTY) -> None:
+    def __init__(
+        self, image: MetadataImage = EMPTY, on_gap: Callable[[int, int], MetadataImage] | None = None
+    ) -> None:
         self.image = image
+        #: Called when the records fed skip offsets: ``on_gap(first_missing, next_offset)`` returns the state at
+        #: ``next_offset - 1`` (the snapshot that covers the hole) or raises; None: records are taken as they come.
+        self.on_gap = on_gap
+        self._at: list[Any] = [-1, ""]  # the offset and type of the record being fed
 
     def seed(self) -> HistoryBatch:
         """Versions for every entity of the starting image (a snapshot), valid from its offset."""
@@ -73,7 +88,36 @@ class HistoryBuilder:
         image's own replay), which is read back per record for the entity's new state and becomes an image
         once when the run ends: a persistent-map update per touched topic and run instead of per record. Every
         other record (transactions, features, ACLs, ...) is replayed on its own and compared with ``changes``.
+
+        Raises
+        ------
+        HistoryReplayError
+            A record the image's replay refuses (naming its offset and type); the builder keeps the image it
+            had before this call.
         """
+        try:
+            return self._feed(records)
+        except ImageError as exc:
+            if exc.offset is not None:
+                raise
+            at = self._at
+            err = HistoryReplayError(f"record at offset {at[0]} ({at[1]}): {exc}")
+            err.offset = at[0]
+            raise err from exc
+
+    def jump(self, image: MetadataImage) -> HistoryBatch:
+        """The versions that take the history from the current image to ``image``, a snapshot past a gap in the
+        log (records missing between the current image's offset and the snapshot's): every entity that differs
+        is closed and (if it still exists) reopened at the snapshot's offset; the builder goes on from
+        ``image``. The states between the two offsets are unknown: the caller records the gap.
+        """
+        at = image.offset
+        batch = HistoryBatch(at, at)
+        _versions(_jump_events(self.image, image), batch)
+        self.image = image
+        return batch
+
+    def _feed(self, records: Iterable[Any]) -> HistoryBatch:
         batch = HistoryBatch()
         events: list[Event] = []
         add = events.append
@@ -81,9 +125,24 @@ class HistoryBuilder:
         offsets = batch.offsets
         delta: MetadataDelta | None = None
         last: Any = None  # the last record of the delta's run
+        at = self._at = [-1, ""]
+        on_gap = self.on_gap
         for mr in records:
+            if (
+                on_gap is not None
+                and mr.offset > (prev := last.offset if last is not None else image.offset) + 1
+            ):
+                if last is not None:
+                    image = _end_run(image, delta, last)
+                    delta, last = None, None
+                at[0], at[1] = mr.offset, mr.type
+                snapshot = on_gap(prev + 1, mr.offset)
+                events.extend(_jump_events(image, snapshot))
+                batch.jumps.append((prev + 1, snapshot))
+                image = snapshot
             offsets.append((mr.offset, mr.epoch, mr.timestamp))
             kind = mr.type
+            at[0], at[1] = mr.offset, kind
             if not image.in_transaction and (mr.is_control or kind in _RUN):
                 run = None if mr.is_control else _RUN[kind]
                 if run is not None:  # None: the record changes nothing but the provenance
@@ -93,8 +152,10 @@ class HistoryBuilder:
                 last = mr
                 continue
             if last is not None:
+                at[0], at[1] = last.offset, last.type
                 image = _end_run(image, delta, last)
                 delta, last = None, None
+                at[0], at[1] = mr.offset, kind
             new = replay(image, mr)
             if not mr.is_control and not new.in_transaction:
                 if kind == "EndTransactionRecord":
@@ -106,6 +167,7 @@ class HistoryBuilder:
                     events.extend((mr.offset, *c) for c in changes(image, new, recs))
             image = new
         if last is not None:
+            at[0], at[1] = last.offset, last.type
             image = _end_run(image, delta, last)
         if offsets:
             batch.first_offset = offsets[0][0]
@@ -141,6 +203,21 @@ def without_written(batch: HistoryBatch, written: dict[str, int]) -> HistoryBatc
         if closes:
             out.closes[table] = list(closes.values())
     return out
+
+
+def _jump_events(old: MetadataImage, new: MetadataImage) -> list[Event]:
+    """The events at ``new``'s offset of every entity that differs between the two images."""
+    at = new.offset
+    before_rows, after_rows = keyed_rows(old), keyed_rows(new)
+    events: list[Event] = []
+    for table in ENTITIES:
+        before = dict(before_rows.get(table, ()))
+        after = dict(after_rows.get(table, ()))
+        for key in sorted(before.keys() | after.keys(), key=repr):
+            a, b = before.get(key), after.get(key)
+            if a != b:
+                events.append((at, table, key, b, a is not None))
+    return events
 
 
 def _end_run(image: MetadataImage, delta: MetadataDelta | None, last: Any) -> MetadataImage:
@@ -187,6 +264,9 @@ def _run_topic(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: AddE
     # churn), where every topic the run touched had its partitions copied into a new image
     tid = rec.topic_id
     name0 = delta.topic_name(tid)
+    if name0 is None and kind != "TopicRecord":
+        delta.replay(rec, kind)  # a RemoveTopicRecord of a topic not held: the replay's ReplayError
+        return
     resource = (TOPIC_RESOURCE, name0 if name0 is not None else rec.name)
     parts0, configs0 = delta.partitions(tid), delta.configs(*resource)
     delta.replay(rec, kind)

@@ -146,14 +146,6 @@ class LogTailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise StreamSourceError(
                 f"{self.path}: offsets from {first} are gone (the log now starts at {self.index.first})"
             )
-        for missing, present in self.index.gaps:
-            if first <= missing < stop:
-                raise StreamSourceError(
-                    f"{self.path}: offsets {missing}..{present - 1} are missing (a snapshot at {present} was "
-                    f"installed past the log's end, as a follower behind the quorum's log start does): the "
-                    f"warehouse cannot go on across the gap; ingest the directory into a new warehouse, which "
-                    f"starts from that snapshot"
-                )
         groups = plan_ranges(self.path, self.per_partition, first, stop - 1)
         parts = [LogPartition(g, first, stop - 1) for g in groups]
         for i, p in enumerate(parts):

@@ -46,7 +46,9 @@ SNAPSHOTS_DDL = (
 OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT NULL"
 CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
 RETENTION_DDL = "retained_from BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL"
-BOUNDS_DDL = "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT NOT NULL"
+BOUNDS_DDL = "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT NOT NULL, gap_from BIGINT, gap_to BIGINT"
+#: The columns ``bounds`` gained for the gaps of a log (:func:`record_gap`), added to a warehouse made before.
+_GAP_COLUMNS = "gap_from BIGINT, gap_to BIGINT"
 HISTORY_TABLES = tuple(ENTITIES)
 _ENDPOINTS = "ARRAY<STRUCT<name: STRING, host: STRING, port: INT, security_protocol: STRING>>"
 _FEATURES = "ARRAY<STRUCT<name: STRING, min: INT, max: INT>>"
@@ -603,12 +605,16 @@ def _no_row(table: str) -> str:
 
 
 def bounds_relation(warehouse: str | Path) -> str:
-    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), and ``m``, the published
-    commit point (NULL before the first commit)."""
+    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), ``m``, the published
+    commit point (NULL before the first commit), and the first and the last recorded gap (:func:`record_gap`)
+    as ``f1..t1`` and ``f2..t2`` (NULL without one; the same one when there is one)."""
     # both from one small table: each table a query reads costs a Delta scan planning of its own (file
     # statistics and a Spark job or two), whatever the table's size
+    # the gaps as the first (min) and the last (max) recorded one: holes of one log are ordered by both ends, and
+    # minima and maxima are answered from the same statistics (a collect_list would read every file of bounds)
     return (
-        f"(SELECT coalesce(max(retained_from), -1) AS r, max(committed_to) AS m "
+        f"(SELECT coalesce(max(retained_from), -1) AS r, max(committed_to) AS m, "
+        f"min(gap_from) AS f1, min(gap_to) AS t1, max(gap_from) AS f2, max(gap_to) AS t2 "
         f"FROM {table_ref(warehouse, BOUNDS)}) g"
     )
 
@@ -617,8 +623,10 @@ def bounds_relation(warehouse: str | Path) -> str:
 AFTER_COMMITTED = "is after the last committed offset"
 #: In the message of the error the SQL functions raise for a negative offset.
 NEGATIVE = "is negative"
+#: In the message of the error the SQL functions raise for an offset in a gap of the log (:func:`record_gap`).
+IN_GAP = "lies in a gap of the log"
 #: What the messages of the SQL functions' refusals hold (:func:`offset_guard`, :func:`retention_guard_at_time`).
-REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED)
+REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED, IN_GAP)
 
 
 def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
@@ -627,7 +635,8 @@ def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
     (:func:`retained_from`: there the history tables hold only the versions that outlived the cut, and the
     functions would answer with a part of the state), or past the published commit point
     (:func:`publish_commit_point`: the last state would answer for an offset the warehouse does not hold, or not
-    yet).
+    yet), or inside the first or the last gap of the log (:func:`record_gap`: the state there is known nowhere;
+    a log of three holes or more has the ones between unguarded).
 
     It is a branch of a UNION ALL (:func:`state_query`'s ``guard``): Spark runs every branch of a union, so it
     raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
@@ -639,6 +648,9 @@ def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
         f"holds the states from offset ', g.r, ' on')) "
         f"WHEN {at} > g.m THEN raise_error(concat('offset ', {at}, ' {AFTER_COMMITTED} (', g.m, ')')) "
+        f"WHEN {at} BETWEEN g.f1 AND g.t1 OR {at} BETWEEN g.f2 AND g.t2 THEN raise_error(concat('offset ', {at}, "
+        f"' {IN_GAP}: no state is known at ', "
+        f"CASE WHEN {at} BETWEEN g.f1 AND g.t1 THEN concat(g.f1, '..', g.t1) ELSE concat(g.f2, '..', g.t2) END)) "
         f"ELSE false END"
     )
 
@@ -655,12 +667,17 @@ def offset_at_time(warehouse: str | Path, at_time: str) -> str:
 def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> str:
     """:func:`offset_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
     below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
-    a snapshot (before the first record of a warehouse that holds the whole log, the state is empty)."""
+    a snapshot (before the first record of a warehouse that holds the whole log, the state is empty), or when
+    that offset is the last before a gap (:func:`record_gap`: the times of the missing records are unknown)."""
     return (
         f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {bounds_relation(warehouse)} "
         f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
         f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
-        f"holds the states from offset ', g.r, ' on')) ELSE false END"
+        f"holds the states from offset ', g.r, ' on')) "
+        # the last offset before a gap: the records after it have unknown times, the state then is unknown
+        f"WHEN s.o + 1 IN (g.f1, g.f2) THEN raise_error(concat('the time {IN_GAP} (its last offset is ', s.o, "
+        f"', after it no state is known up to ', CASE WHEN s.o + 1 = g.f1 THEN g.t1 ELSE g.t2 END, ')')) "
+        f"ELSE false END"
     )
 
 
@@ -672,14 +689,28 @@ def bounds_of(spark: SparkSession, warehouse: str | Path) -> tuple[int | None, i
     return (None if row["r"] < 0 else int(row["r"])), (None if row["m"] is None else int(row["m"]))
 
 
-def _bounds_rows(committed: int | None, retained: int | None) -> list[dict[str, Any]]:
-    return [{"committed_to": committed, "retained_from": retained, "recorded_at_ms": int(time.time() * 1000)}]
+def _bounds_rows(
+    committed: int | None, retained: int | None, gap: tuple[int, int] | None = None
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "committed_to": committed,
+            "retained_from": retained,
+            "recorded_at_ms": int(time.time() * 1000),
+            "gap_from": None if gap is None else gap[0],
+            "gap_to": None if gap is None else gap[1],
+        }
+    ]
 
 
 def _append_bounds(
-    spark: SparkSession, warehouse: str | Path, committed: int | None, retained: int | None
+    spark: SparkSession,
+    warehouse: str | Path,
+    committed: int | None,
+    retained: int | None,
+    gap: tuple[int, int] | None = None,
 ) -> None:
-    rows = _bounds_rows(committed, retained)
+    rows = _bounds_rows(committed, retained, gap)
     arrow_frame(spark, BOUNDS, rows).write.format("delta").mode("append").save(table_path(warehouse, BOUNDS))
 
 
@@ -689,7 +720,13 @@ def ensure_bounds(spark: SparkSession, warehouse: str | Path) -> None:
     offset. Two file lookups once done."""
     if not Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
         return
-    create_table(spark, warehouse, BOUNDS)
+    created = create_table(spark, warehouse, BOUNDS)
+    # made before gaps were recorded: the columns are added (a metadata-only Delta commit)
+    if (
+        not created
+        and "gap_from" not in spark.read.format("delta").load(table_path(warehouse, BOUNDS)).columns
+    ):
+        spark.sql(f"ALTER TABLE {table_ref(warehouse, BOUNDS)} ADD COLUMNS ({_GAP_COLUMNS})")
     if not never_written(warehouse, BOUNDS):
         return
     committed = last_offset(spark, warehouse)
@@ -744,6 +781,26 @@ def record_retained_from(spark: SparkSession, warehouse: str | Path, offset: int
         return False
     _append_bounds(spark, warehouse, None, int(offset))
     return True
+
+
+def record_gap(spark: SparkSession, warehouse: str | Path, first: int, last: int) -> bool:
+    """Record that no state is known at offsets ``first..last`` (inclusive): the log ingested skips records there
+    and goes on from a snapshot (:meth:`kraftlake.history.HistoryBuilder.feed`'s ``on_gap``); the SQL functions
+    refuse those offsets (:func:`offset_guard`). Appended once (before the commit point of the slice that
+    crossed it); returns whether it was. ``first`` = ``last + 1`` records a hole of the snapshot's offset alone
+    (no offset without a state, but ``offsets`` lacks one: what ``validate`` checks)."""
+    if (first, last) in gaps_of(spark, warehouse):
+        return False
+    _append_bounds(spark, warehouse, None, None, (int(first), int(last)))
+    return True
+
+
+def gaps_of(spark: SparkSession, warehouse: str | Path) -> list[tuple[int, int]]:
+    """The recorded gaps (:func:`record_gap`), oldest first: ``(first, last)`` offsets without a known state."""
+    rows = spark.sql(
+        f"SELECT DISTINCT gap_from, gap_to FROM {table_ref(warehouse, BOUNDS)} WHERE gap_from IS NOT NULL"
+    ).collect()
+    return sorted((int(r["gap_from"]), int(r["gap_to"])) for r in rows)
 
 
 def pending_closes(spark: SparkSession, warehouse: str | Path) -> int:
@@ -946,17 +1003,18 @@ def has_snapshot(spark: SparkSession, warehouse: str | Path, offset: int) -> boo
     return row is not None and row["n"] > 0
 
 
-def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any) -> int:
+def write_snapshot(spark: SparkSession, warehouse: str | Path, image: Any, *, seeds: bool = True) -> int:
     """Store a full image as its snapshot records at its offset (idempotent on the offset). Returns rows.
 
     On a warehouse with no committed offset yet the snapshot is its starting point: its offset is recorded as
-    the retained-from offset (:func:`record_retained_from`).
+    the retained-from offset (:func:`record_retained_from`), unless ``seeds`` is false (a snapshot past a gap
+    that a slice crosses, the log before it ingested by that slice).
     """
     from kraftlake.image import snapshot_records
     from kraftlake.records import encode_metadata_record
 
     prov = image.provenance
-    if last_offset(spark, warehouse) < 0:
+    if seeds and last_offset(spark, warehouse) < 0:
         # a snapshot stored before any offset is committed seeds the warehouse: its history starts there
         record_retained_from(spark, warehouse, prov.offset)
     if has_snapshot(spark, warehouse, prov.offset):

@@ -226,10 +226,17 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
             ),
             _sql_rows(
                 "offsets_contiguous",
-                "offsets: no gap between the first and the last offset",
-                """
-                SELECT min(offset) AS first_offset, max(offset) AS last_offset, count(DISTINCT offset) AS n
-                FROM {batch} HAVING count(*) > 0 AND count(DISTINCT offset) <> max(offset) - min(offset) + 1""",
+                "offsets: no gap between the first and the last offset but the holes of the log recorded in "
+                "bounds (each gap_from..gap_to plus the offset of the snapshot that ends it)",
+                f"""
+                SELECT o.first_offset, o.last_offset, o.n, g.missing FROM
+                  (SELECT min(offset) AS first_offset, max(offset) AS last_offset, count(DISTINCT offset) AS n,
+                          count(*) AS c FROM {{batch}}) o
+                CROSS JOIN
+                  (SELECT coalesce(sum(gap_to - gap_from + 2), 0) AS missing FROM
+                    (SELECT DISTINCT gap_from, gap_to FROM {table_ref(warehouse, BOUNDS)}
+                     WHERE gap_from IS NOT NULL)) g
+                WHERE o.c > 0 AND o.n + g.missing <> o.last_offset - o.first_offset + 1""",
             ),
             _epochs_non_decreasing("offsets_epochs_non_decreasing", "offsets"),
         ],

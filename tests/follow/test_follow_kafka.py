@@ -7,25 +7,34 @@ stop without a gap or a duplicate, and refuse what is not a controller listener 
 from __future__ import annotations
 
 import glob
+import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from peers.kafka import WORKLOAD, KafkaPeer
+from peers.kafka import NODE_ID, WORKLOAD, KafkaPeer
 
 from kraftlake import kafka_tools
 from kraftlake.cli import main
-from kraftlake.follow.errors import FollowError, NotAControllerError
+from kraftlake.follow.errors import ClusterIdMismatchError, FollowError, NotAControllerError
+from kraftlake.follow.first_contact import ObserverIdError
 from kraftlake.follow.follower import Follower
+from kraftlake.follow.lock import LockedError
 from kraftlake.follow.mirror import MetadataMirror
 from kraftlake.follow.observer import Endpoint
 from kraftlake.image import image_at
+from kraftlake.logformat import read_meta_properties
+from kraftlake.logformat.reader import iter_file_batches
 from kraftlake.wire.client_config import parse_client_properties
-from kraftlake.wire.errors import ConnectError, TlsError, WireError
+from kraftlake.wire.errors import ConnectError, SecurityConfigError, TlsError, WireError
 
 pytestmark = pytest.mark.kafka
 
@@ -190,3 +199,149 @@ def test_garbage_and_oversized_frames_from_a_peer(tmp_path: Path) -> None:
             server.close()
         assert time.monotonic() - started < 10
         assert mirror.position.log_end == 0
+
+
+# -- issue 29: a follower one can leave running -----------------------------------------------------------------
+
+
+def test_the_cluster_id_is_recorded_on_first_contact_and_another_refused(
+    kafka: KafkaPeer, tmp_path: Path
+) -> None:
+    with MetadataMirror(tmp_path, fsync=False) as mirror:  # no --cluster-id
+        Follower(controller(kafka), mirror, give_up_s=20).run(idle_stop_s=0.5)
+    assert read_meta_properties(tmp_path / "meta.properties").cluster_id == kafka.cluster_id
+    # a mirror of another cluster: refused at the first contact, naming both ids, nothing fetched
+    other = tmp_path / "other"
+    with MetadataMirror(other, cluster_id="AAAAAAAAAAAAAAAAAAAABQ", fsync=False) as mirror:
+        with pytest.raises(
+            ClusterIdMismatchError, match=f"cluster {kafka.cluster_id}.*AAAAAAAAAAAAAAAAAAAABQ"
+        ):
+            Follower(controller(kafka), mirror, give_up_s=20).run(idle_stop_s=0.5)
+        assert mirror.position.log_end == 0
+
+
+def test_an_observer_id_of_the_quorums_nodes_is_refused(kafka: KafkaPeer, tmp_path: Path) -> None:
+    # the peer is one process, controller and broker with node id 1
+    with MetadataMirror(tmp_path, observer_id=NODE_ID, fsync=False) as mirror:
+        with pytest.raises(ObserverIdError, match=f"observer id {NODE_ID} is a voter"):
+            Follower(controller(kafka), mirror, give_up_s=20).run(idle_stop_s=0.5)
+        assert mirror.position.log_end == 0
+
+
+def test_a_missing_truststore_is_refused_before_any_connection(kafka: KafkaPeer, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-ca.pem"
+    security = parse_client_properties(
+        f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={missing}\n",
+        "client.properties",
+    )
+    started = time.monotonic()
+    with (
+        MetadataMirror(tmp_path / "m", fsync=False) as mirror,
+        pytest.raises(SecurityConfigError, match=str(missing)),
+    ):
+        Follower(controller(kafka), mirror, security=security, give_up_s=10).run(idle_stop_s=0.5)
+    assert time.monotonic() - started < 2  # not retried as a network error until the give-up time
+
+
+def test_until_offset_stops_at_the_batch_holding_it(kafka: KafkaPeer, tmp_path: Path) -> None:
+    with MetadataMirror(tmp_path / "first", fsync=False) as mirror:
+        start = Follower(controller(kafka), mirror, give_up_s=20).run(until_offset=0).log_end  # the snapshot
+    deadline = time.monotonic() + 30
+    later: list[tuple[int, int]] = []
+    while len(later) <= 5 and time.monotonic() < deadline:  # the controller's NoOps, one batch per 500 ms
+        time.sleep(0.5)
+        theirs = [
+            (b.base_offset, b.last_offset) for seg in segments(kafka.log_dir) for b in iter_file_batches(seg)
+        ]
+        later = sorted(b for b in theirs if b[0] >= start)
+    assert len(later) > 5
+    base, last = later[3]
+    target = base if base == last else base + 1
+    # the mirror resumes at its end, inside the controller's log: one fetch brings all of it, only the batches
+    # up to the one holding `target` are written
+    with MetadataMirror(tmp_path / "first", fsync=False) as mirror:
+        progress = Follower(controller(kafka), mirror, give_up_s=20).run(until_offset=target)
+    assert progress.log_end == last + 1
+    ours = [b.last_offset for seg in segments(tmp_path / "first") for b in iter_file_batches(seg)]
+    assert ours[-1] == last
+
+
+def test_one_follower_per_mirror(
+    kafka: KafkaPeer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MetadataMirror(tmp_path, fsync=False):
+        argv = ["follow", "--bootstrap-controller", f"127.0.0.1:{kafka.controller_port}"]
+        code = main([*argv, "--data-dir", str(tmp_path), "--idle-stop", "0.5", "--quiet", "--no-fsync"])
+        err = capsys.readouterr().err
+        assert code == 2 and f"process {os.getpid()}" in err and len(err.strip().splitlines()) == 1
+    # the lock of a process killed -9 is taken over
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from kraftlake.follow.mirror import MetadataMirror; "
+            "m = MetadataMirror(sys.argv[1], fsync=False); print('held', flush=True); time.sleep(600)",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        with pytest.raises(LockedError, match=f"process {holder.pid}"):
+            MetadataMirror(tmp_path, fsync=False)
+    finally:
+        holder.kill()
+        holder.wait(10)
+    with MetadataMirror(tmp_path, fsync=False) as mirror:
+        assert Follower(controller(kafka), mirror, give_up_s=20).run(idle_stop_s=0.5).log_end > 0
+
+
+def test_a_service_outlives_a_controller_outage(kafka: KafkaPeer, tmp_path: Path) -> None:
+    """``--give-up never``: the controller is stopped for longer than the default give-up time would allow a
+    follower with ``--give-up 5``; the service keeps retrying, says so in its status file, and carries on
+    when the controller is back. (Last in the module: it restarts the peer.)"""
+    status_file = tmp_path / "status.json"
+    args = ["follow", "--bootstrap-controller", f"127.0.0.1:{kafka.controller_port}", "--data-dir"]
+    argv = [*args, str(tmp_path / "m"), "--give-up", "never", "--status-file", str(status_file)]
+    service = subprocess.Popen(
+        [sys.executable, "-m", "kraftlake.cli", *argv, "--quiet", "--no-fsync", "--progress-every", "0.5"],
+        stderr=subprocess.PIPE,
+    )
+    try:
+
+        def status() -> dict[str, Any]:
+            return json.loads(status_file.read_text()) if status_file.exists() else {}
+
+        def wait_for(check: Callable[[dict[str, Any]], bool], timeout: float, what: str) -> dict[str, Any]:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                doc = status()
+                if doc and check(doc):
+                    return doc
+                assert service.poll() is None, service.stderr.read() if service.stderr else ""
+                time.sleep(0.2)
+            raise AssertionError(f"{what} within {timeout:.0f}s: {status()}")
+
+        before = wait_for(lambda d: d["lag"] == 0 and d["offset"] > 0, 60, "caught up")
+        kafka.stop()
+        outage = time.monotonic()
+        down = wait_for(
+            lambda d: d["last_error"] != "" and d["last_progress_age_s"] > 6, 60, "the outage seen"
+        )
+        assert down["state"] == "following" and down["offset"] >= before["offset"]
+        assert before["leader"] == NODE_ID and down["leader"] == -1  # not the leader that stopped answering
+        # a follower with a give-up time stops on the same outage, naming the cause
+        with (
+            MetadataMirror(tmp_path / "impatient", fsync=False) as mirror,
+            pytest.raises((FollowError, WireError), match="no controller answered"),
+        ):
+            Follower(controller(kafka), mirror, give_up_s=2).run(idle_stop_s=0.5)
+        time.sleep(max(0.0, 8 - (time.monotonic() - outage)))
+        kafka.start()
+        kafka.admin(WORKLOAD[3])
+        after = wait_for(lambda d: d["offset"] > down["offset"] and d["last_error"] == "", 120, "carried on")
+        assert after["state"] == "following" and service.poll() is None
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(30)
+    assert status()["state"] == "stopped"

@@ -211,7 +211,7 @@ def test_sasl_ssl_needs_cluster_action(sasl_cluster: KafkaCluster, tmp_path: Pat
     bootstrap = parse_endpoints(cluster.bootstrap_controllers)
     with (
         MetadataMirror(tmp_path / "refused", fsync=False) as mirror,
-        pytest.raises(AuthorizationError, match="CLUSTER_ACTION"),
+        pytest.raises(AuthorizationError, match=r"CLUSTER_ACTION.*--allow-principal User:mirror "),
     ):
         Follower(bootstrap, mirror, security=security, give_up_s=30).run()
     wrong = load_client_properties(cluster.client_properties("mirror", "wrong", mechanism="SCRAM-SHA-512"))
@@ -253,3 +253,44 @@ def test_fall_behind_the_log_start(cluster: KafkaCluster, early_mirror: Path) ->
     ours = image_at(early_mirror, last)
     theirs = image_at(cluster.metadata_dir(leader), last)
     assert ours.state_equals(theirs)
+
+
+def test_an_observer_id_of_a_broker_is_refused(cluster: KafkaCluster, tmp_path: Path) -> None:
+    """Issue 29: a new mirror fetching as a broker's id would make the leader track it as that broker."""
+    from kraftlake.follow.first_contact import ObserverIdError
+
+    broker = cluster.broker_ids[0]
+    with (
+        MetadataMirror(tmp_path, cluster_id=cluster.cluster_id, observer_id=broker, fsync=False) as mirror,
+        pytest.raises(ObserverIdError, match=f"observer id {broker} is fetching from the quorum already"),
+    ):
+        Follower(parse_endpoints(cluster.bootstrap_controllers), mirror, give_up_s=30).run(idle_stop_s=0.5)
+    assert mirror.position.log_end == 0
+
+
+def test_a_quorum_without_a_majority_ends_in_no_progress(cluster: KafkaCluster, tmp_path: Path) -> None:
+    """Issue 29: two of three controllers killed, the third answers every fetch (no leader): answers that never
+    let following go on end in a typed one-line error at the give-up time (they used to keep it retrying for
+    ever). Last in the module: the quorum stays without a majority."""
+    from kraftlake.follow.errors import NoProgressError
+
+    assert follow(cluster, tmp_path, idle_stop_s=0.5).log_end > 0
+    for node_id in cluster.controller_ids[:2]:
+        cluster.kill(node_id)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with MetadataMirror(tmp_path, cluster_id=cluster.cluster_id, fsync=False) as mirror:
+                Follower(parse_endpoints(cluster.bootstrap_controllers), mirror, give_up_s=6).run()
+        except BaseException as exc:
+            errors.append(exc)
+
+    started = time.monotonic()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the follower kept retrying a quorum without a majority"
+    (error,) = errors
+    assert isinstance(error, NoProgressError) and "no progress for 6s" in str(error)
+    assert "\n" not in str(error) and time.monotonic() - started < 40

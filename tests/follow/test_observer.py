@@ -252,3 +252,31 @@ def test_request_fields_by_version() -> None:
     assert v14.topics[0].partitions[0].replica_directory_id == "AAAAAAAAAAAAAAAAAAAAAA"
     for version in range(13, 19):
         rpc.encode_request(for_version(send, version), version, 1, None)
+
+
+def test_a_divergence_at_or_past_the_committed_end_fetches_on_as_the_leaders_epoch() -> None:
+    """Issue 29: the leader says its epoch 3 ends at 12, past the mirror's committed end 10 whose last batch the
+    mirror holds as epoch 4: as Kafka's follower truncates to min(12, its end) and fetches on with the epoch the
+    leader named, the observer asks again with LastFetchedEpoch 3 (it used to ask the same question for ever)."""
+    o = MetadataObserver([A], 7, log_end=10, last_epoch=4)
+    send = led_by_a(o)
+    assert send.message.topics[0].partitions[0].last_fetched_epoch == 4
+    assert o.on_response(send, wire(send, fetch_response(diverging=(3, 12))), 1) == []
+    assert (o.log_end, o.divergences, o.last_divergence) == (10, 1, (3, 12))
+    nxt = o.poll(2)
+    assert isinstance(nxt, Send)
+    part = nxt.message.topics[0].partitions[0]
+    assert (part.fetch_offset, part.last_fetched_epoch) == (10, 3)
+    effects = o.on_response(nxt, wire(nxt, fetch_response(hw=12, records=batch(10, 5, 2))), 3)
+    assert [(b.base_offset, b.last_offset) for b in effects[0].batches] == [(10, 11)]
+
+
+def test_pending_batches_of_a_later_epoch_than_the_divergence_go() -> None:
+    o = MetadataObserver([A], 7, log_end=0, last_epoch=0)
+    send = led_by_a(o)
+    o.on_response(send, wire(send, fetch_response(hw=2, records=batch(0, 3, 2) + batch(2, 5, 3))), 1)
+    send = o.poll(2)
+    assert isinstance(send, Send)
+    # epoch 3 ends at 9 on the leader: the pending batch of epoch 5 at 2..4 is not the leader's
+    o.on_response(send, wire(send, fetch_response(diverging=(3, 9))), 3)
+    assert o.pending == [] and o.fetch_offset == 2 and o.fetch_epoch == 3

@@ -82,3 +82,31 @@ def test_stream_a_live_cluster(spark: Any, kafka: KafkaPeer, tmp_path: Path) -> 
     rng = random.Random(7)
     offsets = sorted({start, first, done, *(rng.randint(start, done) for _ in range(5))})
     assert_state_matches(spark, kafka.log_dir, offsets)
+
+
+def test_idle_stop_ignores_the_controllers_noops_and_one_stream_per_warehouse(
+    spark: Any, kafka: KafkaPeer, tmp_path: Path
+) -> None:
+    """Issue 29: ``--idle-stop`` means "nothing but NoOps committed for that long" (a controller appends one every
+    500 ms, so "no new batch" never came); a second stream of the warehouse is refused naming the holder."""
+    import os
+    import time
+
+    from kraftlake.follow.lock import LockedError, WriterLock
+    from pipelines.stream import stream
+
+    warehouse = tmp_path / "wh"
+    options = {"bootstrapController": f"127.0.0.1:{kafka.controller_port}", "clusterId": kafka.cluster_id}
+    warehouse.mkdir()
+    with (
+        WriterLock(warehouse / ".stream.lock", "the warehouse"),
+        pytest.raises(LockedError, match=f"process {os.getpid()}"),
+    ):
+        stream(spark, "kafka", options, warehouse, trigger_interval_s=0.5, timeout_s=60, fold_at=None)
+    t0 = time.monotonic()
+    result = stream(
+        spark, "kafka", options, warehouse, trigger_interval_s=0.5, idle_stop_s=3, timeout_s=240, fold_at=None
+    )
+    assert time.monotonic() - t0 < 200  # stopped as idle, not at the timeout
+    # NoOps kept arriving and were committed meanwhile
+    assert result.batches >= 1 and result.last_offset > 0

@@ -88,7 +88,9 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(
     mid = spark.sql(f"SELECT CAST(avg(offset) AS BIGINT) AS m FROM {offsets}").first()["m"]
     spark.sql(f"DELETE FROM {offsets} WHERE offset = {mid}")
     # a commit point published past the last committed offset
-    spark.sql(f"INSERT INTO {table_ref(warehouse, 'bounds')} SELECT max(offset) + 5, NULL, 0 FROM {offsets}")
+    spark.sql(
+        f"INSERT INTO {table_ref(warehouse, 'bounds')} SELECT max(offset) + 5, NULL, 0, NULL, NULL FROM {offsets}"
+    )
     out = io.StringIO()
     with redirect_stdout(out):
         code = main(

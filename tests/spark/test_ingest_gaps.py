@@ -1,0 +1,89 @@
+"""Ingesting a log directory with a hole (a follower's mirror that installed a snapshot past its end): the
+warehouse crosses it from the snapshot, answers every state outside it as the whole log does, and refuses the
+offsets inside it (issue 29)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraftlake.image import image_at
+from kraftlake.image.source import log_records
+from tests.history.test_gaps import gapped_log
+from tests.spark.test_warehouse import assert_state_matches
+
+
+def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path: Path) -> None:
+    from kraftlake.spark.tables import IN_GAP, WarehouseError, bounds_of, gaps_of
+    from pipelines.ingest import ingest
+    from udfs.sql import register, warehouse_errors
+
+    whole, gapped, first_missing, nxt = gapped_log(tmp_path)
+    warehouse = tmp_path / "wh"
+    # small slices: the hole falls inside one, and slices on both sides of it
+    result = ingest(spark, gapped, warehouse, batch_records=60)
+    assert result.gaps == [(first_missing, nxt - 2)]
+    assert gaps_of(spark, warehouse) == [(first_missing, nxt - 2)]
+    retained, committed = bounds_of(spark, warehouse)
+    assert retained is None and committed == result.last_offset
+    register(spark, warehouse)
+    last = result.last_offset
+    assert_state_matches(spark, whole, [0, first_missing - 1, nxt - 1, nxt, (nxt + last) // 2, last])
+    for n in (first_missing, (first_missing + nxt) // 2, nxt - 2):
+        with pytest.raises(WarehouseError, match=IN_GAP), warehouse_errors():
+            spark.sql(f"SELECT * FROM partitions_at({n})").collect()
+    # by time: after the last record before the hole the state is unknown (the missing records' times are);
+    # from the first record after it, it is known again
+    times = {r.offset: r.timestamp for r in log_records(gapped)}
+    before, after = times[first_missing - 1], times[nxt]
+    assert before < after
+    with pytest.raises(WarehouseError, match=IN_GAP), warehouse_errors():
+        spark.sql(f"SELECT * FROM partitions_at_time(timestamp_millis({before + 1}))").collect()
+    got = spark.sql(f"SELECT count(*) FROM partitions_at_time(timestamp_millis({after}))").first()[0]
+    assert got == image_at(whole, max(o for o, t in times.items() if t <= after)).partition_count()
+    # a resumed run over the same directory adds nothing and records the gap once
+    again = ingest(spark, gapped, warehouse, batch_records=60)
+    assert again.records == 0 and gaps_of(spark, warehouse) == [(first_missing, nxt - 2)]
+
+
+def test_stream_crosses_a_gap(spark: Any, tmp_path: Path) -> None:
+    """``stream --source log-dir`` over the same directory: it refused the hole before (and told the user to
+    ingest into a new warehouse, which crashed)."""
+    from kraftlake.spark.tables import IN_GAP, WarehouseError, gaps_of
+    from pipelines.stream import stream
+    from udfs.sql import register, warehouse_errors
+
+    whole, gapped, first_missing, nxt = gapped_log(tmp_path)
+    warehouse = tmp_path / "wh"
+    result = stream(spark, "log-dir", {"path": str(gapped)}, warehouse, available_now=True, fold_at=None)
+    assert result.gaps == [(first_missing, nxt - 2)] and gaps_of(spark, warehouse) == result.gaps
+    register(spark, warehouse)
+    assert_state_matches(spark, whole, [first_missing - 1, nxt - 1, result.last_offset])
+    with pytest.raises(WarehouseError, match=IN_GAP), warehouse_errors():
+        spark.sql(f"SELECT * FROM partitions_at({first_missing})").collect()
+    # the warehouse's own checks take the recorded hole of offsets as it is
+    from pipelines.validate import validate
+
+    report = validate(spark, warehouse, ["offsets", "bounds"], build_docs=False)
+    assert report.success, report.failures
+
+
+def test_a_bounds_table_made_before_gaps_gets_their_columns(spark: Any, tmp_path: Path) -> None:
+    import shutil
+
+    from kraftlake.spark import tables
+
+    warehouse = tmp_path / "old"
+    tables.ensure_tables(spark, warehouse)
+    path = tables.table_path(warehouse, tables.BOUNDS)
+    shutil.rmtree(path)
+    old = spark.createDataFrame(
+        [(5, None, 1)], "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT"
+    )
+    old.write.format("delta").save(path)
+    tables._ENSURED.clear()
+    tables.ensure_tables(spark, warehouse)
+    assert tables.record_gap(spark, warehouse, 3, 4)
+    assert tables.gaps_of(spark, warehouse) == [(3, 4)] and tables.bounds_of(spark, warehouse) == (None, 5)
