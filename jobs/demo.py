@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     if report.plots:
         print(f"open the pictures in a browser: {' '.join(str(p) for p in report.plots)}")
     if not report.ok:
-        print("FAILED: the oracle disagrees with SQL or a validation suite failed (see above)", file=sys.stderr)
+        print(
+            "FAILED: the oracle disagrees with SQL or a validation suite failed (see above)", file=sys.stderr
+        )
     return 0 if report.ok else 1
 
 
