@@ -239,6 +239,12 @@ def _state(log: Path) -> _Table:
     return table
 
 
+def table_metadata(path: str | Path) -> tuple[int, dict[str, Any]]:
+    """The latest version of the Delta table at ``path`` and its ``metaData`` action, read from its log."""
+    table = _load(Path(path) / "_delta_log")
+    return table.version, dict(table.metadata)
+
+
 def forget(path: str | Path) -> None:
     """Drop what is known of a table (read again at its next append)."""
     with _TABLES_LOCK:

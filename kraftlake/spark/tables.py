@@ -293,9 +293,54 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
         return
     Path(warehouse).mkdir(parents=True, exist_ok=True)
     for name in (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, BOUNDS):
-        create_table(spark, warehouse, name)
+        if not create_table(spark, warehouse, name):
+            add_missing_columns(spark, warehouse, name)
     ensure_bounds(spark, warehouse)
     _ENSURED.add(root)
+
+
+def add_missing_columns(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
+    """Give a table made by an older kraftlake the columns its layout has gained since (``metadata_log`` gains a
+    struct column with each record type a Kafka release adds); returns whether it did.
+
+    One metadata-only commit whose schema is the layout's (what ``ALTER TABLE ADD COLUMNS`` commits, with the
+    columns in the layout's order), so that appends find the table's schema equal to their rows' and the
+    rows already written read the new columns as null. A table holding a column the layout does not know
+    (made by a newer kraftlake), or of another type, is left as it is: appends then refuse it.
+    """
+    path = table_path(warehouse, name)
+    version, metadata = delta_append.table_metadata(path)
+    stored = json.loads(metadata["schemaString"])
+    schema, _, _ = table_layout(spark, name)
+    wanted = schema.jsonValue()
+    have = {f["name"]: f for f in stored["fields"]}
+    if (
+        stored == wanted
+        or any(f["name"] in have and have[f["name"]] != f for f in wanted["fields"])
+        or not set(have) <= {f["name"] for f in wanted["fields"]}
+    ):
+        return False
+    added = [f["name"] for f in wanted["fields"] if f["name"] not in have]
+    actions = [
+        {
+            "commitInfo": {
+                "timestamp": int(time.time() * 1000),
+                "operation": "ADD COLUMNS",
+                "operationParameters": {"columns": json.dumps(added)},
+                "readVersion": version,
+                "isolationLevel": "Serializable",
+                "isBlindAppend": False,
+                "operationMetrics": {},
+                "engineInfo": _engine(spark),
+                "txnId": str(uuid.uuid4()),
+            }
+        },
+        {"metaData": {**metadata, "schemaString": json.dumps(wanted, separators=(",", ":"))}},
+    ]
+    if not delta_append.put_commit(Path(path, "_delta_log"), version + 1, actions):
+        return add_missing_columns(spark, warehouse, name)  # another writer committed first: look again
+    _log.info("%s: added the columns %s", path, ", ".join(added))
+    return True
 
 
 def never_written(warehouse: str | Path, name: str) -> bool:

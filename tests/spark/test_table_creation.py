@@ -101,3 +101,39 @@ def test_an_existing_table_whose_first_commit_was_cleaned_up_is_left_alone(
     (log / f"{0:020d}.json").rename(log / f"{0:020d}.checkpoint.parquet")  # as if only a checkpoint remained
     assert not create_table(spark, tmp_path, "offsets")
     assert not (log / f"{0:020d}.json").exists()
+
+
+def test_a_table_made_before_a_new_record_type_gains_its_column(spark: Any, tmp_path: Path) -> None:
+    """A warehouse made before Kafka 4.4.0's UnregisterControllerRecord: its metadata_log lacks the column
+    appends write; the next writer adds it in one metadata-only commit, rows already there read it as null."""
+    from kraftlake.spark import delta_append
+    from kraftlake.spark import tables as tables_module
+
+    warehouse = tmp_path / "w"
+    ensure_tables(spark, warehouse)
+    path = table_path(warehouse, LOG)
+    log = Path(path, "_delta_log")
+    version, metadata = delta_append.table_metadata(path)
+    full = json.loads(metadata["schemaString"])
+    old = {**full, "fields": [f for f in full["fields"] if f["name"] != "unregister_controller_record"]}
+    assert len(old["fields"]) == len(full["fields"]) - 1
+    old_meta = {**metadata, "schemaString": json.dumps(old, separators=(",", ":"))}
+    assert delta_append.put_commit(log, version + 1, [{"metaData": old_meta}])
+    spark.sql(
+        f"INSERT INTO delta.`{path}` (offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, "
+        "raw) VALUES (0, 1, 1000, 0, false, 'NoOpRecord', 23, 0, X'00')"
+    )
+    protocol = delta_append._load(log).protocol
+    schema, _, _ = table_layout(spark, LOG)
+    wanted = json.dumps(schema.jsonValue())
+    with pytest.raises(delta_append.Unsupported, match="not the rows' schema"):
+        delta_append.check_supported(Path(path), protocol, old_meta, wanted)
+
+    tables_module._ENSURED.clear()
+    ensure_tables(spark, warehouse)
+    latest, migrated = delta_append.table_metadata(path)
+    assert latest == version + 3 and json.loads(migrated["schemaString"]) == full
+    delta_append.check_supported(Path(path), protocol, migrated, wanted)  # the fast append takes it again
+    rows = spark.read.format("delta").load(path).select("offset", "unregister_controller_record").collect()
+    assert [(r["offset"], r["unregister_controller_record"]) for r in rows] == [(0, None)]
+    assert not tables_module.add_missing_columns(spark, warehouse, LOG)  # once
