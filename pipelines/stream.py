@@ -432,14 +432,14 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     """Start following the Kafka quorum of ``options`` (``bootstrapController``; optional ``commandConfig``,
     ``dataDir``, ``clusterId``, ``observerId``) and wait until the mirror first caught up."""
     from kraftlake.follow.background import BackgroundFollower
-    from kraftlake.follow.observer import parse_endpoints
+    from kraftlake.follow.bootstrap import parse_bootstrap
     from kraftlake.wire.client_config import load_client_properties
 
     security = load_client_properties(options["commandConfig"]) if options.get("commandConfig") else None
     data_dir = options.get("dataDir") or str(Path(warehouse).resolve() / "_kafka_mirror")
     observer_id = int(options["observerId"]) if options.get("observerId") else None
     follower = BackgroundFollower(
-        parse_endpoints(options["bootstrapController"]),
+        parse_bootstrap(options["bootstrapController"]),
         data_dir,
         security=security,
         cluster_id=options.get("clusterId") or None,

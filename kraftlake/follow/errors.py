@@ -29,5 +29,15 @@ class ObserverProtocolError(FollowError):
     """Raised on an answer no Kafka controller sends: a bad batch, a gap, an unexpected error code."""
 
 
+class FollowStalledError(FollowError):
+    """Raised when controllers answer but the mirror makes no progress within the follower's give-up time; says
+    why (the observer's last reason, the leader, the versions negotiated with each controller)."""
+
+
+class UnsupportedReleaseError(FollowError):
+    """Raised when a controller speaks no Fetch or FetchSnapshot version kraftlake speaks (Kafka before 3.3):
+    names the release its ApiVersions ranges belong to and what kraftlake follows."""
+
+
 class MirrorError(FollowError):
     """Raised when the mirror directory cannot be opened or written (names the file)."""

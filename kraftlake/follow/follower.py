@@ -15,7 +15,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from kraftlake.follow.errors import FollowError, NotAControllerError
+from kraftlake.follow.bootstrap import Bootstrap
+from kraftlake.follow.errors import (
+    FollowError,
+    FollowStalledError,
+    NotAControllerError,
+    UnsupportedReleaseError,
+)
 from kraftlake.follow.mirror import MetadataMirror
 from kraftlake.follow.observer import (
     AppendBatches,
@@ -27,6 +33,7 @@ from kraftlake.follow.observer import (
     Wait,
     for_version,
 )
+from kraftlake.follow.releases import FOLLOWED, describe_ranges, guess_release, supported_ranges
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.wire.client_config import ClientSecurity
@@ -74,7 +81,8 @@ class Follower:
     Parameters
     ----------
     bootstrap
-        Controller listeners (``--bootstrap-controller``).
+        Controller listeners (``--bootstrap-controller``), or a `Bootstrap` that also knows voter ids' endpoints
+        (Kafka's ``controller.quorum.voters`` string).
     mirror
         The directory to write.
     security
@@ -82,14 +90,17 @@ class Follower:
     timeout_s
         Connect and request timeout (a long poll adds its wait).
     give_up_s
-        Stop with an error if no controller answered for this long (None: retry forever).
+        Stop with an error if no controller answered for this long, or if answers came but the mirror made no
+        progress (no record, no snapshot chunk, not caught up with the leader) for this long: the error says why
+        (the observer's `stall_reason`, the leader, the versions negotiated with each controller). None: retry
+        forever.
     on_commit
         Called with each list of committed batches after it is durable (on the follower's thread).
     """
 
     def __init__(
         self,
-        bootstrap: Sequence[Endpoint],
+        bootstrap: Sequence[Endpoint] | Bootstrap,
         mirror: MetadataMirror,
         *,
         security: ClientSecurity | None = None,
@@ -104,19 +115,25 @@ class Follower:
         self.give_up_s = give_up_s
         self.on_commit = on_commit
         position = mirror.position
+        if not isinstance(bootstrap, Bootstrap):
+            bootstrap = Bootstrap(list(bootstrap))
         self.observer = MetadataObserver(
-            list(bootstrap),
+            list(bootstrap.endpoints),
             mirror.observer_id,
             directory_id=mirror.directory_id,
             cluster_id=mirror.cluster_id,
             log_end=position.log_end,
             last_epoch=max(position.last_epoch, 0),
             max_wait_ms=max_wait_ms,
+            voters=bootstrap.voters,
         )
         self.progress = FollowProgress(log_end=position.log_end)
         self._connections: dict[Endpoint, KafkaConnection] = {}
         self._errors: dict[Endpoint, str] = {}
         self._last_answer = time.monotonic()
+        self._last_progress = self._last_answer
+        self._marker: tuple[int, int] = (-1, -1)
+        self._negotiated: dict[Endpoint, str] = {}
         self._lock = threading.Lock()
 
     def _connection(self, endpoint: Endpoint) -> KafkaConnection:
@@ -130,13 +147,22 @@ class Follower:
                 timeout_s=self.timeout_s,
             )
             conn.open()
-            if ApiKey.FETCH_SNAPSHOT not in conn.versions and ApiKey.VOTE not in conn.versions:
+            if ApiKey.FETCH_SNAPSHOT not in conn.ranges and ApiKey.VOTE not in conn.ranges:
                 conn.close()
                 raise NotAControllerError(
                     f"{endpoint} is not a controller listener: it offers none of KRaft's RPCs (Vote, "
                     f"FetchSnapshot), as a broker listener does (use a controller.quorum.bootstrap.servers address)"
                 )
-            conn.require(ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
+            if ApiKey.FETCH not in conn.versions or ApiKey.FETCH_SNAPSHOT not in conn.versions:
+                conn.close()
+                raise UnsupportedReleaseError(
+                    f"{endpoint} is {guess_release(conn.ranges)} ({describe_ranges(conn.ranges)}): kraftlake "
+                    f"follows {FOLLOWED} ({supported_ranges()})"
+                )
+            self._negotiated[endpoint] = (
+                f"{endpoint} Fetch v{conn.versions[ApiKey.FETCH]} FetchSnapshot "
+                f"v{conn.versions[ApiKey.FETCH_SNAPSHOT]} ({guess_release(conn.ranges)})"
+            )
             self._connections[endpoint] = conn
         return conn
 
@@ -147,8 +173,11 @@ class Follower:
         if isinstance(action, Wait):
             time.sleep(max(0.0, min(action.until_ms - now_ms, 500)) / 1000)
             self._check_give_up()
+            self._check_stall()
             return False
-        return self._send(action)
+        done = self._send(action)
+        self._check_stall()
+        return done
 
     def _send(self, send: Send) -> bool:
         try:
@@ -180,7 +209,37 @@ class Follower:
                 self.progress.snapshots += 1
                 log.info("installed snapshot %s (%d bytes)", path.name, len(effect.data))
         self._update_progress()
+        self._note_progress()
         return bool(effects)
+
+    def _note_progress(self) -> None:
+        o = self.observer
+        marker = (o.log_end, o.download.position if o.download is not None else -1)
+        caught_up = o.leader is not None and o.high_watermark >= 0 and o.lag == 0 and o.download is None
+        if marker != self._marker or caught_up:
+            self._marker = marker
+            self._last_progress = time.monotonic()
+
+    def _check_stall(self) -> None:
+        """Raise `FollowStalledError` when controllers answer but the mirror has not moved for `give_up_s`."""
+        now = time.monotonic()
+        if self.give_up_s is None or now - self._last_progress < self.give_up_s:
+            return
+        if now - self._last_answer >= self.give_up_s:
+            return  # nobody answers: _check_give_up names each controller's cause
+        o = self.observer
+        if o.leader is None:
+            leader = "no leader known"
+        else:
+            where = o.leader.endpoint if o.leader.endpoint is not None else "an unknown endpoint"
+            leader = f"leader {o.leader.leader_id} at {where}"
+        errors = "; ".join(f"{e}: {c}" for e, c in self._errors.items())
+        raise FollowStalledError(
+            f"no progress for {self.give_up_s:.0f}s at offset {o.log_end} (high watermark {o.high_watermark}, "
+            f"epoch {o.epoch}, {leader}): {o.stall_reason or 'the answers carried no records'}"
+            + (f"; failures: {errors}" if errors else "")
+            + f"; negotiated: {', '.join(self._negotiated.values()) or 'nothing'}"
+        )
 
     def _update_progress(self) -> None:
         o = self.observer
