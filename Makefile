@@ -53,7 +53,7 @@ compat-jars: $(foreach v,$(COMPAT_RELEASES),$(RELEASE_JARS)/$(v)/.done) ## fetch
 compat: setup compat-jars ## the whole compatibility matrix (every release in COMPAT_RELEASES); writes the README's table
 	KRAFTLAKE_COMPAT_RELEASES="$(COMPAT_RELEASES)" $(PY) -m pytest -q -n 0 -p no:randomly -m compat tests/compat \
 		--junitxml=$(CACHE)/compat-junit.xml; status=$$?; \
-		$(PY) -m tests.compat.table $(CACHE)/compat-junit.xml README.md; exit $$status
+		$(PY) tests/compat/table.py $(CACHE)/compat-junit.xml README.md; exit $$status
 
 run: setup ## the main job on embedded defaults: local quorum, simulated cluster, Delta warehouse, queries by offset
 	$(PY) -m kraftlake.cli demo --warehouse ./warehouse

@@ -132,7 +132,7 @@ class Follower:
         self._errors: dict[Endpoint, str] = {}
         self._last_answer = time.monotonic()
         self._last_progress = self._last_answer
-        self._marker: tuple[int, int] = (-1, -1)
+        self._marker: tuple[int, int, int] = (-1, -1, -1)
         self._negotiated: dict[Endpoint, str] = {}
         self._lock = threading.Lock()
 
@@ -214,8 +214,16 @@ class Follower:
 
     def _note_progress(self) -> None:
         o = self.observer
-        marker = (o.log_end, o.download.position if o.download is not None else -1)
-        caught_up = o.leader is not None and o.high_watermark >= 0 and o.lag == 0 and o.download is None
+        marker = (o.log_end, o.download.position if o.download is not None else -1, o.high_watermark)
+        # caught up with nothing uncommitted: an idle quorum (records held back above a high watermark that
+        # does not move are a leader that cannot commit, not idleness)
+        caught_up = (
+            o.leader is not None
+            and o.high_watermark >= 0
+            and o.lag == 0
+            and not o.pending
+            and o.download is None
+        )
         if marker != self._marker or caught_up:
             self._marker = marker
             self._last_progress = time.monotonic()
@@ -234,9 +242,15 @@ class Follower:
             where = o.leader.endpoint if o.leader.endpoint is not None else "an unknown endpoint"
             leader = f"leader {o.leader.leader_id} at {where}"
         errors = "; ".join(f"{e}: {c}" for e, c in self._errors.items())
+        reason = o.stall_reason or "the answers carried no records"
+        if o.pending:
+            reason = (
+                f"the leader sent records up to offset {o.pending[-1].last_offset} but its high watermark "
+                f"stays at {o.high_watermark}: they are not committed (has the leader lost its quorum?)"
+            )
         raise FollowStalledError(
             f"no progress for {self.give_up_s:.0f}s at offset {o.log_end} (high watermark {o.high_watermark}, "
-            f"epoch {o.epoch}, {leader}): {o.stall_reason or 'the answers carried no records'}"
+            f"epoch {o.epoch}, {leader}): {reason}"
             + (f"; failures: {errors}" if errors else "")
             + f"; negotiated: {', '.join(self._negotiated.values()) or 'nothing'}"
         )

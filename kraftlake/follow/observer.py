@@ -414,6 +414,7 @@ class MetadataObserver:
         if partition.error_code in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
             known = self._leader_hint(leader.leader_id, leader.leader_epoch, send)
             current = self.leader
+            wrong_endpoint = ""
             if (
                 known
                 and current is not None
@@ -422,7 +423,7 @@ class MetadataObserver:
                 and current.epoch == leader.leader_epoch
             ):
                 # the controller we took for the leader says it is not: the id -> endpoint map is wrong
-                self.stall_reason = (
+                wrong_endpoint = (
                     f"{send.endpoint}, given as voter {current.leader_id}, answers that voter "
                     f"{leader.leader_id} of epoch {leader.leader_epoch} leads elsewhere (NOT_LEADER_OR_FOLLOWER)"
                 )
@@ -430,7 +431,9 @@ class MetadataObserver:
                 self.leader = LeaderInfo(current.leader_id, current.epoch, None)
                 known = False
             if not known:
-                if self.leader is not None:
+                if wrong_endpoint:
+                    self.stall_reason = wrong_endpoint
+                elif self.leader is not None:
                     # a leader named without its endpoint (no NodeEndpoints before 3.9): ask the bootstrap
                     # controllers in turn at its epoch; the one that answers is the leader
                     self.stall_reason = (
@@ -475,6 +478,7 @@ class MetadataObserver:
             self.leader = LeaderInfo(leader.leader_id, leader.leader_epoch, send.endpoint)
         self._failures = 0
         self.fetches += 1
+        self.stall_reason = ""
         if partition.log_start_offset >= 0:
             self.log_start_offset = partition.log_start_offset
         snapshot = partition.snapshot_id

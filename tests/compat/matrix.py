@@ -52,6 +52,19 @@ def single_node_cases() -> list[Any]:
     return cases
 
 
+def kill_cases() -> list[Any]:
+    """(release, quorum) for the 3-controller module: the oldest release with a static quorum and the newest
+    with a dynamic one (static where it has none); under ``make compat`` every release, each with the newest
+    quorum kind it has."""
+    rs = releases()
+    if os.environ.get(RELEASES_ENV):
+        chosen = [(r, "dynamic" if r.dynamic_quorums else "static") for r in rs]
+    else:
+        oldest, newest = min(rs, key=lambda r: r.key), max(rs, key=lambda r: r.key)
+        chosen = [(oldest, "static"), (newest, "dynamic" if newest.dynamic_quorums else "static")]
+    return [pytest.param(c, id=f"{c[0].version}-{c[1]}") for c in chosen]
+
+
 def batches_by_offset(metadata_dir: Path) -> dict[int, bytes]:
     """Every batch of the ``.log`` segments in `metadata_dir`: base offset -> its exact bytes."""
     out: dict[int, bytes] = {}
@@ -61,10 +74,11 @@ def batches_by_offset(metadata_dir: Path) -> dict[int, bytes]:
     return out
 
 
-def assert_mirror_equals(mirror_dir: Path, controller_dir: Path) -> int:
+def assert_mirror_equals(mirror_dir: Path, controller_dir: Path, *others: Path) -> int:
     """The mirror's batches equal the controller's byte for byte over the offsets both hold, and the mirror's
-    are contiguous; its snapshots equal the controller's files of the same name (where the controller still
-    has them). Returns how many batches were compared."""
+    are contiguous; each of its snapshots equals the file of the same name of the controller or one of
+    `others` (each node writes its own snapshots: the mirror's is the one of the leader that served it).
+    Returns how many batches were compared."""
     ours = batches_by_offset(mirror_dir)
     theirs = batches_by_offset(controller_dir)
     common = sorted(set(ours) & set(theirs))
@@ -77,9 +91,12 @@ def assert_mirror_equals(mirror_dir: Path, controller_dir: Path) -> int:
         last = a + int.from_bytes(ours[a][23:27], "big")  # base offset + last offset delta
         assert b == last + 1, f"gap or overlap in the mirror between offsets {last} and {b}"
     for snap in mirror_dir.glob("*.checkpoint"):
-        twin = controller_dir / snap.name
-        if twin.exists():
-            assert snap.read_bytes() == twin.read_bytes(), f"snapshot {snap.name} differs"
+        twins = [d / snap.name for d in (controller_dir, *others) if (d / snap.name).exists()]
+        if twins:
+            data = snap.read_bytes()
+            assert any(t.read_bytes() == data for t in twins), (
+                f"snapshot {snap.name} differs from every node's"
+            )
     return len(common)
 
 

@@ -401,13 +401,13 @@ metadata.log.segment.ms=5000
         self._wait_started([node], timeout)
 
     def stop(self) -> None:
-        """SIGTERM every node, SIGKILL what is left after 15 s; never raises."""
+        """SIGTERM every node, SIGKILL what is left after 5 s; never raises."""
         try:
             for node in self.nodes.values():
                 if node.running and node.process is not None:
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(node.process.pid, signal.SIGTERM)
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 5
             while time.monotonic() < deadline and any(n.running for n in self.nodes.values()):
                 time.sleep(0.1)
         finally:
