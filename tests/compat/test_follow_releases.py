@@ -1,7 +1,9 @@
 """`kraftlake follow` against a single-node KRaft Kafka of each release in the matrix, from that release's jars.
 
 Per case (release, static or dynamic quorum): that release's ``StorageTool`` formats, its ``TopicCommand``
-creates, alters and deletes topics; a fresh follower, started after the controller's first snapshot, installs
+creates, alters and deletes topics (static: with a rack and the ``StandardAuthorizer``, its ``ConfigCommand``
+and ``AclCommand`` then write topic and default broker configs, a client quota, SCRAM credentials from 3.5 and
+an ACL); a fresh follower, started after the controller's first snapshot, installs
 that snapshot and mirrors the rest (``kraftlake follow --bootstrap-controller 127.0.0.1:PORT``, the plain
 address a user types); the mirror equals the controller's log byte for byte; ``kraftlake decode`` of the mirror
 equals that release's ``kafka-dump-log``; the image of the mirror at a snapshot the controller wrote later equals
@@ -52,8 +54,13 @@ def cluster(
     release, quorum = request.param
     require(release)
     workdir = Path(tmp_path_factory.mktemp(f"kafka-{release.version}-{quorum}"))
-    with ReleaseCluster(release, workdir, nodes=1, dynamic=quorum == "dynamic", snapshot_bytes=1024) as c:
+    static = quorum == "static"
+    with ReleaseCluster(
+        release, workdir, nodes=1, dynamic=not static, snapshot_bytes=1024, entities=static
+    ) as c:
         c.workload()
+        if static:
+            c.entity_workload()
         c.wait_for_snapshot(1, after_offset=0, timeout=90)
         yield c
 
@@ -129,6 +136,17 @@ def test_follow_installs_the_snapshot_and_mirrors_the_log(cluster: ReleaseCluste
     assert image == load_snapshot(checkpoint)
     ours_tree = shell_tree(image)
     assert "t-orders" in ours_tree and "t-scratch" not in ours_tree
+    if cluster.entities:
+        # every entity kind the release wrote is in the image (and so compared with the shell below)
+        for text in (
+            "rack=Optional[rack-1]",
+            "consumer_byte_rate",
+            "retention.ms",
+            "log.retention.ms",
+            "User:alice",
+        ):
+            assert text in ours_tree, text
+        assert {user for _, user in image.scram} == ({"alice"} if cluster.release.scram_in_kraft else set())
     witness = shell_witness(cluster.release)
     if Release(witness).key >= cluster.release.key:
         with jars_of(witness):

@@ -96,6 +96,15 @@ class Release:
         return self.main_class("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")
 
     @property
+    def acl_command(self) -> str:
+        return self.main_class("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand")
+
+    @property
+    def scram_in_kraft(self) -> bool:
+        """SCRAM credentials in the metadata log (UserScramCredentialRecord, KIP-900) came in 3.5."""
+        return self.key >= (3, 5)
+
+    @property
     def quorum_command(self) -> str:
         return self.main_class(
             "org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"
@@ -229,7 +238,9 @@ class ReleaseCluster:
     """`nodes` combined nodes of `release` in `workdir`, static or dynamic quorum; a context manager.
 
     Metadata snapshots come often (``snapshot_bytes`` between snapshots, every ``snapshot_interval_ms``) so a
-    short run has several.
+    short run has several. With ``entities`` the nodes have racks (``broker.rack=rack-<id>``) and the
+    ``StandardAuthorizer`` (``super.users=User:ANONYMOUS``, so the PLAINTEXT tools keep every right), and
+    `entity_workload` writes configs, quotas, SCRAM credentials and ACLs.
     """
 
     def __init__(
@@ -242,6 +253,7 @@ class ReleaseCluster:
         snapshot_bytes: int = 4096,
         snapshot_interval_ms: int = 3000,
         heap: str = "320m",
+        entities: bool = False,
     ) -> None:
         if dynamic and not release.dynamic_quorums:
             raise ValueError(f"Kafka {release.version} has no dynamic quorums (3.9 and later)")
@@ -251,6 +263,7 @@ class ReleaseCluster:
         self.snapshot_bytes = snapshot_bytes
         self.snapshot_interval_ms = snapshot_interval_ms
         self.heap = heap
+        self.entities = entities
         self.cluster_id = random_cluster_id()
         ports: list[int] = []
         while len(ports) < 2 * nodes:
@@ -315,7 +328,13 @@ broker.heartbeat.interval.ms=1000
 metadata.log.max.record.bytes.between.snapshots={self.snapshot_bytes}
 metadata.log.max.snapshot.interval.ms={self.snapshot_interval_ms}
 metadata.log.segment.ms=5000
-"""
+""" + (
+            f"broker.rack=rack-{node.node_id}\n"
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+            "super.users=User:ANONYMOUS\n"
+            if self.entities
+            else ""
+        )
 
     def format(self) -> None:
         """Write each node's config; format node 1 with the release's ``StorageTool`` and give the others a
@@ -497,3 +516,47 @@ metadata.log.segment.ms=5000
         self.create_topic(f"{prefix}-scratch", 2)
         self.topics("--alter", "--topic", f"{prefix}-orders", "--partitions", "5")
         self.topics("--delete", "--topic", f"{prefix}-scratch")
+
+    def entity_workload(self, prefix: str = "t") -> None:
+        """Configs (topic, broker default), a client quota, SCRAM credentials (3.5+) and an ACL, by the
+        release's ``ConfigCommand`` and ``AclCommand`` (run after `workload`)."""
+        r = self.release
+        boot = ["--bootstrap-server", self.bootstrap_servers]
+
+        def configs(*args: str) -> None:
+            r.run(r.config_command, [*boot, "--alter", *args])
+
+        configs(
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            f"{prefix}-orders",
+            "--add-config",
+            "retention.ms=3600000",
+        )
+        configs("--entity-type", "brokers", "--entity-default", "--add-config", "log.retention.ms=7200000")
+        configs(
+            "--entity-type", "clients", "--entity-name", "app1", "--add-config", "consumer_byte_rate=2048"
+        )
+        if r.scram_in_kraft:
+            configs(
+                "--entity-type",
+                "users",
+                "--entity-name",
+                "alice",
+                "--add-config",
+                "SCRAM-SHA-256=[iterations=4096,password=alice-secret]",
+            )
+        r.run(
+            r.acl_command,
+            [
+                *boot,
+                "--add",
+                "--allow-principal",
+                "User:alice",
+                "--operation",
+                "Read",
+                "--topic",
+                f"{prefix}-orders",
+            ],
+        )
