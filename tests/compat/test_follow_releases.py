@@ -1,9 +1,10 @@
 """`kraftlake follow` against a single-node KRaft Kafka of each release in the matrix, from that release's jars.
 
 Per case (release, static or dynamic quorum): that release's ``StorageTool`` formats, its ``TopicCommand``
-creates, alters and deletes topics (static: with a rack and the ``StandardAuthorizer``, its ``ConfigCommand``
-and ``AclCommand`` then write topic and default broker configs, a client quota, SCRAM credentials from 3.5 and
-an ACL); a fresh follower, started after the controller's first snapshot, installs
+creates, alters and deletes topics (static: formatted at the oldest ``metadata.version`` it takes, with a rack
+and the ``StandardAuthorizer``; its ``kafka-features`` upgrades ``metadata.version`` (and enables ELR from 4.0),
+its ``ConfigCommand`` and ``AclCommand`` write topic and default broker configs, a client quota, SCRAM
+credentials from 3.5 and an ACL); a fresh follower, started after the controller's first snapshot, installs
 that snapshot and mirrors the rest (``kraftlake follow --bootstrap-controller 127.0.0.1:PORT``, the plain
 address a user types); the mirror equals the controller's log byte for byte; ``kraftlake decode`` of the mirror
 equals that release's ``kafka-dump-log``; the image of the mirror at a snapshot the controller wrote later equals
@@ -147,6 +148,16 @@ def test_follow_installs_the_snapshot_and_mirrors_the_log(cluster: ReleaseCluste
         ):
             assert text in ours_tree, text
         assert {user for _, user in image.scram} == ({"alice"} if cluster.release.scram_in_kraft else set())
+        # metadata.version went up from the oldest the release formats (and ELR was enabled from 4.0)
+        levels = [
+            r.data["featureLevel"]
+            for f in cluster.release.dump_log(sorted(node.metadata_dir.glob("*.log")))
+            for r in f.records
+            if r.type == "FEATURE_LEVEL_RECORD" and r.data and r.data["name"] == "metadata.version"
+        ]
+        assert len(levels) >= 2 and levels[-1] > levels[0], levels
+        elr = image.features.get("eligible.leader.replicas.version", 0)
+        assert elr == (1 if cluster.release.elr_feature else 0)
     witness = shell_witness(cluster.release)
     if Release(witness).key >= cluster.release.key:
         with jars_of(witness):

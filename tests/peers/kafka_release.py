@@ -100,6 +100,21 @@ class Release:
         return self.main_class("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand")
 
     @property
+    def feature_command(self) -> str:
+        return self.main_class("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand")
+
+    @property
+    def oldest_metadata_version(self) -> str:
+        """The oldest ``metadata.version`` its ``StorageTool format --release-version`` takes (3.3-IV0 in 3.x;
+        4.x dropped everything before 3.3-IV3)."""
+        return "3.3-IV0" if self.key < (4, 0) else "3.3-IV3"
+
+    @property
+    def elr_feature(self) -> bool:
+        """``eligible.leader.replicas.version`` (KIP-966) is a feature from 4.0."""
+        return self.key >= (4, 0)
+
+    @property
     def scram_in_kraft(self) -> bool:
         """SCRAM credentials in the metadata log (UserScramCredentialRecord, KIP-900) came in 3.5."""
         return self.key >= (3, 5)
@@ -239,8 +254,9 @@ class ReleaseCluster:
 
     Metadata snapshots come often (``snapshot_bytes`` between snapshots, every ``snapshot_interval_ms``) so a
     short run has several. With ``entities`` the nodes have racks (``broker.rack=rack-<id>``) and the
-    ``StandardAuthorizer`` (``super.users=User:ANONYMOUS``, so the PLAINTEXT tools keep every right), and
-    `entity_workload` writes configs, quotas, SCRAM credentials and ACLs.
+    ``StandardAuthorizer`` (``super.users=User:ANONYMOUS``, so the PLAINTEXT tools keep every right), are
+    formatted at the oldest ``metadata.version`` the release takes, and `entity_workload` upgrades it (and ELR from
+    4.0) with ``kafka-features`` and writes configs, quotas, SCRAM credentials and ACLs.
     """
 
     def __init__(
@@ -344,6 +360,8 @@ metadata.log.segment.ms=5000
             node.config.write_text(self._properties(node))
         first = self.nodes[1]
         args = ["format", "-t", self.cluster_id, "-c", str(first.config)]
+        if self.entities:
+            args += ["--release-version", self.release.oldest_metadata_version]
         if self.dynamic and len(self.nodes) == 1:
             args.append("--standalone")
         elif self.dynamic:
@@ -518,10 +536,15 @@ metadata.log.segment.ms=5000
         self.topics("--delete", "--topic", f"{prefix}-scratch")
 
     def entity_workload(self, prefix: str = "t") -> None:
-        """Configs (topic, broker default), a client quota, SCRAM credentials (3.5+) and an ACL, by the
-        release's ``ConfigCommand`` and ``AclCommand`` (run after `workload`)."""
+        """``metadata.version`` upgraded to the release's newest (and ELR enabled from 4.0) by its
+        ``kafka-features``; configs (topic, broker default), a client quota, SCRAM credentials (3.5+) and an ACL
+        by its ``ConfigCommand`` and ``AclCommand`` (run after `workload`)."""
         r = self.release
         boot = ["--bootstrap-server", self.bootstrap_servers]
+        newest = ".".join(r.version.split(".")[:2])  # "3.3": that line's newest metadata.version
+        r.run(r.feature_command, [*boot, "upgrade", "--metadata", newest])
+        if r.elr_feature:
+            r.run(r.feature_command, [*boot, "upgrade", "--feature", "eligible.leader.replicas.version=1"])
 
         def configs(*args: str) -> None:
             r.run(r.config_command, [*boot, "--alter", *args])
