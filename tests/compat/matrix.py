@@ -42,14 +42,13 @@ def require(release: Release) -> Release:
     return release
 
 
-def single_node_cases() -> list[Any]:
-    """(release, quorum) for the single-node module: static for every release, dynamic from 3.9."""
-    cases = []
-    for r in releases():
-        cases.append(pytest.param((r, "static"), id=f"{r.version}-static"))
-        if r.dynamic_quorums:
-            cases.append(pytest.param((r, "dynamic"), id=f"{r.version}-dynamic"))
-    return cases
+def single_node_cases(quorum: str) -> list[Any]:
+    """(release, quorum) for a single-node module: static for every release, dynamic from 3.9."""
+    return [
+        pytest.param((r, quorum), id=f"{r.version}-{quorum}")
+        for r in releases()
+        if quorum == "static" or r.dynamic_quorums
+    ]
 
 
 def kill_cases() -> list[Any]:

@@ -18,8 +18,8 @@ from pathlib import Path
 START = "<!-- compat-table:start (written by make compat from its last run; do not edit) -->"
 END = "<!-- compat-table:end -->"
 COLUMNS = {
-    ("test_follow_releases", "static"): "1 node, static voters",
-    ("test_follow_releases", "dynamic"): "1 node, dynamic (--standalone)",
+    ("test_follow_releases", "static"): "1 node, static voters, every entity kind",
+    ("test_follow_dynamic", "dynamic"): "1 node, dynamic (--standalone)",
     ("test_leader_kill", "static"): "3 controllers static, leader kill -9",
     ("test_leader_kill", "dynamic"): "3 controllers dynamic, leader kill -9",
 }
