@@ -12,12 +12,21 @@ MVN         := mvn -q -B -Dmaven.repo.local=$(abspath $(M2))
 export PYSPARK_PYTHON := $(abspath $(PY))
 export KRAFTLAKE_JARS := $(abspath $(JARS))
 
-.PHONY: help setup run test test-fast fuzz lint fmt bench dist clean schemas stubs
+.PHONY: help setup run test test-fast fuzz lint fmt bench dist clean schemas stubs compat compat-jars
+
+# The compatibility matrix (tests/compat): the newest patch of each Kafka minor with KRaft in production,
+# one jar directory per release under $(JARS)/kafka-releases; `make test` runs the subset COMPAT_SUBSET
+# (one release per wire generation), `make compat` all of them.
+COMPAT_RELEASES ?= 3.3.2 3.4.1 3.5.2 3.6.2 3.7.2 3.8.1 3.9.1 4.0.2 4.1.2 4.2.2 4.3.1 4.4.0
+COMPAT_SUBSET   := 3.3.2 3.7.2 3.9.1 4.4.0
+SHELL_WITNESS   := 4.3.1# the newest kafka-metadata-shell on Maven Central: reads every release's files in the matrix
+RELEASE_JARS    := $(JARS)/kafka-releases
+NO_SHELL        := 4.2.2 4.4.0# kafka-shell of these releases is not on Maven Central
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done $(JARS)/kafka-shell/.done ## virtualenv, pip install -e .[dev], Delta and Kafka jars (4.3.1's metadata shell apart), the JVM's class archive (idempotent)
+setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done $(JARS)/kafka-shell/.done $(foreach v,$(COMPAT_SUBSET) $(SHELL_WITNESS),$(RELEASE_JARS)/$(v)/.done) ## virtualenv, pip install -e .[dev], Delta and Kafka jars (4.4.0 peer, 4.3.1 metadata shell, the compat subset), the JVM's class archive (idempotent)
 	@$(PY) -m jobs.class_archive --if-missing
 
 $(VENV)/.installed: pyproject.toml
@@ -30,6 +39,21 @@ $(JARS)/%/.done: conf/jars/%.pom.xml
 	rm -rf $(JARS)/$* && mkdir -p $(JARS)/$*
 	$(MVN) -f $< dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS)/$*) -Dmdep.includeScope=runtime
 	touch $@
+
+# one Kafka release's jars (conf/jars/kafka-release.pom.xml at that version), fetched once
+$(RELEASE_JARS)/%/.done: conf/jars/kafka-release.pom.xml
+	rm -rf $(RELEASE_JARS)/$* && mkdir -p $(RELEASE_JARS)/$*
+	$(MVN) -f $< dependency:copy-dependencies -Dkafka.version=$* -Dkafka.major=$(firstword $(subst ., ,$*)) \
+		$(if $(filter $*,$(NO_SHELL)),-Dkafka.shell=false) \
+		-DoutputDirectory=$(abspath $(RELEASE_JARS)/$*) -Dmdep.includeScope=runtime
+	touch $@
+
+compat-jars: $(foreach v,$(COMPAT_RELEASES),$(RELEASE_JARS)/$(v)/.done) ## fetch every release of the compatibility matrix (once)
+
+compat: setup compat-jars ## the whole compatibility matrix (every release in COMPAT_RELEASES); writes the README's table
+	KRAFTLAKE_COMPAT_RELEASES="$(COMPAT_RELEASES)" $(PY) -m pytest -q -n 0 -p no:randomly -m compat tests/compat \
+		--junitxml=$(CACHE)/compat-junit.xml; status=$$?; \
+		$(PY) tests/compat/table.py $(CACHE)/compat-junit.xml README.md; exit $$status
 
 run: setup ## the main job on embedded defaults: local quorum, simulated cluster, Delta warehouse, queries by offset
 	$(PY) -m kraftlake.cli demo --warehouse ./warehouse

@@ -473,7 +473,7 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     """Start following the Kafka quorum of ``options`` (``bootstrapController``; optional ``commandConfig``,
     ``dataDir``, ``clusterId``, ``observerId``, ``giveUp``: seconds or ``never``) and wait until the mirror first caught up."""
     from kraftlake.follow.background import BackgroundFollower
-    from kraftlake.follow.observer import parse_endpoints
+    from kraftlake.follow.bootstrap import parse_bootstrap
     from kraftlake.wire.client_config import load_client_properties
 
     security = load_client_properties(options["commandConfig"]) if options.get("commandConfig") else None
@@ -481,7 +481,7 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     observer_id = int(options["observerId"]) if options.get("observerId") else None
     give_up = options.get("giveUp", "60").strip().lower() or "60"
     follower = BackgroundFollower(
-        parse_endpoints(options["bootstrapController"]),
+        parse_bootstrap(options["bootstrapController"]),
         data_dir,
         security=security,
         cluster_id=options.get("clusterId") or None,

@@ -1,6 +1,6 @@
 """`kraftlake follow`: mirror a live Kafka cluster's ``__cluster_metadata`` into a log dir, as an observer.
 
-    kraftlake follow --bootstrap-controller HOST:PORT[,HOST:PORT...] --data-dir D
+    kraftlake follow --bootstrap-controller HOST:PORT[,HOST:PORT...] | ID@HOST:PORT[,...] --data-dir D
                      [--command-config FILE] [--observer-id N] [--cluster-id ID]
                      [--until-offset N | --idle-stop S] [--give-up S|never] [--status-file F]
 
@@ -24,9 +24,9 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from kraftlake.follow.bootstrap import parse_bootstrap
 from kraftlake.follow.follower import Follower, FollowProgress
 from kraftlake.follow.mirror import MetadataMirror, MirrorRetention
-from kraftlake.follow.observer import parse_endpoints
 from kraftlake.follow.status import status, write_status
 from kraftlake.wire.client_config import load_client_properties
 
@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap-controller",
         required=True,
-        help="controller listener(s) HOST:PORT[,HOST:PORT...] (not a broker listener)",
+        help="controller listener(s) HOST:PORT[,HOST:PORT...] (not a broker listener), or Kafka's voter string "
+        "ID@HOST:PORT,... (controller.quorum.voters)",
     )
     parser.add_argument(
         "--data-dir", required=True, type=Path, help="the mirror directory (created if missing)"
@@ -111,7 +112,7 @@ def give_up(text: str) -> float | None:
 def run(args: argparse.Namespace) -> int:
     """Follow until interrupted (or --until-offset / --idle-stop)."""
     try:
-        bootstrap = parse_endpoints(args.bootstrap_controller)
+        bootstrap = parse_bootstrap(args.bootstrap_controller)
     except ValueError as exc:
         print(f"kraftlake follow: error: --bootstrap-controller: {exc}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kraftlake.follow.bootstrap import Bootstrap
 from kraftlake.follow.errors import FollowError
 from kraftlake.follow.follower import Follower, FollowProgress
 from kraftlake.follow.mirror import MetadataMirror
@@ -25,7 +26,7 @@ class BackgroundFollower:
 
     def __init__(
         self,
-        bootstrap: Sequence[Endpoint],
+        bootstrap: Sequence[Endpoint] | Bootstrap,
         data_dir: str | Path,
         *,
         security: ClientSecurity | None = None,

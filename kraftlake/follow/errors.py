@@ -26,11 +26,18 @@ class MirrorDivergedError(FollowError):
 
 
 class NoProgressError(FollowError):
-    """Raised when controllers answered for the give-up time but none of their answers let the mirror go on."""
+    """Raised when controllers answered for the give-up time but none of their answers let the mirror go on;
+    says why (the observer's last reason, the leader, the last failures, the versions negotiated with each
+    controller)."""
 
 
 class ObserverProtocolError(FollowError):
     """Raised on an answer no Kafka controller sends: a bad batch, a gap, an unexpected error code."""
+
+
+class UnsupportedReleaseError(FollowError):
+    """Raised when a controller speaks no Fetch or FetchSnapshot version kraftlake speaks (Kafka before 3.3):
+    names the release its ApiVersions ranges belong to and what kraftlake follows."""
 
 
 class MirrorError(FollowError):

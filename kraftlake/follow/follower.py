@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 
 from kraftlake.follow import first_contact
 from kraftlake.follow.activity import holds_activity
+from kraftlake.follow.bootstrap import Bootstrap
 from kraftlake.follow.errors import (
     AuthorizationError,
     FollowError,
     MirrorDivergedError,
     NoProgressError,
     NotAControllerError,
+    UnsupportedReleaseError,
 )
 from kraftlake.follow.mirror import MetadataMirror
 from kraftlake.follow.observer import (
@@ -35,6 +37,7 @@ from kraftlake.follow.observer import (
     Wait,
     for_version,
 )
+from kraftlake.follow.releases import FOLLOWED, describe_ranges, guess_release, supported_ranges
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.wire.client_config import ClientSecurity
@@ -82,7 +85,8 @@ class Follower:
     Parameters
     ----------
     bootstrap
-        Controller listeners (``--bootstrap-controller``).
+        Controller listeners (``--bootstrap-controller``), or a `Bootstrap` that also knows voter ids' endpoints
+        (Kafka's ``controller.quorum.voters`` string).
     mirror
         The directory to write.
     security
@@ -90,14 +94,17 @@ class Follower:
     timeout_s
         Connect and request timeout (a long poll adds its wait).
     give_up_s
-        Stop with an error if no controller answered for this long (None: retry forever).
+        Stop with an error if no controller answered for this long, or if answers came but the mirror made no
+        progress (no record, no snapshot chunk, not caught up with the leader) for this long: the error says why
+        (the observer's `stall_reason`, the leader, the versions negotiated with each controller). None: retry
+        forever.
     on_commit
         Called with each list of committed batches after it is durable (on the follower's thread).
     """
 
     def __init__(
         self,
-        bootstrap: Sequence[Endpoint],
+        bootstrap: Sequence[Endpoint] | Bootstrap,
         mirror: MetadataMirror,
         *,
         security: ClientSecurity | None = None,
@@ -112,14 +119,17 @@ class Follower:
         self.give_up_s = give_up_s
         self.on_commit = on_commit
         position = mirror.position
+        if not isinstance(bootstrap, Bootstrap):
+            bootstrap = Bootstrap(list(bootstrap))
         self.observer = MetadataObserver(
-            list(bootstrap),
+            list(bootstrap.endpoints),
             mirror.observer_id,
             directory_id=mirror.directory_id,
             cluster_id=mirror.cluster_id,
             log_end=position.log_end,
             last_epoch=max(position.last_epoch, 0),
             max_wait_ms=max_wait_ms,
+            voters=bootstrap.voters,
         )
         self.progress = FollowProgress(log_end=position.log_end)
         self._connections: dict[Endpoint, KafkaConnection] = {}
@@ -131,6 +141,9 @@ class Follower:
         self.last_activity = time.monotonic()
         """When a metadata record other than a NoOp was last committed (or a snapshot installed)."""
         self.until_offset: int | None = None
+        self._last_moved = self._last_answer  # when the mirror's position last moved, or it was caught up
+        self._marker: tuple[int, int, int] = (-1, -1, -1)
+        self._negotiated: dict[Endpoint, str] = {}
         self._lock = threading.Lock()
         self._facts = first_contact.QuorumFacts()
         self._fresh = position.log_end == 0 and not mirror.snapshots()
@@ -149,13 +162,22 @@ class Follower:
                 timeout_s=self.timeout_s,
             )
             conn.open()
-            if ApiKey.FETCH_SNAPSHOT not in conn.versions and ApiKey.VOTE not in conn.versions:
+            if ApiKey.FETCH_SNAPSHOT not in conn.ranges and ApiKey.VOTE not in conn.ranges:
                 conn.close()
                 raise NotAControllerError(
                     f"{endpoint} is not a controller listener: it offers none of KRaft's RPCs (Vote, "
                     f"FetchSnapshot), as a broker listener does (use a controller.quorum.bootstrap.servers address)"
                 )
-            conn.require(ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
+            if ApiKey.FETCH not in conn.versions or ApiKey.FETCH_SNAPSHOT not in conn.versions:
+                conn.close()
+                raise UnsupportedReleaseError(
+                    f"{endpoint} is {guess_release(conn.ranges)} ({describe_ranges(conn.ranges)}): kraftlake "
+                    f"follows {FOLLOWED} ({supported_ranges()})"
+                )
+            self._negotiated[endpoint] = (
+                f"{endpoint} Fetch v{conn.versions[ApiKey.FETCH]} FetchSnapshot "
+                f"v{conn.versions[ApiKey.FETCH_SNAPSHOT]} ({guess_release(conn.ranges)})"
+            )
             if not self._facts.complete:
                 self._first_contact(conn, endpoint)
             self._connections[endpoint] = conn
@@ -181,8 +203,11 @@ class Follower:
         if isinstance(action, Wait):
             time.sleep(max(0.0, min(action.until_ms - now_ms, 500)) / 1000)
             self._check_give_up()
+            self._check_stall()
             return False
-        return self._send(action)
+        done = self._send(action)
+        self._check_stall()
+        return done
 
     def _send(self, send: Send) -> bool:
         try:
@@ -246,7 +271,56 @@ class Follower:
                 self.last_activity = time.monotonic()
                 log.info("installed snapshot %s (%d bytes)", path.name, len(effect.data))
         self._update_progress()
+        self._note_progress()
         return bool(effects)
+
+    def _note_progress(self) -> None:
+        o = self.observer
+        marker = (o.log_end, o.download.position if o.download is not None else -1, o.high_watermark)
+        # caught up with nothing uncommitted: an idle quorum (records held back above a high watermark that
+        # does not move are a leader that cannot commit, not idleness)
+        caught_up = (
+            o.leader is not None
+            and o.high_watermark >= 0
+            and o.lag == 0
+            and not o.pending
+            and o.download is None
+        )
+        if marker != self._marker or caught_up:
+            self._marker = marker
+            self._last_moved = time.monotonic()
+
+    def _check_stall(self) -> None:
+        """Raise `NoProgressError` when controllers answer but the mirror has not moved for `give_up_s`."""
+        now = time.monotonic()
+        if self.give_up_s is None or now - self._last_moved < self.give_up_s:
+            return
+        if now - self._last_answer >= self.give_up_s:
+            return  # nobody answers: _check_give_up names each controller's cause
+        raise self._no_progress()
+
+    def _no_progress(self) -> NoProgressError:
+        """Why following makes no progress: the observer's last reason, the leader, the last failures and the
+        versions negotiated with each controller."""
+        o = self.observer
+        if o.leader is None:
+            leader = "no leader known"
+        else:
+            where = o.leader.endpoint if o.leader.endpoint is not None else "an unknown endpoint"
+            leader = f"leader {o.leader.leader_id} at {where}"
+        errors = "; ".join(f"{e}: {c}" for e, c in self._errors.items())
+        reason = o.stall_reason or "the answers carried no records"
+        if o.pending:
+            reason = (
+                f"the leader sent records up to offset {o.pending[-1].last_offset} but its high watermark "
+                f"stays at {o.high_watermark}: they are not committed (has the leader lost its quorum?)"
+            )
+        return NoProgressError(
+            f"no progress for {self.give_up_s:.0f}s at offset {o.log_end} (high watermark {o.high_watermark}, "
+            f"epoch {o.epoch}, {leader}): {reason}"
+            + (f"; failures: {errors}" if errors else "")
+            + f"; negotiated: {', '.join(self._negotiated.values()) or 'nothing'}"
+        )
 
     def _update_progress(self) -> None:
         o = self.observer
@@ -281,11 +355,7 @@ class Follower:
                     f"{o.fetch_offset} (last epoch {o.fetch_epoch}) with DivergingEpoch (epoch {epoch}, end offset "
                     f"{end})"
                 )
-            raise NoProgressError(
-                f"no progress for {self.give_up_s:.0f}s: controllers answer but no fetch is served "
-                f"(leader {o.leader.leader_id if o.leader else 'unknown'}, epoch {o.epoch}, high watermark "
-                f"{o.high_watermark}){'; ' + self.progress.last_error if self.progress.last_error else ''}"
-            )
+            raise self._no_progress()
         if now - self._last_answer < self.give_up_s:
             return
         causes = "; ".join(self._errors.values()) or "no answer"

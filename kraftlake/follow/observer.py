@@ -15,6 +15,7 @@ and effects. No clock, thread or socket inside: the caller passes the time.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -226,6 +227,12 @@ class MetadataObserver:
         none.
     log_end, last_epoch
         The next offset to mirror and the epoch of the last mirrored batch (0, 0 for an empty mirror).
+    voters
+        Voter ids known to listen at an endpoint (Kafka's ``controller.quorum.voters``). Without them, a leader
+        named without its endpoint (releases before 3.9 send no ``NodeEndpoints``) is found by asking the
+        bootstrap controllers in turn at the leader's epoch: only the leader answers a Fetch there.
+
+    `stall_reason` says, after each answer that did not move the mirror, why not (for a follower's error).
     """
 
     def __init__(
@@ -241,6 +248,7 @@ class MetadataObserver:
         max_wait_ms: int = 500,
         retry_backoff_ms: int = 100,
         max_backoff_ms: int = 2000,
+        voters: Mapping[int, Endpoint] | None = None,
     ) -> None:
         if not bootstrap:
             raise ValueError("no bootstrap controllers")
@@ -259,7 +267,8 @@ class MetadataObserver:
         self.high_watermark = -1
         self.log_start_offset = -1
         self.pending: list[FetchedBatch] = []
-        self.endpoints: dict[int, Endpoint] = {}
+        self.endpoints: dict[int, Endpoint] = dict(voters or {})
+        self.stall_reason = ""
         self.download: _Download | None = None
         self._next_bootstrap = 0
         self._retry_at = 0
@@ -406,8 +415,38 @@ class MetadataObserver:
         self._top_level(partition.error_code, send, "Fetch")
         leader = partition.current_leader
         if partition.error_code in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
-            if not self._leader_hint(leader.leader_id, leader.leader_epoch, send):
-                # no leader in the newest epoch yet (an election): ask the next controller after a pause
+            known = self._leader_hint(leader.leader_id, leader.leader_epoch, send)
+            current = self.leader
+            wrong_endpoint = ""
+            if (
+                known
+                and current is not None
+                and current.endpoint == send.endpoint
+                and partition.error_code == Errors.NOT_LEADER_OR_FOLLOWER
+                and current.epoch == leader.leader_epoch
+            ):
+                # the controller we took for the leader says it is not: the id -> endpoint map is wrong
+                wrong_endpoint = (
+                    f"{send.endpoint}, given as voter {current.leader_id}, answers that voter "
+                    f"{leader.leader_id} of epoch {leader.leader_epoch} leads elsewhere (NOT_LEADER_OR_FOLLOWER)"
+                )
+                self.endpoints.pop(current.leader_id, None)
+                self.leader = LeaderInfo(current.leader_id, current.epoch, None)
+                known = False
+            if not known:
+                if wrong_endpoint:
+                    self.stall_reason = wrong_endpoint
+                elif self.leader is not None:
+                    # a leader named without its endpoint (no NodeEndpoints before 3.9): ask the bootstrap
+                    # controllers in turn at its epoch; the one that answers is the leader
+                    self.stall_reason = (
+                        f"leader {self.leader.leader_id} (epoch {self.epoch}) named by {send.endpoint} without "
+                        f"its endpoint (no NodeEndpoints in the answer), and no bootstrap controller answered "
+                        f"as the leader at that epoch yet"
+                    )
+                else:
+                    self.stall_reason = f"{send.endpoint} knows no leader of epoch {leader.leader_epoch} yet"
+                # ask the next controller after a pause
                 self._next_bootstrap += 1
                 self._back_off(now_ms)
             else:
@@ -417,20 +456,32 @@ class MetadataObserver:
             # that controller is behind the epoch we know: ask another
             if self.leader is not None and send.endpoint == self.leader.endpoint:
                 self.leader = None
+            self.stall_reason = f"{send.endpoint} answered Fetch at epoch {self.epoch} UNKNOWN_LEADER_EPOCH"
             self._next_bootstrap += 1
             self._back_off(now_ms)
             return []
         if partition.error_code != Errors.NONE:
+            self.stall_reason = (
+                f"{send.endpoint} answered Fetch with error {Errors.of(partition.error_code).name} "
+                f"({partition.error_code})"
+            )
             self._next_bootstrap += 1
             self._back_off(now_ms)
             return []
         if self.leader is None or self.leader.endpoint != send.endpoint:
-            # a successful fetch comes from the leader: it is the one we asked
-            self._leader_hint(leader.leader_id, leader.leader_epoch, send)
-            if self.leader is None or self.leader.endpoint != send.endpoint:
+            # only the leader answers a Fetch at its epoch without an error: the controller we asked is it
+            # (how the endpoint of a leader named by id only, before Kafka 3.9, is found)
+            if leader.leader_id < 0 or leader.leader_epoch < self.epoch:
+                self.stall_reason = (
+                    f"{send.endpoint} answered Fetch without naming a leader of epoch {self.epoch} or later"
+                )
                 return []
+            self.epoch = leader.leader_epoch
+            self.endpoints[leader.leader_id] = send.endpoint
+            self.leader = LeaderInfo(leader.leader_id, leader.leader_epoch, send.endpoint)
         self._failures = 0
         self.fetches += 1
+        self.stall_reason = ""
         if partition.log_start_offset >= 0:
             self.log_start_offset = partition.log_start_offset
         snapshot = partition.snapshot_id

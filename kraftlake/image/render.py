@@ -10,6 +10,7 @@ from kraftlake.image.delta import METADATA_VERSION
 from kraftlake.image.image import MetadataImage
 from kraftlake.image.model import (
     LEADER_RECOVERY_STATES,
+    Acl,
     BrokerRegistration,
     ControllerRegistration,
     Endpoint,
@@ -318,7 +319,7 @@ def shell_lines(image: MetadataImage) -> list[str]:
             out.append((f"/image/clientQuotas/{ename}/{k}", repr(float(q))))
     out.append(("/image/producerIds/nextProducerId", str(image.next_producer_id)))
     for acl_id, a in image.acls.items():
-        out.append((f"/image/acls/byId/{acl_id}", repr(a)))
+        out.append((f"/image/acls/byId/{acl_id}", _standard_acl(a)))
     for (mech, user), s in image.scram.items():
         out.append(
             (
@@ -349,6 +350,53 @@ _EMPTY_DIRS = (
     "/image/topics/byId",
     "/image/topics/byName",
 )
+
+
+# Kafka's enums by code (ResourceType, PatternType, AclOperation, AclPermissionType), as StandardAcl prints them
+_RESOURCE_TYPES = (
+    "UNKNOWN",
+    "ANY",
+    "TOPIC",
+    "GROUP",
+    "CLUSTER",
+    "TRANSACTIONAL_ID",
+    "DELEGATION_TOKEN",
+    "USER",
+)
+_PATTERN_TYPES = ("UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED")
+_OPERATIONS = (
+    "UNKNOWN",
+    "ANY",
+    "ALL",
+    "READ",
+    "WRITE",
+    "CREATE",
+    "DELETE",
+    "ALTER",
+    "DESCRIBE",
+    "CLUSTER_ACTION",
+    "DESCRIBE_CONFIGS",
+    "ALTER_CONFIGS",
+    "IDEMPOTENT_WRITE",
+    "CREATE_TOKENS",
+    "DESCRIBE_TOKENS",
+    "TWO_PHASE_COMMIT",
+)
+_PERMISSION_TYPES = ("UNKNOWN", "ANY", "DENY", "ALLOW")
+
+
+def _enum_name(names: tuple[str, ...], code: int) -> str:
+    return names[code] if 0 <= code < len(names) else "UNKNOWN"
+
+
+def _standard_acl(a: Acl) -> str:
+    """``StandardAcl.toString()``, what the metadata shell prints for an ACL."""
+    return (
+        f"StandardAcl[resourceType={_enum_name(_RESOURCE_TYPES, a.resource_type)}, "
+        f"resourceName={a.resource_name}, patternType={_enum_name(_PATTERN_TYPES, a.pattern_type)}, "
+        f"principal={a.principal}, host={a.host}, operation={_enum_name(_OPERATIONS, a.operation)}, "
+        f"permissionType={_enum_name(_PERMISSION_TYPES, a.permission_type)}]"
+    )
 
 
 def shell_tree(image: MetadataImage) -> str:

@@ -73,6 +73,8 @@ class KafkaConnection:
         self.timeout_s = timeout_s
         self.max_frame_bytes = max_frame_bytes
         self.versions: dict[int, int] = {}
+        self.ranges: dict[int, tuple[int, int]] = {}
+        """Every API key the peer advertised, with its (min, max) version, as ApiVersions answered."""
         self._sock: socket.socket | None = None
         self._corr = 0
 
@@ -254,6 +256,7 @@ class KafkaConnection:
         if response.error_code:
             raise PeerError(f"{self.peer} refused ApiVersions with error {response.error_code}")
         self.versions = {}
+        self.ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         for key in response.api_keys:
             if key.api_key in rpc.SUPPORTED and key.api_key in rpc.apis():
                 try:

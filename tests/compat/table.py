@@ -1,0 +1,84 @@
+"""Write the README's compatibility table from the last matrix run (``make compat``'s JUnit XML).
+
+    python tests/compat/table.py JUNIT_XML README.md
+
+Rows are releases, columns the cases of ``tests/compat`` (single node static / dynamic, three controllers with a
+leader kill); a cell is ``pass``, ``FAIL`` (with the first line of the failure) or ``-`` (not run: no dynamic
+quorum before 3.9). The table replaces what is between the ``compat-table`` markers of the README.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from pathlib import Path
+
+START = "<!-- compat-table:start (written by make compat from its last run; do not edit) -->"
+END = "<!-- compat-table:end -->"
+COLUMNS = {
+    ("test_follow_releases", "static"): "1 node, static voters, every entity kind",
+    ("test_follow_dynamic", "dynamic"): "1 node, dynamic (--standalone)",
+    ("test_leader_kill", "static"): "3 controllers static, leader kill -9",
+    ("test_leader_kill", "dynamic"): "3 controllers dynamic, leader kill -9",
+}
+_CASE = re.compile(r"\[(?P<version>\d+\.\d+\.\d+)-(?P<quorum>static|dynamic)\]$")
+
+
+def results(junit: Path) -> dict[str, dict[str, str]]:
+    """release -> column -> cell."""
+    out: dict[str, dict[str, str]] = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        m = _CASE.search(case.get("name", ""))
+        module = case.get("classname", "").rsplit(".", 1)[-1]
+        if m is None or (module, m["quorum"]) not in COLUMNS:
+            continue
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        if failure is not None:
+            first = (failure.get("message") or "failed").splitlines()[0][:80].replace("|", "/")
+            cell = f"FAIL: {first}"
+        elif case.find("skipped") is not None:
+            cell = "skipped"
+        else:
+            cell = "pass"
+        out.setdefault(m["version"], {})[COLUMNS[(module, m["quorum"])]] = cell
+    return out
+
+
+def table(rows: dict[str, dict[str, str]], when: str) -> str:
+    cols = list(COLUMNS.values())
+    lines = [
+        f"Last `make compat` run: {when}.",
+        "",
+        "| Kafka | " + " | ".join(cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    for version in sorted(rows, key=lambda v: tuple(int(p) for p in v.split("."))):
+        cells = [rows[version].get(c, "-") for c in cols]
+        lines.append(f"| {version} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    junit, readme = Path(argv[0]), Path(argv[1])
+    rows = results(junit)
+    if not rows:
+        print(f"{junit}: no compatibility cases in it; README left as it was", file=sys.stderr)
+        return 1
+    when = datetime.fromtimestamp(junit.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    text = readme.read_text()
+    if START not in text or END not in text:
+        print(f"{readme}: no compat-table markers", file=sys.stderr)
+        return 1
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{table(rows, when)}\n{END}{tail}")
+    print(f"{readme}: compatibility table of {len(rows)} releases written")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
