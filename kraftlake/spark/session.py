@@ -74,12 +74,18 @@ def delta_jars(cache: Path | None = None) -> list[Path]:
 
 def class_archive(cache: Path | None = None) -> Path:
     """Where the driver JVM's class-data archive is (or goes): named by what its classes come from (the Java
-    binary, pyspark's version, Delta's jars), so that a new JDK or new jars get an archive of their own."""
+    binary, pyspark's version and jars, Delta's jars), so that a new JDK or new jars get an archive of their own.
+
+    The jars count with their size and modification time: the JVM ignores an archive whose class path jars
+    changed on disk (copied again by a setup), so such jars need an archive recorded again."""
     import pyspark
 
     java_home = os.environ.get("JAVA_HOME")
     java = Path(java_home, "bin", "java") if java_home else Path(shutil.which("java") or "java")
-    source = "\n".join([str(java.resolve()), pyspark.__version__, *(j.name for j in delta_jars(cache))])
+    pyspark_jars = Path(pyspark.__file__).parent / "jars"
+    jars = [pyspark_jars, *delta_jars(cache)]
+    stamps = [f"{j.name}:{j.stat().st_size}:{j.stat().st_mtime_ns}" for j in jars if j.exists()]
+    source = "\n".join([str(java.resolve()), pyspark.__version__, *stamps])
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     return (cache or jar_cache()) / "cds" / f"spark-{digest}.jsa"
 

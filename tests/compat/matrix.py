@@ -105,10 +105,12 @@ def assert_mirror_equals(mirror_dir: Path, controller_dir: Path, *others: Path) 
 
 @contextlib.contextmanager
 def jars_of(release_version: str) -> Iterator[None]:
-    """Point `kraftlake.kafka_tools` (dump-log, metadata shell) at one release's jars for the block."""
+    """Point `kraftlake.kafka_tools` (dump-log, metadata shell: `kafka_jars_dir`, `shell_jars_dir`) at one
+    release's jars for the block."""
     jars = Release(release_version).jars
     with tempfile.TemporaryDirectory(prefix="kraftlake-jars-") as root:
         (Path(root) / "kafka").symlink_to(jars)
+        (Path(root) / "kafka-shell").symlink_to(jars)  # the release's own shell, where Maven Central has it
         old = os.environ.get(kafka_tools.JARS_ENV)
         os.environ[kafka_tools.JARS_ENV] = root
         try:
