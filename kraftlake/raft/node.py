@@ -801,20 +801,9 @@ class RaftNode:
                 )
             )
             return
-        if request.epoch < state.epoch:
-            self._send(
-                FetchResponse(
-                    self.node_id,
-                    request.src,
-                    request.correlation_id,
-                    state.epoch,
-                    self.node_id,
-                    self._hw,
-                    error=Errors.FENCED_LEADER_EPOCH,
-                )
-            )
-            return
-        invalid = self._invalid_fetch(state, request)
+        invalid = (
+            Errors.FENCED_LEADER_EPOCH if request.epoch < state.epoch else self._invalid_fetch(state, request)
+        )
         if invalid is not None:
             self._send(
                 FetchResponse(

@@ -47,8 +47,6 @@ OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT 
 CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
 RETENTION_DDL = "retained_from BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL"
 BOUNDS_DDL = "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT NOT NULL, gap_from BIGINT, gap_to BIGINT"
-#: The columns ``bounds`` gained for the gaps of a log (:func:`record_gap`), added to a warehouse made before.
-_GAP_COLUMNS = "gap_from BIGINT, gap_to BIGINT"
 HISTORY_TABLES = tuple(ENTITIES)
 _ENDPOINTS = "ARRAY<STRUCT<name: STRING, host: STRING, port: INT, security_protocol: STRING>>"
 _FEATURES = "ARRAY<STRUCT<name: STRING, min: INT, max: INT>>"
@@ -303,9 +301,9 @@ def add_missing_columns(spark: SparkSession, warehouse: str | Path, name: str) -
     """Give a table made by an older kraftlake the columns its layout has gained since (``metadata_log`` gains a
     struct column with each record type a Kafka release adds); returns whether it did.
 
-    One metadata-only commit whose schema is the layout's (what ``ALTER TABLE ADD COLUMNS`` commits, with the
-    columns in the layout's order), so that appends find the table's schema equal to their rows' and the
-    rows already written read the new columns as null. A table holding a column the layout does not know
+    One metadata-only commit (what ``ALTER TABLE ADD COLUMNS`` commits): the columns it has as they are, the new
+    ones where the layout has them, so that appends to a table kraftlake created find its schema equal to their
+    rows' again, and the rows already written read the new columns as null. A table holding a column the layout does not know
     (made by a newer kraftlake), or of another type, is left as it is: appends then refuse it.
     """
     path = table_path(warehouse, name)
@@ -314,13 +312,16 @@ def add_missing_columns(spark: SparkSession, warehouse: str | Path, name: str) -
     schema, _, _ = table_layout(spark, name)
     wanted = schema.jsonValue()
     have = {f["name"]: f for f in stored["fields"]}
+    names = {f["name"] for f in wanted["fields"]}
+    added = [f["name"] for f in wanted["fields"] if f["name"] not in have]
     if (
-        stored == wanted
-        or any(f["name"] in have and have[f["name"]] != f for f in wanted["fields"])
-        or not set(have) <= {f["name"] for f in wanted["fields"]}
+        not added
+        or not set(have) <= names
+        or any(f["name"] in have and have[f["name"]]["type"] != f["type"] for f in wanted["fields"])
     ):
         return False
-    added = [f["name"] for f in wanted["fields"] if f["name"] not in have]
+    # the columns it has stay as they are (nullability included), the new ones go where the layout has them
+    merged = {**wanted, "fields": [have.get(f["name"], f) for f in wanted["fields"]]}
     actions = [
         {
             "commitInfo": {
@@ -335,7 +336,7 @@ def add_missing_columns(spark: SparkSession, warehouse: str | Path, name: str) -
                 "txnId": str(uuid.uuid4()),
             }
         },
-        {"metaData": {**metadata, "schemaString": json.dumps(wanted, separators=(",", ":"))}},
+        {"metaData": {**metadata, "schemaString": json.dumps(merged, separators=(",", ":"))}},
     ]
     if not delta_append.put_commit(Path(path, "_delta_log"), version + 1, actions):
         return add_missing_columns(spark, warehouse, name)  # another writer committed first: look again
@@ -765,13 +766,8 @@ def ensure_bounds(spark: SparkSession, warehouse: str | Path) -> None:
     offset. Two file lookups once done."""
     if not Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
         return
-    created = create_table(spark, warehouse, BOUNDS)
-    # made before gaps were recorded: the columns are added (a metadata-only Delta commit)
-    if (
-        not created
-        and "gap_from" not in spark.read.format("delta").load(table_path(warehouse, BOUNDS)).columns
-    ):
-        spark.sql(f"ALTER TABLE {table_ref(warehouse, BOUNDS)} ADD COLUMNS ({_GAP_COLUMNS})")
+    if not create_table(spark, warehouse, BOUNDS):
+        add_missing_columns(spark, warehouse, BOUNDS)  # made before gaps were recorded: gap_from, gap_to
     if not never_written(warehouse, BOUNDS):
         return
     committed = last_offset(spark, warehouse)

@@ -23,7 +23,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from compat.matrix import assert_mirror_equals, jars_of, require, shell_witness, without_provenance
+import pytest
+from compat.matrix import (
+    assert_mirror_equals,
+    jars_of,
+    require,
+    shell_witness,
+    single_node_cases,
+    without_provenance,
+)
 from peers.kafka_release import Release, ReleaseCluster
 
 from kraftlake import kafka_tools
@@ -154,3 +162,18 @@ def check_follow(cluster: ReleaseCluster, tmp_path: Path) -> None:
             shell = kafka_tools.metadata_shell(checkpoint, "tree /image")
         assert without_provenance(ours_tree) == without_provenance(shell)
     # else: the newest shell on Maven Central (4.3.1) loads nothing of a newer metadata.version (4.4.0's 33)
+
+
+def single_node_fixture(quorum: str) -> Any:
+    """The module-scoped ``cluster`` fixture of a single-node case module: one started cluster per release of
+    ``single_node_cases(quorum)`` (``static`` or ``dynamic``)."""
+
+    @pytest.fixture(scope="module", params=single_node_cases(quorum))
+    def cluster(
+        request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[ReleaseCluster]:
+        release, kind = request.param
+        with started(release, kind, Path(tmp_path_factory.mktemp(f"kafka-{release.version}-{kind}"))) as c:
+            yield c
+
+    return cluster

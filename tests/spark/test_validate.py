@@ -20,10 +20,10 @@ import pytest
 
 @pytest.fixture(scope="module")
 def sim_warehouse(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
-    from kraftlake.raft.config import QuorumConfig
     from kraftlake.sim.cluster import DEFAULT_WEIGHTS, ClusterSimConfig
     from kraftlake.sim.quorum_cluster import simulate_on_quorum
     from pipelines.ingest import ingest
+    from tests.sim.test_quorum_cluster import FAST
 
     root = tmp_path_factory.mktemp("validate")
     # written through the 3-voter quorum with frequent failovers and topic churn: the log in which controllers
@@ -32,16 +32,7 @@ def sim_warehouse(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
     config = ClusterSimConfig(
         brokers=5, topics=6, partitions_per_topic=3, events=400, seed=5, check_every=50, weights=weights
     )
-    fast = QuorumConfig(
-        voters=frozenset({1, 2, 3}),
-        election_timeout_ms=300,
-        fetch_timeout_ms=600,
-        election_backoff_max_ms=300,
-        request_timeout_ms=1000,
-        max_fetch_wait_ms=200,
-        append_linger_ms=5,
-    )
-    result = simulate_on_quorum(config, root / "sim", fsync=False, quorum=fast, events_per_call=10)
+    result = simulate_on_quorum(config, root / "sim", fsync=False, quorum=FAST, events_per_call=10)
     assert result.summary.failovers >= 2 and result.records_by_type["RemoveTopicRecord"] >= 2
     warehouse = root / "warehouse"
     ingest(spark, result.node_dirs[result.leader_id], warehouse, batch_records=100_000)
