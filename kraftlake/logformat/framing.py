@@ -200,18 +200,18 @@ def scan_batch_headers(
     new = tuple.__new__
     crc_of = crc32c.crc32c
     view = memoryview(buf) if verify_crc else None
-    # one unpack per batch and the checks inline: a Fetch response of a catch-up holds thousands of batches
+    header_size, overhead, min_length, magic = HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, MAGIC
+    # one unpack per batch, the checks inline and the constants local: a catch-up's Fetch responses hold
+    # thousands of batches each
     while pos < end:
-        left = end - pos
-        if left >= HEADER_SIZE:
+        if end - pos >= header_size:
             fields = unpack(buf, pos)
-            length = fields[1]
-            size = length + LOG_OVERHEAD
-            sound = length >= MIN_BATCH_LENGTH and size <= left and fields[3] == MAGIC
+            size = fields[1] + overhead
+            sound = fields[1] >= min_length and size <= end - pos and fields[3] == magic
         else:
             sound = False
         if not sound:
-            error = frame_error(buf, pos, left, source=source, position=base_position + pos)
+            error = frame_error(buf, pos, end - pos, source=source, position=base_position + pos)
             assert error is not None
             if _stops(error, stop_at):
                 return
@@ -234,23 +234,34 @@ def scan_file_headers(
     cannot be opened raises `FileAccessError`."""
     source = str(path)
     try:
-        with open(path, "rb") as f:
-            yield from _scan_open_file(f, pos, source, stop_at)
+        fd = os.open(path, os.O_RDONLY)
     except OSError as exc:  # missing, a directory, no permission: a typed error naming the file
         raise FileAccessError(f"cannot read: {exc.strerror or exc}", source=source) from exc
-
-
-def _scan_open_file(f: Any, pos: int, source: str, stop_at: StopAt) -> Iterator[BatchHeader]:
-    size = os.fstat(f.fileno()).st_size
-    new = tuple.__new__
-    while pos < size:
-        f.seek(pos)
-        head = f.read(HEADER_SIZE)
-        error = frame_error(head, 0, size - pos, source=source, position=pos)
-        if error is not None:
-            if _stops(error, stop_at):
-                return
-            raise error
-        fields = HEADER.unpack_from(head, 0)
-        yield new(BatchHeader, (pos, *fields))
-        pos += fields[1] + LOG_OVERHEAD
+    try:
+        # One pread per header, not a map: a segment truncated while it is scanned (a follower's log after a
+        # divergence) must end the scan, not fault on a page past the new end.
+        size = os.fstat(fd).st_size
+        pread = os.pread
+        unpack = HEADER.unpack_from
+        new = tuple.__new__
+        while pos < size:
+            head = pread(fd, HEADER_SIZE, pos)
+            left = size - pos
+            if len(head) == HEADER_SIZE:
+                fields = unpack(head, 0)
+                length = fields[1]
+                sound = length >= MIN_BATCH_LENGTH and length + LOG_OVERHEAD <= left and fields[3] == MAGIC
+            else:
+                sound = False
+            if not sound:
+                # a read shorter than the size said: the file was cut meanwhile, and ends where the read did
+                available = left if len(head) == HEADER_SIZE else len(head)
+                error = frame_error(head, 0, available, source=source, position=pos)
+                assert error is not None
+                if _stops(error, stop_at):
+                    return
+                raise error
+            yield new(BatchHeader, (pos, *fields))
+            pos += length + LOG_OVERHEAD
+    finally:
+        os.close(fd)
