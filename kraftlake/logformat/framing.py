@@ -43,7 +43,7 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 CRC_START = 21
 """CRC32C covers the bytes from the attributes to the end of the batch."""
 CRC_AT = 17
-LAST_OFFSET_DELTA_AT = 23
+"""Where the stored CRC sits."""
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
