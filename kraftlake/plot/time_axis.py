@@ -103,7 +103,7 @@ def ticks(lo_ms: int, hi_ms: int, step: Step) -> list[int]:
         origin = _MONDAY if step.unit == "week" else 0
         first = -((origin - lo_ms) // length) * length + origin  # the first boundary at or after lo
         return list(range(first, hi_ms + 1, length))
-    out = []
+    out: list[int] = []
     at = datetime.fromtimestamp(lo_ms / 1000, UTC)
     if step.unit == "month":
         index = at.year * 12 + at.month - 1
