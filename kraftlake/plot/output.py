@@ -4,7 +4,8 @@ The page carries Vega, Vega-Lite and vega-embed inline (:func:`vega_script`, the
 the Vega-Lite version altair writes), the chart's spec and its data, so it draws wherever it is opened, with no
 network. A page is built from pieces a larger page can reuse: the script once in its head, then one
 :func:`figure_html` per figure. Charts draw with Vega's SVG renderer (the marks are elements of the page, the
-text selectable) and the action menu offers PNG and SVG only: its other entries open the online editor.
+text selectable); the action menu offers the PNG and SVG exports, without "Open in Vega Editor", which needs
+the network.
 
 PNG and SVG are rendered by ``vl-convert`` itself (Vega in an embedded JavaScript runtime), with no browser.
 """
