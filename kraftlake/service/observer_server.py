@@ -20,16 +20,11 @@ from kraftlake.raft.errors import RaftStorageError
 from kraftlake.raft.messages import Errors, OffsetAndEpoch, SnapshotId
 from kraftlake.service.config import NodeConfig
 from kraftlake.service.connections import BUDGET_POLL_S
-from kraftlake.service.kafka_rpc import (
-    ZERO_UUID,
-    encode_entries,
-    encode_response,
-    fetch_replica_id,
-    fetch_response,
-    fetch_snapshot_response,
-    metadata_partition,
-)
+from kraftlake.service.entry_batches import encode_entries
+from kraftlake.service.kafka_rpc import encode_response, fetch_replica_id
 from kraftlake.service.limited_log import mono_ms
+from kraftlake.service.response_bodies import fetch_response, fetch_snapshot_response
+from kraftlake.service.rpc_common import ZERO_UUID, metadata_partition
 from kraftlake.service.transport import InboundConnection
 
 if TYPE_CHECKING:

@@ -32,8 +32,6 @@ from kraftlake.service.config import NodeConfig, format_endpoint
 from kraftlake.service.errors import CodecError, NotLeaderError, ServiceStoppedError
 from kraftlake.service.file_log import FileRaftLog, FlushTicket
 from kraftlake.service.kafka_rpc import (
-    ZERO_UUID,
-    WireContext,
     decode_raft_response,
     encode_raft_request,
     encode_response,
@@ -45,6 +43,7 @@ from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader,
 from kraftlake.service.messages import CommittedEntry, QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
 from kraftlake.service.observer_server import TrackedObserver
 from kraftlake.service.peer_login import client_tls, sasl_login
+from kraftlake.service.rpc_common import ZERO_UUID, WireContext
 from kraftlake.service.snapshots import SnapshotJob, SnapshotPolicy, SnapshotProvider
 from kraftlake.service.transport import InboundConnection, Login, PeerChannel
 

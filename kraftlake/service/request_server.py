@@ -26,33 +26,26 @@ from kraftlake.protocol import rpc, rpc_messages
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import Errors
+from kraftlake.service.append_rpc import (
+    AppendRequest,
+    AppendResponse,
+    decode_append_request,
+    encode_append_response,
+    encode_refusal,
+)
 from kraftlake.service.authenticator import SASL_SERVED, SaslHandshake
 from kraftlake.service.authorizer import REFUSAL
 from kraftlake.service.config import NodeConfig
 from kraftlake.service.connections import ConnectionTable
+from kraftlake.service.describe_quorum import CONTROLLER_ENDPOINT_TYPE, describe_quorum_response
 from kraftlake.service.errors import CodecError, FrameTooLargeError, NotLeaderError, ServiceError
-from kraftlake.service.kafka_rpc import (
-    APPEND_API_KEY,
-    CONTROLLER_ENDPOINT_TYPE,
-    SERVED,
-    AppendRequest,
-    AppendResponse,
-    RequestRefused,
-    check_cluster_id,
-    decode_append_request,
-    describe_quorum_response,
-    encode_append_response,
-    encode_refusal,
-    encode_response,
-    error_response,
-    fetch_replica_id,
-    raft_request,
-    sender_directory_id,
-)
+from kraftlake.service.kafka_rpc import encode_response, fetch_replica_id, raft_request, sender_directory_id
 from kraftlake.service.limited_log import LimitedLog
 from kraftlake.service.messages import QuorumDescription
 from kraftlake.service.observer_server import ObserverServer
 from kraftlake.service.raft_driver import RaftDriver
+from kraftlake.service.response_bodies import error_response
+from kraftlake.service.rpc_common import APPEND_API_KEY, SERVED, RequestRefused, check_cluster_id
 from kraftlake.service.transport import InboundConnection, read_frame, serve
 from kraftlake.wire.listener_config import ANONYMOUS, principal_of_certificate
 

@@ -24,13 +24,13 @@ from kraftlake.service.config import NodeConfig
 from kraftlake.service.connections import ConnectionTable
 from kraftlake.service.errors import ServiceError
 from kraftlake.service.file_log import FileRaftLog
-from kraftlake.service.kafka_rpc import warm_up
 from kraftlake.service.limited_log import mono_ms
 from kraftlake.service.listener import Listener
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
 from kraftlake.service.observer_server import ObserverServer
 from kraftlake.service.raft_driver import RaftDriver
 from kraftlake.service.request_server import RequestServer
+from kraftlake.service.rpc_common import warm_up
 from kraftlake.service.snapshots import SnapshotPolicy, SnapshotProvider
 
 HOST = "127.0.0.1"

@@ -26,15 +26,10 @@ from kraftlake.raft.messages import (
     VoteRequest,
 )
 from kraftlake.service import LocalQuorum, QuorumClient
+from kraftlake.service.append_rpc import AppendRequest, decode_append_response, encode_append_request
 from kraftlake.service.errors import AppendNotAuthorizedError
-from kraftlake.service.kafka_rpc import (
-    AppendRequest,
-    WireContext,
-    decode_append_response,
-    decode_raft_response,
-    encode_append_request,
-    encode_raft_request,
-)
+from kraftlake.service.kafka_rpc import decode_raft_response, encode_raft_request
+from kraftlake.service.rpc_common import WireContext
 from kraftlake.service.runner import new_uuid
 
 
