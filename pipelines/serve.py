@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.errors import KraftlakeError
-from kraftlake.service.runner import is_loopback
+from kraftlake.service.request_server import is_loopback
 
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 #: Spark Connect's and HiveServer2's usual ports.

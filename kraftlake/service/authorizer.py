@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.service.errors import ServiceError
-from kraftlake.service.kafka_rpc import APPEND_API_KEY
+from kraftlake.service.rpc_common import APPEND_API_KEY
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ACL_PREFIX = "kraftlake.acl.cluster."

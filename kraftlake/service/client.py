@@ -25,7 +25,16 @@ from kraftlake.protocol.error_codes import Errors
 from kraftlake.protocol.errors import ProtocolError
 from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import Entry, OffsetAndEpoch
+from kraftlake.service.append_rpc import (
+    AppendRequest,
+    AppendResponse,
+    decode_append_response,
+    encode_append_request,
+    frame_length,
+)
 from kraftlake.service.config import Endpoint
+from kraftlake.service.describe_quorum import CONTROLLER_ENDPOINT_TYPE, description_from_response
+from kraftlake.service.entry_batches import decode_records
 from kraftlake.service.errors import (
     AppendNotAuthorizedError,
     ClusterIdMismatchError,
@@ -38,18 +47,8 @@ from kraftlake.service.errors import (
     SnapshotRequiredError,
     TransportError,
 )
-from kraftlake.service.kafka_rpc import (
-    CONTROLLER_ENDPOINT_TYPE,
-    DEFAULT_MAX_FRAME_BYTES,
-    AppendRequest,
-    AppendResponse,
-    decode_append_response,
-    decode_records,
-    description_from_response,
-    encode_append_request,
-    frame_length,
-)
 from kraftlake.service.messages import CommittedEntry, QuorumDescription
+from kraftlake.service.rpc_common import DEFAULT_MAX_FRAME_BYTES
 from kraftlake.wire.client_config import ClientSecurity
 from kraftlake.wire.connection import KafkaConnection
 from kraftlake.wire.errors import (

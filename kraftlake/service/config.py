@@ -13,7 +13,7 @@ from kraftlake.service.authorizer import (
     voter_principals_from_properties,
 )
 from kraftlake.service.errors import ServiceError
-from kraftlake.service.kafka_rpc import DEFAULT_MAX_FRAME_BYTES
+from kraftlake.service.rpc_common import DEFAULT_MAX_FRAME_BYTES
 from kraftlake.wire.client_config import ClientSecurity
 from kraftlake.wire.listener_config import PLAINTEXT, ListenerSecurity
 

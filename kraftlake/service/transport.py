@@ -20,9 +20,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kraftlake.service.append_rpc import frame_length
 from kraftlake.service.authenticator import SaslHandshake
 from kraftlake.service.errors import FrameTooLargeError
-from kraftlake.service.kafka_rpc import frame_length
 from kraftlake.wire.errors import AuthenticationError, describe_tls_failure
 
 log = logging.getLogger(__name__)

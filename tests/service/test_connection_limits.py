@@ -32,7 +32,7 @@ def test_idle_connections_time_out_and_new_clients_get_in_past_the_cap(
         leader = quorum.wait_for_leader()
         leader.append([b"before"]).result(10)
         host, port = quorum.endpoints[leader.node_id]
-        with caplog.at_level("INFO", logger="kraftlake.service.runner"):
+        with caplog.at_level("INFO", logger="kraftlake.service.connections"):
             idle = [socket.create_connection((host, port), timeout=5) for _ in range(30)]
             time.sleep(0.2)
             # the voters' own connections (proven by their requests) stay: appends commit

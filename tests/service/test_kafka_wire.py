@@ -39,26 +39,24 @@ from kraftlake.raft.messages import (
     VoteResponse,
 )
 from kraftlake.service import ClusterIdMismatchError, LocalQuorum, ObserverClient, QuorumClient
-from kraftlake.service.batch_writer import kraft_data_batch, uniform_values
-from kraftlake.service.kafka_rpc import (
-    APPEND_API_KEY,
-    SERVED,
+from kraftlake.service.append_rpc import (
     AppendRequest,
     AppendResponse,
-    RequestRefused,
-    WireContext,
     decode_append_request,
     decode_append_response,
-    decode_raft_response,
-    decode_records,
     decode_refusal,
     encode_append_request,
     encode_append_response,
-    encode_entries,
+)
+from kraftlake.service.batch_writer import kraft_data_batch, uniform_values
+from kraftlake.service.entry_batches import decode_records, encode_entries
+from kraftlake.service.kafka_rpc import (
+    decode_raft_response,
     encode_raft_request,
     kafka_response,
     raft_request,
 )
+from kraftlake.service.rpc_common import APPEND_API_KEY, SERVED, RequestRefused, WireContext
 from kraftlake.wire.connection import KafkaConnection
 
 CTX = WireContext(

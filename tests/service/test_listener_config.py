@@ -14,7 +14,7 @@ from kraftlake.protocol.rpc import ApiKey
 from kraftlake.service import NodeConfig, RaftService
 from kraftlake.service.authorizer import authorizer_from_properties
 from kraftlake.service.errors import ServiceError
-from kraftlake.service.kafka_rpc import APPEND_API_KEY
+from kraftlake.service.rpc_common import APPEND_API_KEY
 from kraftlake.wire.errors import SecurityConfigError
 from kraftlake.wire.listener_config import parse_listener_properties, principal_of_certificate
 from kraftlake.wire.sasl import ScramMechanism

@@ -16,7 +16,8 @@ from kraftlake.protocol.error_codes import Errors
 from kraftlake.raft.messages import FetchRequest, VoteRequest
 from kraftlake.service import LocalQuorum, ObserverClient
 from kraftlake.service.errors import RemoteError
-from kraftlake.service.kafka_rpc import WireContext, kafka_request
+from kraftlake.service.kafka_rpc import kafka_request
+from kraftlake.service.rpc_common import WireContext
 from kraftlake.wire.client_config import ClientSecurity, parse_client_properties
 from kraftlake.wire.connection import KafkaConnection
 from kraftlake.wire.errors import PeerError, TlsError

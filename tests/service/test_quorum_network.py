@@ -15,6 +15,7 @@ import pytest
 from service_helpers import CLUSTER
 
 from kraftlake.follow.observer import METADATA_TOPIC_ID, ZERO_UUID
+from kraftlake.logformat import METADATA_PARTITION_DIR
 from kraftlake.protocol import rpc
 from kraftlake.raft.messages import (
     BeginQuorumEpochRequest,
@@ -25,16 +26,11 @@ from kraftlake.raft.messages import (
     VoteRequest,
 )
 from kraftlake.service import LocalQuorum, QuorumClient
+from kraftlake.service.append_rpc import AppendRequest, decode_append_response, encode_append_request
 from kraftlake.service.errors import AppendNotAuthorizedError
-from kraftlake.service.kafka_rpc import (
-    AppendRequest,
-    WireContext,
-    decode_append_response,
-    decode_raft_response,
-    encode_append_request,
-    encode_raft_request,
-)
-from kraftlake.service.runner import METADATA_PARTITION_DIR, new_uuid
+from kraftlake.service.kafka_rpc import decode_raft_response, encode_raft_request
+from kraftlake.service.rpc_common import WireContext
+from kraftlake.service.runner import new_uuid
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:
@@ -100,7 +96,7 @@ def test_no_epoch_near_the_int32_ceiling_is_adopted_by_vote_or_begin_quorum_epoc
     before = leader.append([b"before"]).result(10)
     epoch = leader.epoch
     dirs = {i: s.runner.directory_id for i, s in quorum.services.items()}
-    with caplog.at_level("WARNING", logger="kraftlake.service.runner"):
+    with caplog.at_level("WARNING", logger="kraftlake.service.raft_driver"):
         for spoofed_epoch in range(2**31 - 16, 2**31):
             for node_id, (_, port) in quorum.endpoints.items():
                 other = node_id % 3 + 1
@@ -327,7 +323,7 @@ def test_a_voter_stuck_in_the_last_usable_epoch_says_so_in_its_log_and_in_descri
     node_dir.mkdir(parents=True)
     write_quorum_state(node_dir / "quorum-state", QuorumStateFile(leader_epoch=2**31 - 2))
     q = LocalQuorum(1, tmp_path / "q", CLUSTER, fsync=False, quorum=fast_config(1))
-    with caplog.at_level("ERROR", logger="kraftlake.service.runner"):
+    with caplog.at_level("ERROR", logger="kraftlake.service.raft_driver"):
         q.start()
         try:
             service = q.services[1]

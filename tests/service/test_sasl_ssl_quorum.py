@@ -26,7 +26,8 @@ from kraftlake.protocol.rpc import ApiKey
 from kraftlake.raft.messages import BeginQuorumEpochRequest, FetchRequest, Message, VoteRequest
 from kraftlake.service import LocalQuorum, ObserverClient, QuorumClient
 from kraftlake.service.errors import AppendNotAuthorizedError, RemoteError
-from kraftlake.service.kafka_rpc import WireContext, encode_raft_request, kafka_request
+from kraftlake.service.kafka_rpc import encode_raft_request, kafka_request
+from kraftlake.service.rpc_common import WireContext
 from kraftlake.wire.client_config import ClientSecurity, parse_client_properties
 from kraftlake.wire.connection import KafkaConnection
 from kraftlake.wire.errors import AuthenticationError
