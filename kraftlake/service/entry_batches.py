@@ -3,7 +3,6 @@ them) and the entries and whole batches a follower reads back from a Fetch respo
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
 
 from kraftlake.follow.errors import ObserverProtocolError
@@ -11,18 +10,10 @@ from kraftlake.follow.observer import split_batches
 from kraftlake.logformat import RecordBatch, build_control_batch, control_record_type
 from kraftlake.logformat.batch import CONTROL_MASK
 from kraftlake.logformat.errors import LogFormatError
+from kraftlake.logformat.framing import batch_header
 from kraftlake.raft.messages import NO_CONTROL_TYPE, Entry
 from kraftlake.service.batch_writer import kraft_data_batch, uniform_values
 from kraftlake.service.errors import CodecError
-
-_BATCH_HEAD = struct.Struct(">qi")
-_EPOCH_AT = struct.Struct(">i")
-
-
-def batch_last_offset(raw: bytes) -> int:
-    """The last offset of the v2 batch in `raw` (base offset + last offset delta)."""
-    base = _BATCH_HEAD.unpack_from(raw, 0)[0]
-    return int(base + _EPOCH_AT.unpack_from(raw, 23)[0])
 
 
 def build_batch(group: Sequence[Entry]) -> bytes:
@@ -53,12 +44,13 @@ def encode_entries(entries: Sequence[Entry], raw_batch: Callable[[int], bytes | 
         base = e.batch_base
         raw = raw_batch(base) if raw_batch is not None and base >= 0 else None
         if raw is not None:
-            j = batch_last_offset(raw) - first_offset + 1
+            header = batch_header(raw)
+            j = header.last_offset - first_offset + 1
             if (
                 i < j <= n
                 and entries[j - 1].batch_base == base
                 and entries[j - 1].epoch == e.epoch
-                and _EPOCH_AT.unpack_from(raw, 12)[0] == e.epoch
+                and header.partition_leader_epoch == e.epoch
             ):
                 parts.append(raw)
                 i = j
