@@ -72,7 +72,7 @@ def publish_commit_point(spark: SparkSession, warehouse: str | Path, offset: int
 
     The functions read it there rather than as ``max(offset)`` of ``offsets`` because one small table answers
     both of their bounds in one scan. It trails the commit point by one small append; a writer killed between
-    the two publishes it when it starts again (:func:`resume_point`), and until then the functions refuse the
+    the two publishes it when it starts again (:func:`pipelines.commit.resume_point`), and until then the functions refuse the
     offsets above it as past the commit point.
     """
     append_rows(spark, warehouse, BOUNDS, _bounds_rows(int(offset), None), int(offset))
@@ -104,7 +104,7 @@ def record_retained_from(spark: SparkSession, warehouse: str | Path, offset: int
 def record_gap(spark: SparkSession, warehouse: str | Path, first: int, last: int) -> bool:
     """Record that no state is known at offsets ``first..last`` (inclusive): the log ingested skips records there
     and goes on from a snapshot (:meth:`kraftlake.history.HistoryBuilder.feed`'s ``on_gap``); the SQL functions
-    refuse those offsets (:func:`offset_guard`). Appended once (before the commit point of the slice that
+    refuse those offsets (:func:`kraftlake.spark.tables.queries.offset_guard`). Appended once (before the commit point of the slice that
     crossed it); returns whether it was. ``first`` = ``last + 1`` records a hole of the snapshot's offset alone
     (no offset without a state, but ``offsets`` lacks one: what ``validate`` checks)."""
     if (first, last) in gaps_of(spark, warehouse):

@@ -46,7 +46,7 @@ def fold_closes(
     (the first close of its key after its ``from_offset``); then one commit removes the closes folded. Readers
     see the same answers before, during and after (a version ended in the table and by a pending close ends at
     the same offset), and each step is idempotent: a fold cut short is completed by the next one. Returns the
-    closes folded. ``retry`` runs the fold (default :func:`retry_conflicts`).
+    closes folded. ``retry`` runs the fold (default :func:`kraftlake.spark.tables.writes.retry_conflicts`).
 
     kraftlake commits the fold itself (:func:`_fold_here`: the files holding a version to end rewritten,
     no Spark job); through Spark (a MERGE per table, a DELETE) when a table needs more of a writer.
@@ -154,7 +154,7 @@ def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, clo
 
 
 def _close_keys(rows: Any, key: tuple[str, ...]) -> Any:
-    """:func:`close_key` of every row of a ``pyarrow.Table`` (integers and strings cast as Spark casts them)."""
+    """:func:`kraftlake.spark.tables.layout.close_key` of every row of a ``pyarrow.Table`` (integers and strings cast as Spark casts them)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -19,10 +19,12 @@ APP_ID = "kraftlake"
 LOG = "metadata_log"
 SNAPSHOTS = "snapshots"
 OFFSETS = "offsets"
-#: Ends of history versions not yet written into their tables (see :func:`write_history`).
+#: Ends of history versions not yet written into their tables
+#: (see :func:`kraftlake.spark.tables.writes.write_history`).
 CLOSES = "closes"
 #: What the SQL functions answer for: the commit point published after each commit and the retained-from offset
-#: (see :func:`publish_commit_point`, :func:`retained_from`), one small table that a query's guard reads at once.
+#: (see :func:`kraftlake.spark.tables.bounds.publish_commit_point`,
+#: :func:`kraftlake.spark.tables.bounds.retained_from`), one small table that a query's guard reads at once.
 BOUNDS = "bounds"
 #: Where warehouses made before ``bounds`` kept the retained-from offset (read once, to fill ``bounds``).
 RETENTION = "retention"

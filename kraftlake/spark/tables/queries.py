@@ -70,7 +70,7 @@ def _no_row(table: str) -> str:
 
 def bounds_relation(warehouse: str | Path) -> str:
     """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), ``m``, the published
-    commit point (NULL before the first commit), and the first and the last recorded gap (:func:`record_gap`)
+    commit point (NULL before the first commit), and the first and the last recorded gap (:func:`kraftlake.spark.tables.bounds.record_gap`)
     as ``f1..t1`` and ``f2..t2`` (NULL without one; the same one when there is one)."""
     # both from one small table: each table a query reads costs a Delta scan planning of its own (file
     # statistics and a Spark job or two), whatever the table's size
@@ -87,7 +87,7 @@ def bounds_relation(warehouse: str | Path) -> str:
 AFTER_COMMITTED = "is after the last committed offset"
 #: In the message of the error the SQL functions raise for a negative offset.
 NEGATIVE = "is negative"
-#: In the message of the error the SQL functions raise for an offset in a gap of the log (:func:`record_gap`).
+#: In the message of the error the SQL functions raise for an offset in a gap of the log (:func:`kraftlake.spark.tables.bounds.record_gap`).
 IN_GAP = "lies in a gap of the log"
 #: What the messages of the SQL functions' refusals hold (:func:`offset_guard`, :func:`retention_guard_at_time`).
 REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED, IN_GAP)
@@ -96,10 +96,10 @@ REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED, IN_GAP)
 def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
     """A query of ``table``'s function columns that yields no row, and raises (``raise_error``, Spark's
     USER_RAISED_EXCEPTION) when offset ``at`` is negative, below the retained-from offset
-    (:func:`retained_from`: there the history tables hold only the versions that outlived the cut, and the
+    (:func:`kraftlake.spark.tables.bounds.retained_from`: there the history tables hold only the versions that outlived the cut, and the
     functions would answer with a part of the state), or past the published commit point
-    (:func:`publish_commit_point`: the last state would answer for an offset the warehouse does not hold, or not
-    yet), or inside the first or the last gap of the log (:func:`record_gap`: the state there is known nowhere;
+    (:func:`kraftlake.spark.tables.bounds.publish_commit_point`: the last state would answer for an offset the warehouse does not hold, or not
+    yet), or inside the first or the last gap of the log (:func:`kraftlake.spark.tables.bounds.record_gap`: the state there is known nowhere;
     a log of three holes or more has the ones between unguarded).
 
     It is a branch of a UNION ALL (:func:`state_query`'s ``guard``): Spark runs every branch of a union, so it
@@ -132,7 +132,7 @@ def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> 
     """:func:`offset_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
     below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
     a snapshot (before the first record of a warehouse that holds the whole log, the state is empty), or when
-    that offset is the last before a gap (:func:`record_gap`: the times of the missing records are unknown)."""
+    that offset is the last before a gap (:func:`kraftlake.spark.tables.bounds.record_gap`: the times of the missing records are unknown)."""
     return (
         f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {bounds_relation(warehouse)} "
         f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "

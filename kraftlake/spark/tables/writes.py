@@ -154,8 +154,8 @@ def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
 
     Why closes are appended rather than applied: ending an open version in place is a MERGE that scans every
     open version of the table (all partitions), 14-20 s at 200k partitions however few it closes; an append is
-    proportional to the slice. The ``closes`` rows are folded into the tables by :func:`fold_closes`, and until
-    then every reader sees them through :func:`history_query` / :func:`state_query`.
+    proportional to the slice. The ``closes`` rows are folded into the tables by :func:`kraftlake.spark.tables.fold.fold_closes`, and until
+    then every reader sees them through :func:`kraftlake.spark.tables.queries.history_query` / :func:`kraftlake.spark.tables.queries.state_query`.
     """
     jobs: list[Callable[[], None]] = []
     for table in sorted(batch.versions):
