@@ -8,11 +8,13 @@ PY          := $(VENV)/bin/python
 CACHE       := .cache
 M2          := $(CACHE)/m2
 JARS        := $(CACHE)/jars
+WEB         := $(CACHE)/web
 MVN         := mvn -q -B -Dmaven.repo.local=$(abspath $(M2))
 export PYSPARK_PYTHON := $(abspath $(PY))
 export KRAFTLAKE_JARS := $(abspath $(JARS))
+export KRAFTLAKE_WEB  := $(abspath $(WEB))
 
-.PHONY: help setup run test test-fast fuzz lint fmt bench dist clean schemas stubs compat compat-jars
+.PHONY: help setup browser run test test-fast fuzz lint fmt bench dist clean schemas stubs compat compat-jars
 
 # The compatibility matrix (tests/compat): the newest patch of each Kafka minor with KRaft in production,
 # one jar directory per release under $(JARS)/kafka-releases; `make test` runs the subset COMPAT_SUBSET
@@ -26,8 +28,23 @@ NO_SHELL        := 4.2.2 4.4.0# kafka-shell of these releases is not on Maven Ce
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done $(JARS)/kafka-shell/.done $(foreach v,$(COMPAT_SUBSET) $(SHELL_WITNESS),$(RELEASE_JARS)/$(v)/.done) ## virtualenv, pip install -e .[dev], Delta and Kafka jars (4.4.0 peer, 4.3.1 metadata shell, the compat subset), the JVM's class archive (idempotent)
+setup: $(VENV)/.installed $(JARS)/delta/.done $(JARS)/kafka/.done $(JARS)/kafka-shell/.done $(foreach v,$(COMPAT_SUBSET) $(SHELL_WITNESS),$(RELEASE_JARS)/$(v)/.done) $(WEB)/.done browser ## virtualenv, pip install -e .[dev], Delta and Kafka jars (4.4.0 peer, 4.3.1 metadata shell, the compat subset), the JVM's class archive, Data Docs' libraries, Chromium (idempotent)
 	@$(PY) -m jobs.class_archive --if-missing
+
+# the libraries Great Expectations' Data Docs load from CDNs (kraftlake.spark.data_docs copies them into each
+# site); without npm the Data Docs keep loading them from the network and their browser test skips
+$(WEB)/.done: conf/web/package.json conf/web/package-lock.json conf/web/.npmrc
+	@if command -v npm >/dev/null 2>&1; then \
+		rm -rf $(WEB) && mkdir -p $(WEB) && cp conf/web/package.json conf/web/package-lock.json conf/web/.npmrc $(WEB)/ \
+		&& (cd $(WEB) && npm ci --silent --ignore-scripts --no-audit --no-fund) && touch $@; \
+	else echo "setup: no npm here: Data Docs will load their libraries from CDNs, and their browser test skips"; fi
+
+browser: ## Chromium from Debian's packages for the browser tests, when missing and apt-get runs as root
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+			|| echo "setup: apt-get could not install chromium: the browser tests skip"; \
+		else echo "setup: no chromium, and no apt-get as root to install it: the browser tests skip"; fi; }
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)

@@ -1,5 +1,5 @@
 """``plot --warehouse W KIND [--from/--to offset or time] [--topic T --partition P] [--broker B]
-[--resource TYPE:NAME] --out F.html``: a figure of the metadata history, written as standalone HTML."""
+[--resource TYPE:NAME] --out F.html``: a figure of the metadata history, written as a self-contained HTML page, PNG or SVG."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         default=None,
-        help="the file to write: .html, or .png with vl-convert-python (default: KIND.html)",
+        help="the file to write: .html (opens offline), .png or .svg (default: KIND.html)",
     )
 
 

@@ -294,12 +294,11 @@ def figure_data(
 def write_plot(
     spark: SparkSession, warehouse: str | Path, request: PlotRequest, out: str | Path
 ) -> PlotResult:
-    """Compute ``request``'s data over the warehouse and write its figure to ``out`` (.html, or .png where
-    ``vl-convert-python`` is installed)."""
+    """Compute ``request``'s data over the warehouse and write its figure to ``out`` (.html, .png or .svg)."""
     request.check()
     rng = resolve_range(spark, warehouse, request.start, request.end)
     data, chart, title = figure_data(spark, warehouse, request, rng)
-    return PlotResult(save(chart, out), request.kind, rng, data, title)
+    return PlotResult(save(chart, out, title), request.kind, rng, data, title)
 
 
 def busiest_config_resource(spark: SparkSession, warehouse: str | Path) -> tuple[str, str] | None:
@@ -353,5 +352,5 @@ def write_overview(
             data, chart, title = figure_data(spark, warehouse, request, rng)
         except PlotError:
             continue
-        results.append(PlotResult(save(chart, out / name), request.kind, rng, data, title))
+        results.append(PlotResult(save(chart, out / name, title), request.kind, rng, data, title))
     return results

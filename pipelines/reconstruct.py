@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from kraftlake.image import EMPTY, ImageLoader, MetadataImage
 from kraftlake.image.model import Provenance
-from kraftlake.records import MetadataRecord, decode_metadata_record
+from kraftlake.records import MetadataRecord, control_envelope, decode_data_envelope
 from kraftlake.spark.tables.layout import LOG, OFFSETS, SNAPSHOTS, WarehouseError, table_ref
 
 _TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
@@ -18,22 +18,24 @@ _TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_k
 TAIL_CHUNK = 250_000
 
 
-def _decoded(rows: Any) -> Iterator[MetadataRecord]:
+def _decoded(rows: Any, source: str) -> Iterator[MetadataRecord]:
     for r in rows:
         raw = bytes(r["raw"])
-        record = None if r["is_control"] else decode_metadata_record(raw)[0]
-        yield MetadataRecord(
-            r["offset"],
-            r["epoch"],
-            r["timestamp"],
-            r["batch_offset"],
-            r["is_control"],
-            r["type"],
-            r["api_key"],
-            r["version"],
-            record,
-            raw,
-        )
+        if r["is_control"]:
+            yield control_envelope(
+                r["api_key"],
+                raw,
+                r["offset"],
+                r["epoch"],
+                r["timestamp"],
+                r["batch_offset"],
+                source=source,
+                position=None,
+            )
+        else:
+            yield decode_data_envelope(
+                raw, r["offset"], r["epoch"], r["timestamp"], r["batch_offset"], source=source, position=None
+            )
 
 
 def snapshot_image(spark: SparkSession, warehouse: str | Path, snapshot_offset: int) -> MetadataImage:
@@ -46,20 +48,11 @@ def snapshot_image(spark: SparkSession, warehouse: str | Path, snapshot_offset: 
         raise WarehouseError(f"no snapshot at offset {snapshot_offset}")
     loader = ImageLoader(EMPTY)
     epoch, ts = table.column("epoch")[0].as_py(), table.column("timestamp")[0].as_py()
+    source = f"{SNAPSHOTS} of {warehouse} at {snapshot_offset}"
     for raw in table.column("raw").to_pylist():
-        record, version = decode_metadata_record(raw)
         loader.feed(
-            MetadataRecord(
-                snapshot_offset,
-                epoch,
-                ts,
-                snapshot_offset,
-                False,
-                type(record).__name__,
-                -1,
-                version,
-                record,
-                raw,
+            decode_data_envelope(
+                raw, snapshot_offset, epoch, ts, snapshot_offset, source=source, position=None
             )
         )
     return loader.image().with_provenance(Provenance(snapshot_offset, epoch, ts))
@@ -119,7 +112,7 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> 
             .toArrow()
             .sort_by("offset")
         )
-        loader.feed_all(_decoded(chunk.to_pylist()))
+        loader.feed_all(_decoded(chunk.to_pylist(), f"{LOG} of {warehouse}"))
         pos = upto
     return loader.image()
 

@@ -34,7 +34,6 @@ MAX_FUNCTION_LINES = 120
 PENDING: dict[str, str] = {
     "kraftlake/service/runner.py": "NodeRunner: raft driver, request server, observer server (issue 26, 3)",
     "kraftlake/service/kafka_rpc.py": "Kafka's RPC codecs and handlers of the service",
-    "kraftlake/logformat/batch.py": "record batch v2: value objects, decoding, encoding",
     "kraftlake/image/snapshot.py::_snapshot_items": "the records of a snapshot, in Kafka's order",
     "kraftlake/spark/validate.py::warehouse_suites": "the warehouse's validation suites",
     "pipelines/compact.py::compact": "the compaction pipeline",

@@ -74,7 +74,6 @@ import shutil
 import signal
 import socket
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -86,7 +85,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kraftlake import kafka_tools
-from kraftlake.logformat import METADATA_PARTITION_DIR, iter_file_batches
+from kraftlake.logformat import METADATA_PARTITION_DIR, iter_file_batches, scan_batch_headers
 from kraftlake.logformat.segment import scan_locations, segment_filename
 
 RECORDS = 1_000_000
@@ -117,9 +116,6 @@ _BROKER_HEAP = ("-Xmx1G", "-Xms1G")
 _CONTROLLER_HEAP = ("-Xmx2G", "-Xms1G")
 _TOOL_HEAP = ("-Xmx256M",)
 
-_HEAD = struct.Struct(">qi")
-_I32 = struct.Struct(">i")
-_TIMESTAMPS = struct.Struct(">qq")  # base timestamp, max timestamp (batch bytes 27..43)
 _LOG_LINE = re.compile(r"^\[(\d{13})\] ")
 
 
@@ -309,16 +305,12 @@ class LogWatch:
             return self.end
         now = time.time()
         i = 0
-        while len(buf) - i >= 61:
-            base, length = _HEAD.unpack_from(buf, i)
-            if length < 49 or i + 12 + length > len(buf):
-                break
-            (delta,) = _I32.unpack_from(buf, i + 23)
-            self.end = base + delta + 1
+        for h in scan_batch_headers(buf, source=str(path), stop_at="invalid"):
+            base = h.base_offset
+            self.end = h.next_offset
             if self.record_from is not None and base >= self.record_from:
-                first_ts, max_ts = _TIMESTAMPS.unpack_from(buf, i + 27)
-                self.seen.append((base, base + delta, first_ts, max_ts, now))
-            i += 12 + length
+                self.seen.append((base, h.last_offset, h.base_timestamp, h.max_timestamp, now))
+            i = h.end
         self.pos += i
         return self.end
 
@@ -886,13 +878,12 @@ def _segment_bytes_to(partition_dir: Path, offset: int) -> int:
     for seg in sorted(partition_dir.glob("*.log")):
         buf = seg.read_bytes()
         i = 0
-        while len(buf) - i >= 61:
-            base, length = _HEAD.unpack_from(buf, i)
-            if base >= offset:
-                return total + i
-            if length < 49 or i + 12 + length > len(buf):
-                break  # a batch being written
-            i += 12 + length
+        for h in scan_batch_headers(
+            buf, source=str(seg), stop_at="invalid"
+        ):  # stops at a batch being written
+            if h.base_offset >= offset:
+                return total + h.position
+            i = h.end
         total += i
     return total
 

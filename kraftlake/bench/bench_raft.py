@@ -25,7 +25,6 @@ import secrets
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -35,7 +34,7 @@ from base64 import urlsafe_b64encode
 from pathlib import Path
 from typing import Any
 
-from kraftlake.logformat import METADATA_PARTITION_DIR
+from kraftlake.logformat import METADATA_PARTITION_DIR, scan_file_headers
 from kraftlake.service.client import QuorumClient
 from kraftlake.service.errors import ServiceError
 
@@ -334,21 +333,12 @@ def _log_end_offset(partition_dir: Path, state: dict[str, Any]) -> int:
     if not logs:
         return 0
     path = logs[-1]
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if state.get("path") != path or size < state["pos"]:  # a new segment, or truncated (leader change)
-            state.update(path=path, pos=0, end=int(path.name[:20]))
-        pos = state["pos"]
-        while pos + 61 <= size:
-            f.seek(pos)
-            head = f.read(27)
-            base, length = struct.unpack_from(">qi", head, 0)
-            (delta,) = struct.unpack_from(">i", head, 23)
-            if length <= 0 or pos + 12 + length > size:
-                break
-            state["end"] = base + delta + 1
-            pos += 12 + length
-        state["pos"] = pos
+    size = path.stat().st_size
+    if state.get("path") != path or size < state["pos"]:  # a new segment, or truncated (leader change)
+        state.update(path=path, pos=0, end=int(path.name[:20]))
+    for h in scan_file_headers(path, state["pos"], stop_at="invalid"):
+        state["end"] = h.next_offset
+        state["pos"] = h.end
     return int(state["end"])
 
 

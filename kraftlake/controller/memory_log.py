@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kraftlake.controller.result import RecordAndVersion
-from kraftlake.records.reader import MetadataRecord
+from kraftlake.records.envelope import MetadataRecord, data_envelope
 
 CommitListener = Callable[[Sequence[MetadataRecord]], None]
 
@@ -19,19 +19,7 @@ def envelope(
     offset: int, epoch: int, timestamp: int, batch_offset: int, rv: RecordAndVersion
 ) -> MetadataRecord:
     """A committed-record envelope for ``rv`` (no raw bytes: the in-memory log does not encode)."""
-    record, version = rv
-    return MetadataRecord(
-        offset,
-        epoch,
-        timestamp,
-        batch_offset,
-        False,
-        type(record).__name__,
-        int(record._api_key or 0),
-        version,
-        record,
-        b"",
-    )
+    return data_envelope(offset, epoch, timestamp, batch_offset, rv[0], rv[1])
 
 
 class MemoryMetadataLog:

@@ -10,7 +10,6 @@ each hole from the segments' batch headers (no record is decoded) and the snapsh
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +18,7 @@ from kraftlake.errors import KraftlakeError
 from kraftlake.image.errors import ImageError
 from kraftlake.image.image import MetadataImage
 from kraftlake.image.source import SnapshotFile, load_snapshot, partition_dir, segments, snapshots
-
-_HEAD = struct.Struct(">qi")  # base offset, batch length
-_LAST_DELTA = struct.Struct(">i")
-_LAST_DELTA_AT = 23  # base offset 8, length 4, epoch 4, magic 1, crc 4, attributes 2
-_MIN_BATCH = 61
+from kraftlake.logformat.framing import scan_file_headers
 
 
 @dataclass(frozen=True)
@@ -59,20 +54,9 @@ class LogGap:
 
 def segment_end(path: str | os.PathLike[str]) -> int | None:
     """The offset after the last whole batch of a segment file (None if it holds none), from the headers."""
-    size = os.path.getsize(path)
     end = None
-    with open(path, "rb") as f:
-        pos = 0
-        while size - pos >= _MIN_BATCH:
-            f.seek(pos)
-            head = f.read(_LAST_DELTA_AT + 4)
-            base, length = _HEAD.unpack_from(head, 0)
-            nxt = pos + 12 + length
-            if length < _MIN_BATCH - 12 or nxt > size:
-                break
-            (delta,) = _LAST_DELTA.unpack_from(head, _LAST_DELTA_AT)
-            end = base + delta + 1
-            pos = nxt
+    for header in scan_file_headers(path, stop_at="invalid"):
+        end = header.next_offset
     return end
 
 

@@ -1,6 +1,9 @@
 """Kafka's on-disk formats, payload-agnostic: a record value is bytes here.
 
-Batches (`kraftlake.logformat.batch`)
+Framing (`kraftlake.logformat.framing`)
+    the v2 header layout; `BatchHeader`, `scan_batch_headers` / `scan_file_headers` (headers with their
+    positions, no record decoded), `batch_header` (one batch's header fields, unchecked).
+Batches (`batch`, `record`, `record_decoding`, `batch_encoding`)
     `RecordBatch`, `Record`, `decode_batch`, `encode_batch`, `encode_record`, `reencode`,
     `build_data_batch` / `build_control_batch` (batches as KRaft writes them), `ControlRecordType`,
     `control_record_key` / `control_record_type`, `TimestampType`, `Compression`.
@@ -57,6 +60,12 @@ from kraftlake.logformat.errors import (
     SegmentError,
     SnapshotFormatError,
     TruncatedBatchError,
+)
+from kraftlake.logformat.framing import (
+    BatchHeader,
+    batch_header,
+    scan_batch_headers,
+    scan_file_headers,
 )
 from kraftlake.logformat.logdir import METADATA_PARTITION_DIR, MetadataLogDir
 from kraftlake.logformat.properties import (
@@ -120,6 +129,7 @@ __all__ = [
     "PARTITION_METADATA_FILE",
     "QUORUM_STATE_FILE",
     "BadMagicError",
+    "BatchHeader",
     "BatchLocation",
     "BatchReader",
     "Compression",
@@ -147,6 +157,7 @@ __all__ = [
     "SnapshotId",
     "TimestampType",
     "TruncatedBatchError",
+    "batch_header",
     "build_control_batch",
     "build_data_batch",
     "check_snapshot_batches",
@@ -174,6 +185,8 @@ __all__ = [
     "recover_batches",
     "recover_file_batches",
     "reencode",
+    "scan_batch_headers",
+    "scan_file_headers",
     "segment_filename",
     "snapshot_path",
     "truncate_to_valid",

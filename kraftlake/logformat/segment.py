@@ -20,15 +20,14 @@ from typing import Any, BinaryIO, Protocol
 
 from kraftlake.logformat.atomic import fsync_dir
 from kraftlake.logformat.batch import LOG_OVERHEAD, RecordBatch, decode_batch
-from kraftlake.logformat.errors import LogFormatError, SegmentError
+from kraftlake.logformat.errors import SegmentError
+from kraftlake.logformat.framing import scan_batch_headers
 from kraftlake.logformat.reader import BatchReader, RecoveryReport, _open_buffer
 
 LOG_SUFFIX = ".log"
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 """Kafka's ``metadata.log.segment.bytes`` default (1 GiB)."""
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
-_BASE_AND_LENGTH = struct.Struct(">qi")
-_LAST_OFFSET_DELTA = struct.Struct(">i")
 # base offset, batch length, partition leader epoch, magic, (crc, attributes), last offset delta
 _VERIFIED_HEAD = struct.Struct(">qiib6xi")
 _VERIFIED_MIN = 61  # a v2 batch header
@@ -101,23 +100,14 @@ def scan_locations(buf: Any, source: str) -> list[BatchLocation]:
     Raises
     ------
     LogFormatError
-        If a header is truncated or malformed.
+        If a header is truncated or malformed (`TruncatedBatchError`, `CorruptBatchError`, `BadMagicError`).
     """
-    out = []
-    pos = 0
-    end = len(buf)
-    while pos < end:
-        if end - pos < 61:
-            raise LogFormatError("truncated batch header", source=source, position=pos)
-        base, length = _BASE_AND_LENGTH.unpack_from(buf, pos)
-        size = length + LOG_OVERHEAD
-        if length < 49 or size > end - pos:
-            raise LogFormatError(f"bad batch length {length}", source=source, position=pos, offset=base)
-        (epoch,) = _LAST_OFFSET_DELTA.unpack_from(buf, pos + 12)
-        (delta,) = _LAST_OFFSET_DELTA.unpack_from(buf, pos + 23)
-        out.append(BatchLocation(base, base + delta, pos, size, epoch))
-        pos += size
-    return out
+    return [
+        BatchLocation(
+            h.base_offset, h.base_offset + h.last_offset_delta, h.position, h.size, h.partition_leader_epoch
+        )
+        for h in scan_batch_headers(buf, source=source)
+    ]
 
 
 class SegmentedLog:

@@ -3,7 +3,8 @@
 Each builder takes the frame ``pipelines.plots`` computes from the warehouse, in the columns named here, and
 nothing else: no Spark, no warehouse access, so each figure is tested on frames written by hand.
 
-Time axes are wall-clock time in UTC, from the ``offsets`` table's record timestamps; every mark carries the
+Time axes are wall-clock time in UTC, from the ``offsets`` table's record timestamps, their ticks and labels
+chosen from the figure's span (:mod:`kraftlake.plot.time_axis`); every mark carries the
 offsets it stands for in its tooltip (hover). Records of one batch share a timestamp, so a state that lasted
 only inside one batch is a bar of no width: its offsets are in the data and the tooltips of its neighbours.
 
@@ -25,6 +26,8 @@ from typing import Any
 
 import altair as alt
 import pandas as pd
+
+from kraftlake.plot.time_axis import time_axis
 
 COUNT_COLUMNS = ("offset", "timestamp_ms", "under_replicated", "offline", "partitions")
 PARTITION_COLUMNS = ("role", "broker", "from_offset", "to_offset", "start_ms", "end_ms")
@@ -64,9 +67,14 @@ def _until(to_offset: pd.Series) -> pd.Series:
     return to_offset.astype("Int64").map(lambda v: "still current" if pd.isna(v) else str(int(v)))
 
 
-def _x(title: str = "time (UTC)") -> alt.X:
-    # Vega's multi-scale labels (dates where the day changes, then hours, seconds...) in UTC
-    return alt.X("start:T", scale=alt.Scale(type="utc"), title=title, axis=alt.Axis(labelAngle=0))
+def _span(*columns: pd.Series) -> tuple[int | None, int | None]:
+    """The first and last epoch milliseconds in ``columns`` (None, None without any)."""
+    values = pd.concat([c.astype("Int64") for c in columns]).dropna()
+    return (None, None) if values.empty else (int(values.min()), int(values.max()))
+
+
+def _x(span: tuple[int | None, int | None]) -> alt.X:
+    return alt.X("start:T", scale=alt.Scale(type="utc"), axis=alt.Axis(**time_axis(*span)))
 
 
 def _size(frame: pd.DataFrame) -> dict[str, Any]:
@@ -117,7 +125,7 @@ def under_replicated_figure(
         alt.Chart(long, title=alt.Title(title, subtitle=subtitle))
         .mark_line(interpolate="step-after", point=True)
         .encode(
-            x=_x(),
+            x=_x(_span(counts["timestamp_ms"])),
             y=alt.Y("count:Q", title="partitions"),
             color=alt.Color(
                 "series:N",
@@ -143,6 +151,7 @@ def partition_figure(
     """One lane per broker: a bar while it is in the ISR and a narrower one on top while it leads; periods
     without a leader (leader -1) on a lane of their own."""
     data = _segments(segments)
+    span = _span(segments["start_ms"], segments["end_ms"])
     offline = data["broker"] < 0
     data["lane"] = data["broker"].map(lambda b: "no leader" if b < 0 else f"broker {b}")
     data["role_name"] = data["role"].map(_ROLE_NAMES)
@@ -150,7 +159,7 @@ def partition_figure(
     brokers = sorted(int(b) for b in data.loc[~offline, "broker"].unique())
     lanes = [f"broker {b}" for b in brokers] + (["no leader"] if offline.any() else [])
     base = alt.Chart(data).encode(
-        x=_x(),
+        x=_x(span),
         x2="end:T",
         y=alt.Y("lane:N", title=None, sort=lanes),
         color=alt.Color(
@@ -177,7 +186,7 @@ def broker_figure(segments: pd.DataFrame, subtitle: str = "") -> alt.Chart:
         alt.Chart(data, title=alt.Title("Broker states", subtitle=subtitle))
         .mark_bar(size=16)
         .encode(
-            x=_x(),
+            x=_x(_span(segments["start_ms"], segments["end_ms"])),
             x2="end:T",
             y=alt.Y("lane:N", title=None, sort=lanes),
             color=alt.Color(
@@ -204,7 +213,7 @@ def config_figure(
     data["value"] = data["value"].astype(str)
     name = resource_name if resource_name else "<default>"
     base = alt.Chart(data).encode(
-        x=_x(),
+        x=_x(_span(segments["start_ms"], segments["end_ms"])),
         y=alt.Y("lane:N", title=None, sort=sorted(data["lane"].unique())),
         tooltip=_segment_tooltip(alt.Tooltip("lane:N", title="key"), alt.Tooltip("value:N", title="value")),
     )

@@ -19,7 +19,7 @@ KINDS: dict[str, str] = {
 
 class PlotError(KraftlakeError):
     """Raised when a plot cannot be made as asked: an argument that names nothing plottable, an output format
-    that cannot be written here (PNG without ``vl-convert-python``), or nothing to draw."""
+    other than HTML, PNG and SVG, or nothing to draw."""
 
 
 @dataclass(frozen=True)

@@ -1,54 +1,112 @@
-"""Writing a figure: standalone HTML (always), PNG only where ``vl-convert-python`` is importable.
+"""Writing a figure: a self-contained HTML page, PNG or SVG, all three through ``vl-convert-python``.
 
-Why the HTML loads Vega from a CDN: altair writes the Vega, Vega-Lite and vega-embed scripts into the page
-(``inline=True``) only through ``vl-convert-python``, which is not among kraftlake's dependencies, and no other
-installed package carries those scripts. So the page holds the chart's whole spec and data, and its
-``<script src=...>`` lines fetch the three libraries from jsDelivr when it is opened; where ``vl_convert`` is
-importable the page is written self-contained instead.
+The page carries Vega, Vega-Lite and vega-embed inline (:func:`vega_script`, the bundle ``vl-convert`` ships for
+the Vega-Lite version altair writes), the chart's spec and its data, so it draws wherever it is opened, with no
+network. A page is built from pieces a larger page can reuse: the script once in its head, then one
+:func:`figure_html` per figure. Charts draw with Vega's SVG renderer (the marks are elements of the page, the
+text selectable); the action menu offers the PNG and SVG exports, without "Open in Vega Editor", which needs
+the network.
+
+PNG and SVG are rendered by ``vl-convert`` itself (Vega in an embedded JavaScript runtime), with no browser.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import html
+import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from kraftlake.plot.options import PlotError
 
-FORMATS = (".html", ".png")
+FORMATS = (".html", ".png", ".svg")
 
+EMBED_OPTIONS: dict[str, Any] = {
+    "renderer": "svg",
+    "actions": {"export": True, "source": False, "compiled": False, "editor": False},
+}
 
-def _has_vl_convert() -> bool:
-    return importlib.util.find_spec("vl_convert") is not None
+#: PNG pixels per CSS pixel of the chart (sharp on a high-density screen)
+PNG_SCALE = 2
 
 
 def check_output(path: str | Path) -> Path:
     """Refuse an output this machine cannot write, before any work: returns the path."""
     out = Path(path)
-    suffix = out.suffix.lower()
-    if suffix not in FORMATS:
-        raise PlotError(f"--out {out}: write .html (or .png with vl-convert-python installed)")
-    if suffix == ".png" and not _has_vl_convert():
-        raise PlotError(
-            f"--out {out}: PNG needs the vl-convert-python package, which is not installed "
-            "(pip install vl-convert-python), or write .html"
-        )
+    if out.suffix.lower() not in FORMATS:
+        raise PlotError(f"--out {out}: write {', '.join(FORMATS[:-1])} or {FORMATS[-1]}")
     if out.parent.exists() and not out.parent.is_dir():
         raise PlotError(f"--out {out}: {out.parent} is not a directory")
     return out
 
 
-def save(chart: Any, path: str | Path) -> Path:
-    """Write ``chart`` (an altair chart) to ``path`` (.html or .png, see :func:`check_output`); returns it."""
+def _vl_version() -> str:
+    # vl-convert names a Vega-Lite version as v6_4 where altair's schema says v6.4.1
+    from altair.vegalite import SCHEMA_VERSION
+
+    return "_".join(SCHEMA_VERSION.split(".")[:2])
+
+
+@cache
+def vega_script() -> str:
+    """Vega, Vega-Lite and vega-embed as one classic script defining ``vegaEmbed`` (about 900 kB)."""
+    import vl_convert as vlc
+
+    # the snippet is optional (its default assigns the globals), though vl-convert's stub requires it
+    return str(vlc.javascript_bundle(vl_version=_vl_version()))  # type: ignore[call-arg]
+
+
+def spec(chart: Any) -> dict[str, Any]:
+    """The chart's Vega-Lite spec, its data inlined under ``datasets``."""
     import altair as alt
+
+    # altair's 5,000-row guard is for notebooks, which send the data to a browser at each display; a file of
+    # a long history is the point here
+    with alt.data_transformers.disable_max_rows():
+        out: dict[str, Any] = chart.to_dict()
+    return out
+
+
+def figure_html(chart: Any, element_id: str = "figure") -> str:
+    """A ``<div>`` drawing ``chart`` in a page whose head holds :func:`vega_script`. The spec sits in a JSON
+    ``<script>`` beside the div (``id`` ``<element_id>-spec``); a failure to draw is written into the div."""
+    ident = html.escape(element_id, quote=True)
+    data = json.dumps(spec(chart)).replace("</", "<\\/")
+    return (
+        f'<div class="kraftlake-figure" id="{ident}"></div>\n'
+        f'<script type="application/json" id="{ident}-spec">{data}</script>\n'
+        "<script>\n"
+        f"vegaEmbed('#{ident}', JSON.parse(document.getElementById('{ident}-spec').textContent), "
+        f"{json.dumps(EMBED_OPTIONS)})\n"
+        f"  .catch((e) => {{ document.getElementById('{ident}').textContent = 'figure not drawn: ' + e; }});\n"
+        "</script>\n"
+    )
+
+
+def page_html(chart: Any, title: str = "kraftlake") -> str:
+    """A whole page holding ``chart`` and everything it needs to draw."""
+    return (
+        '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n"
+        f"<script>\n{vega_script()}\n</script>\n"
+        "</head>\n<body>\n"
+        f"{figure_html(chart)}"
+        "</body>\n</html>\n"
+    )
+
+
+def save(chart: Any, path: str | Path, title: str = "kraftlake") -> Path:
+    """Write ``chart`` (an altair chart) to ``path``: .html (:func:`page_html`), .png or .svg; returns it."""
+    import vl_convert as vlc
 
     out = check_output(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    # the data is embedded in the file: altair's 5,000-row guard is for notebooks, where it is sent to a
-    # browser each time; a file of a long history is the point here
-    with alt.data_transformers.disable_max_rows():
-        if out.suffix.lower() == ".png":
-            chart.save(str(out), scale_factor=2)
-        else:
-            chart.save(str(out), inline=_has_vl_convert())
+    suffix = out.suffix.lower()
+    if suffix == ".html":
+        out.write_text(page_html(chart, title), encoding="utf-8")
+    elif suffix == ".svg":
+        out.write_text(vlc.vegalite_to_svg(spec(chart), vl_version=_vl_version()), encoding="utf-8")
+    else:
+        out.write_bytes(vlc.vegalite_to_png(spec(chart), vl_version=_vl_version(), scale=PNG_SCALE))
     return out

@@ -1,67 +1,25 @@
-"""Committed records: ``kraftlake.logformat`` batches turned into typed :class:`MetadataRecord` envelopes."""
+"""Committed records: ``kraftlake.logformat`` batches turned into typed :class:`MetadataRecord` envelopes
+(built by `kraftlake.records.envelope`; the KRaft-shaped fast path builds the same envelopes inline)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from kraftlake.logformat.batch import RecordBatch
-from kraftlake.protocol.codec import decode_body
 from kraftlake.protocol.codegen import Record
-from kraftlake.protocol.control import ControlRecordType, control_spec, decode_control_key
+from kraftlake.protocol.control import decode_control_key
 from kraftlake.protocol.errors import ProtocolError
+from kraftlake.records.envelope import (
+    MetadataRecord,
+    control_envelope,
+    decode_data_envelope,
+    decode_error,
+)
 from kraftlake.records.errors import RecordDecodeError
 from kraftlake.records.serde import decode_metadata_record, fast_decoder, metadata_spec
 
-
-class MetadataRecord(NamedTuple):
-    """One committed record of the metadata log (or a snapshot).
-
-    Attributes
-    ----------
-    offset : int
-    epoch : int
-        The batch's partition leader epoch (the Raft epoch).
-    timestamp : int
-        Batch base timestamp + the record's delta (ms).
-    batch_offset : int
-        The base offset of the batch holding it.
-    is_control : bool
-    type : str
-        The class name (``PartitionChangeRecord``, ``LeaderChangeMessage``, ...); for a control type without a
-        KRaft message (ABORT, COMMIT, unknown) the type's name and ``record`` None.
-    api_key : int
-        The apiKey, or for control records the control type.
-    version : int
-        The record version (control records: the version their body is read at, 0 as in Kafka).
-    record : Record or None
-        The typed payload.
-    raw : bytes
-        The value bytes.
-    """
-
-    offset: int
-    epoch: int
-    timestamp: int
-    batch_offset: int
-    is_control: bool
-    type: str
-    api_key: int
-    version: int
-    record: Record | None
-    raw: bytes
-
-
-def _decode_control(key: bytes | None, value: bytes) -> tuple[str, int, int, Record | None]:
-    ctype = decode_control_key(key)
-    if not isinstance(ctype, ControlRecordType) or ctype in (
-        ControlRecordType.ABORT,
-        ControlRecordType.COMMIT,
-    ):
-        name = ctype.name if isinstance(ctype, ControlRecordType) else f"UNKNOWN({ctype})"
-        return name, int(ctype), 0, None
-    spec = control_spec(ctype)
-    return spec.name, int(ctype), 0, decode_body(spec, 0, value)
+__all__ = ["MetadataRecord", "decode_values", "iter_records"]
 
 
 def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[MetadataRecord]:
@@ -83,13 +41,19 @@ def iter_records(batches: Iterable[Any], source: str | None = None) -> Iterator[
         name = source if source is not None else getattr(batch, "source", "<bytes>")
         if batch.is_control:
             for r in batch.iter_records() if type(batch) is RecordBatch else batch.records:
-                value = r.value or b""
                 try:
-                    type_name, api_key, version, rec = _decode_control(r.key, value)
+                    ctype = decode_control_key(r.key)
                 except ProtocolError as exc:
-                    raise _wrap(exc, name, batch.position, r.offset, "control record") from exc
-                yield MetadataRecord(
-                    r.offset, epoch, r.timestamp, base, True, type_name, api_key, version, rec, value
+                    raise decode_error(exc, name, batch.position, r.offset, "control record key") from exc
+                yield control_envelope(
+                    int(ctype),
+                    r.value or b"",
+                    r.offset,
+                    epoch,
+                    r.timestamp,
+                    base,
+                    source=name,
+                    position=batch.position,
                 )
             continue
         # Batches as KRaft writes them (every record: null key, no headers, deltas = index and 0) come as bare
@@ -162,21 +126,14 @@ def _other_records(
 
 def _checked_record(value: bytes, offset: int, timestamp: int, batch: Any, name: str) -> MetadataRecord:
     """Decode one value with the checked decoder, raising :class:`RecordDecodeError` on any fault."""
-    try:
-        rec, version = decode_metadata_record(value)
-    except ProtocolError as exc:
-        raise _wrap(exc, name, batch.position, offset, "metadata record") from exc
-    return MetadataRecord(
+    return decode_data_envelope(
+        value,
         offset,
         batch.partition_leader_epoch,
         timestamp,
         batch.base_offset,
-        False,
-        type(rec).__name__,
-        rec._api_key or 0,
-        version,
-        rec,
-        value,
+        source=name,
+        position=batch.position,
     )
 
 
@@ -211,18 +168,8 @@ def _dispatch_entry(key: int) -> _Entry:
     return entry
 
 
-def _wrap(exc: ProtocolError, source: str, position: int, offset: int, what: str) -> RecordDecodeError:
-    return RecordDecodeError(
-        f"bad {what} in the batch at this position: {exc} within the value",
-        source=source,
-        position=position,
-        offset=offset,
-        cause=exc,
-    )
-
-
 def decode_values(
-    values: Sequence[bytes], first_offset: int, source: str, position: int = -1
+    values: Sequence[bytes], first_offset: int, source: str, position: int | None = None
 ) -> list[Record]:
     """The typed records of metadata record values at consecutive offsets from ``first_offset`` (a KRaft data
     batch's values, no envelopes built): :func:`iter_records`' fast path, and the checked decoder for a value it
@@ -247,6 +194,6 @@ def decode_values(
             try:
                 r = decode_metadata_record(value)[0]
             except ProtocolError as exc:
-                raise _wrap(exc, source, position, offset, "metadata record") from exc
+                raise decode_error(exc, source, position, offset, "metadata record") from exc
         add(r)
     return out

@@ -13,14 +13,16 @@ uses `RecordBatch.kraft_values`, which walks the records one by one).
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 
 import crc32c
 
 from kraftlake.logformat import build_data_batch
-from kraftlake.logformat.batch import (
+from kraftlake.logformat.framing import (
+    CRC,
+    CRC_AT,
     CRC_START,
+    HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
@@ -28,24 +30,19 @@ from kraftlake.logformat.batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
 )
+from kraftlake.logformat.record import KRAFT_PREFIXES
 from kraftlake.logformat.varint import encode_varint
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_CRC = struct.Struct(">I")
 _VARINTS: tuple[bytes, ...] = tuple(encode_varint(i) for i in range(1 << 15))
 _MAX_VALUE = (1 << 15) - 32
-# attributes 0, timestamp delta 0, offset delta i, key length -1 (null)
-KRAFT_RECORD_PREFIXES: tuple[bytes, ...] = tuple(
-    b"\x00\x00" + encode_varint(i) + b"\x01" for i in range(8192)
-)
 
 
 def kraft_data_batch(base_offset: int, epoch: int, timestamp_ms: int, values: Sequence[bytes]) -> bytes:
     """A batch of record values as KRaft writes it (CreateTime, null keys, no headers, no compression)."""
     n = len(values)
-    if n == 0 or n > len(KRAFT_RECORD_PREFIXES) or max(map(len, values)) > _MAX_VALUE:
+    if n == 0 or n > len(KRAFT_PREFIXES) or max(map(len, values)) > _MAX_VALUE:
         return build_data_batch(base_offset, epoch, timestamp_ms, values)
-    varints, prefixes = _VARINTS, KRAFT_RECORD_PREFIXES
+    varints, prefixes = _VARINTS, KRAFT_PREFIXES
     parts: list[bytes] = []
     add = parts.append
     for i, value in enumerate(values):
@@ -58,7 +55,7 @@ def kraft_data_batch(base_offset: int, epoch: int, timestamp_ms: int, values: Se
         add(b"\x00")
     body = b"".join(parts)
     head = bytearray(
-        _HEADER.pack(
+        HEADER.pack(
             base_offset,
             HEADER_SIZE - LOG_OVERHEAD + len(body),
             epoch,
@@ -75,7 +72,7 @@ def kraft_data_batch(base_offset: int, epoch: int, timestamp_ms: int, values: Se
         )
     )
     crc = crc32c.crc32c(body, crc32c.crc32c(memoryview(head)[CRC_START:]))
-    _CRC.pack_into(head, 17, crc)
+    CRC.pack_into(head, CRC_AT, crc)
     return bytes(head) + body
 
 

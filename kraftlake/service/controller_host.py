@@ -40,13 +40,18 @@ from kraftlake.controller.result import RecordAndVersion
 from kraftlake.image import EMPTY, ImageLoader, MetadataImage, Provenance
 from kraftlake.image.snapshot import SnapshotValues
 from kraftlake.protocol.codec import encoder
-from kraftlake.protocol.control import decode_control_body
 from kraftlake.protocol.messages import spec_of
 from kraftlake.raft.config import QuorumConfig
 from kraftlake.raft.messages import SnapshotId
-from kraftlake.records import MetadataRecord, encode_metadata_record, iter_records
+from kraftlake.records import (
+    MetadataRecord,
+    control_envelope,
+    decode_data_envelope,
+    encode_metadata_record,
+    iter_records,
+)
 from kraftlake.records.reader import decode_values
-from kraftlake.records.serde import decode_metadata_record, metadata_header
+from kraftlake.records.serde import metadata_header
 from kraftlake.service.errors import NotControllerError, NotLeaderError, ServiceError, ServiceStoppedError
 from kraftlake.service.listener import Batch, LeaderAndEpoch, SnapshotReader
 from kraftlake.service.service import LocalQuorum, RaftService
@@ -56,39 +61,24 @@ R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 
-def batch_records(batch: Batch) -> list[MetadataRecord]:
-    """The committed entries of `batch` as `MetadataRecord` envelopes (metadata records and control records)."""
-    out: list[MetadataRecord] = []
+def batch_records(batch: Batch, source: str = "<committed batch>") -> list[MetadataRecord]:
+    """The committed entries of `batch` as `MetadataRecord` envelopes (metadata records and control records).
+
+    Raises
+    ------
+    RecordDecodeError
+        On a value that cannot be decoded, naming `source` and the entry's offset (no byte position: the
+        entries come from the raft log, not a file).
+    """
     base = batch.base_offset
-    for e in batch.entries:
-        if e.is_control:
-            try:
-                rec: Any = decode_control_body(e.control_type, e.value)
-                name = type(rec).__name__
-            except Exception:  # a control type without a KRaft message: only its offset matters here
-                rec, name = None, f"UNKNOWN({e.control_type})"
-            out.append(
-                MetadataRecord(
-                    e.offset, e.epoch, e.timestamp, base, True, name, e.control_type, 0, rec, e.value
-                )
-            )
-        else:
-            rec, version = decode_metadata_record(e.value)
-            out.append(
-                MetadataRecord(
-                    e.offset,
-                    e.epoch,
-                    e.timestamp,
-                    base,
-                    False,
-                    type(rec).__name__,
-                    int(rec._api_key or 0),
-                    version,
-                    rec,
-                    e.value,
-                )
-            )
-    return out
+    return [
+        control_envelope(
+            e.control_type, e.value, e.offset, e.epoch, e.timestamp, base, source=source, position=None
+        )
+        if e.is_control
+        else decode_data_envelope(e.value, e.offset, e.epoch, e.timestamp, base, source=source, position=None)
+        for e in batch.entries
+    ]
 
 
 _gc_pauses = 0
@@ -357,7 +347,7 @@ class ControllerHost:
             self.stats.records_replayed += len(typed)
             c.replay_committed(typed, entries[0].offset, batch.epoch, [e.timestamp for e in entries])
         else:
-            records = batch_records(batch)
+            records = batch_records(batch, f"<node {self.node_id} log>")
             self.stats.records_replayed += len(records)
             c.handle_commit(records)
         self._set_applied(batch.last_offset)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import operator
 import os
-import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,8 @@ from kraftlake.logformat import (
     write_snapshot,
 )
 from kraftlake.logformat import SnapshotId as FileSnapshotId
-from kraftlake.logformat.batch import CONTROL_MASK, control_record_type
+from kraftlake.logformat.batch import control_record_type
+from kraftlake.logformat.framing import HEADER_SIZE, MAGIC, batch_header
 from kraftlake.logformat.snapshot import mark_snapshot_deleted
 from kraftlake.raft.memory_log import MemoryRaftLog
 from kraftlake.raft.messages import NO_CONTROL_TYPE, Entry, OffsetAndEpoch, SnapshotId
@@ -44,9 +44,6 @@ from kraftlake.service.batch_writer import kraft_data_batch
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 RAW_BATCH_CACHE_BYTES = 32 * 1024 * 1024
 """The bytes of the latest batches kept as written, to be sent in Fetch responses as they are (4x a fetch)."""
-_RAW_HEAD = struct.Struct(">qiib")  # base offset, length, partition leader epoch, magic
-_RAW_DELTA = struct.Struct(">hi")  # attributes, last offset delta (at byte 21)
-_RAW_TS = struct.Struct(">q")  # base timestamp (at byte 27)
 _TIMESTAMP = operator.itemgetter(4)
 _BATCH_BASE = operator.itemgetter(5)
 
@@ -277,7 +274,7 @@ class FileRaftLog:
     def offer_batches(self, batches: Sequence[bytes]) -> None:
         """Batches received from the leader, to be written as they are when the next `append` writes exactly
         their entries (any other batch is encoded as usual). Replaces the previous offer."""
-        self._offered = {_RAW_HEAD.unpack_from(raw, 0)[0]: raw for raw in batches}
+        self._offered = {batch_header(raw).base_offset: raw for raw in batches}
 
     def _remember(self, base_offset: int, raw: bytes) -> None:
         if self._raw_limit <= 0:
@@ -296,7 +293,7 @@ class FileRaftLog:
         while raw:
             base = next(reversed(raw))
             data = raw[base]
-            if base + _RAW_DELTA.unpack_from(data, 21)[1] < offset:
+            if batch_header(data).last_offset < offset:
                 break
             del raw[base]
             self._raw_bytes -= len(data)
@@ -433,15 +430,14 @@ class FileRaftLog:
 
 def _holds(raw: bytes, first: Entry, count: int) -> bool:
     """Whether the batch `raw` is the batch of `count` entries from `first` (offset, epoch, kind, timestamp)."""
-    if len(raw) < 61:
+    if len(raw) < HEADER_SIZE:
         return False
-    base, _, epoch, magic = _RAW_HEAD.unpack_from(raw, 0)
-    attributes, delta = _RAW_DELTA.unpack_from(raw, 21)
+    h = batch_header(raw)
     return (
-        base == first.offset
-        and epoch == first.epoch
-        and magic == 2
-        and delta == count - 1
-        and bool(attributes & CONTROL_MASK) == first.is_control
-        and _RAW_TS.unpack_from(raw, 27)[0] == first.timestamp
+        h.base_offset == first.offset
+        and h.partition_leader_epoch == first.epoch
+        and h.magic == MAGIC
+        and h.last_offset_delta == count - 1
+        and h.is_control == first.is_control
+        and h.base_timestamp == first.timestamp
     )

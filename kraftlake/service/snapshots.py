@@ -10,12 +10,11 @@ and replaying the tail still gives the whole committed history.
 
 from __future__ import annotations
 
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from kraftlake.logformat import build_control_batch, read_batches
+from kraftlake.logformat import SnapshotFormatError, build_control_batch, read_batches, scan_batch_headers
 from kraftlake.protocol.control import ControlRecordType, encode_control_body
 from kraftlake.protocol.messages import SnapshotFooterRecord, SnapshotHeaderRecord
 from kraftlake.raft.messages import SnapshotId
@@ -96,26 +95,21 @@ def _chunks(values: Iterable[bytes]) -> Iterator[list[bytes]]:
         yield chunk
 
 
-_BATCH_HEAD = struct.Struct(">qi")
-_LAST_DELTA = struct.Struct(">i")
-
-
-def checkpoint_data_batches(data: bytes) -> tuple[bytes, int]:
+def checkpoint_data_batches(data: bytes, source: str = "<snapshot>") -> tuple[bytes, int]:
     """The raw bytes of a checkpoint's data batches (between its header and footer batches) and their record
-    count, from the batch headers alone; the batches keep their offsets (header at 0, data from 1)."""
-    positions = []
-    pos = 0
-    while pos + 61 <= len(data):
-        _, length = _BATCH_HEAD.unpack_from(data, pos)
-        positions.append(pos)
-        pos += 12 + length
-    if pos != len(data) or len(positions) < 2:
-        raise ValueError(f"not a checkpoint: {len(positions)} batches, {len(data) - pos} bytes left over")
-    start, stop = positions[1], positions[-1]
-    count = 0
-    for p in positions[1:-1]:
-        count += _LAST_DELTA.unpack_from(data, p + 23)[0] + 1
-    return data[start:stop], count
+    count, from the batch headers alone; the batches keep their offsets (header at 0, data from 1).
+
+    Raises
+    ------
+    LogFormatError
+        When `data` is not whole batches (naming `source`, the byte position and offset), or
+        `SnapshotFormatError` when it holds fewer than two batches.
+    """
+    headers = list(scan_batch_headers(data, source=source))
+    if len(headers) < 2:
+        raise SnapshotFormatError(f"not a checkpoint: {len(headers)} batches", source=source)
+    count = sum(h.last_offset_delta + 1 for h in headers[1:-1])
+    return data[headers[1].position : headers[-1].position], count
 
 
 def checkpoint_values(data: bytes, source: str = "<snapshot>") -> list[bytes]:

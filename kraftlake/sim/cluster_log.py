@@ -36,7 +36,7 @@ from kraftlake.logformat import (
 from kraftlake.logformat.batch import ControlRecordType
 from kraftlake.protocol import messages as m
 from kraftlake.protocol.control import encode_control_body
-from kraftlake.records.reader import MetadataRecord
+from kraftlake.records.envelope import data_envelope, typed_control_envelope
 from kraftlake.records.serde import encode_metadata_record
 
 DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
@@ -115,18 +115,7 @@ class LocalMetadataLog:
             self.partition_dir / LEADER_EPOCH_CHECKPOINT_FILE, self.epochs, fsync=False
         )
         self.committed_offset = offset
-        control = MetadataRecord(
-            offset,
-            epoch,
-            self.clock(),
-            offset,
-            True,
-            "LeaderChangeMessage",
-            int(ControlRecordType.LEADER_CHANGE),
-            0,
-            msg,
-            b"",
-        )
+        control = typed_control_envelope(offset, epoch, self.clock(), offset, msg)
         for listener in self.listeners:
             listener([control])
 
@@ -143,11 +132,7 @@ class LocalMetadataLog:
         for i, ((rec, version), raw) in enumerate(zip(records, values, strict=True)):
             name = type(rec).__name__
             self.records_by_type[name] += 1
-            envelopes.append(
-                MetadataRecord(
-                    base + i, epoch, ts, base, False, name, int(rec._api_key or 0), version, rec, raw
-                )
-            )
+            envelopes.append(data_envelope(base + i, epoch, ts, base, rec, version, raw))
         self.committed_offset = base + len(records) - 1
         for listener in self.listeners:
             listener(envelopes)

@@ -11,8 +11,6 @@ and yielded as ``pyarrow.RecordBatch`` es of :func:`kraftlake.records.arrow.meta
 from __future__ import annotations
 
 import mmap
-import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +18,9 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from kraftlake.logformat.framing import scan_file_headers
 from kraftlake.spark.structs import metadata_log_struct_type
 
-_FRAME = struct.Struct(">qi")
-_LAST_DELTA_AT = 23
 ROWS_PER_ARROW_BATCH = 8192
 
 
@@ -50,19 +47,8 @@ class LogPartition(InputPartition):
 
 def scan_segment(path: str) -> Iterator[tuple[int, int, int, int]]:
     """(position, end position, base offset, last offset) of each batch, from the framing alone."""
-    size = os.path.getsize(path)
-    if size == 0:
-        return
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        pos = 0
-        while pos + 27 <= size:
-            base, length = _FRAME.unpack_from(buf, pos)
-            end = pos + 12 + length
-            if length < 49 or end > size:
-                break  # a torn tail: the reader reports or skips it
-            (last_delta,) = struct.unpack_from(">i", buf, pos + _LAST_DELTA_AT)
-            yield pos, end, base, base + last_delta
-            pos = end
+    for h in scan_file_headers(path, stop_at="invalid"):  # a torn tail: the reader reports or skips it
+        yield h.position, h.end, h.base_offset, h.last_offset
 
 
 def plan_ranges(

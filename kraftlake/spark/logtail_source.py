@@ -18,8 +18,6 @@ served; point it at the active controller's directory or at records known commit
 
 from __future__ import annotations
 
-import os
-import struct
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,29 +30,16 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from kraftlake.logformat.framing import scan_file_headers
 from kraftlake.spark.logsource import LogPartition, plan_ranges, read_ranges
 from kraftlake.spark.service_source import StreamSourceError
 from kraftlake.spark.structs import metadata_log_struct_type
 
-_FRAME = struct.Struct(">qi")
-_LAST_DELTA_AT = 23
-_MIN_BATCH = 61  # a v2 batch header; shorter lengths are garbage, not a batch
-
 
 def scan_from(path: str, pos: int) -> Iterator[tuple[int, int, int]]:
     """(end position, base offset, last offset) of each whole batch from byte ``pos``; stops at a torn tail."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        while pos + 27 <= size:
-            f.seek(pos)
-            head = f.read(27)
-            base, length = _FRAME.unpack_from(head, 0)
-            end = pos + 12 + length
-            if length < _MIN_BATCH - 12 or end > size:
-                return
-            (last_delta,) = struct.unpack_from(">i", head, _LAST_DELTA_AT)
-            yield end, base, base + last_delta
-            pos = end
+    for header in scan_file_headers(path, pos, stop_at="invalid"):
+        yield header.end, header.base_offset, header.last_offset
 
 
 class SegmentIndex:

@@ -41,31 +41,21 @@ class StreamSourceError(WarehouseError):
     """Raised when a streaming source cannot serve a range (below the log start, service unreachable, bad option)."""
 
 
-def entry_record(entry: Any) -> Any:
-    """A raft ``Entry`` of the metadata log as a :class:`kraftlake.records.MetadataRecord` (as the files give it)."""
-    from kraftlake.protocol.codec import decode_body
-    from kraftlake.protocol.control import ControlRecordType, control_spec
-    from kraftlake.records.reader import MetadataRecord
-    from kraftlake.records.serde import decode_metadata_record
+def entry_record(entry: Any, source: str = "<service entries>") -> Any:
+    """A raft ``Entry`` of the metadata log as a :class:`kraftlake.records.MetadataRecord` (as the files give it).
+
+    Raises
+    ------
+    RecordDecodeError
+        On a value that cannot be decoded, naming `source` and the entry's offset.
+    """
+    from kraftlake.records.envelope import control_envelope, decode_data_envelope
 
     offset, epoch, is_control, value, ts, base, ctype = entry
     value = bytes(value)
     if is_control:
-        try:
-            kind: ControlRecordType | None = ControlRecordType(ctype)
-        except ValueError:
-            kind = None
-        if kind is None or kind in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-            name = kind.name if kind is not None else f"UNKNOWN({ctype})"
-            return MetadataRecord(offset, epoch, ts, base, True, name, int(ctype), 0, None, value)
-        spec = control_spec(kind)
-        return MetadataRecord(
-            offset, epoch, ts, base, True, spec.name, int(ctype), 0, decode_body(spec, 0, value), value
-        )
-    rec, version = decode_metadata_record(value)
-    return MetadataRecord(
-        offset, epoch, ts, base, False, type(rec).__name__, int(rec._api_key or 0), version, rec, value
-    )
+        return control_envelope(int(ctype), value, offset, epoch, ts, base, source=source, position=None)
+    return decode_data_envelope(value, offset, epoch, ts, base, source=source, position=None)
 
 
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
@@ -124,10 +114,11 @@ def read_range(options: dict[str, str], start: int, end: int) -> Iterator[Any]:
     from kraftlake.service.client import ObserverClient
 
     client = ObserverClient(parse_bootstrap(options["bootstrap"]), options["clusterid"])
+    source = f"kraftlake-service {options['bootstrap']}"
     rows: list[Any] = []
     try:
         for e in fetch_range(client, start, end, float(options.get("fetchtimeoutseconds", "60"))):
-            rows.append(entry_record(e))
+            rows.append(entry_record(e, source))
             if len(rows) >= ROWS_PER_ARROW_BATCH:
                 yield record_batch(rows)
                 rows = []

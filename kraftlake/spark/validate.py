@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES
+from kraftlake.spark.data_docs import localize_sites
 from kraftlake.spark.tables.layout import BOUNDS, LOG, OFFSETS, table_path, table_ref
 from kraftlake.spark.tables.queries import history_query
 
@@ -428,7 +429,8 @@ def validate_warehouse(
     build_docs: bool = True,
     progress: bool | None = None,
 ) -> ValidationReport:
-    """Run the suites of :func:`warehouse_suites` (or of ``tables``), store the results, build Data Docs.
+    """Run the suites of :func:`warehouse_suites` (or of ``tables``), store the results, build Data Docs
+    (made to open offline: :mod:`kraftlake.spark.data_docs`).
 
     A progress line per table on stderr when it is a terminal (``progress`` forces it on or off)."""
     import great_expectations as gx
@@ -502,6 +504,7 @@ def validate_warehouse(
     if build_docs:
         context.build_data_docs()
         report.docs = {site: url for site, url in _docs_urls(context).items()}
+        localize_sites(report.docs.values())
     report.seconds = time.monotonic() - t0
     return report
 

@@ -7,7 +7,8 @@ import tracemalloc
 
 import pytest
 
-from kraftlake.logformat.batch import _assemble, decode_batch
+from kraftlake.logformat.batch import decode_batch
+from kraftlake.logformat.batch_encoding import assemble_batch
 from kraftlake.logformat.compression import Compression
 from kraftlake.logformat.errors import CorruptRecordError
 from kraftlake.records.reader import iter_records
@@ -19,7 +20,7 @@ RECORD = bytes([20, 0, 0, 0, 1, 8]) + NOOP + b"\x00"
 
 def _bomb(count: int, tail: bytes = b"") -> bytes:
     body = RECORD * count + tail
-    return _assemble(
+    return assemble_batch(
         body,
         count + (1 if tail else 0),
         base_offset=0,

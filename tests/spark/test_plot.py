@@ -12,6 +12,7 @@ changed (runs are merged as far as they go, no further).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -241,10 +242,12 @@ def test_a_range_by_time_is_the_offsets_at_those_times(spark: Any, built: Built)
 
 
 def _spec(path: Path) -> dict[str, Any]:
-    """The Vega-Lite spec embedded in an altair HTML page (``var spec = {...};``)."""
-    html = path.read_text()
-    start = html.index("var spec = ") + len("var spec = ")
-    spec, _ = json.JSONDecoder().raw_decode(html, start)
+    """The Vega-Lite spec a figure's page holds (``kraftlake.plot.output.figure_html``'s JSON script)."""
+    match = re.search(
+        r'<script type="application/json" id="figure-spec">(.*?)</script>', path.read_text(), re.S
+    )
+    assert match is not None
+    spec = json.loads(match.group(1))
     assert isinstance(spec, dict)
     return spec
 
@@ -275,6 +278,24 @@ def test_the_overview_writes_html_files_holding_each_chart_and_its_data(
         tips = layers[0]["encoding"]["tooltip"]
         assert any("offset" in t["field"] for t in tips)  # offsets on hover
         assert layers[0]["encoding"]["x"]["scale"]["type"] == "utc"
+
+
+def test_the_overview_figures_draw_in_a_browser_offline(spark: Any, built: Built, tmp_path: Path) -> None:
+    """``make run``'s figures opened from their files in headless Chromium with no network: Vega drew marks
+    (bars or the step lines' points) and the x axis's labels never repeat."""
+    from browser import dump_dom
+
+    from pipelines.plots import write_overview
+
+    for result in write_overview(spark, built.warehouse, tmp_path / "plots"):
+        dom = dump_dom(result.path)
+        assert ">figure not drawn" not in dom, result.kind
+        shapes = re.findall(r'<g class="mark-(?:rect|symbol) role-mark[^"]*"[^>]*>(.*?)</g>', dom, re.S)
+        assert sum(len(re.findall(r"<path\b", g)) for g in shapes) >= len(result.data) // 2, result.kind
+        axis = re.search(r'<g class="mark-text role-axis-label"[^>]*>(.*?)</g>', dom, re.S)
+        assert axis is not None, result.kind
+        labels = re.findall(r"<text[^>]*>([^<]*)</text>", axis.group(1))
+        assert len(labels) >= 2 and len(set(labels)) == len(labels), (result.kind, labels)
 
 
 def test_the_command_writes_the_file_and_refuses_what_it_cannot(
