@@ -24,7 +24,7 @@ class CommandError(KraftlakeError):
 
 def check_warehouse(warehouse: str | Path) -> None:
     """Refuse a warehouse path without the warehouse's log table (a typo, a log dir, an empty directory)."""
-    from kraftlake.spark.tables import LOG, table_path
+    from kraftlake.spark.tables.layout import LOG, table_path
 
     path = Path(warehouse)
     if not path.exists():

@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.ingest import IngestResult, gap_line, ingest
+    from pipelines.commit import gap_line
+    from pipelines.ingest import IngestResult, ingest
 
     spark = session("ingest", args.warehouse, args.verbose)
     # a progress line on a terminal; elsewhere (logs, CI) one line per committed slice

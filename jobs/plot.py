@@ -71,7 +71,7 @@ def request_of(args: argparse.Namespace) -> PlotRequest:
 
 def run(args: argparse.Namespace) -> int:
     from kraftlake.plot.output import check_output
-    from kraftlake.spark.tables import OFFSETS, WarehouseError, table_path
+    from kraftlake.spark.tables.layout import OFFSETS, WarehouseError, table_path
 
     # everything that can be refused is refused before Spark starts
     request = request_of(args)

@@ -12,7 +12,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables import bounds_relation, history_query, table_ref
+from kraftlake.spark.tables.layout import table_ref
+from kraftlake.spark.tables.queries import bounds_relation, history_query
 from pipelines.output import is_epoch_ms_column, with_time
 
 

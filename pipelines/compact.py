@@ -52,24 +52,20 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from kraftlake.progress import Progress
-from kraftlake.spark.tables import (
+from kraftlake.spark.tables.bounds import has_snapshot, last_offset, record_retained_from, write_snapshot
+from kraftlake.spark.tables.creation import ensure_bounds
+from kraftlake.spark.tables.fold import fold_closes
+from kraftlake.spark.tables.layout import (
     BOUNDS,
     CLOSES,
     HISTORY_TABLES,
     LOG,
     OFFSETS,
     SNAPSHOTS,
-    conflict_errors,
-    ensure_bounds,
-    fold_closes,
-    has_snapshot,
-    last_offset,
-    record_retained_from,
-    retry_conflicts,
     table_path,
     table_ref,
-    write_snapshot,
 )
+from kraftlake.spark.tables.writes import conflict_errors, retry_conflicts
 from pipelines.reconstruct import image_at_offset
 
 COMPACTED = (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, BOUNDS)

@@ -1,6 +1,6 @@
 """The data behind ``kraftlake plot``'s figures, computed from the warehouse, and the figures written.
 
-Every frame is Spark SQL over the history tables as readers see them (``kraftlake.spark.tables.history_query``:
+Every frame is Spark SQL over the history tables as readers see them (``kraftlake.spark.tables.queries.history_query``:
 the pending ``closes`` of a running stream applied), joined with the ``offsets`` table for the wall-clock time of
 each offset, then handed as a pandas frame to :mod:`kraftlake.plot.figures` (which never sees Spark). A frame
 holds one row per change, not per offset: a step line's points are the offsets where a count changes, a Gantt's
@@ -24,15 +24,9 @@ from pyspark.sql import SparkSession
 from kraftlake.plot import figures
 from kraftlake.plot.options import Bound, PlotError, PlotRequest
 from kraftlake.plot.output import save
-from kraftlake.spark.tables import (
-    BEFORE_RETAINED,
-    OFFSETS,
-    WarehouseError,
-    bounds_relation,
-    ensure_bounds,
-    history_query,
-    table_ref,
-)
+from kraftlake.spark.tables.creation import ensure_bounds
+from kraftlake.spark.tables.layout import OFFSETS, WarehouseError, table_ref
+from kraftlake.spark.tables.queries import BEFORE_RETAINED, bounds_relation, history_query
 
 
 @dataclass(frozen=True)

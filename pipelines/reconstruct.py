@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from kraftlake.image import EMPTY, ImageLoader, MetadataImage
 from kraftlake.image.model import Provenance
 from kraftlake.records import MetadataRecord, control_envelope, decode_data_envelope
-from kraftlake.spark.tables import LOG, OFFSETS, SNAPSHOTS, WarehouseError, table_ref
+from kraftlake.spark.tables.layout import LOG, OFFSETS, SNAPSHOTS, WarehouseError, table_ref
 
 _TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
 #: Offsets of ``metadata_log`` read into the driver at a time when replaying a tail.
@@ -122,7 +122,7 @@ def write_entities(
 ) -> dict[str, int]:
     """The entities of ``image`` as tables under ``out`` (the history tables' columns, ``from_offset`` omitted)."""
     from kraftlake.history import ENTITIES, entity_rows
-    from kraftlake.spark.tables import arrow_frame
+    from kraftlake.spark.tables.layout import arrow_frame
 
     counts = {}
     for table, rows in entity_rows(image).items():

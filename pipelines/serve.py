@@ -106,7 +106,7 @@ def _port_free(host: str, port: int) -> bool:
 
 def check(config: ServeConfig) -> None:
     """Refuse, before any JVM starts, what cannot be served safely or at all (:class:`EndpointError`)."""
-    from kraftlake.spark.tables import OFFSETS, table_path
+    from kraftlake.spark.tables.layout import OFFSETS, table_path
 
     if not Path(table_path(config.warehouse, OFFSETS), "_delta_log").is_dir():
         raise EndpointError(
@@ -249,7 +249,7 @@ class Server:
 
 def register_catalog(spark: Any, warehouse: Path) -> tuple[list[str], list[str]]:
     """The table functions, permanent in the current database, and the warehouse tables as external tables."""
-    from kraftlake.spark.tables import table_path
+    from kraftlake.spark.tables.layout import table_path
     from udfs.catalog import CATALOG_TABLES
     from udfs.sql import register
 

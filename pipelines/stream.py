@@ -17,7 +17,7 @@ Why this is exactly once under ``kill -9`` at any point:
   (``max(offset)`` of ``offsets``, rebuilt from the tables at start), drops records at or below it (a batch
   already committed whose checkpoint commit was lost), appends to ``metadata_log`` only rows past what an
   interrupted attempt already appended, and the appends are skipped per table when their ``txnVersion``
-  already went through. A fold of the pending closes runs between batches and is idempotent. A gap between the commit point and a batch is an error, never skipped, except a hole of a log directory (a follower's mirror that installed a snapshot past its end): the history goes on from the snapshot that ends it, and its offsets are recorded as without a state (``tables.record_gap``).
+  already went through. A fold of the pending closes runs between batches and is idempotent. A gap between the commit point and a batch is an error, never skipped, except a hole of a log directory (a follower's mirror that installed a snapshot past its end): the history goes on from the snapshot that ends it, and its offsets are recorded as without a state (``kraftlake.spark.tables.bounds.record_gap``).
 
 Why a stop waits for the running commit (:meth:`BatchCommitter.refuse_more`) instead of calling
 ``query.stop()`` at once: ``stop()`` cancels the Spark jobs our ``foreachBatch`` runs, the Python callback
@@ -35,7 +35,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -46,37 +45,30 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from kraftlake.follow.lock import WriterLock
-from kraftlake.history import HistoryBuilder
+from kraftlake.history import HistoryBatch
 from kraftlake.image import EMPTY
 from kraftlake.image.gaps import gap_resolver
 from kraftlake.spark import logtail_source, service_source
 from kraftlake.spark.service_source import StreamSourceError, entry_record
-from kraftlake.spark.tables import (
-    LOG,
+from kraftlake.spark.tables.creation import ensure_tables
+from kraftlake.spark.tables.fold import fold_closes, pending_closes
+from kraftlake.spark.tables.layout import LOG, to_stored_log
+from kraftlake.spark.tables.writes import (
     append,
     append_frame,
     conflict_errors,
-    ensure_tables,
-    fold_closes,
-    last_offset,
-    pending_closes,
-    resume_point,
     retry_conflicts,
-    to_stored_log,
     wait_checkpoints,
-    write_history,
-    write_snapshot,
 )
 from kraftlake.spark.validate import quarantine, validate_records
-from pipelines.ingest import commit_slice, gap_line, starting_point
-from pipelines.reconstruct import image_at_offset
+from pipelines.commit import Resume, commit_replayed, crossed_gaps, gap_line, resume, starting_point
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
 SOURCES = (*FORMATS, "kafka")
 #: How long a ``kafka`` stream waits for its mirror to first catch up with the quorum before reading it.
 CATCH_UP_TIMEOUT_S = 600.0
 #: Pending closes past which the stream folds them into the history tables after a commit (see
-#: :func:`kraftlake.spark.tables.write_history`): a fold is one MERGE per table, as costly for one close as for
+#: :func:`kraftlake.spark.tables.writes.write_history`): a fold is one MERGE per table, as costly for one close as for
 #: a million, and queries pay a join with the pending ones until then.
 FOLD_AT = 1_000_000
 #: Spark's status message while a query creates its sources (``StreamExecution.runStream``).
@@ -166,17 +158,17 @@ class BatchCommitter:
         self,
         spark: SparkSession,
         warehouse: str | Path,
-        builder: HistoryBuilder,
-        done: int,
+        resumed: Resume,
         lag_probe: Callable[[int], int] | None = None,
         progress: Callable[[StreamProgress], None] | None = None,
         fold_at: int | None = FOLD_AT,
     ) -> None:
         self.spark = spark
         self.warehouse = warehouse
-        self.builder = builder
-        self.done = done
-        self.logged = last_offset(spark, warehouse, LOG)
+        self.builder = resumed.builder
+        self.done = resumed.committed
+        self.log = resumed.log
+        self._log_seconds = 0.0
         self.lag_probe = lag_probe
         self.progress = progress
         self.result = StreamResult()
@@ -238,66 +230,71 @@ class BatchCommitter:
             fresh.unpersist()
 
     def _commit_fresh(self, fresh: DataFrame, batch_id: int, t0: float) -> None:
-        done = self.done
+        """Commit the batch's rows past the commit point (``fresh``, cached) through :func:`commit_replayed`:
+        the log leg from the cached rows beside the driver's decoding and replay, then the report."""
         table = fresh.select(*_ENVELOPE).toArrow()  # the first action: fills the cache
         offsets = sorted(table.column("offset").to_pylist())
         if not offsets:
             return
-        # a log directory's gaps are crossed by the builder from the snapshot that ends them (``on_gap``)
-        if offsets[0] != done + 1 and done >= 0 and self.builder.on_gap is None:
+        self._check_follows(offsets, batch_id)
+        records: list[Any] = []
+        phases: dict[str, float] = {}
+
+        def replay() -> HistoryBatch:
+            records.extend(rows_to_records(table))
+            phases["read"] = time.monotonic() - t0
+            self.max_batch_records = max(self.max_batch_records, len(records))
+            t1 = time.monotonic()
+            batch = self.builder.feed(records)
+            phases["feed"] = time.monotonic() - t1
+            return batch
+
+        self._log_seconds = 0.0
+        log_leg = partial(self._log_leg, fresh, offsets[0], offsets[-1])
+        batch = commit_replayed(self.spark, self.warehouse, log_leg, replay, phases)
+        phases["log"] = self._log_seconds
+        self._report(batch, records, phases, t0)
+
+    def _check_follows(self, offsets: list[int], batch_id: int) -> None:
+        """Refuse a batch that does not start right after the commit point or skips offsets, unless the
+        builder crosses a log directory's gaps from the snapshot that ends them (``on_gap``)."""
+        if self.builder.on_gap is not None:
+            return
+        done = self.done
+        if offsets[0] != done + 1 and done >= 0:
             raise StreamSourceError(
                 f"micro-batch {batch_id} starts at offset {offsets[0]}, the warehouse is committed up to {done}"
             )
         for a, b in pairwise(offsets):
-            if b != a + 1 and self.builder.on_gap is None:
+            if b != a + 1:
                 raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a} to {b}")
-        first, last = offsets[0], offsets[-1]
-        log_seconds = [0.0]
 
-        def write_log() -> None:
-            t = time.monotonic()
-            # the record-level suite: failing rows are also set aside with their reasons and the batch commits
-            # whole (metadata_log is the log as Kafka applied it, so the history keeps agreeing with the image);
-            # before the commit point, so a replayed batch redoes it (quarantine is idempotent by offset)
-            self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
-            start = max(first, self.logged + 1)
-            if start > last:
-                return
-            rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {last}"))
-            if last - start < DRIVER_APPEND_ROWS:
-                append_frame(self.spark, rows, self.warehouse, LOG, last)
+    def _log_leg(self, fresh: DataFrame, first: int, last: int) -> None:
+        """The record-level suite, then the ``metadata_log`` append of the rows past what it holds.
+
+        Rows failing the suite are also set aside with their reasons and the batch commits whole (``metadata_log``
+        is the log as Kafka applied it, so the history keeps agreeing with the image); before the commit point,
+        so a replayed batch redoes it (``quarantine`` is idempotent by offset).
+        """
+        t = time.monotonic()
+        self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
+
+        def write(start: int, end: int) -> None:
+            rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {end}"))
+            if end - start < DRIVER_APPEND_ROWS:
+                append_frame(self.spark, rows, self.warehouse, LOG, end)
             else:
-                append(rows, self.warehouse, LOG, last)
-            self.logged = last
-            log_seconds[0] = time.monotonic() - t
+                append(rows, self.warehouse, LOG, end)
 
-        # the log append needs only the cached rows: it runs while the driver decodes and replays the batch
-        # (a Delta commit mostly waits on the JVM), everything before the commit point as before
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-log") as log_writer:
-            logged = log_writer.submit(retry_conflicts, write_log)
-            try:
-                records = rows_to_records(table)
-                phases = {"read": time.monotonic() - t0}
-                self.max_batch_records = max(self.max_batch_records, len(records))
-                t1 = time.monotonic()
-                batch = self.builder.feed(records)
-                phases["feed"] = time.monotonic() - t1
-                commit_slice(
-                    self.spark,
-                    self.warehouse,
-                    batch,
-                    logged,
-                    phases=phases,
-                )
-            finally:
-                # a failed batch leaves no append running behind it (the next attempt replays the batch whole)
-                wait([logged])
-        phases["log"] = log_seconds[0]
-        for first_missing, image in batch.jumps:
-            if first_missing < image.offset:
-                self.result.gaps.append((first_missing, image.offset - 1))
-                line = gap_line(first_missing, image.offset - 1, image.offset)
-                print(f"kraftlake stream: {line}", file=sys.stderr, flush=True)
+        if self.log.append(first, last, write):
+            self._log_seconds = time.monotonic() - t
+
+    def _report(self, batch: HistoryBatch, records: list[Any], phases: dict[str, float], t0: float) -> None:
+        """Move the commit point, count the batch, fold when enough closes wait, and report its progress."""
+        for first_missing, last_missing in crossed_gaps(batch):
+            self.result.gaps.append((first_missing, last_missing))
+            line = gap_line(first_missing, last_missing, last_missing + 1)
+            print(f"kraftlake stream: {line}", file=sys.stderr, flush=True)
         self.done = batch.last_offset
         self.pending += sum(len(c) for c in batch.closes.values())
         dt = time.monotonic() - t0
@@ -326,24 +323,14 @@ class BatchCommitter:
             self.progress(p)
 
 
-def _builder_at_commit_point(
-    spark: SparkSession, warehouse: str | Path, source: str, options: dict[str, str]
-) -> tuple[HistoryBuilder, int, int]:
-    """(builder, commit point, first offset to read) for a warehouse, seeding it from a snapshot if needed."""
-    done = resume_point(spark, warehouse)
+def _resume(spark: SparkSession, warehouse: str | Path, source: str, options: dict[str, str]) -> Resume:
+    """The stream's state at the warehouse's commit point (:func:`pipelines.commit.resume`), seeding the
+    warehouse from a snapshot if needed."""
     # a log directory may skip records and go on from a snapshot (a follower's mirror): the builder crosses
-    on_gap = gap_resolver(options["path"]) if source == "log-dir" else None
-    if done >= 0:
-        return HistoryBuilder(image_at_offset(spark, warehouse, done), on_gap), done, done + 1
     if source == "log-dir":
-        image, start = starting_point(options["path"])
-    else:
-        image, start = _service_start(options)
-    builder = HistoryBuilder(image, on_gap)
-    if image is not EMPTY:
-        write_snapshot(spark, warehouse, image)
-        write_history(spark, warehouse, builder.seed())
-    return builder, start - 1, start
+        path = options["path"]
+        return resume(spark, warehouse, partial(starting_point, path), gap_resolver(path))
+    return resume(spark, warehouse, partial(_service_start, options))
 
 
 def _service_start(options: dict[str, str]) -> tuple[Any, int]:
@@ -519,15 +506,17 @@ def _stream(
     service_source.register(spark)
     logtail_source.register(spark)
     ensure_tables(spark, warehouse)
-    builder, done, start = _builder_at_commit_point(spark, warehouse, read_source, options)
+    resumed = _resume(spark, warehouse, read_source, options)
     lag = (
         _lag_probe(read_source, options)
         if follower is None
         else (lambda nxt: max(0, follower.follower.observer.high_watermark - nxt))
     )
-    committer = BatchCommitter(spark, warehouse, builder, done, lag, progress, fold_at)
+    committer = BatchCommitter(spark, warehouse, resumed, lag, progress, fold_at)
     reader = (
-        spark.readStream.format(FORMATS[read_source]).options(**options).option("startingOffset", str(start))
+        spark.readStream.format(FORMATS[read_source])
+        .options(**options)
+        .option("startingOffset", str(resumed.start))
     )
     if max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))

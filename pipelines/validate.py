@@ -8,7 +8,7 @@ from typing import TextIO
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables import ensure_bounds
+from kraftlake.spark.tables.creation import ensure_bounds
 from kraftlake.spark.validate import ValidationReport, validate_warehouse
 
 

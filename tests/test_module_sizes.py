@@ -32,7 +32,6 @@ MAX_FUNCTION_LINES = 120
 # Oversized and not split yet: "path" for a module, "path::qualified.name" for a function. Remove an entry
 # when its split lands (the test then reports XPASS).
 PENDING: dict[str, str] = {
-    "kraftlake/spark/tables.py": "layout, writes, queries, fold, bounds (issue 26, 1)",
     "kraftlake/image/snapshot.py::_snapshot_items": "the records of a snapshot, in Kafka's order",
     "kraftlake/spark/validate.py::warehouse_suites": "the warehouse's validation suites",
     "pipelines/compact.py::compact": "the compaction pipeline",

@@ -28,7 +28,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.errors import KraftlakeError
-from kraftlake.spark.tables import BOUNDS, CLOSES, HISTORY_TABLES, LOG, OFFSETS, SNAPSHOTS, table_path
+from kraftlake.spark.tables.layout import BOUNDS, CLOSES, HISTORY_TABLES, LOG, OFFSETS, SNAPSHOTS, table_path
 from udfs.sql import register
 
 METASTORE_DIR = "_metastore"

@@ -38,7 +38,7 @@ from kraftlake.records.errors import RecordDecodeError
 from kraftlake.records.kafka_json import data_writer
 from kraftlake.records.layout import ENVELOPE_COLUMNS, record_column
 from kraftlake.records.serde import decode_metadata_record, spec_by_name
-from kraftlake.spark.tables import PRESENT, log_table_schema
+from kraftlake.spark.tables.layout import PRESENT, log_table_schema
 
 _NO_BODY = (ControlRecordType.ABORT, ControlRecordType.COMMIT)
 _CONTROL_TYPES = frozenset(int(t) for t in ControlRecordType)

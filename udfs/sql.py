@@ -7,11 +7,11 @@ catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over 
 - ``<entity>_at(offset)`` for every history table (``partitions_at``, ``brokers_at``, ``topics_at``,
   ``configs_at``, ``features_at``, ``controllers_at``, ``client_quotas_at``, ``producer_ids_at``, ``acls_at``,
   ``scram_at``, ``delegation_tokens_at``): the entity's attributes and ``from_offset``, a range filter with no
-  replay (pending ``closes`` applied: :func:`kraftlake.spark.tables.state_query`). State at N includes the
+  replay (pending ``closes`` applied: :func:`kraftlake.spark.tables.queries.state_query`). State at N includes the
   record at N. An offset below the retained history (after ``compact`` deleted it, or before the snapshot a
   warehouse was seeded from) or below 0 raises (``raise_error``, USER_RAISED_EXCEPTION): there the tables hold
   only the part of the state that outlived the cut. So does an offset past the commit point (as published in
-  ``bounds``: :func:`kraftlake.spark.tables.publish_commit_point`), which the tables do not hold. :func:`warehouse_errors` turns a refusal into
+  ``bounds``: :func:`kraftlake.spark.tables.bounds.publish_commit_point`), which the tables do not hold. :func:`warehouse_errors` turns a refusal into
   ``WarehouseError``.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
   (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.
@@ -33,13 +33,12 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.history import ENTITIES
-from kraftlake.spark.tables import (
+from kraftlake.spark.tables.creation import ensure_bounds
+from kraftlake.spark.tables.layout import WarehouseError, history_columns
+from kraftlake.spark.tables.queries import (
     BEFORE_RETAINED,
     REFUSALS,
-    WarehouseError,
     bounds_relation,
-    ensure_bounds,
-    history_columns,
     history_query,
     offset_at_time,
     offset_guard,
@@ -212,7 +211,7 @@ def raised_message(exc: BaseException) -> str | None:
 @contextmanager
 def warehouse_errors() -> Iterator[None]:
     """Run queries over the table functions, turning their refusal of an offset the warehouse does not hold
-    into :class:`kraftlake.spark.tables.WarehouseError` (one line for the commands), other errors unchanged."""
+    into :class:`kraftlake.spark.tables.layout.WarehouseError` (one line for the commands), other errors unchanged."""
     try:
         yield
     except Exception as exc:

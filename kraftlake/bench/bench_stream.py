@@ -50,7 +50,7 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def throughput(spark: Any, log_dir: Path, warehouse: Path) -> dict[str, Any]:
-    from kraftlake.spark.tables import ensure_tables
+    from kraftlake.spark.tables.creation import ensure_tables
     from pipelines.stream import stream
 
     shutil.rmtree(warehouse, ignore_errors=True)
@@ -86,7 +86,8 @@ def bare_ceiling(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     no suite, no ``offsets``): what Structured Streaming and one Delta append per batch cost on this machine,
     an upper bound for any pipeline that keeps the log as a table."""
     from kraftlake.spark import logtail_source
-    from kraftlake.spark.tables import LOG, ensure_tables, table_path, to_stored_log
+    from kraftlake.spark.tables.creation import ensure_tables
+    from kraftlake.spark.tables.layout import LOG, table_path, to_stored_log
 
     warehouse = work / "warehouse-bare"
     shutil.rmtree(warehouse, ignore_errors=True)
@@ -152,7 +153,8 @@ def driver_ceiling(log_dir: Path, records: int) -> dict[str, Any]:
 def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     from kraftlake.image.source import log_records
     from kraftlake.service import LocalQuorum
-    from kraftlake.spark.tables import OFFSETS, ensure_tables, table_ref
+    from kraftlake.spark.tables.creation import ensure_tables
+    from kraftlake.spark.tables.layout import OFFSETS, table_ref
     from pipelines.stream import StreamProgress, stream
 
     warehouse = work / "warehouse-live"
@@ -256,7 +258,8 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     from kraftlake.protocol import messages as m
     from kraftlake.records import encode_metadata_record
     from kraftlake.service import LocalQuorum
-    from kraftlake.spark.tables import OFFSETS, ensure_tables, table_ref
+    from kraftlake.spark.tables.creation import ensure_tables
+    from kraftlake.spark.tables.layout import OFFSETS, table_ref
     from pipelines.stream import StreamProgress, stream
 
     warehouse = work / "warehouse-cluster"

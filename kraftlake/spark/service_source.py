@@ -32,7 +32,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from kraftlake.spark.structs import metadata_log_struct_type
-from kraftlake.spark.tables import WarehouseError
+from kraftlake.spark.tables.layout import WarehouseError
 
 ROWS_PER_ARROW_BATCH = 8192
 

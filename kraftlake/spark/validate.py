@@ -34,7 +34,8 @@ from pyspark.sql import functions as F
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES
 from kraftlake.spark.data_docs import localize_sites
-from kraftlake.spark.tables import BOUNDS, LOG, OFFSETS, history_query, table_path, table_ref
+from kraftlake.spark.tables.layout import BOUNDS, LOG, OFFSETS, table_path, table_ref
+from kraftlake.spark.tables.queries import history_query
 
 QUARANTINE = "quarantine"
 GX_PROJECT = "_gx"

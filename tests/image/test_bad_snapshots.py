@@ -249,7 +249,7 @@ def test_errors_are_kraftlake_errors() -> None:
 
 
 def test_ingest_starts_from_the_oldest_usable_snapshot(tmp_path: Path) -> None:
-    from pipelines.ingest import starting_point  # pure: no session is started
+    from pipelines.commit import starting_point  # pure: no session is started
 
     d = _copy(MULTI_EPOCH, tmp_path / "data")
     first, second = write_snapshot(image_at(d, 711), d), write_snapshot(image_at(d, 1499), d)
@@ -276,7 +276,7 @@ def test_ingest_starts_from_the_oldest_usable_snapshot(tmp_path: Path) -> None:
 def test_ingest_starts_an_empty_log_with_a_snapshot_from_the_snapshot(tmp_path: Path) -> None:
     # a fresh mirror as a follower reports a snapshot installed: its empty segment 0 still there, or gone
     # before the segment at the snapshot's end is made
-    from pipelines.ingest import starting_point
+    from pipelines.commit import starting_point
 
     d = tmp_path / "__cluster_metadata-0"
     d.mkdir()

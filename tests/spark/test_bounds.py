@@ -35,9 +35,11 @@ def assert_partitions_at(spark: Any, log: Path, n: int) -> None:
 def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     spark: Any, log_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kraftlake.spark.tables as tables_module
+    import pipelines.commit as commit_module
     import pipelines.ingest as ingest_module
-    from kraftlake.spark.tables import AFTER_COMMITTED, WarehouseError, bounds_of, last_offset
+    from kraftlake.spark.tables.bounds import bounds_of, last_offset
+    from kraftlake.spark.tables.layout import WarehouseError
+    from kraftlake.spark.tables.queries import AFTER_COMMITTED
     from udfs.sql import register, warehouse_errors
 
     warehouse = tmp_path / "w"
@@ -50,7 +52,7 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     class Killed(RuntimeError):
         pass
 
-    publish = ingest_module.publish_commit_point
+    publish = commit_module.publish_commit_point
     calls: list[int] = []
 
     def killed(spark: Any, warehouse: Path, offset: int) -> None:
@@ -65,8 +67,7 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     # the next slice commits (offsets written), and the run dies before publishing it
     with monkeypatch.context() as m:
         # both publications: after each commit (commit_slice) and at the start (resume_point)
-        m.setattr(ingest_module, "publish_commit_point", killed)
-        m.setattr(tables_module, "publish_commit_point", killed)
+        m.setattr(commit_module, "publish_commit_point", killed)
         with pytest.raises(Killed):
             ingest_module.ingest(spark, log_dir, warehouse, batch_records=40)
     q = last_offset(spark, warehouse)
@@ -93,16 +94,10 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
 def test_a_warehouse_made_before_bounds_gets_them_from_offsets_and_retention(
     spark: Any, log_dir: Path, tmp_path: Path
 ) -> None:
-    from kraftlake.spark.tables import (
-        BEFORE_RETAINED,
-        BOUNDS,
-        RETENTION,
-        WarehouseError,
-        arrow_frame,
-        bounds_of,
-        create_table,
-        table_path,
-    )
+    from kraftlake.spark.tables.bounds import bounds_of
+    from kraftlake.spark.tables.creation import create_table
+    from kraftlake.spark.tables.layout import BOUNDS, RETENTION, WarehouseError, arrow_frame, table_path
+    from kraftlake.spark.tables.queries import BEFORE_RETAINED
     from pipelines.ingest import ingest
     from udfs.sql import register, warehouse_errors
 
@@ -129,7 +124,9 @@ def test_a_warehouse_made_before_bounds_gets_them_from_offsets_and_retention(
 
 def test_history_views_refuse_below_the_retained_history(spark: Any, log_dir: Path, tmp_path: Path) -> None:
     """Issue 25: after a cut, leader_history returned the 6 intervals that outlived it of 9, silently."""
-    from kraftlake.spark.tables import BEFORE_RETAINED, WarehouseError, record_retained_from
+    from kraftlake.spark.tables.bounds import record_retained_from
+    from kraftlake.spark.tables.layout import WarehouseError
+    from kraftlake.spark.tables.queries import BEFORE_RETAINED
     from pipelines.ingest import ingest
     from udfs.sql import register, warehouse_errors
 

@@ -8,7 +8,7 @@ import pytest
 def test_a_lost_conflict_is_tried_again() -> None:
     import delta.exceptions as dx
 
-    from kraftlake.spark.tables import retry_conflicts
+    from kraftlake.spark.tables.writes import retry_conflicts
 
     calls: list[int] = []
 
@@ -25,7 +25,7 @@ def test_a_lost_conflict_is_tried_again() -> None:
 def test_other_errors_and_the_last_conflict_propagate() -> None:
     import delta.exceptions as dx
 
-    from kraftlake.spark.tables import retry_conflicts
+    from kraftlake.spark.tables.writes import retry_conflicts
 
     def broken() -> None:
         raise ValueError("not a conflict")

@@ -109,7 +109,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Pat
 def _versions(spark: Any, warehouse: Path) -> dict[str, int]:
     from delta.tables import DeltaTable
 
-    from kraftlake.spark.tables import table_path
+    from kraftlake.spark.tables.layout import table_path
     from pipelines.compact import COMPACTED
 
     return {
@@ -162,7 +162,7 @@ def test_a_concurrent_append_does_not_fail_the_compaction(
     """Blind appends to ``metadata_log`` (what the stream writes) while compaction deletes from and optimizes it."""
     import threading
 
-    from kraftlake.spark.tables import LOG, table_path, table_ref
+    from kraftlake.spark.tables.layout import LOG, table_path, table_ref
     from pipelines.compact import compact
 
     _, src, last = warehouse

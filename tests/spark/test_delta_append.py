@@ -14,20 +14,22 @@ import pytest
 
 from kraftlake.spark import delta_append
 from kraftlake.spark.delta_append import Appended, CommitConflict, DeltaAppendError, Unsupported
-from kraftlake.spark.tables import (
+from kraftlake.spark.tables.creation import create_table
+from kraftlake.spark.tables.layout import (
     APP_ID,
     CLOSES,
     LOG,
     OFFSETS,
-    append,
-    append_arrow,
-    append_frame,
     arrow_rows,
-    create_table,
-    retry_conflicts,
     schema_of,
     table_path,
     to_stored_log,
+)
+from kraftlake.spark.tables.writes import (
+    append,
+    append_arrow,
+    append_frame,
+    retry_conflicts,
     wait_checkpoints,
 )
 

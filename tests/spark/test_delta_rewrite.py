@@ -15,17 +15,10 @@ from kraftlake.history import ENTITIES
 from kraftlake.sim.workloads.entities import write_synthetic_log
 from kraftlake.spark import delta_rewrite
 from kraftlake.spark.delta_append import CommitConflict
-from kraftlake.spark.tables import (
-    CLOSES,
-    _fold_with_spark,
-    append_arrow,
-    arrow_rows,
-    fold_closes,
-    history_query,
-    pending_closes,
-    retry_conflicts,
-    table_path,
-)
+from kraftlake.spark.tables.fold import _fold_with_spark, fold_closes, pending_closes
+from kraftlake.spark.tables.layout import CLOSES, arrow_rows, table_path
+from kraftlake.spark.tables.queries import history_query
+from kraftlake.spark.tables.writes import append_arrow, retry_conflicts
 
 TABLES = (*ENTITIES, CLOSES)
 

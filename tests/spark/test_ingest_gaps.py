@@ -16,7 +16,9 @@ from tests.spark.test_warehouse import assert_state_matches
 
 
 def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path: Path) -> None:
-    from kraftlake.spark.tables import IN_GAP, WarehouseError, bounds_of, gaps_of
+    from kraftlake.spark.tables.bounds import bounds_of, gaps_of
+    from kraftlake.spark.tables.layout import WarehouseError
+    from kraftlake.spark.tables.queries import IN_GAP
     from pipelines.ingest import ingest
     from udfs.sql import register, warehouse_errors
 
@@ -51,7 +53,9 @@ def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path
 def test_stream_crosses_a_gap(spark: Any, tmp_path: Path) -> None:
     """``stream --source log-dir`` over the same directory: it refused the hole before (and told the user to
     ingest into a new warehouse, which crashed)."""
-    from kraftlake.spark.tables import IN_GAP, WarehouseError, gaps_of
+    from kraftlake.spark.tables.bounds import gaps_of
+    from kraftlake.spark.tables.layout import WarehouseError
+    from kraftlake.spark.tables.queries import IN_GAP
     from pipelines.stream import stream
     from udfs.sql import register, warehouse_errors
 
@@ -73,17 +77,17 @@ def test_stream_crosses_a_gap(spark: Any, tmp_path: Path) -> None:
 def test_a_bounds_table_made_before_gaps_gets_their_columns(spark: Any, tmp_path: Path) -> None:
     import shutil
 
-    from kraftlake.spark import tables
+    from kraftlake.spark.tables import bounds, creation, layout
 
     warehouse = tmp_path / "old"
-    tables.ensure_tables(spark, warehouse)
-    path = tables.table_path(warehouse, tables.BOUNDS)
+    creation.ensure_tables(spark, warehouse)
+    path = layout.table_path(warehouse, layout.BOUNDS)
     shutil.rmtree(path)
     old = spark.createDataFrame(
         [(5, None, 1)], "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT"
     )
     old.write.format("delta").save(path)
-    tables._ENSURED.clear()
-    tables.ensure_tables(spark, warehouse)
-    assert tables.record_gap(spark, warehouse, 3, 4)
-    assert tables.gaps_of(spark, warehouse) == [(3, 4)] and tables.bounds_of(spark, warehouse) == (None, 5)
+    creation._ENSURED.clear()
+    creation.ensure_tables(spark, warehouse)
+    assert bounds.record_gap(spark, warehouse, 3, 4)
+    assert bounds.gaps_of(spark, warehouse) == [(3, 4)] and bounds.bounds_of(spark, warehouse) == (None, 5)

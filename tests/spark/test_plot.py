@@ -42,7 +42,7 @@ class Built:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Built:
-    from kraftlake.spark.tables import pending_closes
+    from kraftlake.spark.tables.fold import pending_closes
     from pipelines.ingest import ingest
 
     root = tmp_path_factory.mktemp("plot")
@@ -223,7 +223,7 @@ def test_config_segments_equal_the_image(spark: Any, built: Built) -> None:
 
 
 def test_a_range_by_time_is_the_offsets_at_those_times(spark: Any, built: Built) -> None:
-    from kraftlake.spark.tables import WarehouseError
+    from kraftlake.spark.tables.layout import WarehouseError
     from pipelines.plots import resolve_range
 
     a, b = built.last // 4, built.last // 2

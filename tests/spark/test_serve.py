@@ -27,7 +27,7 @@ from kraftlake.history import entity_rows
 from kraftlake.image import image_at
 from kraftlake.image.source import log_records
 from kraftlake.sim.workloads.entities import write_synthetic_log
-from kraftlake.spark.tables import history_columns
+from kraftlake.spark.tables.layout import history_columns
 from pipelines.serve import REPO, command_env, serve_process
 
 TOKEN = "kraftlake-test-" + secrets.token_hex(8)

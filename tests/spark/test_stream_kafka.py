@@ -32,7 +32,7 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
 
 
 def test_stream_a_live_cluster(spark: Any, kafka: KafkaPeer, tmp_path: Path) -> None:
-    from kraftlake.spark.tables import last_offset
+    from kraftlake.spark.tables.bounds import last_offset
     from pipelines.stream import stream
     from udfs.sql import register
 

@@ -47,7 +47,7 @@ def test_segment_index_holds_back_a_torn_tail(tmp_path: Path) -> None:
 
 
 def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
-    from kraftlake.spark.tables import pending_closes
+    from kraftlake.spark.tables.fold import pending_closes
     from pipelines.stream import stream
     from udfs.sql import register
 
@@ -87,7 +87,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
     t = threading.Thread(target=run)
     t.start()
     try:
-        from kraftlake.spark.tables import last_offset
+        from kraftlake.spark.tables.bounds import last_offset
 
         for name, data in batches[third:-1]:
             with open(live / name, "ab") as f:

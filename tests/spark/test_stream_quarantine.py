@@ -51,7 +51,7 @@ def _log_with_a_bad_record(root: Path) -> tuple[Path, int, int]:
 
 
 def test_failing_rows_are_quarantined_and_the_rest_commits(spark: Any, tmp_path: Path) -> None:
-    from kraftlake.spark.tables import table_ref
+    from kraftlake.spark.tables.layout import table_ref
     from kraftlake.spark.validate import QUARANTINE
     from pipelines.stream import stream
 

@@ -73,7 +73,7 @@ def table_counts(spark: Any, warehouse: Path, upto: int) -> dict[str, int]:
     stored twice anywhere in the warehouse (what a replayed batch would leave).
     """
     from kraftlake.history import ENTITIES
-    from kraftlake.spark.tables import table_ref
+    from kraftlake.spark.tables.layout import table_ref
 
     parts = [
         f"SELECT '{n}' AS t, count(*) AS c FROM {table_ref(warehouse, n)} WHERE offset <= {upto}"
@@ -130,7 +130,7 @@ def test_stream_equals_batch_ingest_and_image(
     end = result.last_offset
     assert table_counts(spark, warehouse, end) == table_counts(spark, batch, end)
     cols = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
-    from kraftlake.spark.tables import table_ref
+    from kraftlake.spark.tables.layout import table_ref
 
     a = spark.sql(f"SELECT {cols} FROM {table_ref(warehouse, 'metadata_log')} WHERE offset <= {end}")
     b = spark.sql(f"SELECT {cols} FROM {table_ref(batch, 'metadata_log')} WHERE offset <= {end}")
@@ -203,7 +203,7 @@ def test_kill_9_and_restart_gives_the_uninterrupted_tables(
     again = _cli(q, warehouse, "--available-now")
     out, err = again.communicate(timeout=600)
     assert again.returncode == 0, err[-3000:]
-    from kraftlake.spark.tables import last_offset
+    from kraftlake.spark.tables.bounds import last_offset
 
     # the commit point, not the restart's progress lines: a kill after the second batch's commit point leaves
     # the restart nothing to write (the log may have grown since the uninterrupted run: see table_counts)

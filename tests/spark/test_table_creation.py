@@ -10,16 +10,9 @@ from typing import Any
 
 import pytest
 
-from kraftlake.spark.tables import (
-    HISTORY_TABLES,
-    LOG,
-    create_table,
-    ensure_tables,
-    last_offset,
-    never_written,
-    table_layout,
-    table_path,
-)
+from kraftlake.spark.tables.bounds import last_offset
+from kraftlake.spark.tables.creation import create_table, ensure_tables
+from kraftlake.spark.tables.layout import HISTORY_TABLES, LOG, never_written, table_layout, table_path
 
 DETAIL = (
     "format",
@@ -107,7 +100,7 @@ def test_a_table_made_before_a_new_record_type_gains_its_column(spark: Any, tmp_
     """A warehouse made before Kafka 4.4.0's UnregisterControllerRecord: its metadata_log lacks the column
     appends write; the next writer adds it in one metadata-only commit, rows already there read it as null."""
     from kraftlake.spark import delta_append
-    from kraftlake.spark import tables as tables_module
+    from kraftlake.spark.tables import creation as tables_module
 
     warehouse = tmp_path / "w"
     ensure_tables(spark, warehouse)

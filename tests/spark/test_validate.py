@@ -61,7 +61,7 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(
     spark: Any, sim_warehouse: Path, tmp_path: Path
 ) -> None:
     from kraftlake.cli import main
-    from kraftlake.spark.tables import table_ref
+    from kraftlake.spark.tables.layout import table_ref
 
     warehouse = tmp_path / "w"
     shutil.copytree(sim_warehouse, warehouse, ignore=shutil.ignore_patterns("_gx"))
@@ -115,7 +115,7 @@ def test_validate_records_quarantines_bad_rows_and_keeps_the_rest(
 ) -> None:
     from pyspark.sql import functions as F
 
-    from kraftlake.spark.tables import LOG, table_path
+    from kraftlake.spark.tables.layout import LOG, table_path
     from kraftlake.spark.validate import QUARANTINE, quarantine, validate_records
 
     log = spark.read.format("delta").load(table_path(sim_warehouse, LOG))

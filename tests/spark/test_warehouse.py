@@ -122,7 +122,8 @@ def test_state_at_offsets_equals_image(spark: Any, synthetic: tuple[Path, Path, 
 def test_reingest_is_a_no_op_and_a_torn_slice_is_replayed(
     spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path
 ) -> None:
-    from kraftlake.spark.tables import LOG, append, table_ref, to_stored_log
+    from kraftlake.spark.tables.layout import LOG, table_ref, to_stored_log
+    from kraftlake.spark.tables.writes import append
     from pipelines.ingest import ingest
 
     log_dir, _, _ = synthetic
@@ -167,7 +168,7 @@ def _prefix_log(log_dir: Path, out: Path, records: int) -> Path:
 
 def test_reconstruct_and_compact(spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path) -> None:
     from kraftlake.image import load_snapshot
-    from kraftlake.spark.tables import WarehouseError
+    from kraftlake.spark.tables.layout import WarehouseError
     from pipelines.compact import compact
     from pipelines.reconstruct import image_at_offset
 
@@ -204,7 +205,8 @@ def assert_refused_before(spark: Any, warehouse: Path, retained: int) -> None:
     """Below the retained-from offset the functions and commands say so (they answered with the versions that
     outlived the cut: 0 rows, exit 0); at and above it they answer (``assert_state_matches``)."""
     from kraftlake.cli import main
-    from kraftlake.spark.tables import WarehouseError, retained_from
+    from kraftlake.spark.tables.bounds import retained_from
+    from kraftlake.spark.tables.layout import WarehouseError
     from udfs.sql import warehouse_errors
 
     assert retained_from(spark, warehouse) == retained
@@ -297,7 +299,9 @@ def test_pending_closes_answer_as_folded_ones(
     spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path
 ) -> None:
     """Closes appended but not folded give the same answers; a fold (also one cut short) gives the same tables."""
-    from kraftlake.spark.tables import CLOSES, fold_closes, history_query, pending_closes, table_ref
+    from kraftlake.spark.tables.fold import fold_closes, pending_closes
+    from kraftlake.spark.tables.layout import CLOSES, table_ref
+    from kraftlake.spark.tables.queries import history_query
     from pipelines.ingest import ingest
     from udfs.sql import register
 

@@ -1,0 +1,197 @@
+"""Creating the warehouse's tables (Delta's version 0 written by kraftlake) and migrating those an older
+kraftlake made: columns a layout gained, and ``bounds`` filled from the ``retention`` table it replaced."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from kraftlake.spark import delta_append
+from kraftlake.spark.tables.bounds import append_bounds, last_offset
+from kraftlake.spark.tables.layout import (
+    BOUNDS,
+    CLOSES,
+    HISTORY_TABLES,
+    LOG,
+    OFFSETS,
+    RETENTION,
+    SNAPSHOTS,
+    engine_info,
+    never_written,
+    table_layout,
+    table_path,
+    table_ref,
+)
+
+_log = logging.getLogger(__name__)
+_ENSURED: set[str] = set()
+
+#: The protocol delta-spark 4.x gives a new clustered table (with deletion vectors, or without): the table
+#: features clustering needs (domainMetadata) and the legacy ones writer version 7 lists (invariants, appendOnly).
+_PROTOCOL_DV = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["deletionVectors"],
+    "writerFeatures": ["deletionVectors", "domainMetadata", "invariants", "appendOnly", "clustering"],
+}
+_PROTOCOL = {
+    "minReaderVersion": 1,
+    "minWriterVersion": 7,
+    "writerFeatures": ["domainMetadata", "clustering", "invariants", "appendOnly"],
+}
+
+
+def _has_commits(log: Path) -> bool:
+    """Whether a ``_delta_log`` holds a table: a commit, a checkpoint (Delta removes commits older than its log
+    retention once a checkpoint covers them), or the pointer to one."""
+    if not log.is_dir():
+        return False
+    return any(
+        p.name == "_last_checkpoint" or p.name.endswith(".json") or ".checkpoint" in p.name
+        for p in log.iterdir()
+    )
+
+
+def create_table(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
+    """Create a warehouse table, empty, unless it exists; returns whether this call created it.
+
+    Written as Delta's protocol defines a table: its version 0 (``_delta_log/00000000000000000000.json``: a
+    ``commitInfo``, the ``metaData``, the ``protocol`` and the clustering columns as ``delta.clustering`` domain
+    metadata), the very actions delta-spark's ``CREATE TABLE ... CLUSTER BY`` writes, put in place as any commit
+    (:func:`kraftlake.spark.delta_append.put_commit`: a second creator finds it there). Through Spark each
+    creation is a Delta transaction of a second or more on a cold JVM, and a warehouse has 16 tables.
+    """
+    log = Path(table_path(warehouse, name), "_delta_log")
+    if _has_commits(log):
+        return False
+    schema, cluster, props = table_layout(spark, name)
+    log.mkdir(parents=True, exist_ok=True)
+    now = int(time.time() * 1000)
+    actions = [
+        {
+            "commitInfo": {
+                "timestamp": now,
+                "operation": "CREATE TABLE",
+                "operationParameters": {
+                    "partitionBy": "[]",
+                    "clusterBy": json.dumps(cluster, separators=(",", ":")),
+                    "description": None,
+                    "isManaged": "false",
+                    "properties": json.dumps(props, separators=(",", ":")),
+                },
+                "isolationLevel": "Serializable",
+                "isBlindAppend": True,
+                "operationMetrics": {},
+                "engineInfo": engine_info(spark),
+                "txnId": str(uuid.uuid4()),
+            }
+        },
+        {
+            "metaData": {
+                "id": str(uuid.uuid4()),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(schema.jsonValue(), separators=(",", ":")),
+                "partitionColumns": [],
+                "configuration": props,
+                "createdTime": now,
+            }
+        },
+        {"protocol": _PROTOCOL_DV if props.get("delta.enableDeletionVectors") == "true" else _PROTOCOL},
+        {
+            "domainMetadata": {
+                "domain": "delta.clustering",
+                "configuration": json.dumps(
+                    {"clusteringColumns": [[c] for c in cluster], "domainName": "delta.clustering"},
+                    separators=(",", ":"),
+                ),
+                "removed": False,
+            }
+        },
+    ]
+    return delta_append.put_commit(log, 0, actions)
+
+
+def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
+    """Create the tables that do not exist yet (empty, with their schemas: :func:`create_table`); checked once
+    per process."""
+    root = str(Path(warehouse).resolve())
+    if root in _ENSURED and Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        return
+    Path(warehouse).mkdir(parents=True, exist_ok=True)
+    for name in (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, BOUNDS):
+        if not create_table(spark, warehouse, name):
+            add_missing_columns(spark, warehouse, name)
+    ensure_bounds(spark, warehouse)
+    _ENSURED.add(root)
+
+
+def add_missing_columns(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
+    """Give a table made by an older kraftlake the columns its layout has gained since (``metadata_log`` gains a
+    struct column with each record type a Kafka release adds); returns whether it did.
+
+    One metadata-only commit (what ``ALTER TABLE ADD COLUMNS`` commits): the columns it has as they are, the new
+    ones where the layout has them, so that appends to a table kraftlake created find its schema equal to their
+    rows' again, and the rows already written read the new columns as null. A table holding a column the layout does not know
+    (made by a newer kraftlake), or of another type, is left as it is: appends then refuse it.
+    """
+    path = table_path(warehouse, name)
+    version, metadata = delta_append.table_metadata(path)
+    stored = json.loads(metadata["schemaString"])
+    schema, _, _ = table_layout(spark, name)
+    wanted = schema.jsonValue()
+    have = {f["name"]: f for f in stored["fields"]}
+    names = {f["name"] for f in wanted["fields"]}
+    added = [f["name"] for f in wanted["fields"] if f["name"] not in have]
+    if (
+        not added
+        or not set(have) <= names
+        or any(f["name"] in have and have[f["name"]]["type"] != f["type"] for f in wanted["fields"])
+    ):
+        return False
+    # the columns it has stay as they are (nullability included), the new ones go where the layout has them
+    merged = {**wanted, "fields": [have.get(f["name"], f) for f in wanted["fields"]]}
+    actions = [
+        {
+            "commitInfo": {
+                "timestamp": int(time.time() * 1000),
+                "operation": "ADD COLUMNS",
+                "operationParameters": {"columns": json.dumps(added)},
+                "readVersion": version,
+                "isolationLevel": "Serializable",
+                "isBlindAppend": False,
+                "operationMetrics": {},
+                "engineInfo": engine_info(spark),
+                "txnId": str(uuid.uuid4()),
+            }
+        },
+        {"metaData": {**metadata, "schemaString": json.dumps(merged, separators=(",", ":"))}},
+    ]
+    if not delta_append.put_commit(Path(path, "_delta_log"), version + 1, actions):
+        return add_missing_columns(spark, warehouse, name)  # another writer committed first: look again
+    _log.info("%s: added the columns %s", path, ", ".join(added))
+    return True
+
+
+def ensure_bounds(spark: SparkSession, warehouse: str | Path) -> None:
+    """Create ``bounds`` in a warehouse that has none, and fill it there from what the SQL functions read before
+    it existed: the commit point (the highest offset in ``offsets``) and the ``retention`` table's retained-from
+    offset. Two file lookups once done."""
+    if not Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        return
+    if not create_table(spark, warehouse, BOUNDS):
+        add_missing_columns(spark, warehouse, BOUNDS)  # made before gaps were recorded: gap_from, gap_to
+    if not never_written(warehouse, BOUNDS):
+        return
+    committed = last_offset(spark, warehouse)
+    retained = None
+    if not never_written(warehouse, RETENTION):
+        row = spark.sql(f"SELECT max(retained_from) AS r FROM {table_ref(warehouse, RETENTION)}").first()
+        retained = None if row is None or row["r"] is None else int(row["r"])
+    if committed >= 0 or retained is not None:
+        # a concurrent writer's publish may land first: bounds are read as maxima, so both rows stand
+        append_bounds(spark, warehouse, committed if committed >= 0 else None, retained)

@@ -1,0 +1,201 @@
+"""Folding the pending closes into the history tables' ``to_offset``: committed by kraftlake (the files holding a
+version to end rewritten), or through Spark (a MERGE per table) when a table needs more of a writer."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from kraftlake.history import ENTITIES
+from kraftlake.spark import delta_append, delta_rewrite
+from kraftlake.spark.tables.layout import (
+    CLOSES,
+    KEY_SEP,
+    engine_info,
+    key_sql,
+    never_written,
+    table_path,
+    table_ref,
+)
+from kraftlake.spark.tables.queries import pending_closes_sql
+from kraftlake.spark.tables.writes import WRITE_THREADS, checkpoint_later, retry_conflicts
+
+_log = logging.getLogger(__name__)
+
+
+def pending_closes(spark: SparkSession, warehouse: str | Path) -> int:
+    """How many closes wait in ``closes`` to be folded."""
+    if never_written(warehouse, CLOSES):
+        return 0
+    row = spark.sql(f"SELECT count(*) AS n FROM {table_ref(warehouse, CLOSES)}").first()
+    return 0 if row is None else int(row["n"])
+
+
+def fold_closes(
+    spark: SparkSession, warehouse: str | Path, retry: Callable[[Callable[[], Any]], Any] | None = None
+) -> int:
+    """Write the pending closes into the history tables' ``to_offset`` and empty ``closes`` of them.
+
+    Per table with pending closes, one commit sets the ``to_offset`` of each still-open version a close ends
+    (the first close of its key after its ``from_offset``); then one commit removes the closes folded. Readers
+    see the same answers before, during and after (a version ended in the table and by a pending close ends at
+    the same offset), and each step is idempotent: a fold cut short is completed by the next one. Returns the
+    closes folded. ``retry`` runs the fold (default :func:`kraftlake.spark.tables.writes.retry_conflicts`).
+
+    kraftlake commits the fold itself (:func:`_fold_here`: the files holding a version to end rewritten,
+    no Spark job); through Spark (a MERGE per table, a DELETE) when a table needs more of a writer.
+    """
+    retry = retry or retry_conflicts
+    if never_written(warehouse, CLOSES):
+        return 0
+    try:
+        return int(retry(partial(_fold_here, spark, warehouse)))
+    except delta_append.Unsupported as exc:
+        _log.info("folding the pending closes through Spark: %s", exc)
+        return _fold_with_spark(spark, warehouse, retry)
+
+
+def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
+    """:func:`fold_closes` committed by kraftlake (:mod:`kraftlake.spark.delta_rewrite`): the closes read from
+    their files, per history table the files holding an open version a close ends rewritten with its
+    ``to_offset`` (one commit per table), then the folded closes' files removed (one commit)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    closes_snap = delta_rewrite.snapshot(table_path(warehouse, CLOSES))
+    files = list(closes_snap.files.values())
+    parts = [delta_rewrite.read_file(closes_snap, f, ["entity", "key", "to_offset"]) for f in files]
+    closes = pa.concat_tables(parts) if parts else None
+    if closes is None or closes.num_rows == 0:
+        return 0
+    for table in sorted(pc.unique(closes.column("entity")).to_pylist()):
+        mine = closes.filter(pc.equal(closes.column("entity"), table))
+        _fold_table_here(spark, warehouse, table, mine.select(["key", "to_offset"]))
+    # every row of these files is folded now (the closes appended since are in files of later versions)
+    _replace(spark, closes_snap, files, [], "DELETE", "folded")
+    return int(closes.num_rows)
+
+
+def _replace(
+    spark: SparkSession,
+    snap: Any,
+    removed: list[dict[str, Any]],
+    added: list[Any],
+    operation: str,
+    predicate: str,
+) -> None:
+    """:func:`kraftlake.spark.delta_rewrite.replace`, with Delta's checkpoint when the version is due one."""
+    done = delta_rewrite.replace(
+        snap,
+        removed,
+        added,
+        operation=operation,
+        parameters={"predicate": predicate},
+        engine_info=engine_info(spark),
+    )
+    if done.checkpoint_due:
+        checkpoint_later(spark, str(snap.path))
+
+
+def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, closes: Any) -> None:
+    """Set the ``to_offset`` of the open versions of ``table`` that a pending close (``closes``: ``key``,
+    ``to_offset``) ends: the first close of the version's key after its ``from_offset``. Only the files
+    holding such a version are rewritten; the matching is Arrow's (a join on the key, the minimum per row)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    path = table_path(warehouse, table)
+    snap = delta_rewrite.snapshot(path)
+    key = ENTITIES[table].key
+    ends = closes.rename_columns(["key", "end"])
+    removed: list[dict[str, Any]] = []
+    added: list[Any] = []
+    for add in snap.files.values():
+        stats = delta_rewrite.stats_of(add)
+        if stats is not None and (stats.get("nullCount") or {}).get("to_offset") == 0:
+            continue  # every version of the file is closed
+        rows = delta_rewrite.read_file(snap, add)
+        to = rows.column("to_offset")
+        open_ = pc.is_null(to)
+        at = pc.indices_nonzero(open_)
+        if not len(at):
+            continue
+        opened = rows.select([*key, "from_offset"]).take(at)
+        versions = pa.table(
+            {
+                "key": _close_keys(opened, key),
+                "from": opened.column("from_offset"),
+                "row": at.cast(pa.int64()),
+            }
+        )
+        matched = versions.join(ends, "key", join_type="inner")
+        matched = matched.filter(pc.greater(matched.column("end"), matched.column("from")))
+        if not matched.num_rows:
+            continue
+        first = matched.group_by("row").aggregate([("end", "min")])
+        values = np.asarray(to.fill_null(0).to_numpy(), dtype=np.int64).copy()
+        missing = np.asarray(open_.to_numpy(zero_copy_only=False)).copy()
+        where = first.column("row").to_numpy()
+        values[where] = first.column("end_min").to_numpy()
+        missing[where] = False
+        index = rows.schema.get_field_index("to_offset")
+        new_to = pa.array(values, type=to.type, mask=missing)
+        removed.append(add)
+        added.append(rows.set_column(index, rows.schema.field(index), new_to))
+    if removed:
+        _replace(spark, snap, removed, added, "MERGE", "pending closes")
+
+
+def _close_keys(rows: Any, key: tuple[str, ...]) -> Any:
+    """:func:`kraftlake.spark.tables.layout.close_key` of every row of a ``pyarrow.Table`` (integers and strings cast as Spark casts them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not key:
+        return pa.array([""] * rows.num_rows, pa.string())
+    cols = [pc.cast(rows.column(k), pa.string()) for k in key]
+    return cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, KEY_SEP)
+
+
+def _fold_with_spark(
+    spark: SparkSession, warehouse: str | Path, retry: Callable[[Callable[[], Any]], Any]
+) -> int:
+    """:func:`fold_closes` through Spark: a MERGE per history table, then a DELETE of the folded closes."""
+    by_table = spark.sql(
+        f"SELECT entity, count(*) AS n, max(to_offset) AS m FROM {table_ref(warehouse, CLOSES)} "
+        "GROUP BY entity"
+    ).collect()
+    if not by_table:
+        return 0
+    # a bound, so that closes a concurrent slice appends meanwhile stay pending (not deleted unfolded)
+    upto = max(int(r["m"]) for r in by_table)
+    tables = [r["entity"] for r in by_table]
+
+    def merge(table: str) -> None:
+        key = ENTITIES[table].key
+        keys = ", ".join(f"m.`{k}`" for k in key)
+        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key) or "TRUE"
+        source = (
+            f"SELECT {keys + ', ' if keys else ''}m.from_offset, "
+            f"array_min(filter(c.tos, x -> x > m.from_offset)) AS to_offset "
+            f"FROM {table_ref(warehouse, table)} m JOIN ({pending_closes_sql(warehouse, table, str(upto))}) c "
+            f"ON m.to_offset IS NULL AND {key_sql(table, 'm')} = c.key"
+        )
+        spark.sql(f"""
+            MERGE INTO {table_ref(warehouse, table)} t USING ({source}) s
+            ON s.to_offset IS NOT NULL AND t.to_offset IS NULL AND t.from_offset = s.from_offset AND {on}
+            WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset""")
+
+    # the tables are independent: their MERGEs run side by side, as a slice's appends do
+    with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="kraftlake-fold") as pool:
+        for f in [pool.submit(retry, partial(merge, t)) for t in tables]:
+            f.result()
+    retry(lambda: spark.sql(f"DELETE FROM {table_ref(warehouse, CLOSES)} WHERE to_offset <= {upto}"))
+    return sum(int(r["n"]) for r in by_table)

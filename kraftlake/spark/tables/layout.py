@@ -1,0 +1,289 @@
+"""The warehouse's tables: their names, schemas (Spark and Arrow), Delta layouts and paths, and the key format
+of ``closes``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from kraftlake.errors import KraftlakeError
+from kraftlake.history import ENTITIES
+from kraftlake.spark.structs import metadata_log_struct_type
+
+APP_ID = "kraftlake"
+LOG = "metadata_log"
+SNAPSHOTS = "snapshots"
+OFFSETS = "offsets"
+#: Ends of history versions not yet written into their tables
+#: (see :func:`kraftlake.spark.tables.writes.write_history`).
+CLOSES = "closes"
+#: What the SQL functions answer for: the commit point published after each commit and the retained-from offset
+#: (see :func:`kraftlake.spark.tables.bounds.publish_commit_point`,
+#: :func:`kraftlake.spark.tables.bounds.retained_from`), one small table that a query's guard reads at once.
+BOUNDS = "bounds"
+#: Where warehouses made before ``bounds`` kept the retained-from offset (read once, to fill ``bounds``).
+RETENTION = "retention"
+SNAPSHOTS_DDL = (
+    "snapshot_offset BIGINT NOT NULL, epoch INT, timestamp BIGINT, seq INT NOT NULL, type STRING, "
+    "version INT, raw BINARY"
+)
+OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT NULL"
+CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
+RETENTION_DDL = "retained_from BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL"
+BOUNDS_DDL = "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT NOT NULL, gap_from BIGINT, gap_to BIGINT"
+HISTORY_TABLES = tuple(ENTITIES)
+_ENDPOINTS = "ARRAY<STRUCT<name: STRING, host: STRING, port: INT, security_protocol: STRING>>"
+_FEATURES = "ARRAY<STRUCT<name: STRING, min: INT, max: INT>>"
+#: The Spark type of every attribute column of the history tables (``kraftlake.history.ENTITIES`` names them).
+HISTORY_TYPES: dict[str, dict[str, str]] = {
+    "brokers": {
+        "id": "INT",
+        "epoch": "BIGINT",
+        "incarnation_id": "STRING",
+        "endpoints": _ENDPOINTS,
+        "rack": "STRING",
+        "fenced": "BOOLEAN",
+        "in_controlled_shutdown": "BOOLEAN",
+        "is_migrating_zk_broker": "BOOLEAN",
+        "log_dirs": "ARRAY<STRING>",
+        "cordoned_log_dirs": "ARRAY<STRING>",
+        "features": _FEATURES,
+    },
+    "controllers": {
+        "id": "INT",
+        "incarnation_id": "STRING",
+        "zk_migration_ready": "BOOLEAN",
+        "endpoints": _ENDPOINTS,
+        "features": _FEATURES,
+    },
+    "topics": {"name": "STRING", "topic_id": "STRING"},
+    "partitions": {
+        "topic": "STRING",
+        "topic_id": "STRING",
+        "partition": "INT",
+        "replicas": "ARRAY<INT>",
+        "isr": "ARRAY<INT>",
+        "removing_replicas": "ARRAY<INT>",
+        "adding_replicas": "ARRAY<INT>",
+        "leader": "INT",
+        "leader_recovery_state": "INT",
+        "leader_epoch": "INT",
+        "partition_epoch": "INT",
+        "directories": "ARRAY<STRING>",
+        "eligible_leader_replicas": "ARRAY<INT>",
+        "last_known_elr": "ARRAY<INT>",
+    },
+    "configs": {"resource_type": "STRING", "resource_name": "STRING", "name": "STRING", "value": "STRING"},
+    "features": {"name": "STRING", "level": "INT"},
+    "client_quotas": {
+        "entity": "ARRAY<STRUCT<entity_type: STRING, entity_name: STRING>>",
+        "entity_key": "STRING",
+        "key": "STRING",
+        "value": "DOUBLE",
+    },
+    "producer_ids": {"next_producer_id": "BIGINT"},
+    "acls": {
+        "id": "STRING",
+        "resource_type": "INT",
+        "resource_name": "STRING",
+        "pattern_type": "INT",
+        "principal": "STRING",
+        "host": "STRING",
+        "operation": "INT",
+        "permission_type": "INT",
+    },
+    "scram": {
+        "user": "STRING",
+        "mechanism": "STRING",
+        "salt": "STRING",
+        "stored_key": "STRING",
+        "server_key": "STRING",
+        "iterations": "INT",
+    },
+    "delegation_tokens": {
+        "token_id": "STRING",
+        "owner": "STRING",
+        "requester": "STRING",
+        "renewers": "ARRAY<STRING>",
+        "issue_timestamp": "BIGINT",
+        "max_timestamp": "BIGINT",
+        "expiration_timestamp": "BIGINT",
+    },
+}
+LOG_STATS_COLUMNS = "offset,epoch,timestamp,batch_offset,type,api_key"
+
+
+class WarehouseError(KraftlakeError):
+    """Raised when the warehouse cannot answer: missing tables, or an offset outside the retained history."""
+
+
+def table_path(warehouse: str | Path, name: str) -> str:
+    return str(Path(warehouse).resolve() / name)
+
+
+def table_ref(warehouse: str | Path, name: str) -> str:
+    """The SQL name of a warehouse table: ``delta.`/abs/path```."""
+    return f"delta.`{table_path(warehouse, name)}`"
+
+
+def history_columns(table: str) -> list[tuple[str, str]]:
+    """A history table's attribute columns in order, each with its Spark type (the validity range not included)."""
+    types = HISTORY_TYPES[table]
+    return [(n, types[n]) for n in ENTITIES[table].names]
+
+
+def table_ddl(name: str) -> str:
+    if name in ENTITIES:
+        cols = [f"{n} {t}" for n, t in history_columns(name)]
+        return ", ".join([*cols, "from_offset BIGINT NOT NULL", "to_offset BIGINT"])
+    if name == SNAPSHOTS:
+        return SNAPSHOTS_DDL
+    if name == OFFSETS:
+        return OFFSETS_DDL
+    if name == CLOSES:
+        return CLOSES_DDL
+    if name == RETENTION:
+        return RETENTION_DDL
+    if name == BOUNDS:
+        return BOUNDS_DDL
+    raise KeyError(name)
+
+
+#: Columns besides the key that the SQL functions filter a history table by.
+_FILTERED = {"partitions": ("topic",), "topics": ("name",)}
+
+
+def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str], dict[str, str]]:
+    """A warehouse table's schema, clustering columns and Delta properties."""
+    if name == LOG:
+        # file statistics only on the envelope: by default Delta collects them for the first 32 leaf columns,
+        # deep inside the record structs, which no query prunes on and which halves the append speed
+        props = {"delta.dataSkippingStatsColumns": LOG_STATS_COLUMNS, "delta.enableDeletionVectors": "true"}
+        return schema_of(LOG), ["offset"], props
+    # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
+    cluster = {
+        SNAPSHOTS: ["snapshot_offset"],
+        OFFSETS: ["offset"],
+        CLOSES: ["entity", "to_offset"],
+        RETENTION: ["retained_from"],
+        BOUNDS: ["committed_to"],
+    }.get(name, ["from_offset", "to_offset"])
+    props = {}
+    if name in ENTITIES:
+        # deletion vectors: a fold's MERGE (fold_closes) marks the old row instead of rewriting every file it
+        # touches; statistics only on what queries filter by: on every column (arrays included) they cost a
+        # third of a small append
+        stats = ",".join(
+            dict.fromkeys([*ENTITIES[name].key, *_FILTERED.get(name, ()), "from_offset", "to_offset"])
+        )
+        props = {"delta.dataSkippingStatsColumns": stats, "delta.enableDeletionVectors": "true"}
+    return schema_of(name), cluster, props
+
+
+def never_written(warehouse: str | Path, name: str) -> bool:
+    """Whether a table is as created: no commit after its version 0 (any write is version 1 or later, and Delta
+    removes old commits only once a checkpoint covers them). Such a table is empty: the queries that would say
+    so cost seconds on a cold JVM, two file lookups do not."""
+    log = Path(table_path(warehouse, name), "_delta_log")
+    return not (log / f"{1:020d}.json").exists() and not (log / "_last_checkpoint").exists()
+
+
+def _nullable_inside(t: T.DataType) -> T.DataType:
+    """``t`` with every nested field nullable: Delta keeps no NOT NULL inside arrays or maps."""
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable_inside(f.dataType), True) for f in t.fields])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable_inside(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(t.keyType, _nullable_inside(t.valueType), True)
+    return t
+
+
+#: Parquet cannot store a struct without fields; a record type without fields (NoOpRecord,
+#: EndTransactionRecord, ...) is stored as ``STRUCT<present: BOOLEAN>``, set when the row is of that type.
+PRESENT = T.StructType([T.StructField("present", T.BooleanType(), True)])
+
+
+def _stored(t: T.DataType) -> T.DataType:
+    if isinstance(t, T.StructType) and not t.fields:
+        return PRESENT
+    return _nullable_inside(t)
+
+
+def log_table_schema() -> T.StructType:
+    """The ``metadata_log`` schema as stored: the envelope as in the layout, the record structs relaxed."""
+    return T.StructType(
+        [T.StructField(f.name, _stored(f.dataType), f.nullable) for f in metadata_log_struct_type().fields]
+    )
+
+
+def to_stored_log(df: DataFrame) -> DataFrame:
+    """``metadata_log`` rows (as the source yields them) in the stored layout (see :data:`PRESENT`)."""
+    from pyspark.sql import functions as F
+
+    cols = []
+    for f in df.schema.fields:
+        if isinstance(f.dataType, T.StructType) and not f.dataType.fields:
+            cols.append(
+                F.when(F.col(f.name).isNotNull(), F.struct(F.lit(True).alias("present"))).alias(f.name)
+            )
+        else:
+            cols.append(F.col(f.name))
+    return df.select(*cols)
+
+
+@cache
+def schema_of(name: str) -> T.StructType:
+    """A warehouse table's schema (its DDL parsed by Spark: a session must be active)."""
+    if name == LOG:
+        return log_table_schema()
+    schema = T._parse_datatype_string(table_ddl(name))
+    assert isinstance(schema, T.StructType)
+    return schema
+
+
+@cache
+def arrow_schema_of(name: str) -> Any:
+    """A warehouse table's schema as a ``pyarrow.Schema`` (what its Parquet files hold)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema_of(name))
+
+
+def arrow_rows(name: str, rows: list[dict[str, Any]]) -> Any:
+    """Rows (dicts by column name) of a table as a ``pyarrow.Table`` of its schema, built column by column."""
+    import pyarrow as pa
+
+    arrow_schema = arrow_schema_of(name)
+    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema]
+    return pa.Table.from_arrays(arrays, schema=arrow_schema)
+
+
+def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
+    """Rows (dicts by column name) of a table as a DataFrame, through Arrow (no per-row conversion in Spark)."""
+    return spark.createDataFrame(arrow_rows(name, rows), schema=schema_of(name))
+
+
+#: Separates the values of an entity key in ``closes.key`` (a byte no key value holds).
+KEY_SEP = "\x01"
+
+
+def close_key(values: Iterable[Any]) -> str:
+    """An entity key as ``closes.key`` stores it: the values as Spark casts them to strings, joined."""
+    return KEY_SEP.join(str(v) for v in values)
+
+
+def key_sql(table: str, alias: str) -> str:
+    """The SQL of :func:`close_key` over a history table's key columns."""
+    cols = [f"CAST({alias}.`{k}` AS STRING)" for k in ENTITIES[table].key]
+    return f"concat_ws('{KEY_SEP}', {', '.join(cols)})" if cols else "''"
+
+
+def engine_info(spark: SparkSession) -> str:
+    """The ``engineInfo`` of the commits kraftlake writes."""
+    return f"kraftlake Apache-Spark/{spark.version}"

@@ -1,0 +1,145 @@
+"""The readers' SQL: a history table with its pending closes applied, the versions valid at an offset, and the
+guards that refuse an offset the warehouse does not hold (what ``udfs``, ``plots`` and ``validate`` read)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kraftlake.history import ENTITIES
+from kraftlake.spark.tables.layout import BOUNDS, CLOSES, OFFSETS, history_columns, key_sql, table_ref
+
+
+def pending_closes_sql(warehouse: str | Path, table: str, at_most: str | None = None) -> str:
+    """The pending closes of ``table`` as ``(key, tos)``: every close's ``to_offset`` per entity key."""
+    bound = f" AND to_offset <= {at_most}" if at_most is not None else ""
+    return (
+        f"SELECT key, collect_list(to_offset) AS tos FROM {table_ref(warehouse, CLOSES)} "
+        f"WHERE entity = '{table}'{bound} GROUP BY key"
+    )
+
+
+def _join_pending(warehouse: str | Path, table: str) -> str:
+    """The pending closes of each still-open version of ``table`` (alias ``t``) as ``c.tos`` (NULL: none)."""
+    return f"LEFT JOIN ({pending_closes_sql(warehouse, table)}) c ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key"
+
+
+def history_query(warehouse: str | Path, table: str) -> str:
+    """A history table as readers see it: every version with its ``to_offset``, the pending ``closes`` applied.
+
+    A version still open in the table ends at the first pending close of its key after its ``from_offset``.
+    """
+    cols = ", ".join(f"t.`{n}`" for n in ENTITIES[table].names)
+    return (
+        f"SELECT {cols}, t.from_offset, coalesce(t.to_offset, "
+        f"array_min(filter(c.tos, x -> x > t.from_offset))) AS to_offset "
+        f"FROM {table_ref(warehouse, table)} t {_join_pending(warehouse, table)}"
+    )
+
+
+def state_query(
+    warehouse: str | Path, table: str, at: str, joined: str = "", guard: str | None = None
+) -> str:
+    """The versions of ``table`` valid at offset ``at`` (an SQL expression): ``from_offset <= at < to_offset``.
+
+    The range filter is on the stored columns (Delta skips files by it); a version still open there is left out
+    when a pending close of its key lies in ``(from_offset, at]``. ``joined``: a relation cross-joined to the
+    table (alias ``t``) that ``at`` may refer to. ``guard``: a query of the same columns added with UNION ALL,
+    which yields no row but may raise (:func:`offset_guard`, :func:`retention_guard_at_time`).
+    """
+    cols = ", ".join([*(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
+    cross = f" CROSS JOIN {joined}" if joined else ""
+    query = (
+        f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
+        f"{_join_pending(warehouse, table)} WHERE t.from_offset <= {at} "
+        f"AND (t.to_offset IS NULL OR t.to_offset > {at}) "
+        f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))"
+    )
+    return f"{query} UNION ALL {guard}" if guard else query
+
+
+#: In the message of the error the SQL functions raise for an offset outside the retained history.
+BEFORE_RETAINED = "before the retained history"
+
+
+def _no_row(table: str) -> str:
+    """The SELECT list of a row of ``table``'s function columns, all NULL (typed, for UNION ALL)."""
+    return "SELECT " + ", ".join(
+        [*(f"CAST(NULL AS {t})" for _, t in history_columns(table)), "CAST(NULL AS BIGINT)"]
+    )
+
+
+def bounds_relation(warehouse: str | Path) -> str:
+    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), ``m``, the published
+    commit point (NULL before the first commit), and the first and the last recorded gap (:func:`kraftlake.spark.tables.bounds.record_gap`)
+    as ``f1..t1`` and ``f2..t2`` (NULL without one; the same one when there is one)."""
+    # both from one small table: each table a query reads costs a Delta scan planning of its own (file
+    # statistics and a Spark job or two), whatever the table's size
+    # the gaps as the first (min) and the last (max) recorded one: holes of one log are ordered by both ends, and
+    # minima and maxima are answered from the same statistics (a collect_list would read every file of bounds)
+    return (
+        f"(SELECT coalesce(max(retained_from), -1) AS r, max(committed_to) AS m, "
+        f"min(gap_from) AS f1, min(gap_to) AS t1, max(gap_from) AS f2, max(gap_to) AS t2 "
+        f"FROM {table_ref(warehouse, BOUNDS)}) g"
+    )
+
+
+#: In the message of the error the SQL functions raise for an offset past the warehouse's commit point.
+AFTER_COMMITTED = "is after the last committed offset"
+#: In the message of the error the SQL functions raise for a negative offset.
+NEGATIVE = "is negative"
+#: In the message of the error the SQL functions raise for an offset in a gap of the log (:func:`kraftlake.spark.tables.bounds.record_gap`).
+IN_GAP = "lies in a gap of the log"
+#: What the messages of the SQL functions' refusals hold (:func:`offset_guard`, :func:`retention_guard_at_time`).
+REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED, IN_GAP)
+
+
+def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
+    """A query of ``table``'s function columns that yields no row, and raises (``raise_error``, Spark's
+    USER_RAISED_EXCEPTION) when offset ``at`` is negative, below the retained-from offset
+    (:func:`kraftlake.spark.tables.bounds.retained_from`: there the history tables hold only the versions that outlived the cut, and the
+    functions would answer with a part of the state), or past the published commit point
+    (:func:`kraftlake.spark.tables.bounds.publish_commit_point`: the last state would answer for an offset the warehouse does not hold, or not
+    yet), or inside the first or the last gap of the log (:func:`kraftlake.spark.tables.bounds.record_gap`: the state there is known nowhere;
+    a log of three holes or more has the ones between unguarded).
+
+    It is a branch of a UNION ALL (:func:`state_query`'s ``guard``): Spark runs every branch of a union, so it
+    raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
+    is never evaluated when that side is empty: after data skipping, at an offset below every version.)
+    """
+    return (
+        f"{_no_row(table)} FROM {bounds_relation(warehouse)} WHERE CASE "
+        f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' {NEGATIVE}')) "
+        f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
+        f"holds the states from offset ', g.r, ' on')) "
+        f"WHEN {at} > g.m THEN raise_error(concat('offset ', {at}, ' {AFTER_COMMITTED} (', g.m, ')')) "
+        f"WHEN {at} BETWEEN g.f1 AND g.t1 OR {at} BETWEEN g.f2 AND g.t2 THEN raise_error(concat('offset ', {at}, "
+        f"' {IN_GAP}: no state is known at ', "
+        f"CASE WHEN {at} BETWEEN g.f1 AND g.t1 THEN concat(g.f1, '..', g.t1) ELSE concat(g.f2, '..', g.t2) END)) "
+        f"ELSE false END"
+    )
+
+
+def offset_at_time(warehouse: str | Path, at_time: str) -> str:
+    """A one-row relation ``(o)``: the last offset whose record is at or before the TIMESTAMP ``at_time`` (NULL
+    before the first)."""
+    return (
+        f"(SELECT max(offset) AS o FROM {table_ref(warehouse, OFFSETS)} "
+        f"WHERE timestamp_millis(timestamp) <= {at_time})"
+    )
+
+
+def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> str:
+    """:func:`offset_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
+    below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
+    a snapshot (before the first record of a warehouse that holds the whole log, the state is empty), or when
+    that offset is the last before a gap (:func:`kraftlake.spark.tables.bounds.record_gap`: the times of the missing records are unknown)."""
+    return (
+        f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {bounds_relation(warehouse)} "
+        f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
+        f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
+        f"holds the states from offset ', g.r, ' on')) "
+        # the last offset before a gap: the records after it have unknown times, the state then is unknown
+        f"WHEN s.o + 1 IN (g.f1, g.f2) THEN raise_error(concat('the time {IN_GAP} (its last offset is ', s.o, "
+        f"', after it no state is known up to ', CASE WHEN s.o + 1 = g.f1 THEN g.t1 ELSE g.t2 END, ')')) "
+        f"ELSE false END"
+    )
