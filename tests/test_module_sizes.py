@@ -35,9 +35,6 @@ PENDING: dict[str, str] = {
     "kraftlake/service/runner.py": "NodeRunner: raft driver, request server, observer server (issue 26, 3)",
     "kraftlake/service/kafka_rpc.py": "Kafka's RPC codecs and handlers of the service",
     "kraftlake/spark/tables.py": "layout, writes, queries, fold, bounds (issue 26, 1)",
-    "kraftlake/image/snapshot.py::_snapshot_items": "the records of a snapshot, in Kafka's order",
-    "kraftlake/spark/validate.py::warehouse_suites": "the warehouse's validation suites",
-    "pipelines/compact.py::compact": "the compaction pipeline",
     "pipelines/demo.py::run_demo": "make run's main job",
 }
 
