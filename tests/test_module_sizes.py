@@ -35,7 +35,6 @@ PENDING: dict[str, str] = {
     "kraftlake/service/runner.py": "NodeRunner: raft driver, request server, observer server (issue 26, 3)",
     "kraftlake/service/kafka_rpc.py": "Kafka's RPC codecs and handlers of the service",
     "kraftlake/spark/tables.py": "layout, writes, queries, fold, bounds (issue 26, 1)",
-    "pipelines/demo.py::run_demo": "make run's main job",
 }
 
 _GENERATED = re.compile(r"^#.*\bdo not edit\b", re.IGNORECASE)
