@@ -51,7 +51,7 @@ class TopicsByName(Mapping[str, TopicImage]):
     def get(self, name: str, /, default: TopicImage) -> TopicImage: ...
     @overload
     def get(self, name: str, /, default: _T) -> TopicImage | _T: ...
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> object:
         topic_id = self.ids.get(name)
         if topic_id is None:
             return default
@@ -192,6 +192,7 @@ class MetadataImage:
 
     # -- evolution ----------------------------------------------------------------------------------------
 
+    # the fields' values are of each field's own type: Any, as for keyword arguments of mixed types
     def _replace(self, **changes: Any) -> MetadataImage:
         fields: dict[str, Any] = {
             "provenance": self.provenance,

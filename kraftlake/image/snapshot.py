@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kraftlake.image.delta import METADATA_VERSION
 from kraftlake.image.errors import SnapshotWriteError
@@ -56,7 +56,7 @@ class _TopicPartitions(NamedTuple):
     partitions: list[tuple[int, PartitionRegistration]]
 
 
-def _first(item: tuple[int, Any]) -> int:
+def _first(item: tuple[int, PartitionRegistration]) -> int:
     return item[0]
 
 
