@@ -333,6 +333,9 @@ def _save_state(warehouse: str | Path, state: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+_Retry = Callable[[Callable[[], Any]], Any]
+
+
 def compact(
     spark: SparkSession,
     warehouse: str | Path,
@@ -357,62 +360,107 @@ def compact(
     retry = partial(retry_conflicts, on_retry=retried.append, backoff_s=retry_backoff_s)
     conflicts = conflict_errors()
     ensure_bounds(spark, warehouse)
-    n = last_offset(spark, warehouse) if offset is None else offset
-    if checkpoint_dir is None and has_snapshot(spark, warehouse, n):
-        # nothing committed since the snapshot at n (a scheduled run with nothing new): no image to rebuild.
-        # Only images without an open transaction are stored, so n needs no moving back either.
-        result = CompactResult(n, 0, None)
-    else:
-        image = image_at_offset(spark, warehouse, n)
-        if image.transaction is not None:
-            # a snapshot holds committed state only: take the offset before the open transaction began
-            n = image.transaction.begin_offset - 1
-            image = image_at_offset(spark, warehouse, n)
-        rows = retry(lambda: write_snapshot(spark, warehouse, image))
-        result = CompactResult(n, rows, None)
-        if checkpoint_dir is not None:
-            from kraftlake.image import write_snapshot as write_checkpoint
-
-            Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-            result.checkpoint = str(write_checkpoint(image, checkpoint_dir))
+    result = _snapshot_step(spark, warehouse, offset, checkpoint_dir, retry)
     try:
         # before the deletes, so that versions ended by a pending close are seen as ended
         result.folded = fold_closes(spark, warehouse, retry)
     except conflicts:
         result.deferred.setdefault("fold", []).append(CLOSES)
     bar.advance(1, note="deletes")
-    keep = _retention_offset(spark, warehouse, n, retain_offsets, retain_hours)
+    keep = _retention_offset(spark, warehouse, result.snapshot_offset, retain_offsets, retain_hours)
     if keep is not None:
-        row = spark.sql(
-            f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
-            f"WHERE snapshot_offset <= {int(keep)}"
-        ).first()
-        s = None if row is None else row["s"]
-        if s is not None:
-            result.retained_from = int(s)
-            # before anything below S goes: from now on the SQL functions refuse the offsets below S
-            retry(partial(record_retained_from, spark, warehouse, int(s)))
-            plan = _deletions(int(s))
-            minima = _minima(spark, warehouse, ((t, c) for t, (c, _, _) in plan.items()))
-            for table, (_, condition, due) in plan.items():
-                m = minima.get(table)
-                if m is None or not due(m):
-                    result.deleted[table] = 0
-                    result.skipped.setdefault("delete", []).append(table)
-                    continue
-                try:
-                    result.deleted[table] = retry(partial(_delete, spark, warehouse, table, condition))
-                except conflicts:
-                    result.deleted[table] = 0
-                    result.deferred.setdefault("delete", []).append(table)
-                    if table == LOG:
-                        # the older snapshots stay while the log rows they cover do: the rest waits too
-                        result.deferred["delete"].extend(t for t in plan if t != LOG)
-                        break
+        _delete_step(spark, warehouse, keep, result, retry, conflicts)
     state = _load_state(warehouse)
-    retain_ms = int(vacuum_hours * HOUR_MS)
     bar.advance(1, note="optimize")
     histories = {table: table_history(table_path(warehouse, table)) for table in COMPACTED}
+    _optimize_step(spark, warehouse, optimize, state, histories, result, retry, conflicts, bar)
+    bar.advance(1)
+    _vacuum_step(spark, warehouse, vacuum_hours, state, histories, result, retry, conflicts, bar)
+    bar.close()
+    _save_state(warehouse, state)
+    result.retries = len(retried)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _snapshot_step(
+    spark: SparkSession,
+    warehouse: str | Path,
+    offset: int | None,
+    checkpoint_dir: str | Path | None,
+    retry: _Retry,
+) -> CompactResult:
+    """The snapshot at ``offset`` (the last one when None) written, and its ``.checkpoint`` when asked."""
+    n = last_offset(spark, warehouse) if offset is None else offset
+    if checkpoint_dir is None and has_snapshot(spark, warehouse, n):
+        # nothing committed since the snapshot at n (a scheduled run with nothing new): no image to rebuild.
+        # Only images without an open transaction are stored, so n needs no moving back either.
+        return CompactResult(n, 0, None)
+    image = image_at_offset(spark, warehouse, n)
+    if image.transaction is not None:
+        # a snapshot holds committed state only: take the offset before the open transaction began
+        n = image.transaction.begin_offset - 1
+        image = image_at_offset(spark, warehouse, n)
+    rows = retry(lambda: write_snapshot(spark, warehouse, image))
+    result = CompactResult(n, rows, None)
+    if checkpoint_dir is not None:
+        from kraftlake.image import write_snapshot as write_checkpoint
+
+        Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        result.checkpoint = str(write_checkpoint(image, checkpoint_dir))
+    return result
+
+
+def _delete_step(
+    spark: SparkSession,
+    warehouse: str | Path,
+    keep: int,
+    result: CompactResult,
+    retry: _Retry,
+    conflicts: tuple[type[BaseException], ...],
+) -> None:
+    """Delete what the newest snapshot at or before ``keep`` makes unneeded."""
+    row = spark.sql(
+        f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
+        f"WHERE snapshot_offset <= {int(keep)}"
+    ).first()
+    s = None if row is None else row["s"]
+    if s is None:
+        return
+    result.retained_from = int(s)
+    # before anything below S goes: from now on the SQL functions refuse the offsets below S
+    retry(partial(record_retained_from, spark, warehouse, int(s)))
+    plan = _deletions(int(s))
+    minima = _minima(spark, warehouse, ((t, c) for t, (c, _, _) in plan.items()))
+    for table, (_, condition, due) in plan.items():
+        m = minima.get(table)
+        if m is None or not due(m):
+            result.deleted[table] = 0
+            result.skipped.setdefault("delete", []).append(table)
+            continue
+        try:
+            result.deleted[table] = retry(partial(_delete, spark, warehouse, table, condition))
+        except conflicts:
+            result.deleted[table] = 0
+            result.deferred.setdefault("delete", []).append(table)
+            if table == LOG:
+                # the older snapshots stay while the log rows they cover do: the rest waits too
+                result.deferred["delete"].extend(t for t in plan if t != LOG)
+                break
+
+
+def _optimize_step(
+    spark: SparkSession,
+    warehouse: str | Path,
+    optimize: bool,
+    state: dict[str, Any],
+    histories: dict[str, list[Commit]],
+    result: CompactResult,
+    retry: _Retry,
+    conflicts: tuple[type[BaseException], ...],
+    bar: Progress,
+) -> None:
+    """OPTIMIZE the tables written to since their last OPTIMIZE (``histories``/``state`` follow)."""
     to_optimize = [
         t
         for t in COMPACTED
@@ -444,7 +492,21 @@ def compact(
             bar.update(bar.done, note=f"optimized {table}")
     # reported in the table order, whichever finished first
     result.optimized.sort(key=COMPACTED.index)
-    bar.advance(1)
+
+
+def _vacuum_step(
+    spark: SparkSession,
+    warehouse: str | Path,
+    vacuum_hours: float,
+    state: dict[str, Any],
+    histories: dict[str, list[Commit]],
+    result: CompactResult,
+    retry: _Retry,
+    conflicts: tuple[type[BaseException], ...],
+    bar: Progress,
+) -> None:
+    """VACUUM each table whose removed files have outlived the retention."""
+    retain_ms = int(vacuum_hours * HOUR_MS)
     for table in COMPACTED:
         bar.update(bar.done, note=table)
         path = table_path(warehouse, table)
@@ -462,8 +524,3 @@ def compact(
         else:
             result.skipped.setdefault("vacuum", []).append(table)
         bar.advance(1)
-    bar.close()
-    _save_state(warehouse, state)
-    result.retries = len(retried)
-    result.seconds = time.monotonic() - t0
-    return result

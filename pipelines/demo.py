@@ -108,6 +108,27 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     if warehouse.exists():
         say(f"removing the previous run's {warehouse}")
         shutil.rmtree(warehouse)
+    t0 = time.monotonic()
+    log_dir = _run_cluster(spark, config, warehouse, report, say, t0)
+    warehouse_sql.register(spark, warehouse)
+    _compact(spark, config, warehouse, report, say)
+    worst, busiest = _ask(spark, config, warehouse, report, say)
+    _draw(spark, warehouse, busiest, report, say)
+    _check_oracle(log_dir, worst, report, say)
+    _validate(spark, warehouse, report, say)
+    report.timings["total_s"] = time.monotonic() - t0
+    return report
+
+
+def _run_cluster(
+    spark: SparkSession,
+    config: DemoConfig,
+    warehouse: Path,
+    report: DemoReport,
+    say: Callable[[str], None],
+    t0: float,
+) -> Path:
+    """The quorum and the simulated cluster, streamed into the warehouse; the active voter's log directory."""
     kraft_dir = warehouse / "_kraft"
     sim_config = ClusterSimConfig(
         brokers=config.brokers,
@@ -118,7 +139,6 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
         seed=config.seed,
         controller=ControllerConfig(),
     )
-    t0 = time.monotonic()
     quorum = ControllerQuorum(
         3, kraft_dir, CLUSTER_ID, config=sim_config.controller, seed=config.seed
     ).start()
@@ -187,11 +207,15 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
         report.streamed_records += final.records
         report.stream_batches += final.batches
         report.timings["stream_s"] = time.monotonic() - t0
-        log_dir = quorum.node_dir(active.node_id) / METADATA_PARTITION_DIR
+        return quorum.node_dir(active.node_id) / METADATA_PARTITION_DIR
     finally:
         quorum.stop()
 
-    warehouse_sql.register(spark, warehouse)
+
+def _compact(
+    spark: SparkSession, config: DemoConfig, warehouse: Path, report: DemoReport, say: Callable[[str], None]
+) -> None:
+    """Compaction keeping ``config.retain_fraction`` of the offsets."""
     lo, hi = answers.offset_range(spark, warehouse)
     report.last_offset = hi
     retain = max(1, int((hi - lo + 1) * config.retain_fraction))
@@ -206,6 +230,12 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     )
     say(f"compaction: snapshot at offset {compacted.snapshot_offset}, {kept}, {compacted.seconds:.1f}s")
 
+
+def _ask(
+    spark: SparkSession, config: DemoConfig, warehouse: Path, report: DemoReport, say: Callable[[str], None]
+) -> tuple[tuple[Any, ...], tuple[str, int] | None]:
+    """The questions by offset, printed; the (offset, count) row of the most under-replicated sample point
+    and the busiest partition."""
     lo, hi = answers.offset_range(spark, warehouse)
     points = answers.sample_offsets(lo, hi, config.sample_points)
     over_time = answers.under_replicated_over_time(spark, points)
@@ -221,8 +251,17 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     for answer in report.answers:
         say("")
         say(answers.format_answer(answer))
+    return worst, busiest
 
-    # the answers drawn over the whole retained history, from the warehouse just queried
+
+def _draw(
+    spark: SparkSession,
+    warehouse: Path,
+    busiest: tuple[str, int] | None,
+    report: DemoReport,
+    say: Callable[[str], None],
+) -> None:
+    """The answers drawn over the whole retained history, from the warehouse just queried."""
     t2 = time.monotonic()
     say("")
     for plot in write_overview(spark, warehouse, warehouse / "_plots", partition=busiest):
@@ -230,7 +269,11 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
         say(f"plot: {plot.path} ({plot.title}, offsets {plot.range.lo}..{plot.range.hi})")
     report.timings["plots_s"] = time.monotonic() - t2
 
-    # the oracle: the same question answered by replaying the voter's Kafka log files in pure Python
+
+def _check_oracle(
+    log_dir: Path, worst: tuple[Any, ...], report: DemoReport, say: Callable[[str], None]
+) -> None:
+    """The same question answered by replaying the voter's Kafka log files in pure Python."""
     report.oracle_offset = int(worst[0])
     image = image_at(log_dir.parent, report.oracle_offset)
     report.oracle_under_replicated = sum(
@@ -248,6 +291,9 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
         f"{verdict}"
     )
 
+
+def _validate(spark: SparkSession, warehouse: Path, report: DemoReport, say: Callable[[str], None]) -> None:
+    """The warehouse's validation suites, printed."""
     t3 = time.monotonic()
     report.validation = validate(spark, warehouse, build_docs=False)
     report.timings["validate_s"] = time.monotonic() - t3
@@ -256,5 +302,3 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     print_report(report.validation, out)
     for line in out.getvalue().splitlines():
         say(f"validation: {line}")
-    report.timings["total_s"] = time.monotonic() - t0
-    return report

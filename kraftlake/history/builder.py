@@ -21,11 +21,22 @@ from typing import Any
 
 from kraftlake.history.changes import TOPIC_RESOURCE, changes
 from kraftlake.history.entities import ENTITIES
-from kraftlake.history.rows import broker_row, config_key, config_row, keyed_rows, partition_row, topic_row
+from kraftlake.history.rows import (
+    EntityKey,
+    Row,
+    broker_row,
+    config_key,
+    config_row,
+    keyed_rows,
+    partition_row,
+    topic_row,
+)
 from kraftlake.image import EMPTY, MetadataDelta, MetadataImage, Provenance, replay
 from kraftlake.image.errors import ImageError, ReplayError
+from kraftlake.protocol import messages as m
+from kraftlake.records.envelope import MetadataRecord
 
-Event = tuple[int, str, tuple[Any, ...], "dict[str, Any] | None", bool]
+Event = tuple[int, str, EntityKey, "Row | None", bool]
 """(offset, table, entity key, new row or None, whether the entity existed before the record)."""
 
 
@@ -40,8 +51,8 @@ class HistoryBatch:
 
     first_offset: int = -1
     last_offset: int = -1
-    versions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    closes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    versions: dict[str, list[Row]] = field(default_factory=dict)
+    closes: dict[str, list[Row]] = field(default_factory=dict)
     offsets: list[tuple[int, int, int]] = field(default_factory=list)
     jumps: list[tuple[int, MetadataImage]] = field(default_factory=list)
     """Gaps the slice crossed (``on_gap``): the first missing offset and the snapshot image the history goes on
@@ -67,7 +78,7 @@ class HistoryBuilder:
         #: Called when the records fed skip offsets: ``on_gap(first_missing, next_offset)`` returns the state at
         #: ``next_offset - 1`` (the snapshot that covers the hole) or raises; None: records are taken as they come.
         self.on_gap = on_gap
-        self._at: list[Any] = [-1, ""]  # the offset and type of the record being fed
+        self._at: list[int | str] = [-1, ""]  # the offset and type of the record being fed
 
     def seed(self) -> HistoryBatch:
         """Versions for every entity of the starting image (a snapshot), valid from its offset."""
@@ -80,7 +91,7 @@ class HistoryBuilder:
         _versions(events, batch, closes=False)
         return batch
 
-    def feed(self, records: Iterable[Any]) -> HistoryBatch:
+    def feed(self, records: Iterable[MetadataRecord]) -> HistoryBatch:
         """Replay ``records`` (``MetadataRecord`` s in log order, following the current image).
 
         Runs of topic, partition, config and broker records outside transactions (the bulk of a log: ISR and
@@ -102,7 +113,7 @@ class HistoryBuilder:
                 raise
             at = self._at
             err = HistoryReplayError(f"record at offset {at[0]} ({at[1]}): {exc}")
-            err.offset = at[0]
+            err.offset = int(at[0])
             raise err from exc
 
     def jump(self, image: MetadataImage) -> HistoryBatch:
@@ -117,14 +128,14 @@ class HistoryBuilder:
         self.image = image
         return batch
 
-    def _feed(self, records: Iterable[Any]) -> HistoryBatch:
+    def _feed(self, records: Iterable[MetadataRecord]) -> HistoryBatch:
         batch = HistoryBatch()
         events: list[Event] = []
         add = events.append
         image = self.image
         offsets = batch.offsets
         delta: MetadataDelta | None = None
-        last: Any = None  # the last record of the delta's run
+        last: MetadataRecord | None = None  # the last record of the delta's run
         at = self._at = [-1, ""]
         on_gap = self.on_gap
         for mr in records:
@@ -160,9 +171,9 @@ class HistoryBuilder:
             if not mr.is_control and not new.in_transaction:
                 if kind == "EndTransactionRecord":
                     txn = image.transaction
-                    recs = [(r, type(r).__name__) for r in (txn.records if txn else ())]
+                    recs = txn.records if txn else ()
                 else:
-                    recs = [(mr.record, kind)]
+                    recs = (mr.record,) if mr.record is not None else ()
                 if recs:
                     events.extend((mr.offset, *c) for c in changes(image, new, recs))
             image = new
@@ -220,7 +231,7 @@ def _jump_events(old: MetadataImage, new: MetadataImage) -> list[Event]:
     return events
 
 
-def _end_run(image: MetadataImage, delta: MetadataDelta | None, last: Any) -> MetadataImage:
+def _end_run(image: MetadataImage, delta: MetadataDelta | None, last: MetadataRecord) -> MetadataImage:
     """The image at the end of a run whose last record is ``last``."""
     prov = Provenance(last.offset, last.epoch, last.timestamp)
     return delta.apply(prov) if delta is not None else image.with_provenance(prov)
@@ -229,7 +240,13 @@ def _end_run(image: MetadataImage, delta: MetadataDelta | None, last: Any) -> Me
 AddEvent = Callable[[Event], None]
 
 
-def _run_partition(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: AddEvent) -> None:
+def _run_partition(
+    delta: MetadataDelta,
+    rec: m.PartitionRecord | m.PartitionChangeRecord,
+    kind: str,
+    offset: int,
+    add: AddEvent,
+) -> None:
     tid, pid = rec.topic_id, rec.partition_id
     p0 = delta.partition(tid, pid)
     delta.replay(rec, kind)  # raises as the image's replay does for an unknown topic or partition
@@ -239,7 +256,7 @@ def _run_partition(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: 
         add((offset, "partitions", (tid, pid), partition_row(name, tid, pid, p1), p0 is not None))
 
 
-def _run_config(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: AddEvent) -> None:
+def _run_config(delta: MetadataDelta, rec: m.ConfigRecord, kind: str, offset: int, add: AddEvent) -> None:
     # a ConfigRecord sets (or with a null value deletes) one name of one resource
     old = delta.config(rec.resource_type, rec.resource_name, rec.name)
     delta.replay(rec, kind)
@@ -249,8 +266,29 @@ def _run_config(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: Add
         add((offset, "configs", key, None if new is None else config_row(key, new), old is not None))
 
 
-def _run_broker(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: AddEvent) -> None:
-    bid = rec.id if kind in ("FenceBrokerRecord", "UnfenceBrokerRecord") else rec.broker_id
+def _run_broker(
+    delta: MetadataDelta,
+    rec: m.BrokerRegistrationChangeRecord | m.RegisterBrokerRecord | m.UnregisterBrokerRecord,
+    kind: str,
+    offset: int,
+    add: AddEvent,
+) -> None:
+    _broker_event(delta, rec.broker_id, rec, kind, offset, add)
+
+
+def _run_fencing(
+    delta: MetadataDelta,
+    rec: m.FenceBrokerRecord | m.UnfenceBrokerRecord,
+    kind: str,
+    offset: int,
+    add: AddEvent,
+) -> None:
+    _broker_event(delta, rec.id, rec, kind, offset, add)
+
+
+def _broker_event(
+    delta: MetadataDelta, bid: int, rec: m.Record, kind: str, offset: int, add: AddEvent
+) -> None:
     b0 = delta.broker(bid)
     delta.replay(rec, kind)
     b1 = delta.broker(bid)
@@ -258,16 +296,35 @@ def _run_broker(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: Add
         add((offset, "brokers", (bid,), None if b1 is None else broker_row(b1), b0 is not None))
 
 
-def _run_topic(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: AddEvent) -> None:
+def _run_topic(delta: MetadataDelta, rec: m.TopicRecord, kind: str, offset: int, add: AddEvent) -> None:
+    name0 = delta.topic_name(rec.topic_id)
+    _topic_events(delta, rec, kind, offset, add, name0, name0 if name0 is not None else rec.name)
+
+
+def _run_remove_topic(
+    delta: MetadataDelta, rec: m.RemoveTopicRecord, kind: str, offset: int, add: AddEvent
+) -> None:
+    name0 = delta.topic_name(rec.topic_id)
+    if name0 is None:
+        delta.replay(rec, kind)  # a RemoveTopicRecord of a topic not held: the replay's ReplayError
+        return
+    _topic_events(delta, rec, kind, offset, add, name0, name0)
+
+
+def _topic_events(
+    delta: MetadataDelta,
+    rec: m.TopicRecord | m.RemoveTopicRecord,
+    kind: str,
+    offset: int,
+    add: AddEvent,
+    name0: str | None,
+    config_name: str,
+) -> None:
     # what ``changes`` compares for a topic record (the topic, its partitions, the configs of its name), read
     # from the delta: a run no longer ends at each topic created or deleted (a few hundred per 250k records of
     # churn), where every topic the run touched had its partitions copied into a new image
     tid = rec.topic_id
-    name0 = delta.topic_name(tid)
-    if name0 is None and kind != "TopicRecord":
-        delta.replay(rec, kind)  # a RemoveTopicRecord of a topic not held: the replay's ReplayError
-        return
-    resource = (TOPIC_RESOURCE, name0 if name0 is not None else rec.name)
+    resource = (TOPIC_RESOURCE, config_name)
     parts0, configs0 = delta.partitions(tid), delta.configs(*resource)
     delta.replay(rec, kind)
     name1 = delta.topic_name(tid)
@@ -288,6 +345,8 @@ def _run_topic(delta: MetadataDelta, rec: Any, kind: str, offset: int, add: AddE
                 add((offset, "configs", key, None if v1 is None else config_row(key, v1), v0 is not None))
 
 
+# each run takes the record class its type names (the keys of ``_RUN``); a Callable type cannot tie the key to
+# the parameter, so the record is Any here and precise in each function
 Run = Callable[[MetadataDelta, Any, str, int, AddEvent], None]
 
 #: The records a run of the delta takes (outside transactions), each with what turns it into its events (None:
@@ -297,19 +356,19 @@ _RUN: dict[str, Run | None] = {
     "PartitionRecord": _run_partition,
     "ConfigRecord": _run_config,
     "BrokerRegistrationChangeRecord": _run_broker,
-    "FenceBrokerRecord": _run_broker,
-    "UnfenceBrokerRecord": _run_broker,
+    "FenceBrokerRecord": _run_fencing,
+    "UnfenceBrokerRecord": _run_fencing,
     "RegisterBrokerRecord": _run_broker,
     "UnregisterBrokerRecord": _run_broker,
     "TopicRecord": _run_topic,
-    "RemoveTopicRecord": _run_topic,
+    "RemoveTopicRecord": _run_remove_topic,
     "NoOpRecord": None,
 }
 
 
 def _versions(events: list[Event], batch: HistoryBatch, closes: bool = True) -> None:
-    open_: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
-    seen: set[tuple[str, tuple[Any, ...]]] = set()  # keys whose version from before the slice is closed
+    open_: dict[tuple[str, EntityKey], Row] = {}
+    seen: set[tuple[str, EntityKey]] = set()  # keys whose version from before the slice is closed
     for offset, table, key, row, existed in events:
         prev = open_.pop((table, key), None)
         if prev is not None:

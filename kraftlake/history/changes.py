@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TypeVar
 
 from kraftlake.history.rows import (
+    EntityKey,
     Keyed,
+    Row,
     acl_row,
     broker_row,
     config_rows,
@@ -20,19 +22,23 @@ from kraftlake.history.rows import (
     topic_row,
 )
 from kraftlake.image import MetadataImage
+from kraftlake.protocol import messages as m
 
 TOPIC_RESOURCE = 2
 
-Change = tuple[str, tuple[Any, ...], "dict[str, Any] | None", bool]
+Change = tuple[str, EntityKey, "Row | None", bool]
 """(table, entity key, new row or None when the entity is gone, whether the entity existed before)."""
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def _diff_dict(
     table: str,
-    old: Any,
-    new: Any,
-    key: Callable[[Any], tuple[Any, ...]],
-    row: Callable[[Any, Any], dict[str, Any]],
+    old: Mapping[K, V],
+    new: Mapping[K, V],
+    key: Callable[[K], EntityKey],
+    row: Callable[[K, V], Row],
 ) -> Iterator[Change]:
     if old is new:
         return
@@ -52,8 +58,8 @@ def _diff_multi(table: str, old_rows: list[Keyed], new_rows: list[Keyed]) -> Ite
             yield table, k, b, a is not None
 
 
-def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any, str]]) -> Iterator[Change]:
-    """The entity changes from ``old`` to ``new``, the image after the metadata ``records`` (record, type).
+def changes(old: MetadataImage, new: MetadataImage, records: Iterable[m.Record]) -> Iterator[Change]:
+    """The entity changes from ``old`` to ``new``, the image after the metadata ``records``.
 
     Small maps are compared whole (by identity first: a delta copies only what it changes); the large
     persistent maps (topics, configs, ACLs) only at the keys the records name.
@@ -89,21 +95,28 @@ def changes(old: MetadataImage, new: MetadataImage, records: Iterable[tuple[Any,
     topics: dict[str, set[int] | None] = {}  # topic id -> partitions named, None = compare all
     configs: set[tuple[int, str]] = set()
     acls: set[str] = set()
-    for rec, kind in records:
-        if kind == "PartitionRecord" or kind == "PartitionChangeRecord":
+    # by class rather than by type name so that each branch knows its record's fields (these are the records
+    # replayed one by one, not the runs of the hot path)
+    for rec in records:
+        if isinstance(rec, m.PartitionRecord | m.PartitionChangeRecord):
             named = topics.setdefault(rec.topic_id, set())
             if named is not None:
                 named.add(rec.partition_id)
-        elif kind == "TopicRecord" or kind == "RemoveTopicRecord":
+        elif isinstance(rec, m.TopicRecord | m.RemoveTopicRecord):
             topics[rec.topic_id] = None
             t = old.topics_by_id.get(rec.topic_id) or new.topics_by_id.get(rec.topic_id)
-            configs.add((TOPIC_RESOURCE, t.name if t is not None else getattr(rec, "name", "")))
-        elif kind == "ClearElrRecord":
+            configs.add(
+                (
+                    TOPIC_RESOURCE,
+                    t.name if t is not None else rec.name if isinstance(rec, m.TopicRecord) else "",
+                )
+            )
+        elif isinstance(rec, m.ClearElrRecord):
             for tid in set(old.topics_by_id) | set(new.topics_by_id):
                 topics[tid] = None
-        elif kind == "ConfigRecord":
+        elif isinstance(rec, m.ConfigRecord):
             configs.add((rec.resource_type, rec.resource_name))
-        elif kind == "AccessControlEntryRecord" or kind == "RemoveAccessControlEntryRecord":
+        elif isinstance(rec, m.AccessControlEntryRecord | m.RemoveAccessControlEntryRecord):
             acls.add(rec.id)
     for tid, named in topics.items():
         t0, t1 = old.topics_by_id.get(tid), new.topics_by_id.get(tid)

@@ -8,10 +8,28 @@ from typing import Any
 
 from kraftlake.history.entities import ENTITIES
 from kraftlake.image import MetadataImage
-from kraftlake.image.model import BrokerRegistration, ControllerRegistration, Endpoint, PartitionRegistration
+from kraftlake.image.image import QuotaEntity, ScramKey
+from kraftlake.image.model import (
+    Acl,
+    BrokerRegistration,
+    ControllerRegistration,
+    DelegationToken,
+    Endpoint,
+    PartitionRegistration,
+    ScramCredential,
+    VersionRange,
+)
 from kraftlake.image.render import CONFIG_RESOURCE_TYPES, SCRAM_MECHANISMS, SECURITY_PROTOCOLS
 
-Keyed = tuple[tuple[Any, ...], dict[str, Any]]
+# a row maps a history table's columns to values of each column's own type (int, str, bool, list, dict, None):
+# heterogeneous by nature, so Any
+Row = dict[str, Any]
+"""One row of a history table (column -> value)."""
+
+EntityKey = tuple[str | int, ...]
+"""The values of a history table's key columns (``ENTITIES[table].key``)."""
+
+Keyed = tuple[EntityKey, Row]
 """(entity key, row)."""
 
 
@@ -19,7 +37,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _endpoints(listeners: tuple[Endpoint, ...]) -> list[dict[str, Any]]:
+def _endpoints(listeners: tuple[Endpoint, ...]) -> list[Row]:
     return [
         {
             "name": e.name,
@@ -31,11 +49,11 @@ def _endpoints(listeners: tuple[Endpoint, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def _features(features: Any) -> list[dict[str, Any]]:
+def _features(features: tuple[tuple[str, VersionRange], ...]) -> list[Row]:
     return [{"name": n, "min": r.min, "max": r.max} for n, r in features]
 
 
-def broker_row(b: BrokerRegistration) -> dict[str, Any]:
+def broker_row(b: BrokerRegistration) -> Row:
     return {
         "id": b.id,
         "epoch": b.epoch,
@@ -51,7 +69,7 @@ def broker_row(b: BrokerRegistration) -> dict[str, Any]:
     }
 
 
-def controller_row(c: ControllerRegistration) -> dict[str, Any]:
+def controller_row(c: ControllerRegistration) -> Row:
     return {
         "id": c.id,
         "incarnation_id": c.incarnation_id,
@@ -61,11 +79,11 @@ def controller_row(c: ControllerRegistration) -> dict[str, Any]:
     }
 
 
-def topic_row(name: str, topic_id: str) -> dict[str, Any]:
+def topic_row(name: str, topic_id: str) -> Row:
     return {"name": name, "topic_id": topic_id}
 
 
-def partition_row(topic: str, topic_id: str, pid: int, p: PartitionRegistration) -> dict[str, Any]:
+def partition_row(topic: str, topic_id: str, pid: int, p: PartitionRegistration) -> Row:
     # the registration's tuples as they are (Arrow and JSON take them as lists): no copy per version
     return {
         "topic": topic,
@@ -90,7 +108,7 @@ def config_key(resource_type: int, resource_name: str, name: str) -> tuple[str, 
     return (CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type)), resource_name, name)
 
 
-def config_row(key: tuple[str, str, str], value: str) -> dict[str, Any]:
+def config_row(key: tuple[str, str, str], value: str) -> Row:
     return {"resource_type": key[0], "resource_name": key[1], "name": key[2], "value": value}
 
 
@@ -106,7 +124,7 @@ def quota_entity_key(entity: tuple[tuple[str, str | None], ...]) -> str:
     return ",".join(f"{t}={'<default>' if n is None else n}" for t, n in entity)
 
 
-def quota_rows(entity: Any, quotas: dict[str, float]) -> Iterator[Keyed]:
+def quota_rows(entity: QuotaEntity, quotas: dict[str, float]) -> Iterator[Keyed]:
     """The rows of one client quota entity (one per quota key)."""
     ek = quota_entity_key(entity)
     parts = [{"entity_type": t, "entity_name": n} for t, n in entity]
@@ -114,11 +132,11 @@ def quota_rows(entity: Any, quotas: dict[str, float]) -> Iterator[Keyed]:
         yield (ek, k), {"entity": parts, "entity_key": ek, "key": k, "value": v}
 
 
-def feature_row(name: str, level: int) -> dict[str, Any]:
+def feature_row(name: str, level: int) -> Row:
     return {"name": name, "level": level}
 
 
-def acl_row(acl_id: str, a: Any) -> dict[str, Any]:
+def acl_row(acl_id: str, a: Acl) -> Row:
     return {
         "id": acl_id,
         "resource_type": a.resource_type,
@@ -131,12 +149,12 @@ def acl_row(acl_id: str, a: Any) -> dict[str, Any]:
     }
 
 
-def scram_key(k: tuple[int, str]) -> tuple[str, str]:
+def scram_key(k: ScramKey) -> tuple[str, str]:
     """The key of a scram row, (user, mechanism name), from the image's (mechanism, user)."""
     return (k[1], SCRAM_MECHANISMS.get(k[0], str(k[0])))
 
 
-def scram_row(k: tuple[int, str], s: Any) -> dict[str, Any]:
+def scram_row(k: ScramKey, s: ScramCredential) -> Row:
     user, mech = scram_key(k)
     return {
         "user": user,
@@ -148,7 +166,7 @@ def scram_row(k: tuple[int, str], s: Any) -> dict[str, Any]:
     }
 
 
-def token_row(d: Any) -> dict[str, Any]:
+def token_row(d: DelegationToken) -> Row:
     return {
         "token_id": d.token_id,
         "owner": d.owner,
@@ -182,6 +200,6 @@ def keyed_rows(image: MetadataImage) -> dict[str, list[Keyed]]:
     return out
 
 
-def entity_rows(image: MetadataImage) -> dict[str, list[dict[str, Any]]]:
+def entity_rows(image: MetadataImage) -> dict[str, list[Row]]:
     """Every entity of ``image`` as rows of the history tables (without the validity range)."""
     return {table: [row for _, row in rows] for table, rows in keyed_rows(image).items()}

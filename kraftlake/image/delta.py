@@ -17,7 +17,7 @@ replay does, so that applying records one by one and in one batch always agree:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kraftlake.image.errors import ReplayError, TopicIdReusedError
@@ -40,6 +40,7 @@ from kraftlake.image.model import (
     uuid_sort_key,
 )
 from kraftlake.image.pmap import PMap
+from kraftlake.protocol import messages as m
 
 TOPIC_RESOURCE = 2
 METADATA_VERSION = "metadata.version"
@@ -86,7 +87,7 @@ def _canonical(t: tuple[Any, ...]) -> tuple[Any, ...]:
 _DIRS: dict[tuple[int, Any], tuple[str, ...]] = {}
 
 
-def partition_from_record(record: Any) -> PartitionRegistration:
+def partition_from_record(record: m.PartitionRecord) -> PartitionRegistration:
     """A ``PartitionRegistration`` built from a PartitionRecord (Kafka's constructor from the record)."""
     replicas = _canonical(tuple(record.replicas))
     dirs = record.directories
@@ -121,7 +122,7 @@ def partition_from_record(record: Any) -> PartitionRegistration:
     )
 
 
-def merge_partition(p: PartitionRegistration, record: Any) -> PartitionRegistration:
+def merge_partition(p: PartitionRegistration, record: m.PartitionChangeRecord) -> PartitionRegistration:
     """Kafka's ``PartitionRegistration.merge``: apply a PartitionChangeRecord.
 
     A null list leaves the field unchanged (an empty list empties it); Leader -2 leaves leader and leader
@@ -191,21 +192,25 @@ def clear_elr(p: PartitionRegistration) -> PartitionRegistration:
     )
 
 
-def _features(items: Any) -> tuple[tuple[str, VersionRange], ...]:
+def _features(
+    items: Iterable[m.RegisterBrokerRecord.BrokerFeature | m.RegisterControllerRecord.ControllerFeature],
+) -> tuple[tuple[str, VersionRange], ...]:
     ranges = {f.name: VersionRange(f.min_supported_version, f.max_supported_version) for f in items}
     return tuple(sorted(ranges.items()))
 
 
-def _endpoints(items: Any) -> tuple[Endpoint, ...]:
+def _endpoints(
+    items: Iterable[m.RegisterBrokerRecord.BrokerEndpoint | m.RegisterControllerRecord.ControllerEndpoint],
+) -> tuple[Endpoint, ...]:
     by_name = {e.name: Endpoint(e.name, e.host, e.port, e.security_protocol) for e in items}
     return tuple(by_name[n] for n in sorted(by_name))
 
 
-def _opt_tuple(items: Any) -> tuple[Any, ...] | None:
+def _opt_tuple(items: Iterable[str] | None) -> tuple[str, ...] | None:
     return None if items is None else tuple(items)
 
 
-def broker_from_record(record: Any) -> BrokerRegistration:
+def broker_from_record(record: m.RegisterBrokerRecord) -> BrokerRegistration:
     """Kafka's ``BrokerRegistration.fromRecord``."""
     return BrokerRegistration(
         id=record.broker_id,
@@ -222,7 +227,7 @@ def broker_from_record(record: Any) -> BrokerRegistration:
     )
 
 
-def controller_from_record(record: Any) -> ControllerRegistration:
+def controller_from_record(record: m.RegisterControllerRecord) -> ControllerRegistration:
     return ControllerRegistration(
         id=record.controller_id,
         incarnation_id=record.incarnation_id,
@@ -232,7 +237,7 @@ def controller_from_record(record: Any) -> ControllerRegistration:
     )
 
 
-def quota_entity(entity: Any) -> QuotaEntity:
+def quota_entity(entity: Iterable[m.ClientQuotaRecord.EntityData]) -> QuotaEntity:
     pairs = {e.entity_type: e.entity_name for e in entity}
     return tuple(sorted(pairs.items()))
 
@@ -307,7 +312,7 @@ class MetadataDelta:
 
     # -- dispatch -----------------------------------------------------------------------------------------
 
-    def replay(self, record: Any, type_name: str | None = None) -> None:
+    def replay(self, record: m.Record, type_name: str | None = None) -> None:
         """Apply one metadata record (not a transaction or control record) to this delta."""
         name = type_name or type(record).__name__
         handler = _HANDLERS.get(name)
@@ -318,7 +323,7 @@ class MetadataDelta:
 
     # -- features -----------------------------------------------------------------------------------------
 
-    def _feature_level(self, r: Any) -> None:
+    def _feature_level(self, r: m.FeatureLevelRecord) -> None:
         if r.name == METADATA_VERSION and r.feature_level < 1:
             raise ReplayError(f"Unknown metadata.version feature level {r.feature_level}")
         self._features[r.name] = None if r.feature_level == 0 else r.feature_level
@@ -378,17 +383,17 @@ class MetadataDelta:
 
     # -- cluster ------------------------------------------------------------------------------------------
 
-    def _register_broker(self, r: Any) -> None:
+    def _register_broker(self, r: m.RegisterBrokerRecord) -> None:
         self._brokers[r.broker_id] = broker_from_record(r)
 
-    def _unregister_broker(self, r: Any) -> None:
+    def _unregister_broker(self, r: m.UnregisterBrokerRecord) -> None:
         # Kafka's ClusterDelta removes the broker whatever the epoch: the controller checked it before writing.
         self._brokers[r.broker_id] = None
 
-    def _register_controller(self, r: Any) -> None:
+    def _register_controller(self, r: m.RegisterControllerRecord) -> None:
         self._controllers[r.controller_id] = controller_from_record(r)
 
-    def _unregister_controller(self, r: Any) -> None:
+    def _unregister_controller(self, r: m.UnregisterControllerRecord) -> None:
         # Kafka 4.4's ClusterDelta removes the controller, registered or not: its controller checked it (and
         # metadata.version 4.4-IV2) before writing the record
         self._controllers[r.controller_id] = None
@@ -411,13 +416,13 @@ class MetadataDelta:
         if nb != b:
             self._brokers[b.id] = nb
 
-    def _fence(self, r: Any) -> None:
+    def _fence(self, r: m.FenceBrokerRecord) -> None:
         self._set_broker(self._broker_or_raise(r.id, r.epoch, "fence"), fenced=True)
 
-    def _unfence(self, r: Any) -> None:
+    def _unfence(self, r: m.UnfenceBrokerRecord) -> None:
         self._set_broker(self._broker_or_raise(r.id, r.epoch, "unfence"), fenced=False)
 
-    def _broker_change(self, r: Any) -> None:
+    def _broker_change(self, r: m.BrokerRegistrationChangeRecord) -> None:
         b = self._broker_or_raise(r.broker_id, r.broker_epoch, "change")
         changes: dict[str, Any] = {}
         if r.fenced == 1:
@@ -441,7 +446,7 @@ class MetadataDelta:
 
     # -- topics -------------------------------------------------------------------------------------------
 
-    def _topic(self, r: Any) -> None:
+    def _topic(self, r: m.TopicRecord) -> None:
         topic_id = r.topic_id
         live = self._topics.get(topic_id)
         if live is not None:
@@ -466,10 +471,10 @@ class MetadataDelta:
             self._topics[topic_id] = td
         return td
 
-    def _partition(self, r: Any) -> None:
+    def _partition(self, r: m.PartitionRecord) -> None:
         self._topic_delta(r.topic_id, "PartitionRecord").changes[r.partition_id] = partition_from_record(r)
 
-    def _partition_change(self, r: Any) -> None:
+    def _partition_change(self, r: m.PartitionChangeRecord) -> None:
         # the hot path of a controlled shutdown's replay (60k records per voter): lookups inlined
         td = self._topics.get(r.topic_id)
         if td is None:
@@ -483,7 +488,7 @@ class MetadataDelta:
                 raise ReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
         changes[pid] = merge_partition(p, r)
 
-    def _remove_topic(self, r: Any) -> None:
+    def _remove_topic(self, r: m.RemoveTopicRecord) -> None:
         td = self._topics.pop(r.topic_id, None)
         if td is not None:
             name = td.name
@@ -503,7 +508,7 @@ class MetadataDelta:
         if base or changes:
             self._configs[key] = dict.fromkeys(base)
 
-    def _clear_elr(self, r: Any) -> None:
+    def _clear_elr(self, r: m.ClearElrRecord) -> None:
         if r.topic_name:
             topic_id = self._created_by_name.get(r.topic_name)
             if topic_id is None:
@@ -532,20 +537,20 @@ class MetadataDelta:
 
     # -- configs, quotas, producer ids --------------------------------------------------------------------
 
-    def _config(self, r: Any) -> None:
+    def _config(self, r: m.ConfigRecord) -> None:
         key = (r.resource_type, r.resource_name)
         self._configs.setdefault(key, {})[r.name] = r.value
 
-    def _client_quota(self, r: Any) -> None:
+    def _client_quota(self, r: m.ClientQuotaRecord) -> None:
         entity = quota_entity(r.entity)
         self._quotas.setdefault(entity, {})[r.key] = None if r.remove else float(r.value)
 
-    def _producer_ids(self, r: Any) -> None:
+    def _producer_ids(self, r: m.ProducerIdsRecord) -> None:
         self._next_producer_id = r.next_producer_id
 
     # -- security -----------------------------------------------------------------------------------------
 
-    def _acl(self, r: Any) -> None:
+    def _acl(self, r: m.AccessControlEntryRecord) -> None:
         self._acls[r.id] = Acl(
             r.resource_type,
             r.resource_name,
@@ -556,7 +561,7 @@ class MetadataDelta:
             r.permission_type,
         )
 
-    def _remove_acl(self, r: Any) -> None:
+    def _remove_acl(self, r: m.RemoveAccessControlEntryRecord) -> None:
         if r.id in self.image.acls:
             self._acls[r.id] = None
         elif self._acls.get(r.id) is not None:
@@ -564,15 +569,15 @@ class MetadataDelta:
         else:
             raise ReplayError(f"Failed to find existing ACL with ID {r.id} in either image or changes")
 
-    def _scram_credential(self, r: Any) -> None:
+    def _scram_credential(self, r: m.UserScramCredentialRecord) -> None:
         self._scram[(r.mechanism, r.name)] = ScramCredential(
             bytes(r.salt), bytes(r.stored_key), bytes(r.server_key), r.iterations
         )
 
-    def _remove_scram(self, r: Any) -> None:
+    def _remove_scram(self, r: m.RemoveUserScramCredentialRecord) -> None:
         self._scram[(r.mechanism, r.name)] = None
 
-    def _delegation_token(self, r: Any) -> None:
+    def _delegation_token(self, r: m.DelegationTokenRecord) -> None:
         self._tokens[r.token_id] = DelegationToken(
             r.token_id,
             r.owner,
@@ -583,7 +588,7 @@ class MetadataDelta:
             r.expiration_timestamp,
         )
 
-    def _remove_token(self, r: Any) -> None:
+    def _remove_token(self, r: m.RemoveDelegationTokenRecord) -> None:
         self._tokens[r.token_id] = None
 
     # -- apply --------------------------------------------------------------------------------------------
@@ -638,6 +643,8 @@ class MetadataDelta:
 
 # Unbound handlers in a module table: a per-delta table of bound methods would make every delta a reference
 # cycle, left to the cyclic GC, whose collections then walk the whole image (millions of objects).
+# Each handler takes its own record class, which the type name selects: ``Any`` is the union mypy cannot pair
+# with the key.
 _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "RegisterBrokerRecord": MetadataDelta._register_broker,
     "UnregisterBrokerRecord": MetadataDelta._unregister_broker,

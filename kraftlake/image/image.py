@@ -16,6 +16,7 @@ from kraftlake.image.model import (
     TopicImage,
 )
 from kraftlake.image.pmap import PMap
+from kraftlake.protocol import messages as m
 
 ConfigKey = tuple[int, str]
 """A config resource: (Kafka's ``ConfigResource.Type`` id, resource name); e.g. (2, "orders") is a topic."""
@@ -50,7 +51,7 @@ class TopicsByName(Mapping[str, TopicImage]):
     def get(self, name: str, /, default: TopicImage) -> TopicImage: ...
     @overload
     def get(self, name: str, /, default: _T) -> TopicImage | _T: ...
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> object:
         topic_id = self.ids.get(name)
         if topic_id is None:
             return default
@@ -70,7 +71,8 @@ class TopicsByName(Mapping[str, TopicImage]):
 
 
 # a transaction in flight: (name, begin offset, pending records as a cons list (record, rest) | None)
-_Txn = tuple["str | None", int, Any]
+_Chain = tuple[m.Record, "_Chain"] | None
+_Txn = tuple["str | None", int, _Chain]
 
 
 class MetadataImage:
@@ -158,7 +160,7 @@ class MetadataImage:
         if self._txn is None:
             return None
         name, begin, chain = self._txn
-        pending: list[object] = []
+        pending: list[m.Record] = []
         while chain is not None:
             pending.append(chain[0])
             chain = chain[1]
@@ -190,6 +192,7 @@ class MetadataImage:
 
     # -- evolution ----------------------------------------------------------------------------------------
 
+    # the fields' values are of each field's own type: Any, as for keyword arguments of mixed types
     def _replace(self, **changes: Any) -> MetadataImage:
         fields: dict[str, Any] = {
             "provenance": self.provenance,

@@ -17,7 +17,7 @@ NoOp/ZkMigrationState records only advance the provenance.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple, cast
 
 from kraftlake.image.delta import (
     _HANDLERS,
@@ -27,23 +27,25 @@ from kraftlake.image.delta import (
     partition_from_record,
 )
 from kraftlake.image.errors import ReplayError, TransactionError, at_offset
-from kraftlake.image.image import EMPTY, MetadataImage
+from kraftlake.image.image import EMPTY, MetadataImage, _Chain
 from kraftlake.image.model import Provenance, TopicImage
+from kraftlake.protocol import messages as m
+from kraftlake.records.envelope import MetadataRecord
 
 BEGIN = "BeginTransactionRecord"
 END = "EndTransactionRecord"
 ABORT = "AbortTransactionRecord"
 
 
-def _provenance(mr: Any) -> Provenance:
+def _provenance(mr: Committed) -> Provenance:
     return Provenance(mr.offset, mr.epoch, mr.timestamp)
 
 
-def _replay_partition(image: MetadataImage, mr: Any) -> MetadataImage | None:
+def _replay_partition(image: MetadataImage, mr: Committed) -> MetadataImage | None:
     """Fast path of ``replay`` for a PartitionChangeRecord or PartitionRecord of an existing topic, outside a
     transaction: no delta, one new topic and one persistent-map update. None when the general path must run
     (it also raises the errors)."""
-    r = mr.record
+    r = cast("m.PartitionChangeRecord | m.PartitionRecord", mr.record)  # by ``mr.type``, as replay checked
     topics = image.topics_by_id
     t = topics.get(r.topic_id)
     if t is None:
@@ -53,9 +55,9 @@ def _replay_partition(image: MetadataImage, mr: Any) -> MetadataImage | None:
         p = t.partitions.get(pid)
         if p is None:
             return None
-        new = merge_partition(p, r)
+        new = merge_partition(p, cast(m.PartitionChangeRecord, r))
     else:
-        new = partition_from_record(r)
+        new = partition_from_record(cast(m.PartitionRecord, r))
     parts = dict(t.partitions)
     parts[pid] = new
     prov = Provenance(mr.offset, mr.epoch, mr.timestamp)
@@ -65,7 +67,7 @@ def _replay_partition(image: MetadataImage, mr: Any) -> MetadataImage | None:
 _PARTITION_RECORDS = frozenset({"PartitionChangeRecord", "PartitionRecord"})
 
 
-def replay(image: MetadataImage, mr: Any) -> MetadataImage:
+def replay(image: MetadataImage, mr: Committed) -> MetadataImage:
     """The image after the committed record ``mr`` (a ``kraftlake.records.MetadataRecord``)."""
     if mr.type in _PARTITION_RECORDS and image._txn is None and not mr.is_control:
         fast = _replay_partition(image, mr)
@@ -81,13 +83,14 @@ def replay(image: MetadataImage, mr: Any) -> MetadataImage:
             raise TransactionError(
                 f"offset {mr.offset}: BeginTransactionRecord while already in a transaction"
             )
-        return image._replace(provenance=prov, txn=(mr.record.name, mr.offset, None))
+        begin = cast(m.BeginTransactionRecord, mr.record)
+        return image._replace(provenance=prov, txn=(begin.name, mr.offset, None))
     if kind in (END, ABORT):
         if txn is None:
             raise TransactionError(f"offset {mr.offset}: {kind} without a BeginTransactionRecord")
         if kind == ABORT:
             return image._replace(provenance=prov, txn=None)
-        pending = []
+        pending: list[m.Record] = []
         chain = txn[2]
         while chain is not None:
             pending.append(chain[0])
@@ -100,13 +103,14 @@ def replay(image: MetadataImage, mr: Any) -> MetadataImage:
         return image._replace(provenance=prov, txn=(txn[0], txn[1], (mr.record, txn[2])))
     delta = MetadataDelta(image)
     try:
-        delta.replay(mr.record, kind)
+        # a data record's envelope always holds the decoded record (None is for control types only)
+        delta.replay(cast(m.Record, mr.record), kind)
     except ReplayError as exc:
         raise at_offset(exc, mr.offset) from exc
     return delta.apply(prov)
 
 
-def replay_all(image: MetadataImage, records: Iterable[Any]) -> MetadataImage:
+def replay_all(image: MetadataImage, records: Iterable[Committed]) -> MetadataImage:
     """``replay`` over many records, one by one (use ``ImageLoader`` for speed)."""
     for mr in records:
         image = replay(image, mr)
@@ -122,11 +126,13 @@ class ImageLoader:
 
     def __init__(self, image: MetadataImage = EMPTY) -> None:
         self._prov = image.provenance
-        self._last: Any = None  # the last record fed, whose provenance ``_prov`` does not hold yet
+        self._last: Committed | Provenance | None = (
+            None  # the last record fed, whose provenance ``_prov`` does not hold yet
+        )
         self._txn_name: str | None = None
         self._txn_begin = -1
-        self._txn_records: list[Any] | None = None
-        self._chain: tuple[Any, int, list[Any] | None] = (
+        self._txn_records: list[m.Record] | None = None
+        self._chain: tuple[_Chain, int, list[m.Record] | None] = (
             None,
             0,
             None,
@@ -157,7 +163,7 @@ class ImageLoader:
     def in_transaction(self) -> bool:
         return self._txn_records is not None
 
-    def feed(self, mr: Any) -> None:
+    def feed(self, mr: Committed) -> None:
         """Take one committed record (a ``kraftlake.records.MetadataRecord``)."""
         self._last = mr
         if mr.is_control:
@@ -171,12 +177,12 @@ class ImageLoader:
                 raise at_offset(exc, mr.offset) from exc
             self._dirty = True
             if self._txn_records is not None:
-                self._txn_records.append(mr.record)
+                self._txn_records.append(cast(m.Record, mr.record))  # a data record: decoded
             return
         if kind in IGNORED_RECORDS:
             self._dirty = True
             if self._txn_records is not None:
-                self._txn_records.append(mr.record)
+                self._txn_records.append(cast(m.Record, mr.record))  # a data record: decoded
             return
         if kind == BEGIN:
             if self._txn_records is not None:
@@ -188,7 +194,8 @@ class ImageLoader:
                 self._base = self._delta.apply(self.provenance)
                 self._delta = MetadataDelta(self._base)
                 self._dirty = False
-            self._txn_name, self._txn_begin, self._txn_records = mr.record.name, mr.offset, []
+            begin = cast(m.BeginTransactionRecord, mr.record)
+            self._txn_name, self._txn_begin, self._txn_records = begin.name, mr.offset, []
             return
         if kind in (END, ABORT):
             if self._txn_records is None:
@@ -201,7 +208,7 @@ class ImageLoader:
         raise ReplayError(f"Unknown metadata record type {kind}")
 
     def feed_batch(
-        self, records: Sequence[Any], base_offset: int, epoch: int, timestamps: int | Sequence[int] = -1
+        self, records: Sequence[m.Record], base_offset: int, epoch: int, timestamps: int | Sequence[int] = -1
     ) -> None:
         """Take typed metadata records (no envelopes, no control records) committed at consecutive offsets
         from ``base_offset`` in ``epoch``: what ``feed`` of their envelopes does, without building them (a
@@ -238,7 +245,7 @@ class ImageLoader:
             self._dirty = True
         self._last = Provenance(base_offset + n - 1, epoch, stamps[n - 1])
 
-    def feed_all(self, records: Iterable[Any]) -> None:
+    def feed_all(self, records: Iterable[Committed]) -> None:
         feed = self.feed
         for mr in records:
             feed(mr)
@@ -276,10 +283,14 @@ class _Envelope(NamedTuple):
     timestamp: int
     is_control: bool
     type: str
-    record: Any
+    record: m.Record
 
 
-def load_records(records: Iterable[Any], image: MetadataImage = EMPTY) -> MetadataImage:
+Committed = MetadataRecord | _Envelope
+"""A committed record as the replay reads it (``type`` names ``record``'s class)."""
+
+
+def load_records(records: Iterable[Committed], image: MetadataImage = EMPTY) -> MetadataImage:
     """The image after all ``records`` on top of ``image``."""
     loader = ImageLoader(image)
     loader.feed_all(records)

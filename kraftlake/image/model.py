@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 
+from kraftlake.protocol import messages as m
+
 MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAA"
 """``DirectoryId.MIGRATING`` (Uuid(0, 0)): the directory of a replica whose directory is not known."""
 
@@ -224,4 +226,4 @@ class OpenTransaction:
 
     name: str | None
     begin_offset: int
-    records: tuple[object, ...] = field(default=())
+    records: tuple[m.Record, ...] = field(default=())

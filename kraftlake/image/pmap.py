@@ -13,7 +13,7 @@ is not stable across processes (str hashing is randomized): sort when order matt
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, TypeAlias, TypeVar, cast, overload
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -23,9 +23,9 @@ _BITS = 5
 _WIDTH = 1 << _BITS
 _MASK = _WIDTH - 1
 
-_EMPTY_NODE: tuple[Any, ...] = (None,) * _WIDTH
 
-
+# a leaf holds a key and value of its map's K and V, which the trie's node classes do not carry (they are not
+# generic, to keep the nodes plain): Any here, typed again at PMap's methods without a cast per element
 class _Leaf:
     __slots__ = ("hash", "key", "value")
 
@@ -48,15 +48,21 @@ class _Collision:
 class _Node:
     __slots__ = ("slots",)
 
-    def __init__(self, slots: tuple[Any, ...]) -> None:
+    def __init__(self, slots: tuple[_Slot, ...]) -> None:
         self.slots = slots
+
+
+_Slot: TypeAlias = "_Node | _Leaf | _Collision | None"
+"""What a slot of a node holds: a subtree, one key, the keys of one full hash, or nothing."""
+
+_EMPTY_NODE: tuple[_Slot, ...] = (None,) * _WIDTH
 
 
 def _hash(key: object) -> int:
     return hash(key) & 0xFFFFFFFFFFFFFFFF
 
 
-def _merge_leaves(shift: int, a: _Leaf | _Collision, b: _Leaf) -> Any:
+def _merge_leaves(shift: int, a: _Leaf | _Collision, b: _Leaf) -> _Node | _Collision:
     """A subtree holding ``a`` (a leaf or collision) and the new leaf ``b`` with a different key."""
     if a.hash == b.hash:
         leaves = a.leaves if isinstance(a, _Collision) else (a,)
@@ -72,13 +78,13 @@ def _merge_leaves(shift: int, a: _Leaf | _Collision, b: _Leaf) -> Any:
     return _Node(tuple(slots))
 
 
-def _set(node: _Node, shift: int, h: int, key: Any, value: Any) -> tuple[_Node, bool]:
+def _set(node: _Node, shift: int, h: int, key: object, value: object) -> tuple[_Node, bool]:
     """Return the new node and whether the key was added (not replaced)."""
     i = (h >> shift) & _MASK
     child = node.slots[i]
     added = False
     if child is None:
-        new_child: Any = _Leaf(h, key, value)
+        new_child: _Slot = _Leaf(h, key, value)
         added = True
     elif isinstance(child, _Node):
         new_child, added = _set(child, shift + _BITS, h, key, value)
@@ -91,7 +97,7 @@ def _set(node: _Node, shift: int, h: int, key: Any, value: Any) -> tuple[_Node, 
             new_child = _merge_leaves(shift + _BITS, child, _Leaf(h, key, value))
             added = True
     else:  # _Collision
-        coll = cast(_Collision, child)
+        coll = child
         if coll.hash == h:
             leaves = list(coll.leaves)
             for j, leaf in enumerate(leaves):
@@ -110,14 +116,14 @@ def _set(node: _Node, shift: int, h: int, key: Any, value: Any) -> tuple[_Node, 
     return _Node(tuple(slots)), added
 
 
-def _set_many(node: _Node, shift: int, items: list[tuple[int, Any, Any]]) -> tuple[_Node, int]:
+def _set_many(node: _Node, shift: int, items: list[tuple[int, object, object]]) -> tuple[_Node, int]:
     """``_set`` of many distinct keys: each node on their paths is copied once, not once per key (a
     controlled shutdown changes a partition in each of 20k topics: one copy of the root, not 20k)."""
     if len(items) == 1:
         h, key, value = items[0]
         new, one = _set(node, shift, h, key, value)
         return new, int(one)
-    groups: dict[int, list[tuple[int, Any, Any]]] = {}
+    groups: dict[int, list[tuple[int, object, object]]] = {}
     for item in items:
         i = (item[0] >> shift) & _MASK
         group = groups.get(i)
@@ -143,7 +149,7 @@ def _set_many(node: _Node, shift: int, items: list[tuple[int, Any, Any]]) -> tup
                     slots[i] = _Leaf(h, key, value)
                     continue
             # an empty slot, a leaf or a collision: insert one by one below a node holding only that slot
-            sub = [None] * _WIDTH
+            sub: list[_Slot] = [None] * _WIDTH
             sub[i] = child
             holder = _Node(tuple(sub))
             for h, key, value in group:
@@ -153,13 +159,13 @@ def _set_many(node: _Node, shift: int, items: list[tuple[int, Any, Any]]) -> tup
     return _Node(tuple(slots)), added
 
 
-def _delete(node: _Node, shift: int, h: int, key: Any) -> _Node | None:
+def _delete(node: _Node, shift: int, h: int, key: object) -> _Node | None:
     """Return the new node (``None`` if it became empty), or ``node`` itself if the key is absent."""
     i = (h >> shift) & _MASK
     child = node.slots[i]
     if child is None:
         return node
-    new_child: Any
+    new_child: _Slot
     if isinstance(child, _Node):
         new_child = _delete(child, shift + _BITS, h, key)
         if new_child is child:
@@ -174,7 +180,7 @@ def _delete(node: _Node, shift: int, h: int, key: Any) -> _Node | None:
             return node
         new_child = None
     else:
-        coll = cast(_Collision, child)
+        coll = child
         if coll.hash != h:
             return node
         leaves = tuple(leaf for leaf in coll.leaves if leaf.key != key)
@@ -187,8 +193,8 @@ def _delete(node: _Node, shift: int, h: int, key: Any) -> _Node | None:
     return _Node(slots)
 
 
-def _iter(node: Any) -> Iterator[_Leaf]:
-    stack = [node]
+def _iter(node: _Node) -> Iterator[_Leaf]:
+    stack: list[_Node | _Leaf | _Collision] = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, _Node):
@@ -226,6 +232,7 @@ class PMap(Mapping[K, V], Generic[K, V]):
         return self._len
 
     def __getitem__(self, key: K) -> V:
+        # Any: the walk tests ``type(node)`` once into ``t``, which mypy does not narrow ``node`` through
         node: Any = self._root
         if node is None:
             raise KeyError(key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+from collections.abc import Iterable
 from typing import Any
 
 from kraftlake.image.delta import METADATA_VERSION
@@ -17,6 +18,9 @@ from kraftlake.image.model import (
     PartitionRegistration,
     VersionRange,
 )
+
+# a JSON object of the image document: its values are of mixed types (numbers, strings, lists, objects)
+JsonObject = dict[str, Any]
 
 SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 CONFIG_RESOURCE_TYPES = {
@@ -71,7 +75,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _endpoint(e: Endpoint) -> dict[str, Any]:
+def _endpoint(e: Endpoint) -> JsonObject:
     return {
         "name": e.name,
         "host": e.host,
@@ -80,7 +84,7 @@ def _endpoint(e: Endpoint) -> dict[str, Any]:
     }
 
 
-def _broker(b: BrokerRegistration) -> dict[str, Any]:
+def _broker(b: BrokerRegistration) -> JsonObject:
     return {
         "id": b.id,
         "epoch": b.epoch,
@@ -96,7 +100,7 @@ def _broker(b: BrokerRegistration) -> dict[str, Any]:
     }
 
 
-def _controller(c: ControllerRegistration) -> dict[str, Any]:
+def _controller(c: ControllerRegistration) -> JsonObject:
     return {
         "id": c.id,
         "incarnation_id": c.incarnation_id,
@@ -106,7 +110,7 @@ def _controller(c: ControllerRegistration) -> dict[str, Any]:
     }
 
 
-def partition_json(pid: int, p: PartitionRegistration) -> dict[str, Any]:
+def partition_json(pid: int, p: PartitionRegistration) -> JsonObject:
     return {
         "partition": pid,
         "replicas": list(p.replicas),
@@ -123,10 +127,10 @@ def partition_json(pid: int, p: PartitionRegistration) -> dict[str, Any]:
     }
 
 
-def image_json(image: MetadataImage) -> dict[str, Any]:
+def image_json(image: MetadataImage) -> JsonObject:
     """The image as one JSON-ready document (the shape of issue 4; everything sorted)."""
     prov = image.provenance
-    provenance: dict[str, Any] = {"offset": prov.offset, "epoch": prov.epoch, "timestamp": prov.timestamp}
+    provenance: JsonObject = {"offset": prov.offset, "epoch": prov.epoch, "timestamp": prov.timestamp}
     txn = image.transaction
     if txn is not None:
         provenance["open_transaction"] = {
@@ -215,11 +219,11 @@ def image_json(image: MetadataImage) -> dict[str, Any]:
 # -- kafka-metadata-shell layout --------------------------------------------------------------------------
 
 
-def _java_list(items: Any) -> str:
+def _java_list(items: Iterable[object]) -> str:
     return "[" + ", ".join(str(i) for i in items) + "]"
 
 
-def _java_opt_list(items: Any) -> str:
+def _java_opt_list(items: Iterable[object] | None) -> str:
     return "null" if items is None else _java_list(items)
 
 
@@ -401,6 +405,8 @@ def _standard_acl(a: Acl) -> str:
 
 def shell_tree(image: MetadataImage) -> str:
     """The image as ``kafka-metadata-shell``'s ``tree /image`` prints it (children sorted by name)."""
+    # a directory maps names to directories or leaf strings; built with setdefault, walked without a type test
+    # per step, hence Any
     root: dict[str, Any] = {}
     for d in _EMPTY_DIRS:
         node = root

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kraftlake.image.delta import METADATA_VERSION
 from kraftlake.image.errors import SnapshotWriteError
@@ -56,7 +56,7 @@ class _TopicPartitions(NamedTuple):
     partitions: list[tuple[int, PartitionRegistration]]
 
 
-def _first(item: tuple[int, Any]) -> int:
+def _first(item: tuple[int, PartitionRegistration]) -> int:
     return item[0]
 
 
@@ -122,11 +122,27 @@ def _snapshot_items(image: MetadataImage) -> Iterator[tuple[m.Record, int] | _To
         raise SnapshotWriteError(
             f"the image at offset {image.provenance.offset} is inside an open metadata transaction"
         )
+    yield from _feature_items(image)
+    yield from _broker_items(image)
+    yield from _controller_items(image)
+    yield from _topic_items(image)
+    yield from _config_and_quota_items(image)
+    if image.next_producer_id >= 0:
+        yield m.ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id), 0
+    yield from _security_items(image)
+
+
+def _feature_items(image: MetadataImage) -> Iterator[tuple[m.Record, int]]:
+    """The feature levels, ``metadata.version`` first."""
     features = dict(image.features)
     if METADATA_VERSION in features:
         yield m.FeatureLevelRecord(name=METADATA_VERSION, feature_level=features.pop(METADATA_VERSION)), 0
     for name in sorted(features):
         yield m.FeatureLevelRecord(name=name, feature_level=features[name]), 0
+
+
+def _broker_items(image: MetadataImage) -> Iterator[tuple[m.Record, int]]:
+    """One ``RegisterBrokerRecord`` per broker, at the lowest version that holds its fields."""
     for bid in sorted(image.brokers):
         b = image.brokers[bid]
         version = (
@@ -164,6 +180,10 @@ def _snapshot_items(image: MetadataImage) -> Iterator[tuple[m.Record, int] | _To
             ),
             version,
         )
+
+
+def _controller_items(image: MetadataImage) -> Iterator[tuple[m.Record, int]]:
+    """One ``RegisterControllerRecord`` per controller."""
     for cid in sorted(image.controllers):
         c = image.controllers[cid]
         yield (
@@ -186,10 +206,18 @@ def _snapshot_items(image: MetadataImage) -> Iterator[tuple[m.Record, int] | _To
             ),
             0,
         )
+
+
+def _topic_items(image: MetadataImage) -> Iterator[tuple[m.Record, int] | _TopicPartitions]:
+    """Each topic's ``TopicRecord`` followed by its partitions."""
     for topic_id in sorted(image.topics_by_id, key=uuid_sort_key):
         t = image.topics_by_id[topic_id]
         yield m.TopicRecord(name=t.name, topic_id=t.id), 0
         yield _TopicPartitions(t.id, sorted(t.partitions.items(), key=_first))
+
+
+def _config_and_quota_items(image: MetadataImage) -> Iterator[tuple[m.Record, int]]:
+    """The configs, then the client quotas."""
     for rtype, rname in sorted(image.configs):
         data = image.configs[(rtype, rname)]
         for key in sorted(data):
@@ -199,8 +227,10 @@ def _snapshot_items(image: MetadataImage) -> Iterator[tuple[m.Record, int] | _To
         quotas = image.client_quotas[entity]
         for key in sorted(quotas):
             yield m.ClientQuotaRecord(entity=ents, key=key, value=quotas[key], remove=False), 0
-    if image.next_producer_id >= 0:
-        yield m.ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id), 0
+
+
+def _security_items(image: MetadataImage) -> Iterator[tuple[m.Record, int]]:
+    """The ACLs, SCRAM credentials and delegation tokens."""
     for acl_id in sorted(image.acls, key=uuid_sort_key):
         a = image.acls[acl_id]
         yield (

@@ -8,13 +8,13 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.image.errors import ImageError, SkippedSnapshotWarning, located
 from kraftlake.image.image import EMPTY, MetadataImage
 from kraftlake.image.loader import ImageLoader
 from kraftlake.image.model import Provenance
+from kraftlake.logformat.batch import RecordBatch
 from kraftlake.logformat.reader import iter_file_batches
 from kraftlake.logformat.snapshot import iter_valid_snapshot
 from kraftlake.records.reader import MetadataRecord, iter_records
@@ -195,7 +195,7 @@ class _Tail:
         self.current: Path = self.segments[0][1] if self.segments else path
         self.last_offset = -1  # of the last batch read
 
-    def _batches(self, seg: Path) -> Iterator[Any]:
+    def _batches(self, seg: Path) -> Iterator[RecordBatch]:
         for batch in iter_file_batches(seg):
             self.last_offset = batch.last_offset
             yield batch

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -217,20 +218,31 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
     import great_expectations as gx
 
     E = gx.expectations
-    log = table_ref(warehouse, LOG)
-    topics = f"({history_query(warehouse, 'topics')})"
     suites: dict[str, list[Any]] = {
-        OFFSETS: [
-            _named("offsets_offset_not_null", E.ExpectColumnValuesToNotBeNull(column="offset")),
-            _named("offsets_offset_unique", E.ExpectColumnValuesToBeUnique(column="offset")),
-            _named(
-                "offsets_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="epoch", min_value=0)
-            ),
-            _sql_rows(
-                "offsets_contiguous",
-                "offsets: no gap between the first and the last offset but the holes of the log recorded in "
-                "bounds (each gap_from..gap_to plus the offset of the snapshot that ends it)",
-                f"""
+        OFFSETS: _offsets_suite(E, warehouse),
+        BOUNDS: _bounds_suite(warehouse),
+        LOG: _log_suite(E),
+        "partitions": _partitions_suite(E, warehouse),
+        "brokers": _brokers_suite(E, warehouse),
+        "topics": _topics_suite(E),
+    }
+    for table in ENTITIES:
+        if table not in suites:
+            suites[table] = [_versions_disjoint(table)]
+    return suites
+
+
+def _offsets_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
+    """Offsets: the log's offsets and epochs."""
+    return [
+        _named("offsets_offset_not_null", E.ExpectColumnValuesToNotBeNull(column="offset")),
+        _named("offsets_offset_unique", E.ExpectColumnValuesToBeUnique(column="offset")),
+        _named("offsets_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="epoch", min_value=0)),
+        _sql_rows(
+            "offsets_contiguous",
+            "offsets: no gap between the first and the last offset but the holes of the log recorded in "
+            "bounds (each gap_from..gap_to plus the offset of the snapshot that ends it)",
+            f"""
                 SELECT o.first_offset, o.last_offset, o.n, g.missing FROM
                   (SELECT min(offset) AS first_offset, max(offset) AS last_offset, count(DISTINCT offset) AS n,
                           count(*) AS c FROM {{batch}}) o
@@ -239,93 +251,111 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
                     (SELECT DISTINCT gap_from, gap_to FROM {table_ref(warehouse, BOUNDS)}
                      WHERE gap_from IS NOT NULL)) g
                 WHERE o.c > 0 AND o.n + g.missing <> o.last_offset - o.first_offset + 1""",
-            ),
-            _epochs_non_decreasing("offsets_epochs_non_decreasing", "offsets"),
-        ],
-        BOUNDS: [
-            # the SQL functions answer up to the published commit point: past the last committed offset they
-            # would answer for states the history tables do not hold
-            _sql_rows(
-                "bounds_commit_point_committed",
-                "bounds: the published commit point is never past the last offset of offsets",
-                f"""
+        ),
+        _epochs_non_decreasing("offsets_epochs_non_decreasing", "offsets"),
+    ]
+
+
+def _bounds_suite(warehouse: str | Path) -> list[Any]:
+    """Bounds: the published commit point."""
+    return [
+        # the SQL functions answer up to the published commit point: past the last committed offset they
+        # would answer for states the history tables do not hold
+        _sql_rows(
+            "bounds_commit_point_committed",
+            "bounds: the published commit point is never past the last offset of offsets",
+            f"""
                 SELECT b.m AS published, o.last AS last_offset
                 FROM (SELECT max(committed_to) AS m FROM {{batch}}) b
                 CROSS JOIN (SELECT max(offset) AS last FROM {table_ref(warehouse, OFFSETS)}) o
                 WHERE b.m > coalesce(o.last, -1)""",
-            ),
-        ],
-        LOG: [
-            _named("log_offset_unique", E.ExpectColumnValuesToBeUnique(column="offset")),
-            _named("log_type_not_null", E.ExpectColumnValuesToNotBeNull(column="type")),
-            _epochs_non_decreasing("log_epochs_non_decreasing", "metadata_log"),
-            *(
-                _sql_rows(
-                    name,
-                    f"metadata_log: every row satisfies {expr}",
-                    f"SELECT offset, type FROM {{batch}} WHERE NOT coalesce({expr}, false)",
-                )
-                for name, expr in RECORD_RULES
-            ),
-        ],
-        "partitions": [
-            _named("partitions_topic_id_not_null", E.ExpectColumnValuesToNotBeNull(column="topic_id")),
-            _named(
-                "partitions_leader_at_least_minus_one",
-                E.ExpectColumnValuesToBeBetween(column="leader", min_value=-1),
-            ),
-            _named(
-                "partitions_leader_recovery_state_known",
-                E.ExpectColumnValuesToBeInSet(column="leader_recovery_state", value_set=[0, 1]),
-            ),
-            _named(
-                "partitions_range_not_empty",
-                E.ExpectColumnPairValuesAToBeGreaterThanB(
-                    column_A="to_offset", column_B="from_offset", ignore_row_if="either_value_is_missing"
-                ),
-            ),
+        ),
+    ]
+
+
+def _log_suite(E: ModuleType) -> list[Any]:
+    """Metadata_log: one row per record."""
+    return [
+        _named("log_offset_unique", E.ExpectColumnValuesToBeUnique(column="offset")),
+        _named("log_type_not_null", E.ExpectColumnValuesToNotBeNull(column="type")),
+        _epochs_non_decreasing("log_epochs_non_decreasing", "metadata_log"),
+        *(
             _sql_rows(
-                "partition_topic_exists",
-                "partitions: every version's topic (id and name) exists when the version begins",
-                f"""
+                name,
+                f"metadata_log: every row satisfies {expr}",
+                f"SELECT offset, type FROM {{batch}} WHERE NOT coalesce({expr}, false)",
+            )
+            for name, expr in RECORD_RULES
+        ),
+    ]
+
+
+def _partitions_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
+    """Partitions: the versions of each partition."""
+    topics = f"({history_query(warehouse, 'topics')})"
+    return [
+        _named("partitions_topic_id_not_null", E.ExpectColumnValuesToNotBeNull(column="topic_id")),
+        _named(
+            "partitions_leader_at_least_minus_one",
+            E.ExpectColumnValuesToBeBetween(column="leader", min_value=-1),
+        ),
+        _named(
+            "partitions_leader_recovery_state_known",
+            E.ExpectColumnValuesToBeInSet(column="leader_recovery_state", value_set=[0, 1]),
+        ),
+        _named(
+            "partitions_range_not_empty",
+            E.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="to_offset", column_B="from_offset", ignore_row_if="either_value_is_missing"
+            ),
+        ),
+        _sql_rows(
+            "partition_topic_exists",
+            "partitions: every version's topic (id and name) exists when the version begins",
+            f"""
                 SELECT p.topic, p.topic_id, p.`partition`, p.from_offset FROM {{batch}} p
                 LEFT ANTI JOIN {topics} t ON t.topic_id = p.topic_id AND t.name = p.topic
                   AND t.from_offset <= p.from_offset AND (t.to_offset IS NULL OR t.to_offset > p.from_offset)""",
-            ),
-            _sql_rows(
-                "isr_subset_of_replicas",
-                "partitions: the ISR is a subset of the replicas",
-                """
+        ),
+        _sql_rows(
+            "isr_subset_of_replicas",
+            "partitions: the ISR is a subset of the replicas",
+            """
                 SELECT topic, `partition`, replicas, isr, from_offset FROM {batch}
                 WHERE size(array_except(isr, replicas)) > 0""",
-            ),
-            _sql_rows(
-                "leader_in_isr_or_none",
-                "partitions: the leader is in the ISR, or -1",
-                """
+        ),
+        _sql_rows(
+            "leader_in_isr_or_none",
+            "partitions: the leader is in the ISR, or -1",
+            """
                 SELECT topic, `partition`, leader, isr, from_offset FROM {batch}
                 WHERE leader <> -1 AND NOT array_contains(isr, leader)""",
-            ),
-            _sql_rows(
-                "partition_epochs_increase",
-                "partitions: each new version has a higher partition epoch",
-                """
+        ),
+        _sql_rows(
+            "partition_epochs_increase",
+            "partitions: each new version has a higher partition epoch",
+            """
                 SELECT topic, `partition`, from_offset, partition_epoch, prev_epoch FROM (
                   SELECT topic, topic_id, `partition`, from_offset, partition_epoch,
                          lag(partition_epoch) OVER (PARTITION BY topic_id, `partition` ORDER BY from_offset)
                            AS prev_epoch
                   FROM {batch})
                 WHERE prev_epoch >= partition_epoch""",
-            ),
-            _versions_disjoint("partitions"),
-        ],
-        "brokers": [
-            _named("brokers_epoch_not_null", E.ExpectColumnValuesToNotBeNull(column="epoch")),
-            _sql_rows(
-                "broker_epochs_match",
-                "brokers: every fence, unfence, registration change and unregistration in the log names "
-                "the epoch of the broker registration in force before it",
-                f"""
+        ),
+        _versions_disjoint("partitions"),
+    ]
+
+
+def _brokers_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
+    """Brokers: the versions of each broker registration."""
+    log = table_ref(warehouse, LOG)
+    return [
+        _named("brokers_epoch_not_null", E.ExpectColumnValuesToNotBeNull(column="epoch")),
+        _sql_rows(
+            "broker_epochs_match",
+            "brokers: every fence, unfence, registration change and unregistration in the log names "
+            "the epoch of the broker registration in force before it",
+            f"""
                 SELECT l.offset, l.type, l.broker_id, l.broker_epoch, b.epoch AS registered_epoch FROM (
                   SELECT offset, type,
                     coalesce(fence_broker_record.id, unfence_broker_record.id,
@@ -339,35 +369,34 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
                 LEFT JOIN {{batch}} b ON b.id = l.broker_id AND b.from_offset < l.offset
                   AND (b.to_offset IS NULL OR b.to_offset >= l.offset)
                 WHERE b.epoch IS NULL OR b.epoch <> l.broker_epoch""",
-            ),
-            _versions_disjoint("brokers"),
-        ],
-        "topics": [
-            _named("topics_name_not_null", E.ExpectColumnValuesToNotBeNull(column="name")),
-            _named(
-                "topics_name_legal",
-                E.ExpectColumnValuesToMatchRegex(column="name", regex=r"^[a-zA-Z0-9._-]+$"),
-            ),
-            _named(
-                "topics_name_length",
-                E.ExpectColumnValueLengthsToBeBetween(column="name", min_value=1, max_value=249),
-            ),
-            _sql_rows(
-                "live_topic_names_unique",
-                "topics: no two topics live at the same offset share a name",
-                """
+        ),
+        _versions_disjoint("brokers"),
+    ]
+
+
+def _topics_suite(E: ModuleType) -> list[Any]:
+    """Topics: the versions of each topic."""
+    return [
+        _named("topics_name_not_null", E.ExpectColumnValuesToNotBeNull(column="name")),
+        _named(
+            "topics_name_legal",
+            E.ExpectColumnValuesToMatchRegex(column="name", regex=r"^[a-zA-Z0-9._-]+$"),
+        ),
+        _named(
+            "topics_name_length",
+            E.ExpectColumnValueLengthsToBeBetween(column="name", min_value=1, max_value=249),
+        ),
+        _sql_rows(
+            "live_topic_names_unique",
+            "topics: no two topics live at the same offset share a name",
+            """
                 SELECT a.name, a.topic_id, b.topic_id AS other_topic_id, a.from_offset, b.from_offset AS other_from
                 FROM {batch} a JOIN {batch} b ON a.name = b.name AND a.topic_id < b.topic_id
                   AND a.from_offset < coalesce(b.to_offset, 9223372036854775807)
                   AND b.from_offset < coalesce(a.to_offset, 9223372036854775807)""",
-            ),
-            _versions_disjoint("topics"),
-        ],
-    }
-    for table in ENTITIES:
-        if table not in suites:
-            suites[table] = [_versions_disjoint(table)]
-    return suites
+        ),
+        _versions_disjoint("topics"),
+    ]
 
 
 @dataclass
