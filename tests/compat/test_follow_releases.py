@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from compat.follow_checks import check_follow, single_node_fixture
+from compat.warehouse_checks import check_warehouse
 from peers.kafka_release import ReleaseCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.slow]
@@ -16,3 +17,11 @@ cluster = single_node_fixture("static")
 
 def test_follow_installs_the_snapshot_and_mirrors_the_log(cluster: ReleaseCluster, tmp_path: Path) -> None:
     check_follow(cluster, tmp_path)
+
+
+def test_warehouse_states_equal_the_image(
+    cluster: ReleaseCluster, warehouse_spark: object, tmp_path: Path
+) -> None:
+    """The release's log ingested: ``<entity>_at(N)`` equals the image at sampled offsets, the end among them."""
+    offsets = check_warehouse(warehouse_spark, cluster.node(1).metadata_dir, tmp_path)
+    assert len(offsets) >= 3
