@@ -3,10 +3,13 @@ that release's own jars: the checks of `compat.follow_checks.check_follow`, on a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from compat.follow_checks import check_follow, single_node_fixture
+from compat.matrix import RELEASES_ENV, SUBSET
+from compat.warehouse_checks import check_warehouse
 from peers.kafka_release import ReleaseCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.slow]
@@ -16,3 +19,15 @@ cluster = single_node_fixture("static")
 
 def test_follow_installs_the_snapshot_and_mirrors_the_log(cluster: ReleaseCluster, tmp_path: Path) -> None:
     check_follow(cluster, tmp_path)
+
+
+def test_warehouse_states_equal_the_image(
+    cluster: ReleaseCluster, warehouse_spark: object, tmp_path: Path
+) -> None:
+    """The release's log ingested: ``<entity>_at(N)`` equals the image at sampled offsets, the end among them.
+    ``make test`` runs it for the oldest and the newest release of its subset (each costs a Delta ingest),
+    ``make compat`` for every release."""
+    if not os.environ.get(RELEASES_ENV) and cluster.release.version not in (SUBSET[0], SUBSET[-1]):
+        pytest.skip(f"make test ingests {SUBSET[0]} and {SUBSET[-1]}; make compat every release")
+    offsets = check_warehouse(warehouse_spark, cluster.node(1).metadata_dir, tmp_path)
+    assert len(offsets) >= 3

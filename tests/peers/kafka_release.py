@@ -256,7 +256,8 @@ class ReleaseCluster:
     short run has several. With ``entities`` the nodes have racks (``broker.rack=rack-<id>``) and the
     ``StandardAuthorizer`` (``super.users=User:ANONYMOUS``, so the PLAINTEXT tools keep every right), are
     formatted at the oldest ``metadata.version`` the release takes, and `entity_workload` upgrades it (and ELR from
-    4.0) with ``kafka-features`` and writes configs, quotas, SCRAM credentials and ACLs.
+    4.0) with ``kafka-features`` and writes configs, quotas, SCRAM credentials and ACLs. With ``retention_ms``
+    (``metadata.max.retention.ms``) the nodes delete the segments below their latest snapshot once that old.
     """
 
     def __init__(
@@ -270,6 +271,7 @@ class ReleaseCluster:
         snapshot_interval_ms: int = 3000,
         heap: str = "320m",
         entities: bool = False,
+        retention_ms: int | None = None,
     ) -> None:
         if dynamic and not release.dynamic_quorums:
             raise ValueError(f"Kafka {release.version} has no dynamic quorums (3.9 and later)")
@@ -280,6 +282,7 @@ class ReleaseCluster:
         self.snapshot_interval_ms = snapshot_interval_ms
         self.heap = heap
         self.entities = entities
+        self.retention_ms = retention_ms
         self.cluster_id = random_cluster_id()
         ports: list[int] = []
         while len(ports) < 2 * nodes:
@@ -319,7 +322,8 @@ class ReleaseCluster:
             else f"controller.quorum.voters={self.voters}"
         )
         rf = 1
-        return f"""\
+        return (
+            f"""\
 process.roles=broker,controller
 node.id={node.node_id}
 {quorum}
@@ -344,12 +348,15 @@ broker.heartbeat.interval.ms=1000
 metadata.log.max.record.bytes.between.snapshots={self.snapshot_bytes}
 metadata.log.max.snapshot.interval.ms={self.snapshot_interval_ms}
 metadata.log.segment.ms=5000
-""" + (
-            f"broker.rack=rack-{node.node_id}\n"
-            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
-            "super.users=User:ANONYMOUS\n"
-            if self.entities
-            else ""
+"""
+            + (f"metadata.max.retention.ms={self.retention_ms}\n" if self.retention_ms is not None else "")
+            + (
+                f"broker.rack=rack-{node.node_id}\n"
+                "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+                "super.users=User:ANONYMOUS\n"
+                if self.entities
+                else ""
+            )
         )
 
     def format(self) -> None:
@@ -514,6 +521,19 @@ metadata.log.segment.ms=5000
                     f"no snapshot past {after_offset} on node {node_id} within {timeout:.0f}s"
                 )
             time.sleep(0.2)
+
+    def log_start(self, node_id: int) -> int:
+        """The base offset of `node_id`'s oldest metadata log segment on disk."""
+        return min(int(p.name.split(".")[0]) for p in self.node(node_id).metadata_dir.glob("*.log"))
+
+    def wait_for_log_start(self, node_id: int, past: int = 0, timeout: float = 60.0) -> int:
+        """Wait until `node_id` has deleted its segments up to past `past` (``retention_ms``): its log start."""
+        deadline = time.monotonic() + timeout
+        while (start := self.log_start(node_id)) <= past:
+            if time.monotonic() > deadline:
+                raise KafkaPeerError(f"node {node_id}'s log still starts at {start} after {timeout:.0f}s")
+            time.sleep(0.2)
+        return start
 
     # --- the release's own tools --------------------------------------------------------------------------
 
