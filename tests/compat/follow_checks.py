@@ -73,16 +73,14 @@ def _decode(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
-def check_follow(cluster: ReleaseCluster, tmp_path: Path) -> None:
-    """Follow `cluster` from scratch with `kraftlake follow` and check the mirror, its decoding and its image."""
-    node = cluster.node(1)
-    mirror = tmp_path / "mirror"
-    started = time.monotonic()
-    code = main(
+def follow_until_idle(controller: str, mirror: Path) -> int:
+    """`kraftlake follow` of `controller` into `mirror` from scratch, until a second passes without records
+    (giving up after 30 s without progress); its exit code."""
+    return main(
         [
             "follow",
             "--bootstrap-controller",
-            node.controller,
+            controller,
             "--data-dir",
             str(mirror),
             "--idle-stop",
@@ -93,6 +91,14 @@ def check_follow(cluster: ReleaseCluster, tmp_path: Path) -> None:
             "--no-fsync",
         ]
     )
+
+
+def check_follow(cluster: ReleaseCluster, tmp_path: Path) -> None:
+    """Follow `cluster` from scratch with `kraftlake follow` and check the mirror, its decoding and its image."""
+    node = cluster.node(1)
+    mirror = tmp_path / "mirror"
+    started = time.monotonic()
+    code = follow_until_idle(node.controller, mirror)
     assert code == 0
     assert time.monotonic() - started < 30
     mdir = mirror / "__cluster_metadata-0"

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from compat.follow_checks import follow_until_idle
 from compat.matrix import RELEASES_ENV, SUBSET, assert_mirror_equals, releases, require
 from peers.kafka_release import Release, ReleaseCluster
 
-from kraftlake.cli import main
 from kraftlake.image import image_at, load_snapshot
 
 pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.slow]
@@ -41,21 +41,7 @@ def test_late_follower_installs_the_snapshot(cluster: ReleaseCluster, tmp_path: 
     node = cluster.node(1)
     log_start = cluster.log_start(1)
     mirror = tmp_path / "mirror"
-    code = main(
-        [
-            "follow",
-            "--bootstrap-controller",
-            node.controller,
-            "--data-dir",
-            str(mirror),
-            "--idle-stop",
-            "1",
-            "--give-up",
-            "30",
-            "--quiet",
-            "--no-fsync",
-        ]
-    )
+    code = follow_until_idle(node.controller, mirror)
     assert code == 0
     mdir = mirror / "__cluster_metadata-0"
     snapshots = sorted(mdir.glob("*.checkpoint"))

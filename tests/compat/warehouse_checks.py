@@ -8,41 +8,17 @@ One Spark action per entity covers every sampled offset (``LATERAL`` over a VALU
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
-from kraftlake.history import ENTITIES, entity_rows
-from kraftlake.image import image_at
+from warehouse_states import assert_entities_match
+
+from kraftlake.history import ENTITIES
 from kraftlake.image.source import log_records
 
 SAMPLES = 5
 """Offsets compared per release: spread over the log, its last offset included."""
-
-
-def _canon(rows: list[dict[str, Any]]) -> list[str]:
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
-
-
-def _plain(v: Any) -> Any:
-    if hasattr(v, "asDict"):
-        return {k: _plain(x) for k, x in v.asDict().items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
-
-
-def _query_at(spark: Any, table: str, offsets: list[int]) -> dict[int, list[dict[str, Any]]]:
-    values = ", ".join(f"({n})" for n in offsets)
-    df = spark.sql(f"SELECT o.n AS _n, f.* FROM VALUES {values} AS o(n), LATERAL {table}_at(o.n) f")
-    out: dict[int, list[dict[str, Any]]] = {n: [] for n in offsets}
-    for row in df.collect():
-        d = {k: _plain(v) for k, v in row.asDict().items()}
-        n = d.pop("_n")
-        d.pop("from_offset")
-        out[n].append(d)
-    return out
 
 
 def copy_log(metadata_dir: Path, dest: Path) -> Path:
@@ -73,12 +49,8 @@ def check_warehouse(spark: Any, metadata_dir: Path, tmp_path: Path) -> list[int]
     offsets = sampled_offsets(log_dir)
     assert result.last_offset >= offsets[-1]
     register(spark, warehouse)
-    images = {n: image_at(log_dir, n) for n in offsets}
     assert "partitions" in ENTITIES and "brokers" in ENTITIES and "topics" in ENTITIES
-    for table in ENTITIES:
-        got = _query_at(spark, table, offsets)
-        for n in offsets:
-            assert _canon(got[n]) == _canon(entity_rows(images[n])[table]), (table, n)
+    images = assert_entities_match(spark, log_dir, offsets)
     # the image at the end holds what the workload left: a topic and its partitions
     assert images[offsets[-1]].topics_by_id
     return offsets

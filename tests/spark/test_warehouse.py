@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from warehouse_states import assert_entities_match, query_at
+from warehouse_states import canon as _canon
+from warehouse_states import plain as _plain
 
 from kraftlake.history import ENTITIES, entity_rows
 from kraftlake.image import image_at
@@ -40,37 +43,8 @@ PARTITION_COLUMNS = [
 ]
 
 
-def _canon(rows: list[dict[str, Any]]) -> list[str]:
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
-
-
-def _plain(v: Any) -> Any:
-    if hasattr(v, "asDict"):
-        return {k: _plain(x) for k, x in v.asDict().items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
-
-
-def query_at(spark: Any, table: str, offsets: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """``<table>_at(n)`` for every n in one Spark action, without ``from_offset``."""
-    values = ", ".join(f"({n})" for n in offsets)
-    df = spark.sql(f"SELECT o.n AS _n, f.* FROM VALUES {values} AS o(n), LATERAL {table}_at(o.n) f")
-    out: dict[int, list[dict[str, Any]]] = {n: [] for n in offsets}
-    for row in df.collect():
-        d = {k: _plain(v) for k, v in row.asDict().items()}
-        n = d.pop("_n")
-        d.pop("from_offset")
-        out[n].append(d)
-    return out
-
-
 def assert_state_matches(spark: Any, log_dir: Path, offsets: list[int]) -> None:
-    images = {n: image_at(log_dir, n) for n in offsets}
-    for table in ENTITIES:
-        got = query_at(spark, table, offsets)
-        for n in offsets:
-            assert _canon(got[n]) == _canon(entity_rows(images[n])[table]), (table, n)
+    images = assert_entities_match(spark, log_dir, offsets)
     # and partitions_at against the image's own JSON rendering, independently of entity_rows
     got = query_at(spark, "partitions", offsets)
     for n in offsets:
