@@ -9,9 +9,9 @@ from pathlib import Path
 
 from browser import dump_dom, png_pixels, screenshot
 
-from kraftlake.report import build_report
 from kraftlake.report.from_log import input_from_records
 from kraftlake.report.render import MAX_TABLE_ROWS, render
+from kraftlake.report.sections import build_report
 from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator
 
 

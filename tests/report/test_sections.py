@@ -12,8 +12,8 @@ from shared_paths import KAFKA_LOGS
 
 from kraftlake.image.source import log_records
 from kraftlake.records.envelope import MetadataRecord
-from kraftlake.report import build_report
 from kraftlake.report.from_log import input_from_records
+from kraftlake.report.sections import build_report
 from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator
 from kraftlake.sim.workloads.entities import write_synthetic_log
 from tests.report import oracle
