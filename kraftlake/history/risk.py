@@ -101,7 +101,9 @@ def effective_min_isr(image: MetadataImage, topic: str, leader: int) -> tuple[in
 _Attrs = tuple[int, tuple[int, ...], "int | None", "str | None"]
 
 
-def partition_conditions(image: MetadataImage, topic: str, p: PartitionRegistration) -> Iterator[tuple[str, _Attrs]]:
+def partition_conditions(
+    image: MetadataImage, topic: str, p: PartitionRegistration
+) -> Iterator[tuple[str, _Attrs]]:
     """The window kinds that hold for partition ``p`` of ``topic`` in ``image``, with their attributes."""
     leader, isr = p.leader, p.isr
     min_isr, source = effective_min_isr(image, topic, leader)
@@ -156,8 +158,18 @@ def risk_windows(records: Iterable[MetadataRecord], image: MetadataImage = EMPTY
         leader, isr, min_isr, source = w.attrs
         out.append(
             RiskWindow(
-                key[2], w.topic, key[0], key[1], w.from_offset, to, w.from_timestamp, to_ts, leader, isr,
-                min_isr, source,
+                key[2],
+                w.topic,
+                key[0],
+                key[1],
+                w.from_offset,
+                to,
+                w.from_timestamp,
+                to_ts,
+                leader,
+                isr,
+                min_isr,
+                source,
             )
         )
 
@@ -184,8 +196,18 @@ def risk_windows(records: Iterable[MetadataRecord], image: MetadataImage = EMPTY
                 if event is not None:
                     out.append(
                         RiskWindow(
-                            event, t.name, tid, pid, offset, offset + 1, ts, ts, p.leader, p.isr,
-                            previous_leader=before.leader, previous_isr=before.isr,
+                            event,
+                            t.name,
+                            tid,
+                            pid,
+                            offset,
+                            offset + 1,
+                            ts,
+                            ts,
+                            p.leader,
+                            p.isr,
+                            previous_leader=before.leader,
+                            previous_isr=before.isr,
                         )
                     )
         for key, w in list(opened.items()):

@@ -670,7 +670,9 @@ class ClusterSimulator:
         """Let ``ms`` of simulated time pass: heartbeats, fencing, restarts due, replicas catching up."""
         self._settle(ms)
 
-    def alter_isr(self, topic: str, partition: int, isr: tuple[int, ...], leader_recovery_state: int = 0) -> bool:
+    def alter_isr(
+        self, topic: str, partition: int, isr: tuple[int, ...], leader_recovery_state: int = 0
+    ) -> bool:
         """The partition's leader asks for ``isr`` (AlterPartition); whether the controller accepted it."""
         t = self.image.topics_by_name[topic]
         p = t.partitions[partition]

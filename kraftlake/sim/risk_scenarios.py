@@ -38,7 +38,9 @@ def _start(seed: int, log: Any | None) -> ClusterSimulator:
     return sim
 
 
-def _create(sim: ClusterSimulator, name: str, replicas: tuple[int, ...], configs: dict[str, str] | None = None) -> None:
+def _create(
+    sim: ClusterSimulator, name: str, replicas: tuple[int, ...], configs: dict[str, str] | None = None
+) -> None:
     topic = CreatableTopic(name, assignments={0: replicas}, configs=configs or {})
     resp = sim.command(sim.active.handle_create_topics([topic]), "create_topic")
     error = resp.by_name()[name].error
