@@ -1,10 +1,11 @@
 """Deterministic cluster scenarios that put data at risk, one per kind of risk window
 (:mod:`kraftlake.history.risk`), scripted on the cluster simulator against the real controller.
 
-Each scenario is a function of a seed and a log (``MemoryMetadataLog`` when None, or a ``LocalMetadataLog``
-writing a real log directory), runs ``ClusterSimulator.setup`` (4 brokers, the cluster default
-``min.insync.replicas=2``, ELR on as in Kafka 4.x), then scripts leaders' AlterPartitions, config changes,
-crashes, controlled shutdowns and restarts, and returns the simulator (its log holds the records):
+``run_scenario(names, seed, log)`` (log: ``MemoryMetadataLog`` when None, or a ``LocalMetadataLog`` writing a
+real log directory) runs ``ClusterSimulator.setup`` (4 brokers, the cluster default ``min.insync.replicas=2``,
+ELR on as in Kafka 4.x), then each named script: leaders' AlterPartitions, config changes, crashes,
+controlled shutdowns and restarts, each leaving every broker up; it returns the simulator (its log holds the
+records). The scripts:
 
 - ``leader_only``: an ISR shrinking to its leader alone below the cluster default, then growing back;
 - ``topic_min_isr``: a topic's ``min.insync.replicas=3`` override with an ISR of 2, lowered and raised mid
@@ -66,19 +67,16 @@ def _down_time(sim: ClusterSimulator) -> int:
     return sim.config.controller.session_timeout_ms + 2 * sim.config.heartbeat_interval_ms
 
 
-def leader_only(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
-    sim = _start(seed, log)
+def leader_only(sim: ClusterSimulator) -> None:
     _create(sim, "jepsen", (0, 1, 2))
     _isr(sim, "jepsen", (0, 2))
     _isr(sim, "jepsen", (0,))
     sim.settle(2_000)
     _isr(sim, "jepsen", (0, 1))
     _isr(sim, "jepsen", (0, 1, 2))
-    return sim
 
 
-def topic_min_isr(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
-    sim = _start(seed, log)
+def topic_min_isr(sim: ClusterSimulator) -> None:
     _create(sim, "orders", (1, 2, 3), {"min.insync.replicas": "3"})
     _isr(sim, "orders", (1, 2))
     _config(sim, ResourceType.TOPIC, "orders", "min.insync.replicas", "2")
@@ -89,22 +87,18 @@ def topic_min_isr(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
     sim.settle(1_000)
     _create(sim, "orders", (1, 2, 3), {"min.insync.replicas": "3"})
     _isr(sim, "orders", (1, 3))
-    return sim
 
 
-def broker_min_isr(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
-    sim = _start(seed, log)
+def broker_min_isr(sim: ClusterSimulator) -> None:
     _config(sim, ResourceType.BROKER, "0", "min.insync.replicas", "3")
     _create(sim, "payments", (0, 1, 2))
     _isr(sim, "payments", (0, 1))
     _config(sim, ResourceType.BROKER, "0", "min.insync.replicas", None)
     sim.settle(1_000)
     _isr(sim, "payments", (0, 1, 2))
-    return sim
 
 
-def offline_elr(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
-    sim = _start(seed, log)
+def offline_elr(sim: ClusterSimulator) -> None:
     _create(sim, "ledger", (2, 3))
     sim.shut_down_broker(3)
     sim.settle(1_000)
@@ -114,11 +108,9 @@ def offline_elr(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
     sim.settle(_down_time(sim))
     sim.restart_broker(3)
     sim.settle(_down_time(sim))
-    return sim
 
 
-def unclean(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
-    sim = _start(seed, log)
+def unclean(sim: ClusterSimulator) -> None:
     _create(
         sim,
         "clicks",
@@ -133,14 +125,34 @@ def unclean(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
     _isr(sim, "clicks", (*p.isr, 2))
     sim.restart_broker(0)
     sim.settle(_down_time(sim))
-    return sim
 
 
-RISK_SCENARIOS: dict[str, Callable[..., ClusterSimulator]] = {
+SCRIPTS: dict[str, Callable[[ClusterSimulator], None]] = {
     "leader_only": leader_only,
     "topic_min_isr": topic_min_isr,
     "broker_min_isr": broker_min_isr,
     "offline_elr": offline_elr,
     "unclean": unclean,
 }
-"""The scenarios by name: ``RISK_SCENARIOS[name](seed, log)``."""
+"""Each scenario's script, run on a simulator after its setup."""
+
+
+def run_scenario(names: str | list[str], seed: int = 0, log: Any | None = None) -> ClusterSimulator:
+    """Set up a cluster and run the named scenario's script on it (a list: each in turn, on one cluster, as
+    each leaves every broker up); returns the simulator."""
+    sim = _start(seed, log)
+    for name in [names] if isinstance(names, str) else names:
+        SCRIPTS[name](sim)
+    return sim
+
+
+def _scenario(name: str) -> Callable[..., ClusterSimulator]:
+    def run(seed: int = 0, log: Any | None = None) -> ClusterSimulator:
+        return run_scenario(name, seed, log)
+
+    run.__name__ = name
+    return run
+
+
+RISK_SCENARIOS: dict[str, Callable[..., ClusterSimulator]] = {name: _scenario(name) for name in SCRIPTS}
+"""The scenarios by name: ``RISK_SCENARIOS[name](seed, log)`` sets up a cluster and runs one."""
