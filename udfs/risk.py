@@ -57,8 +57,9 @@ _NO_MIN_ISR = "'min_isr', CAST(NULL AS INT), 'min_isr_source', CAST(NULL AS STRI
 def _windows_query(warehouse: str | Path) -> str:
     """Every risk window of the warehouse, as the function's columns.
 
-    Each history table is read once or twice: Spark inlines a CTE at each of its references, and a plan that
-    grows with every reference costs more to optimize than the query costs to run.
+    Each history table is read twice (partitions: for the windows and for the elections; configs and brokers:
+    for the cuts and for the values at each piece): Spark inlines a CTE at each of its references, and every
+    reference is a Delta scan to prepare, which costs more than the query takes to run.
     """
     same = (
         "prev_e = s AND prev_leader = leader AND prev_isr = isr AND prev_mi <=> min_isr "
@@ -76,10 +77,10 @@ def _windows_query(warehouse: str | Path) -> str:
         "WHERE name = 'min.insync.replicas' AND resource_type IN ('TOPIC', 'BROKER') "
         "AND try_cast(trim(value) AS INT) IS NOT NULL UNION ALL SELECT 'LEADER', CAST(id AS STRING), "
         f"CAST(NULL AS INT), fenced, from_offset, to_offset FROM {_rows(warehouse, 'brokers')}), "
-        # a partition version's first offset, and each end of a deciding version strictly inside it
-        f"cuts AS (SELECT {_P}, from_offset AS s FROM p UNION SELECT {_P}, s FROM ("
-        f"SELECT k.*, explode(array(v.from_offset, v.to_offset)) AS s FROM (SELECT {_P}, {_KEYS} FROM p) k "
-        "JOIN v ON v.rt = k.rt AND v.rn = k.rn) WHERE s > from_offset AND (to_offset IS NULL OR s < to_offset)), "
+        # a partition version's first offset, and each end of a deciding version inside it
+        f"cuts AS (SELECT DISTINCT {_P}, s FROM (SELECT k.*, explode(array(k.from_offset, v.from_offset, "
+        f"v.to_offset)) AS s FROM (SELECT {_P}, {_KEYS} FROM p) k LEFT JOIN v ON v.rt = k.rt AND v.rn = k.rn) "
+        "WHERE s >= from_offset AND (to_offset IS NULL OR s < to_offset)), "
         "seg AS (SELECT *, coalesce(lead(s) OVER (PARTITION BY topic_id, `partition`, from_offset ORDER BY s), "
         "to_offset) AS e FROM cuts), "
         # each piece judged at its first offset s
