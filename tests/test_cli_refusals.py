@@ -243,7 +243,8 @@ def test_the_functions_named_for_an_unknown_one_are_kraftlake_s() -> None:
     views = line.split("; ", 1)[1]
     assert views == (
         "partition_history(for_topic STRING, for_partition INT), isr_history(for_topic STRING, for_partition INT), "
-        "leader_history(for_topic STRING, for_partition INT), broker_history(for_id INT)"
+        "leader_history(for_topic STRING, for_partition INT), broker_history(for_id INT), "
+        "risk_windows(range_from BIGINT, range_to BIGINT)"
     )
 
 

@@ -46,6 +46,7 @@ from kraftlake.spark.tables.queries import (
     state_query,
 )
 from udfs.records import register_udfs
+from udfs.risk import risk_statements
 
 AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
 
@@ -146,6 +147,7 @@ def function_statements(
             "concat('broker ', for_id)",
         )
     )
+    out.extend(risk_statements(warehouse, kind))
     return out
 
 

@@ -4,6 +4,8 @@ through the image (the oracle).
 Public API: :data:`ENTITIES` (the tables, their keys and columns), :class:`HistoryBuilder` (records -> versions
 and closes per slice), :class:`HistoryBatch`, :func:`changes` (entity changes between two images),
 :func:`entity_rows` (an image as rows), :func:`quota_entity_key`, :func:`without_written` (a slice less what a killed run wrote).
+The data-at-risk windows: :mod:`kraftlake.history.risk` (the oracle, replaying a log) and
+:mod:`kraftlake.history.risk_intervals` (from the history tables' rows).
 """
 
 from __future__ import annotations

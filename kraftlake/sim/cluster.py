@@ -660,6 +660,47 @@ class ClusterSimulator:
         self._begin_epoch()
         self.summary.failovers += 1
 
+    # -- scripted control (deterministic scenarios call these instead of random events) ----------------------
+
+    def command(self, result: Any, kind: str) -> Any:
+        """Execute a controller result on the active controller (history rules checked); its response."""
+        return self._run(result, kind)
+
+    def settle(self, ms: int) -> None:
+        """Let ``ms`` of simulated time pass: heartbeats, fencing, restarts due, replicas catching up."""
+        self._settle(ms)
+
+    def alter_isr(
+        self, topic: str, partition: int, isr: tuple[int, ...], leader_recovery_state: int = 0
+    ) -> bool:
+        """The partition's leader asks for ``isr`` (AlterPartition); whether the controller accepted it."""
+        t = self.image.topics_by_name[topic]
+        p = t.partitions[partition]
+        leader = self.brokers[p.leader]
+        update = PartitionIsrUpdate(
+            t.id, partition, p.leader_epoch, p.partition_epoch, isr, leader_recovery_state
+        )
+        return self._alter_partition(AlterPartitionRequest(leader.id, leader.epoch, (update,)), "scripted")
+
+    def crash_broker(self, broker_id: int) -> None:
+        """``broker_id`` stops without a clean shutdown and stays down until ``restart_broker``."""
+        b = self.brokers[broker_id]
+        b.alive = False
+        b.last_clean_epoch = -1
+        b.restart_at_ms = -1
+
+    def shut_down_broker(self, broker_id: int) -> None:
+        """A controlled shutdown of ``broker_id``, run until the controller lets it stop; it stays down."""
+        b = self.brokers[broker_id]
+        b.shutting_down = True
+        while b.alive:
+            self._tick()
+        b.restart_at_ms = -1
+
+    def restart_broker(self, broker_id: int) -> None:
+        """``broker_id`` starts again at the next tick (it registers, then catches up)."""
+        self.brokers[broker_id].restart_at_ms = self.now_ms
+
     def step(self) -> str:
         """One event: advance the clock, heartbeats and fencing, then one random action."""
         self._tick()

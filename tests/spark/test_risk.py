@@ -1,0 +1,73 @@
+"""``risk_windows(from, to)`` over a warehouse ingested from the risk scenarios' real log equals the oracle
+(the log replayed offset by offset), and refuses offsets the warehouse does not hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraftlake.history.risk import KINDS, RiskWindow, risk_windows
+from kraftlake.image.source import log_records
+from kraftlake.sim.cluster_log import LocalMetadataLog
+from kraftlake.sim.risk_scenarios import SCRIPTS, run_scenario
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, Path]:
+    """Every risk scenario run on one cluster: its log directory and the warehouse ingested from it (in
+    slices, so that versions are closed by later slices)."""
+    from pipelines.ingest import ingest
+
+    root = tmp_path_factory.mktemp("risk")
+    log = LocalMetadataLog(root / "log", cluster_id="risk-scenarios-0001")
+    run_scenario(list(SCRIPTS), 11, log)
+    log.close()
+    ingest(spark, log.partition_dir, root / "warehouse", batch_records=40)
+    return log.partition_dir, root / "warehouse"
+
+
+def _query(spark: Any, warehouse: Path, lo: int, hi: int) -> list[RiskWindow]:
+    from udfs.sql import register
+
+    register(spark, warehouse)
+    rows = spark.sql(f"SELECT * FROM risk_windows({lo}, {hi})").collect()
+    out = []
+    for r in rows:
+        d = r.asDict()
+        d["isr"] = tuple(d["isr"])
+        if d["previous_isr"] is not None:
+            d["previous_isr"] = tuple(d["previous_isr"])
+        out.append(RiskWindow(**d))
+    return sorted(out, key=RiskWindow.sort_key)
+
+
+def test_risk_windows_equal_the_oracle(spark: Any, warehouse: tuple[Path, Path]) -> None:
+    log_dir, wh = warehouse
+    records = list(log_records(log_dir))
+    last = records[-1].offset
+    expected = risk_windows(records)
+    assert {w.kind for w in expected} == set(KINDS)  # every kind, from the scenarios
+    assert _query(spark, wh, 0, last) == expected
+    # a range keeps the windows overlapping it, whole
+    elected = next(w for w in expected if w.kind == "unclean_election")
+    lo, hi = elected.from_offset - 3, elected.from_offset
+    inside = [w for w in expected if w.from_offset <= hi and (w.to_offset is None or w.to_offset > lo)]
+    assert elected in inside and len(inside) < len(expected)
+    assert _query(spark, wh, lo, hi) == inside
+
+
+def test_risk_windows_refuse_offsets_the_warehouse_does_not_hold(
+    spark: Any, warehouse: tuple[Path, Path]
+) -> None:
+    from kraftlake.spark.tables.layout import WarehouseError
+    from udfs.sql import register, warehouse_errors
+
+    log_dir, wh = warehouse
+    last = max(r.offset for r in log_records(log_dir))
+    register(spark, wh)
+    with pytest.raises(WarehouseError, match="offset -1 is negative"), warehouse_errors():
+        spark.sql(f"SELECT * FROM risk_windows(-1, {last})").collect()
+    with pytest.raises(WarehouseError, match="is after the last committed offset"), warehouse_errors():
+        spark.sql(f"SELECT * FROM risk_windows(0, {last + 1})").collect()
