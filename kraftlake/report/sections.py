@@ -14,6 +14,8 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from kraftlake.history import ENTITIES
+from kraftlake.history.risk import EVENT_KINDS
+from kraftlake.history.risk_intervals import risk_windows_from_history
 from kraftlake.image.render import (
     ACL_OPERATIONS,
     ACL_PATTERN_TYPES,
@@ -558,7 +560,103 @@ def tokens_section(data: ReportInput) -> Section:
     )
 
 
+class _Times(dict[int, int]):
+    """Timestamps by offset, None for an offset the window does not know."""
+
+    def __missing__(self, offset: int) -> None:
+        return None
+
+
+def _from_window(data: ReportInput, entity: str) -> list[Row]:
+    """The versions of ``entity`` in force from ``lo - 1`` on, each starting no earlier than ``lo - 1``: what
+    the risk windows are judged on (a version's first offset is where its piece is judged, and from ``lo - 1``
+    the configs and brokers deciding it are all in the input)."""
+    frame = data.versions.get(entity)
+    rows = [] if frame is None else rows_of(frame)
+    first = data.window.lo - 1
+    return [{**r, "from_offset": max(r["from_offset"], first)} for r in rows]
+
+
+RISK_KINDS = ("under_min_isr", "isr_leader_only", "offline", "recovering", "unclean_election", "elr_election")
+_RISK_TEXT = {
+    "under_min_isr": "below min.insync.replicas (acks=all writes refused or at risk)",
+    "isr_leader_only": "ISR = the leader alone",
+    "offline": "offline",
+    "recovering": "leader recovering after an unclean election",
+    "unclean_election": "unclean election",
+    "elr_election": "election from the ELR",
+}
+
+
+def risk_section(data: ReportInput) -> Section:
+    """Windows in which a partition could lose acknowledged writes (:mod:`kraftlake.history.risk`), through the
+    window as the other runs are; elections as points."""
+    lo, hi = data.window.lo, data.window.hi
+    times = _Times(zip(data.times["offset"].astype(int), data.times["timestamp"].astype(int), strict=True))
+    windows = risk_windows_from_history(
+        _from_window(data, "partitions"), _from_window(data, "configs"), _from_window(data, "brokers"), times
+    )
+    rows = []
+    for w in windows:
+        if w.from_offset > hi or (w.to_offset is not None and w.to_offset <= lo):
+            continue
+        if w.kind in EVENT_KINDS and not lo <= w.from_offset <= hi:
+            continue
+        run = Run((w.topic_id, w.partition), w.from_offset, w.to_offset, {}, {})
+        cells = _run_cells(data, run)
+        if w.kind in EVENT_KINDS:
+            cells.update(to_offset=None, to_time_ms=None, duration_ms=None, ongoing=False)
+        rows.append(
+            {
+                "kind": w.kind,
+                "topic": w.topic,
+                "partition": w.partition,
+                "leader": w.leader,
+                "isr": list(w.isr),
+                "min_isr": w.min_isr,
+                "min_isr_source": w.min_isr_source,
+                "previous_leader": w.previous_leader,
+                **cells,
+            }
+        )
+    rows.sort(key=lambda r: (r["from_offset"], r["topic"], r["partition"], r["kind"]))
+    summary = []
+    if rows:
+        parts = {(r["topic"], r["partition"]) for r in rows}
+        summary.append(f"{len(parts)} partition(s) could have lost acknowledged writes or refused them")
+        for kind in RISK_KINDS:
+            mine = [r for r in rows if r["kind"] == kind]
+            if mine:
+                longest = "" if kind in EVENT_KINDS else f", longest {_longest(mine)}"
+                summary.append(
+                    f"{_RISK_TEXT[kind]}: {len({(r['topic'], r['partition']) for r in mine})} partition(s), "
+                    f"{len(mine)} window(s){longest}"
+                )
+    return Section(
+        "risk",
+        "Data at risk",
+        summary
+        or [
+            "no partition was below its min.insync.replicas, led by its ISR alone, offline or elected uncleanly"
+        ],
+        [
+            "kind",
+            "topic",
+            "partition",
+            "leader",
+            "isr",
+            "min_isr",
+            "min_isr_source",
+            "previous_leader",
+            *RUN_COLUMNS,
+        ],
+        rows,
+        sql.RISK,
+    )
+
+
 SECTIONS: tuple[Callable[[ReportInput], Section], ...] = (
+    risk_section,
     brokers_section,
     controller_section,
     availability_section,

@@ -42,6 +42,16 @@ WHERE to_offset BETWEEN {lo} AND {hi} AND (next_from IS NULL OR next_from <> to_
 ORDER BY from_offset, broker, event
 """
 
+RISK = """
+SELECT kind, topic, `partition`, leader, isr, min_isr, min_isr_source, previous_leader,
+       greatest(from_offset, {lo}) AS from_offset,
+       CASE WHEN kind NOT IN ('unclean_election', 'elr_election') AND to_offset <= {hi} THEN to_offset END AS to_offset,
+       from_offset < {lo} AS before_window
+FROM risk_windows({lo}, {hi}{c})
+WHERE kind NOT IN ('unclean_election', 'elr_election') OR from_offset BETWEEN {lo} AND {hi}
+ORDER BY from_offset, topic, `partition`, kind
+"""
+
 CONTROLLER = """
 SELECT offset, epoch, leader FROM leader_changes({lo}, {hi}{c}) ORDER BY offset
 """

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from shared_paths import KAFKA_LOGS
 
+from kraftlake.history.risk import EVENT_KINDS, KINDS, risk_windows
 from kraftlake.image.source import log_records
 from kraftlake.records.envelope import MetadataRecord
 from kraftlake.report.from_log import input_from_records
 from kraftlake.report.sections import build_report
 from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator
+from kraftlake.sim.risk_scenarios import run_scenario
 from kraftlake.sim.workloads.entities import write_synthetic_log
 from tests.report import oracle
 
@@ -220,3 +222,29 @@ def test_durations_and_open_runs() -> None:
         end = stamps[hi] if r["ongoing"] else stamps[r["to_offset"]]
         assert r["duration_ms"] == end - stamps[r["from_offset"]]
         assert r["ongoing"] == (r["to_offset"] is None)
+
+
+def test_risk_section_equals_the_oracle_through_the_window() -> None:
+    """Every risk scenario on one cluster: the section's windows are the oracle's (the log replayed offset by
+    offset), seen through each window (a window that began before starts at ``lo``; one still open at ``hi``
+    has no end; elections are the window's own)."""
+    sim = run_scenario(["leader_only", "topic_min_isr", "broker_min_isr", "offline_elr", "unclean"], seed=3)
+    records = list(sim.log.records)
+    whole = risk_windows(records)
+    kinds = set()
+    for lo, hi in _windows(records):
+        got = {
+            (r["kind"], r["topic"], r["partition"], r["from_offset"], r["to_offset"], r["before_window"])
+            for r in build_report(input_from_records(records, lo, hi)).section("risk").rows
+        }
+        want = set()
+        for w in whole:
+            if w.kind in EVENT_KINDS:
+                if lo <= w.from_offset <= hi:
+                    want.add((w.kind, w.topic, w.partition, w.from_offset, None, False))
+            elif w.from_offset <= hi and (w.to_offset is None or w.to_offset > lo):
+                end = w.to_offset if w.to_offset is not None and w.to_offset <= hi else None
+                want.add((w.kind, w.topic, w.partition, max(w.from_offset, lo), end, w.from_offset < lo))
+        assert got == want, (lo, hi, sorted(got ^ want)[:5])
+        kinds |= {k for k, *_ in got}
+    assert kinds == set(KINDS), kinds
