@@ -1,7 +1,8 @@
 """``kraftlake report``: what happened to a cluster in a window of its history, as one page, Markdown or JSON.
 
-``--log-dir DIR`` reads a metadata log directory (a Kafka controller's, or a mirror's) and replays it; no
-Spark, no warehouse. The window is ``--from``/``--to``: offsets, or ISO-8601 times (UTC unless a zone is given;
+``--warehouse W`` reads the warehouse's Delta tables without Spark (``--cluster`` names the cluster of a
+warehouse holding several); ``--log-dir DIR`` reads a metadata log directory (a Kafka controller's, or a
+mirror's) and replays it. Neither starts a JVM. The window is ``--from``/``--to``: offsets, or ISO-8601 times (UTC unless a zone is given;
 a time stands for the last record at or before it, as ``<entity>_at_time``).
 """
 
@@ -17,10 +18,12 @@ FORMATS = ("html", "md", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log-dir", required=True, help="a metadata log directory (__cluster_metadata-0)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--warehouse", help="a kraftlake warehouse (read without Spark)")
+    source.add_argument("--log-dir", help="a metadata log directory (__cluster_metadata-0), replayed")
     parser.add_argument("--from", dest="start", help="the window's start: an offset or an ISO-8601 time")
     parser.add_argument("--to", dest="end", help="the window's end (included): an offset or an ISO-8601 time")
-    parser.add_argument("--cluster", help="the cluster's name, for the title")
+    parser.add_argument("--cluster", help="the cluster (of a warehouse holding several; with --log-dir, its name)")
     parser.add_argument("--out", help="the file to write (.html, .md or .json); default: Markdown on stdout")
     parser.add_argument("--format", choices=FORMATS, help="the output format (default: from --out's suffix)")
 
@@ -38,13 +41,21 @@ def output_format(out: str | None, fmt: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.report.log_dir import report_input
     from kraftlake.report.render import render
     from kraftlake.report.sections import build_report
 
     fmt = output_format(args.out, args.format)
-    data = report_input(args.log_dir, args.start, args.end, args.cluster)
-    text = render(build_report(data, str(args.log_dir)), fmt, data)
+    if args.warehouse is not None:
+        from kraftlake.report import warehouse
+
+        data = warehouse.report_input(args.warehouse, args.start, args.end, args.cluster)
+        source = str(args.warehouse)
+    else:
+        from kraftlake.report import log_dir
+
+        data = log_dir.report_input(args.log_dir, args.start, args.end, args.cluster)
+        source = str(args.log_dir)
+    text = render(build_report(data, source), fmt, data)
     if args.out is None:
         sys.stdout.write(text)
     else:
