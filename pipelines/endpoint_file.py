@@ -80,7 +80,9 @@ def running_endpoint(warehouse: str | Path, timeout_s: float = 0.5) -> str | Non
     if doc is None:
         return None
     url, host, port, pid = doc.get("url"), doc.get("host"), doc.get("port"), doc.get("pid")
-    if not (isinstance(url, str) and isinstance(host, str) and isinstance(port, int) and isinstance(pid, int)):
+    if not (
+        isinstance(url, str) and isinstance(host, str) and isinstance(port, int) and isinstance(pid, int)
+    ):
         return None
     if doc.get("token_required") is not False and not os.environ.get(TOKEN_ENV):
         return None

@@ -13,7 +13,9 @@ import pytest
 from pipelines.endpoint_file import endpoint_path, record_endpoint, remove_endpoint, running_endpoint
 
 
-def test_a_live_listener_is_found_a_stale_record_is_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_live_listener_is_found_a_stale_record_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
     assert running_endpoint(tmp_path) is None  # no record
     with socket.create_server(("127.0.0.1", 0)) as listener:
@@ -27,7 +29,9 @@ def test_a_live_listener_is_found_a_stale_record_is_not(tmp_path: Path, monkeypa
         monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", "t")
         assert running_endpoint(tmp_path) == url
         # a process that is gone: its record is stale
-        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        dead = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+        )
         record_endpoint(tmp_path, url, "127.0.0.1", port, token_required=False, pid=int(dead.stdout))
         assert running_endpoint(tmp_path) is None
         record_endpoint(tmp_path, url, "127.0.0.1", port, token_required=False)

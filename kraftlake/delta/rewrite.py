@@ -31,7 +31,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kraftlake.delta.deletion_vectors import deleted_rows
 from kraftlake.delta.append import (
     DEFAULT_CHECKPOINT_INTERVAL,
     CommitConflict,
@@ -46,6 +45,7 @@ from kraftlake.delta.append import (
     log_segment,
     put_commit,
 )
+from kraftlake.delta.deletion_vectors import deleted_rows
 
 #: The fields of an ``add`` that its ``remove`` repeats (Delta's ``AddFile.removeWithTimestamp``).
 _REMOVE_FIELDS = (

@@ -74,13 +74,15 @@ class Bound:
         if low is None or high is None or isinstance(low, dict | list) or isinstance(high, dict | list):
             return True
         try:
-            return {
-                "==": low <= self.value <= high,
-                "<": low < self.value,
-                "<=": low <= self.value,
-                ">": high > self.value,
-                ">=": high >= self.value,
-            }[self.op]
+            return bool(
+                {
+                    "==": low <= self.value <= high,
+                    "<": low < self.value,
+                    "<=": low <= self.value,
+                    ">": high > self.value,
+                    ">=": high >= self.value,
+                }[self.op]
+            )
         except TypeError:
             return True
 

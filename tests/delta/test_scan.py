@@ -22,7 +22,12 @@ SCHEMA = {
     "fields": [
         {"name": "k", "type": "long", "nullable": False, "metadata": {}},
         {"name": "to", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "tags", "type": {"type": "array", "elementType": "string", "containsNull": True}, "nullable": True, "metadata": {}},
+        {
+            "name": "tags",
+            "type": {"type": "array", "elementType": "string", "containsNull": True},
+            "nullable": True,
+            "metadata": {},
+        },
     ],
 }
 PROTOCOL = {
@@ -61,7 +66,13 @@ def table(tmp_path: Path) -> Path:
     path = tmp_path / "t"
     _create(path)
     for i in range(4):
-        append(path, _rows(range(i * 100, (i + 1) * 100)), schema_string=json.dumps(SCHEMA), app_id="a", txn_version=i)
+        append(
+            path,
+            _rows(range(i * 100, (i + 1) * 100)),
+            schema_string=json.dumps(SCHEMA),
+            app_id="a",
+            txn_version=i,
+        )
     return path
 
 
@@ -138,7 +149,11 @@ def test_a_commit_cut_short_is_one_error_naming_it(table: Path) -> None:
     ("protocol", "config", "refused"),
     [
         ({**PROTOCOL, "readerFeatures": ["deletionVectors", "columnMapping"]}, {}, "reader features"),
-        ({"minReaderVersion": 2, "minWriterVersion": 5}, {"delta.columnMapping.mode": "name"}, "column mapping"),
+        (
+            {"minReaderVersion": 2, "minWriterVersion": 5},
+            {"delta.columnMapping.mode": "name"},
+            "column mapping",
+        ),
     ],
 )
 def test_what_the_reader_cannot_honour_is_refused(

@@ -35,14 +35,15 @@ def _spark_refusal(spark: Any, sql: str) -> str:
     return str(refused.value)
 
 
-def _mine(call: Any) -> list[dict[str, Any]] | str:
+def _mine(call: Any, warehouse: Path, *args: Any) -> list[str] | str:
+    """``call``'s answer over a fresh ``Warehouse`` (as a command reads it), canonical, or its refusal."""
     try:
-        return canon(call().rows)
+        return canon(call(Warehouse(warehouse), *args).rows)
     except WarehouseError as exc:
         return str(exc)
 
 
-def _theirs(spark: Any, sql: str) -> list[dict[str, Any]] | str:
+def _theirs(spark: Any, sql: str) -> list[str] | str:
     from kraftlake.spark.tables.layout import WarehouseError as SparkWarehouseError
     from udfs.sql import warehouse_errors
 
@@ -59,26 +60,48 @@ def _ts(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
-def assert_answers_equal(spark: Any, warehouse: Path, offsets: list[int], times: list[int]) -> int:
-    """Every entity at each offset and time (epoch ms), and the history views of every partition and broker,
-    equal on both sides (rows or refusal); returns how many answers were refusals."""
+def _lateral(spark: Any, function: str, args: list[str]) -> dict[str, list[str]]:
+    """``function(a)`` for every SQL literal ``a`` in one Spark action: canonical rows by ``a``."""
+    values = ", ".join(f"({a})" for a in args)
+    rows = _spark_rows(
+        spark, f"SELECT o.a AS _a, f.* FROM VALUES {values} AS o(a), LATERAL {function}(o.a) f"
+    )
+    out: dict[int, list[dict[str, Any]]] = {a: [] for a in args}
+    for row in rows:
+        out[row.pop("_a")].append(row)
+    return {a: canon(r) for a, r in out.items()}
+
+
+def assert_answers_equal(
+    spark: Any, warehouse: Path, offsets: list[int], times: list[int], partitions: int = 3
+) -> int:
+    """Every entity at each offset and time (epoch ms), the history views of ``partitions`` partitions (and of
+    one that does not exist) and of every broker, equal on both sides (rows or refusal, word for word); returns
+    how many answers were refusals. The answers Spark gives as rows come from one action per entity, each
+    refusal from a query of its own (a refusal fails the whole query)."""
     from udfs.sql import register
 
     register(spark, warehouse)
     refused = 0
     for table in ENTITIES:
-        for n in offsets:
-            wh = Warehouse(warehouse)
-            mine = _mine(lambda wh=wh, n=n: answers.state_at(wh, table, n))
-            assert mine == _theirs(spark, f"SELECT * FROM {table}_at({n})"), (table, n)
-            refused += isinstance(mine, str)
-        for ms in times:
-            wh = Warehouse(warehouse)
-            mine = _mine(lambda wh=wh, ms=ms: answers.state_at_time(wh, table, _ts(ms)))
-            theirs = _theirs(spark, f"SELECT * FROM {table}_at_time(timestamp_millis({ms}))")
-            assert mine == theirs, (table, ms)
-            refused += isinstance(mine, str)
-    parts = spark.sql(f"SELECT DISTINCT topic, `partition` FROM delta.`{warehouse / 'partitions'}`").collect()
+        for function, points, arg, sql in (
+            (answers.state_at, offsets, lambda n: n, "{t}_at({a})"),
+            (answers.state_at_time, times, _ts, "{t}_at_time(timestamp_millis({a}))"),
+        ):
+            mine = {p: _mine(function, warehouse, table, arg(p)) for p in points}
+            rows = [p for p in points if not isinstance(mine[p], str)]
+            answered = _lateral(spark, sql.format(t=table, a="o.a"), rows)
+            for p in points:
+                if p in answered:
+                    assert mine[p] == answered[p], (table, function.__name__, p)
+                else:
+                    refused += 1
+                    theirs = _theirs(spark, "SELECT * FROM " + sql.format(t=table, a=p))
+                    assert mine[p] == theirs, (table, function.__name__, p)
+    parts = spark.sql(
+        f"SELECT topic, `partition`, count(*) AS n FROM delta.`{warehouse / 'partitions'}` "
+        f"GROUP BY topic, `partition` ORDER BY n DESC, topic, `partition` LIMIT {partitions}"
+    ).collect()
     views = {
         "partition_history": answers.partition_history,
         "isr_history": answers.isr_history,
@@ -86,21 +109,24 @@ def assert_answers_equal(spark: Any, warehouse: Path, offsets: list[int], times:
     }
     for p in [*parts, {"topic": "no-such-topic", "partition": 0}]:
         for view, call in views.items():
-            wh = Warehouse(warehouse)
-            mine = _mine(lambda wh=wh, call=call, p=p: call(wh, p["topic"], p["partition"]))
-            assert mine == _theirs(spark, f"SELECT * FROM {view}('{p['topic']}', {p['partition']})"), (view, p)
-            refused += isinstance(mine, str)
+            mine_rows = _mine(call, warehouse, p["topic"], p["partition"])
+            assert mine_rows == _theirs(spark, f"SELECT * FROM {view}('{p['topic']}', {p['partition']})"), (
+                view,
+                p,
+            )
+            refused += isinstance(mine_rows, str)
     brokers = spark.sql(f"SELECT DISTINCT id FROM delta.`{warehouse / 'brokers'}`").collect()
     for b in [*(r["id"] for r in brokers), 999]:
-        wh = Warehouse(warehouse)
-        mine = _mine(lambda wh=wh, b=b: answers.broker_history(wh, b))
-        assert mine == _theirs(spark, f"SELECT * FROM broker_history({b})"), b
-        refused += isinstance(mine, str)
+        mine_rows = _mine(answers.broker_history, warehouse, b)
+        assert mine_rows == _theirs(spark, f"SELECT * FROM broker_history({b})"), b
+        refused += isinstance(mine_rows, str)
     return refused
 
 
 @pytest.fixture(scope="module")
-def gapped(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, dict[int, int], int, int, int]:
+def gapped(
+    tmp_path_factory: pytest.TempPathFactory, spark: Any
+) -> tuple[Path, dict[int, int], int, int, int]:
     """(warehouse, record times by offset, first missing offset, next present offset, last offset): a log with
     a hole ingested in small slices, its closes left pending."""
     from pipelines.ingest import ingest
@@ -108,7 +134,7 @@ def gapped(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, 
     root = tmp_path_factory.mktemp("nojvm")
     _, log_dir, first_missing, nxt = gapped_log(root)
     warehouse = root / "wh"
-    result = ingest(spark, log_dir, warehouse, batch_records=60, fold=False)
+    result = ingest(spark, log_dir, warehouse, batch_records=200, fold=False)
     times = {r.offset: r.timestamp for r in log_records(log_dir)}
     return warehouse, times, first_missing, nxt, result.last_offset
 
@@ -118,7 +144,16 @@ def test_answers_equal_sparks_around_a_gap_with_closes_pending(
 ) -> None:
     warehouse, times, first_missing, nxt, last = gapped
     assert Warehouse(warehouse).read("closes").num_rows > 0  # the closes are unfolded
-    offsets = [0, 5, first_missing - 1, first_missing, (first_missing + nxt) // 2, nxt - 1, nxt, (nxt + last) // 2]
+    offsets = [
+        0,
+        5,
+        first_missing - 1,
+        first_missing,
+        (first_missing + nxt) // 2,
+        nxt - 1,
+        nxt,
+        (nxt + last) // 2,
+    ]
     offsets += [last, last + 1]
     ordered = sorted(times)
     moments = [times[ordered[0]] - 1, times[first_missing - 1], times[first_missing - 1] + 1, times[nxt]]
@@ -188,7 +223,10 @@ def test_state_prints_what_the_spark_path_prints_without_importing_spark(
     assert seen["code"] == 0 and seen["printed"] and seen["heavy"] == []
     # a refusal: one line, exit 2, the functions' words
     code, _, err = _run_state(["--warehouse", str(warehouse), "--offset", str(last + 1)])
-    assert code == 2 and err == f"kraftlake state: error: offset {last + 1} is after the last committed offset ({last})\n"
+    assert (
+        code == 2
+        and err == f"kraftlake state: error: offset {last + 1} is after the last committed offset ({last})\n"
+    )
 
     # a commit cut short, a data file gone: one line naming the file
     damaged = tmp_path / "damaged"
@@ -203,3 +241,51 @@ def test_state_prints_what_the_spark_path_prints_without_importing_spark(
     gone.unlink()
     code, _, err = _run_state(["--warehouse", str(damaged), "--offset", str(last), "--entity", "topics"])
     assert code == 2 and err.count("\n") == 1 and str(gone) in err and "missing" in err, err
+
+
+def test_the_names_and_texts_shared_with_the_spark_layer_agree() -> None:
+    from kraftlake.spark.tables import layout, queries
+    from kraftlake.warehouse import tables
+
+    assert (tables.LOG, tables.OFFSETS, tables.CLOSES, tables.BOUNDS, tables.KEY_SEP) == (
+        layout.LOG,
+        layout.OFFSETS,
+        layout.CLOSES,
+        layout.BOUNDS,
+        layout.KEY_SEP,
+    )
+    assert answers.REFUSALS == queries.REFUSALS
+    assert (
+        answers.NEGATIVE,
+        answers.BEFORE_RETAINED,
+        answers.AFTER_COMMITTED,
+        answers.IN_GAP,
+    ) == queries.REFUSALS
+    assert tables.close_key((3, "a")) == layout.close_key((3, "a"))
+
+
+def test_a_table_the_reader_cannot_read_is_answered_through_spark(
+    spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
+) -> None:
+    from jobs.state import state_query
+    from kraftlake.delta.append import put_commit
+    from pipelines.output import print_frame
+    from udfs.sql import register
+
+    src, _, _, _, last = gapped
+    warehouse = tmp_path / "wh"
+    shutil.copytree(src, warehouse)
+    snap = Warehouse(warehouse).snapshot("brokers")
+    # a reader feature this reader does not implement (Delta's v2 checkpoints): Spark reads the table
+    protocol = dict(snap.protocol)
+    protocol["readerFeatures"] = [*protocol["readerFeatures"], "v2Checkpoint"]
+    protocol["writerFeatures"] = [*protocol["writerFeatures"], "v2Checkpoint"]
+    assert put_commit(warehouse / "brokers" / "_delta_log", snap.version + 1, [{"protocol": protocol}])
+    code, printed, err = _run_state(
+        ["--warehouse", str(warehouse), "--offset", str(last), "--entity", "brokers"]
+    )
+    assert code == 0 and "v2Checkpoint" in err and err.endswith(": answering through Spark\n"), err
+    register(spark, warehouse)
+    expected = io.StringIO()
+    print_frame(spark.sql(state_query("brokers", last, None, None)), "table", expected)
+    assert printed == expected.getvalue()

@@ -12,9 +12,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.history import ENTITIES
 from kraftlake.delta import append as delta_append
 from kraftlake.delta import rewrite as delta_rewrite
+from kraftlake.history import ENTITIES
 from kraftlake.spark.tables.layout import (
     CLOSES,
     KEY_SEP,

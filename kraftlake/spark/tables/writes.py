@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 
-from kraftlake.history import ENTITIES, HistoryBatch
 from kraftlake.delta import append as delta_append
+from kraftlake.history import ENTITIES, HistoryBatch
 from kraftlake.spark.tables.layout import (
     APP_ID,
     CLOSES,
