@@ -5,7 +5,7 @@ the filter pushed down to their row groups' statistics, and each file's deletion
 
 The filter is a conjunction of :class:`Bound`\\s: one comparison of a column with a constant, optionally also true
 where the column is NULL (``to_offset IS NULL OR to_offset > N``, the validity range of a history table). That is
-what a file's ``minValues``/``maxValues``/``nullCount`` can answer, and what a pyarrow expression can.
+what a file's ``minValues``/``maxValues``/``nullCount`` can answer, and a row group's Parquet statistics.
 
 A table whose protocol asks a reader for more than this (column mapping, a reader feature other than deletion
 vectors, partition columns, a v2 checkpoint) raises :class:`~.append.Unsupported` before any data file is
@@ -48,18 +48,6 @@ class Bound:
     def __post_init__(self) -> None:
         if self.op not in _OPS:
             raise ValueError(f"comparison {self.op!r} is not one of {_OPS}")
-
-    def expression(self) -> pc.Expression:
-        field = pc.field(self.column)
-        value = pc.scalar(self.value)
-        compared = {
-            "==": field == value,
-            "<": field < value,
-            "<=": field <= value,
-            ">": field > value,
-            ">=": field >= value,
-        }[self.op]
-        return compared | field.is_null() if self.or_null else compared
 
     def may_match(self, stats: dict[str, Any]) -> bool:
         """Whether a file of these statistics may hold a matching row (True when they do not tell)."""
@@ -116,30 +104,110 @@ def _data_file(snap: Snapshot, add: dict[str, Any]) -> Path:
     return snap.path / rel
 
 
-def _read_one(
-    snap: Snapshot, add: dict[str, Any], columns: list[str] | None, where: pc.Expression | None
-) -> pa.Table:
+def _row_groups(meta: pq.FileMetaData, bounds: tuple[Bound, ...]) -> list[int]:
+    """The row groups of a file whose statistics do not exclude ``bounds`` (all without statistics)."""
+    leaf = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
+    keep = []
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        stats: dict[str, Any] = {
+            "numRecords": group.num_rows,
+            "minValues": {},
+            "maxValues": {},
+            "nullCount": {},
+        }
+        for b in bounds:
+            j = leaf.get(b.column)
+            s = None if j is None else group.column(j).statistics
+            if s is None:
+                continue
+            if s.has_null_count:
+                stats["nullCount"][b.column] = s.null_count
+            if s.has_min_max:
+                stats["minValues"][b.column], stats["maxValues"][b.column] = s.min, s.max
+        if all(b.may_match(stats) for b in bounds):
+            keep.append(i)
+    return keep
+
+
+# pyarrow converts a Python value (pa.scalar, pa.array, an expression) only after asking pandas about it, and
+# that imports pandas: a third of a second of a cold command's two. The few values a filter compares with are
+# built from their bytes instead.
+
+
+def _buffer_scalar(data_type: pa.DataType, buffers: list[Any]) -> pa.Scalar:
+    return pa.Array.from_buffers(data_type, 1, [None, *buffers])[0]
+
+
+def _scalar(value: Any, data_type: pa.DataType) -> pa.Scalar:
+    """``value`` as a pyarrow scalar of ``data_type`` (an integer or a string type)."""
+    if pa.types.is_integer(data_type) and isinstance(value, int) and not isinstance(value, bool):
+        kind = "int" if pa.types.is_signed_integer(data_type) else "uint"
+        number = np.array([value], dtype=f"{kind}{data_type.bit_width}")
+        return _buffer_scalar(data_type, [pa.py_buffer(number.tobytes())])
+    if pa.types.is_string(data_type) and isinstance(value, str):
+        text = value.encode("utf-8")
+        offsets = np.array([0, len(text)], dtype=np.int32)
+        return _buffer_scalar(data_type, [pa.py_buffer(offsets.tobytes()), pa.py_buffer(text)])
+    raise Unsupported(f"a filter comparing {data_type} with {value!r} is not read without Spark")
+
+
+def _bools(values: np.ndarray) -> pa.Array:
+    """A numpy array of booleans as a pyarrow one."""
+    bits = np.packbits(values.astype(bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits.tobytes())])
+
+
+_FALSE = _bools(np.zeros(1, dtype=bool))[0]
+
+
+def _mask(rows: pa.Table, bounds: tuple[Bound, ...]) -> pa.Array | None:
+    """Where ``rows`` satisfy every one of ``bounds`` (None: no bound)."""
+    compare = {
+        "==": pc.equal,
+        "<": pc.less,
+        "<=": pc.less_equal,
+        ">": pc.greater,
+        ">=": pc.greater_equal,
+    }
+    mask = None
+    for b in bounds:
+        column = rows.column(b.column)
+        this = pc.fill_null(compare[b.op](column, _scalar(b.value, column.type)), _FALSE)
+        if b.or_null:
+            this = pc.or_(this, pc.is_null(column))
+        mask = this if mask is None else pc.and_(mask, this)
+    return mask
+
+
+def _read_one(snap: Snapshot, add: dict[str, Any], bounds: tuple[Bound, ...]) -> pa.Table:
+    """A live file's rows that satisfy ``bounds``: the row groups their statistics exclude left unread, the
+    rows its deletion vector marks dropped (row positions count the whole file), then the filter."""
     path = _data_file(snap, add)
-    dv = add.get("deletionVector")
     try:
-        if not dv:
-            # the filter goes to pyarrow's dataset reader: row groups whose statistics exclude it are not read
-            return pq.read_table(path, columns=columns, filters=where)
-        rows = pq.read_table(path, columns=columns)
+        file = pq.ParquetFile(path)
+        groups = _row_groups(file.metadata, bounds)
+        rows = file.read_row_groups(groups)
     except FileNotFoundError:
         raise DeltaAppendError(f"{path}: a live data file of the table is missing") from None
     except (OSError, pa.ArrowException) as exc:
         raise DeltaAppendError(f"{path}: cannot read the data file: {exc}") from exc
-    # row positions count the whole file: the vector is applied before the filter
-    deleted = deleted_rows(snap.path, dv)
-    if len(deleted) and int(deleted.max()) >= rows.num_rows:
-        raise DeltaAppendError(
-            f"{path}: its deletion vector marks row {int(deleted.max())} of {rows.num_rows}"
+    dv = add.get("deletionVector")
+    if dv:
+        deleted = deleted_rows(snap.path, dv)
+        total = file.metadata.num_rows
+        if len(deleted) and int(deleted.max()) >= total:
+            raise DeltaAppendError(f"{path}: its deletion vector marks row {int(deleted.max())} of {total}")
+        sizes = [file.metadata.row_group(i).num_rows for i in range(file.metadata.num_row_groups)]
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        positions = (
+            np.concatenate([np.arange(starts[i], starts[i] + sizes[i], dtype=np.int64) for i in groups])
+            if groups
+            else np.zeros(0, dtype=np.int64)
         )
-    keep = np.ones(rows.num_rows, dtype=bool)
-    keep[deleted.astype(np.int64)] = False
-    rows = rows.filter(pa.array(keep))
-    return rows if where is None else rows.filter(where)
+        rows = rows.filter(_bools(~np.isin(positions, deleted.astype(np.int64))))
+    mask = _mask(rows, bounds)
+    return rows if mask is None else rows.filter(mask)
 
 
 def read_rows(
@@ -148,17 +216,14 @@ def read_rows(
     """The live rows of ``snap`` that satisfy every one of ``bounds``, as a table of ``schema`` (its fields, or
     those named in ``columns``, in that order; a file lacking a nullable column reads it as NULL)."""
     wanted = pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
-    where = None
-    for b in bounds:
-        where = b.expression() if where is None else where & b.expression()
     parts = []
     for add in snap.files.values():
         stats = stats_of(add)
         if stats is not None and not all(b.may_match(stats) for b in bounds):
             continue
-        parts.append(_conform(_read_one(snap, add, None, where), wanted, _data_file(snap, add)))
+        parts.append(_conform(_read_one(snap, add, bounds), wanted, _data_file(snap, add)))
     if not parts:
-        return wanted.empty_table()
+        return pa.Table.from_arrays([pa.nulls(0, f.type) for f in wanted], schema=wanted)
     return pa.concat_tables(parts)
 
 
