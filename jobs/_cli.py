@@ -152,13 +152,13 @@ def add_remote(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(warehouse=None)
 
 
-def query_session(app: str, args: argparse.Namespace) -> Any:
+def query_session(app: str, args: argparse.Namespace, local: bool = False) -> Any:
     """The session a query command runs on: a ``kraftlake serve`` endpoint (``--remote`` or ``$SPARK_REMOTE``),
-    whose functions are registered already, else a local session with the functions registered for the
-    warehouse."""
+    whose functions are registered already, else (or when ``local``) a local session with the functions
+    registered for the warehouse."""
     from pipelines.serve import connect_session, remote_url
 
-    url = remote_url(args.remote)
+    url = None if local else remote_url(args.remote)
     if url is not None:
         return connect_session(url, args.warehouse)
     from udfs.sql import register

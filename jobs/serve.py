@@ -2,8 +2,9 @@
 
 A Spark Connect server (``sc://H:P``) and, with ``--jdbc-port``, a Thrift JDBC/ODBC server
 (``jdbc:hive2://H:Q/``) in one driver, with ``partitions_at(N)`` and friends and the warehouse tables
-registered (:mod:`pipelines.serve`). Prints the endpoints once clients can query, then runs until
-SIGINT or SIGTERM, and stops the endpoints and the session before it exits.
+registered (:mod:`pipelines.serve`). Prints the endpoints once clients can query and records the Connect one
+in the warehouse (:mod:`pipelines.endpoint_file`: ``kraftlake sql`` over that warehouse finds it there), then
+runs until SIGINT or SIGTERM, and removes the record and stops the endpoints and the session before it exits.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipelines.endpoint_file import record_endpoint, remove_endpoint
     from pipelines.serve import ServeConfig, Server, check, read_token
 
     config = ServeConfig(
@@ -67,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not stop.is_set():
             endpoints = server.start()
+            port = int(endpoints.connect.rsplit(":", 1)[1])
+            host = endpoints.connect[len("sc://") :].rsplit(":", 1)[0]
+            record_endpoint(config.warehouse, endpoints.connect, host, port, config.token is not None)
             print(f"Spark Connect: {endpoints.connect}")
             if endpoints.jdbc is not None:
                 print(f"JDBC: {endpoints.jdbc}")
@@ -95,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
                 print("serve: the Spark driver exited", file=sys.stderr)
                 return 1
     finally:
+        remove_endpoint(config.warehouse)
         server.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -1,10 +1,19 @@
-"""``state --warehouse W --offset N | --time T --entity partitions [--where ...]``: an entity's state."""
+"""``state --warehouse W --offset N | --time T --entity partitions [--where ...]``: an entity's state.
+
+Answered without Spark by default (:mod:`kraftlake.warehouse.answers`: the warehouse's Delta tables read with
+pyarrow, no JVM), through Spark SQL and the table functions with ``--spark``, ``--remote`` (or
+``$SPARK_REMOTE``) or ``--where``: the condition is Spark SQL, which only Spark evaluates as Spark does. A
+table the reader cannot read (a Delta feature it does not implement) is answered through Spark too, said on
+stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from jobs._cli import add_format, add_remote, add_warehouse, main_of, query_session, spark_errors, timestamp
 from kraftlake.commands._args import non_negative_int
@@ -24,7 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the last record at or before it",
     )
     parser.add_argument("--entity", choices=sorted(ENTITIES), default="partitions")
-    parser.add_argument("--where", default=None, help="a SQL condition on the entity's columns")
+    parser.add_argument(
+        "--where", default=None, help="a Spark SQL condition on the entity's columns (answered through Spark)"
+    )
+    parser.add_argument(
+        "--spark",
+        action="store_true",
+        help="answer through Spark SQL and the table functions (default: read the Delta tables without a JVM)",
+    )
 
 
 def state_query(entity: str, offset: int | None, time: str | None, where: str | None) -> str:
@@ -36,9 +52,42 @@ def state_query(entity: str, offset: int | None, time: str | None, where: str | 
     return f"SELECT * FROM {source}" + (f" WHERE {where}" if where else "") + f" ORDER BY {keys}"
 
 
+def _sort_key(entity: str) -> Any:
+    """The ``ORDER BY`` of :func:`state_query` in Python: ascending, NULLs first (Spark's default)."""
+    keys = ENTITIES[entity].key or ("from_offset",)
+    return lambda row: tuple((row[k] is not None, row[k]) for k in keys)
+
+
+def without_jvm(args: argparse.Namespace) -> bool:
+    """Whether ``args`` ask nothing of Spark: no ``--spark``, no endpoint, no SQL condition."""
+    remote = args.remote or os.environ.get("SPARK_REMOTE")
+    return not (args.spark or remote or args.where)
+
+
+def answer_without_jvm(args: argparse.Namespace) -> bool:
+    """Print the answer read from the Delta tables; False (nothing printed) when a table needs Spark."""
+    from kraftlake.warehouse.answers import state_at, state_at_time
+    from kraftlake.warehouse.tables import NeedsSpark, Warehouse, check_warehouse
+    from pipelines.output import write_rows
+
+    wh = Warehouse(check_warehouse(args.warehouse or "./warehouse"), getattr(args, "cluster", None))
+    try:
+        if args.offset is not None:
+            answer = state_at(wh, args.entity, args.offset)
+        else:
+            answer = state_at_time(wh, args.entity, args.time)
+    except NeedsSpark as exc:
+        print(f"kraftlake state: {exc}: answering through Spark", file=sys.stderr)
+        return False
+    write_rows(sorted(answer.rows, key=_sort_key(args.entity)), answer.columns, args.format)
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines.output import print_frame
 
+    if without_jvm(args) and answer_without_jvm(args):
+        return 0
     spark = query_session("state", args)
     # an offset before the retained history or past the commit point (the functions raise), a --where Spark
     # cannot parse or resolve: one line, exit 2

@@ -7,7 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-PURE = ["logformat", "protocol", "records", "raft", "image", "controller", "sim", "history"]
+PURE = [
+    "logformat",
+    "protocol",
+    "records",
+    "raft",
+    "image",
+    "controller",
+    "sim",
+    "history",
+    "delta",
+    "warehouse",
+]
 
 
 def test_pure_layers_never_load_pyspark() -> None:

@@ -1,4 +1,4 @@
-"""Fuzz target: Delta deletion vectors (``kraftlake.spark.deletion_vectors``), the portable Roaring format.
+"""Fuzz target: Delta deletion vectors (``kraftlake.delta.deletion_vectors``), the portable Roaring format.
 
 Seeds are vectors serialized here as Delta writes them (array, bitmap and run containers, several 32-bit keys);
 mutants are their bytes changed, cut or grown. Right answers: a seed reads to the rows it was made of; a mutant
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fuzz.fuzzing import run
 
-from kraftlake.spark.deletion_vectors import _Z85, PORTABLE_MAGIC, deleted_rows, z85_decode
+from kraftlake.delta.deletion_vectors import _Z85, PORTABLE_MAGIC, deleted_rows, z85_decode
 
 
 def z85_encode(data: bytes) -> str:

@@ -1,4 +1,4 @@
-"""kraftlake's own Delta appends (``kraftlake.spark.delta_append``) against delta-spark's: the same rows read
+"""kraftlake's own Delta appends (``kraftlake.delta.append``) against delta-spark's: the same rows read
 back, the same file statistics, the same txn-version skipping; Delta's writers and checkpoints beside them; the
 tables it must not append to go through Spark."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kraftlake.spark import delta_append
-from kraftlake.spark.delta_append import Appended, CommitConflict, DeltaAppendError, Unsupported
+from kraftlake.delta import append as delta_append
+from kraftlake.delta.append import Appended, CommitConflict, DeltaAppendError, Unsupported
 from kraftlake.spark.tables.creation import create_table
 from kraftlake.spark.tables.layout import (
     APP_ID,

@@ -1,4 +1,4 @@
-"""kraftlake's own fold of the pending closes (``kraftlake.spark.delta_rewrite``) against delta-spark's MERGE: the
+"""kraftlake's own fold of the pending closes (``kraftlake.delta.rewrite``) against delta-spark's MERGE: the
 same tables; Delta's readers, checkpoints and time travel over its commits; commit races; reading
 deletion vectors."""
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from kraftlake.delta import rewrite as delta_rewrite
+from kraftlake.delta.append import CommitConflict
 from kraftlake.history import ENTITIES
 from kraftlake.sim.workloads.entities import write_synthetic_log
-from kraftlake.spark import delta_rewrite
-from kraftlake.spark.delta_append import CommitConflict
 from kraftlake.spark.tables.fold import _fold_with_spark, fold_closes, pending_closes
 from kraftlake.spark.tables.layout import CLOSES, arrow_rows, table_path
 from kraftlake.spark.tables.queries import history_query

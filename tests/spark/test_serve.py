@@ -208,7 +208,7 @@ def test_sql_and_state_remote_print_what_local_prints(
     )
     by_env = _cli(state, SPARK_REMOTE=server.with_token)
     remote_sql, remote_state = _finish(by_flag), _finish(by_env)
-    local_sql = _local(["sql", "--warehouse", str(warehouse), query])
+    local_sql = _local(["sql", "--local", "--warehouse", str(warehouse), query])
     local_state = _local([*state, "--warehouse", str(warehouse)])
     assert local_sql[0] == 0 and local_sql[1].count("\n") > 3, local_sql
     assert local_state[0] == 0 and local_state[1], local_state
@@ -298,10 +298,44 @@ def test_record_udfs_through_connect_answer_as_in_process(
     assert remote == local
 
 
-def test_serve_stops_on_sigterm(server: Served) -> None:
-    # the last test of the module: the server goes
+def test_sql_uses_the_running_server_of_its_warehouse(
+    small: tuple[Path, Path, list[int]], server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.endpoint_file import endpoint_path
+
+    _, warehouse, offsets = small
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
+    record = json.loads(endpoint_path(warehouse).read_text())
+    assert record == {
+        "url": server.connect,
+        "host": "localhost",
+        "port": server.port,
+        "pid": server.proc.pid,
+        "token_required": True,
+    }
+    assert TOKEN not in endpoint_path(warehouse).read_text()
+    query = f"SELECT id, fenced FROM brokers_at({offsets[-1]}) ORDER BY id"
+    found = _finish(
+        _cli(["sql", "--warehouse", str(warehouse), query], SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN)
+    )
+    named = _finish(_cli(["sql", "--remote", server.connect, query], SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN))
+    assert found[0] == 0 and found[1] == named[1] and found[1].count("\n") > 3, found
+    assert found[2] == f"kraftlake sql: on the running `kraftlake serve` at {server.connect} (--local: not)\n"
+    # without the token the server wants, and with --local: a local session, no word of the server
+    local = _local(["sql", "--warehouse", str(warehouse), query])
+    forced = _local(["sql", "--local", "--warehouse", str(warehouse), query])
+    assert local == forced == (0, found[1], "")
+
+
+def test_serve_stops_on_sigterm(server: Served, small: tuple[Path, Path, list[int]]) -> None:
+    from pipelines.endpoint_file import endpoint_path
+
+    # the last test of the module: the server goes, and its record with it
+    assert endpoint_path(small[1]).is_file()
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(120) == 0, server.log.read_text()[-4000:]
+    assert not endpoint_path(small[1]).exists()
     assert server.proc.stdout is not None
     assert server.proc.stdout.read().strip() == "stopped (SIGTERM)"
     jdbc_port = int(server.jdbc.rstrip("/").rsplit(":", 1)[1])

@@ -99,7 +99,7 @@ def test_an_existing_table_whose_first_commit_was_cleaned_up_is_left_alone(
 def test_a_table_made_before_a_new_record_type_gains_its_column(spark: Any, tmp_path: Path) -> None:
     """A warehouse made before Kafka 4.4.0's UnregisterControllerRecord: its metadata_log lacks the column
     appends write; the next writer adds it in one metadata-only commit, rows already there read it as null."""
-    from kraftlake.spark import delta_append
+    from kraftlake.delta import append as delta_append
     from kraftlake.spark.tables import creation as tables_module
 
     warehouse = tmp_path / "w"

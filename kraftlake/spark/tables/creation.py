@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark import delta_append
+from kraftlake.delta import append as delta_append
 from kraftlake.spark.tables.bounds import append_bounds, last_offset
 from kraftlake.spark.tables.layout import (
     BOUNDS,
@@ -63,7 +63,7 @@ def create_table(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
     Written as Delta's protocol defines a table: its version 0 (``_delta_log/00000000000000000000.json``: a
     ``commitInfo``, the ``metaData``, the ``protocol`` and the clustering columns as ``delta.clustering`` domain
     metadata), the very actions delta-spark's ``CREATE TABLE ... CLUSTER BY`` writes, put in place as any commit
-    (:func:`kraftlake.spark.delta_append.put_commit`: a second creator finds it there). Through Spark each
+    (:func:`kraftlake.delta.append.put_commit`: a second creator finds it there). Through Spark each
     creation is a Delta transaction of a second or more on a cold JVM, and a warehouse has 16 tables.
     """
     log = Path(table_path(warehouse, name), "_delta_log")

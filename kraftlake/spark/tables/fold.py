@@ -12,8 +12,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kraftlake.delta import append as delta_append
+from kraftlake.delta import rewrite as delta_rewrite
 from kraftlake.history import ENTITIES
-from kraftlake.spark import delta_append, delta_rewrite
 from kraftlake.spark.tables.layout import (
     CLOSES,
     KEY_SEP,
@@ -62,7 +63,7 @@ def fold_closes(
 
 
 def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
-    """:func:`fold_closes` committed by kraftlake (:mod:`kraftlake.spark.delta_rewrite`): the closes read from
+    """:func:`fold_closes` committed by kraftlake (:mod:`kraftlake.delta.rewrite`): the closes read from
     their files, per history table the files holding an open version a close ends rewritten with its
     ``to_offset`` (one commit per table), then the folded closes' files removed (one commit)."""
     import pyarrow as pa
@@ -90,7 +91,7 @@ def _replace(
     operation: str,
     predicate: str,
 ) -> None:
-    """:func:`kraftlake.spark.delta_rewrite.replace`, with Delta's checkpoint when the version is due one."""
+    """:func:`kraftlake.delta.rewrite.replace`, with Delta's checkpoint when the version is due one."""
     done = delta_rewrite.replace(
         snap,
         removed,

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 
+from kraftlake.delta import append as delta_append
 from kraftlake.history import ENTITIES, HistoryBatch
-from kraftlake.spark import delta_append
 from kraftlake.spark.tables.layout import (
     APP_ID,
     CLOSES,
@@ -46,7 +46,7 @@ def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) ->
 def append_arrow(spark: SparkSession, warehouse: str | Path, name: str, rows: Any, txn_version: int) -> None:
     """Append a ``pyarrow.Table`` of the table's schema once (same ``txn_version`` rule as :func:`append`).
 
-    Committed by kraftlake (:mod:`kraftlake.spark.delta_append`: a Parquet file and a commit, no Spark job),
+    Committed by kraftlake (:mod:`kraftlake.delta.append`: a Parquet file and a commit, no Spark job),
     through Spark when the table needs more of a writer than blind appends. A commit at which Delta writes a
     checkpoint gets one written by Delta, in the background (:func:`wait_checkpoints`).
     """

@@ -10,8 +10,8 @@ one's high 32 bits (4 bytes) and the bitmap in Roaring's portable serialization 
 containers).
 
 Anything else (another magic number, a path outside the table, a vector whose CRC or cardinality does not match
-its descriptor) raises: :class:`~.delta_append.Unsupported` for what is valid but not read here,
-:class:`~.delta_append.DeltaAppendError` for a vector that is corrupt.
+its descriptor) raises: :class:`~.append.Unsupported` for what is valid but not read here,
+:class:`~.append.DeltaAppendError` for a vector that is corrupt.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from kraftlake.spark.delta_append import DeltaAppendError, Unsupported
+from kraftlake.delta.append import DeltaAppendError, Unsupported
 
 #: ``RoaringBitmapArray`` in the portable format (Delta's ``PortableRoaringBitmapArraySerializationFormat``).
 PORTABLE_MAGIC = 1681511377

@@ -1,4 +1,4 @@
-"""Commits that replace data files of a Delta table, written by kraftlake itself (see :mod:`.delta_append`).
+"""Commits that replace data files of a Delta table, written by kraftlake itself (see :mod:`.append`).
 
 What the fold of the pending closes needs (:func:`kraftlake.spark.tables.fold_closes`): read a table's live
 files, rewrite those that hold versions a close ends, and commit the old files' ``remove`` with the new
@@ -9,12 +9,12 @@ The snapshot is Delta's log replay, reduced to what a rewrite needs: the newest 
 (its ``add`` column), then every commit after it, a file being live when its last action is an ``add`` (files
 are told apart by path and deletion vector, as Delta does). A commit that loses the race for its version is
 tried at the next one unless a winning commit removed one of the files it replaces or changed the table's
-metadata or protocol (:class:`~.delta_append.CommitConflict`: the caller starts again from a new snapshot).
+metadata or protocol (:class:`~.append.CommitConflict`: the caller starts again from a new snapshot).
 
 A file with a deletion vector is read less the rows it marks (:mod:`.deletion_vectors`), and its ``remove``
 names the vector. Not handled here: a path that is not relative to the table, a deletion vector in another
-format than the portable one, and every table :mod:`.delta_append` refuses. Those raise
-:class:`~.delta_append.Unsupported` before anything is written.
+format than the portable one, and every table :mod:`.append` refuses. Those raise
+:class:`~.append.Unsupported` before anything is written.
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kraftlake.spark.deletion_vectors import deleted_rows
-from kraftlake.spark.delta_append import (
+from kraftlake.delta.append import (
     DEFAULT_CHECKPOINT_INTERVAL,
     CommitConflict,
     DeltaAppendError,
@@ -46,6 +45,7 @@ from kraftlake.spark.delta_append import (
     log_segment,
     put_commit,
 )
+from kraftlake.delta.deletion_vectors import deleted_rows
 
 #: The fields of an ``add`` that its ``remove`` repeats (Delta's ``AddFile.removeWithTimestamp``).
 _REMOVE_FIELDS = (

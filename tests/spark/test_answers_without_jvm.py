@@ -1,0 +1,299 @@
+"""The answers without a JVM (``kraftlake.warehouse.answers``) against Spark's SQL functions on the same
+warehouse: every entity at offsets and times on both sides of a gap, pending closes left unfolded, the history
+views, the refusals word for word; then after a compaction that leaves deletion vectors and a cut. And the
+``state`` command: its output equal to the Spark path's, no pyspark imported, a damaged table one line."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cli_startup import _imports
+from warehouse_states import canon, plain
+
+from kraftlake.history import ENTITIES
+from kraftlake.image.source import log_records
+from kraftlake.warehouse import answers
+from kraftlake.warehouse.tables import Warehouse, WarehouseError
+from tests.history.test_gaps import gapped_log
+
+
+def _spark_rows(spark: Any, sql: str) -> list[dict[str, Any]]:
+    return [{k: plain(v) for k, v in r.asDict().items()} for r in spark.sql(sql).collect()]
+
+
+def _spark_refusal(spark: Any, sql: str) -> str:
+    from kraftlake.spark.tables.layout import WarehouseError as SparkWarehouseError
+    from udfs.sql import warehouse_errors
+
+    with pytest.raises(SparkWarehouseError) as refused, warehouse_errors():
+        spark.sql(sql).collect()
+    return str(refused.value)
+
+
+def _mine(call: Any, warehouse: Path, *args: Any) -> list[str] | str:
+    """``call``'s answer over a fresh ``Warehouse`` (as a command reads it), canonical, or its refusal."""
+    try:
+        return canon(call(Warehouse(warehouse), *args).rows)
+    except WarehouseError as exc:
+        return str(exc)
+
+
+def _theirs(spark: Any, sql: str) -> list[str] | str:
+    from kraftlake.spark.tables.layout import WarehouseError as SparkWarehouseError
+    from udfs.sql import warehouse_errors
+
+    try:
+        with warehouse_errors():
+            return canon(_spark_rows(spark, sql))
+    except SparkWarehouseError as exc:
+        return str(exc)
+
+
+def _ts(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None).isoformat(sep=" ")
+
+
+#: The tables whose refusals are asked of Spark (the guard is the same for every table).
+REFUSALS_ASKED = ("partitions", "brokers", "producer_ids")
+
+
+def _lateral(spark: Any, call: str, args: list[int]) -> dict[int, list[str]]:
+    """``call`` (SQL of ``o.a``) for every ``a`` of ``args`` in one Spark action: canonical rows by ``a``."""
+    if not args:
+        return {}
+    values = ", ".join(f"({a})" for a in args)
+    rows = _spark_rows(spark, f"SELECT o.a AS _a, f.* FROM VALUES {values} AS o(a), LATERAL {call} f")
+    out: dict[int, list[dict[str, Any]]] = {a: [] for a in args}
+    for row in rows:
+        out[row.pop("_a")].append(row)
+    return {a: canon(r) for a, r in out.items()}
+
+
+def assert_answers_equal(
+    spark: Any, warehouse: Path, offsets: list[int], times: list[int], partitions: int = 3
+) -> int:
+    """Every entity at each offset and time (epoch ms), the history views of ``partitions`` partitions (and of
+    one that does not exist) and of every broker, equal on both sides (rows or refusal, word for word); returns
+    how many answers were refusals. The answers Spark gives as rows come from one action per entity, each
+    refusal from a query of its own (a refusal fails the whole query)."""
+    from udfs.sql import register
+
+    register(spark, warehouse)
+    refused = 0
+    seen: dict[tuple[str, int], list[str] | str] = {}
+    for table in sorted(ENTITIES, key=lambda t: t not in REFUSALS_ASKED):
+        for function, points, arg, sql in (
+            (answers.state_at, offsets, lambda n: n, "{t}_at({a})"),
+            (answers.state_at_time, times, _ts, "{t}_at_time(timestamp_millis({a}))"),
+        ):
+            mine = {p: _mine(function, warehouse, table, arg(p)) for p in points}
+            rows = [p for p in points if not isinstance(mine[p], str)]
+            answered = _lateral(spark, sql.format(t=table, a="o.a"), rows)
+            for p in points:
+                if p in answered:
+                    assert mine[p] == answered[p], (table, function.__name__, p)
+                    continue
+                refused += 1
+                # one guard for every table (bounds alone): Spark is asked for three, the others must agree
+                if table in REFUSALS_ASKED:
+                    theirs = _theirs(spark, "SELECT * FROM " + sql.format(t=table, a=p))
+                    seen.setdefault((function.__name__, p), theirs)
+                assert mine[p] == seen[(function.__name__, p)], (table, function.__name__, p)
+    parts = spark.sql(
+        f"SELECT topic, `partition`, count(*) AS n FROM delta.`{warehouse / 'partitions'}` "
+        f"GROUP BY topic, `partition` ORDER BY n DESC, topic, `partition` LIMIT {partitions}"
+    ).collect()
+    views = {
+        "partition_history": answers.partition_history,
+        "isr_history": answers.isr_history,
+        "leader_history": answers.leader_history,
+    }
+    for p in [*parts, {"topic": "no-such-topic", "partition": 0}]:
+        for view, call in views.items():
+            mine_rows = _mine(call, warehouse, p["topic"], p["partition"])
+            assert mine_rows == _theirs(spark, f"SELECT * FROM {view}('{p['topic']}', {p['partition']})"), (
+                view,
+                p,
+            )
+            refused += isinstance(mine_rows, str)
+    brokers = spark.sql(f"SELECT DISTINCT id FROM delta.`{warehouse / 'brokers'}`").collect()
+    for b in [*(r["id"] for r in brokers), 999]:
+        mine_rows = _mine(answers.broker_history, warehouse, b)
+        assert mine_rows == _theirs(spark, f"SELECT * FROM broker_history({b})"), b
+        refused += isinstance(mine_rows, str)
+    return refused
+
+
+@pytest.fixture(scope="module")
+def gapped(
+    tmp_path_factory: pytest.TempPathFactory, spark: Any
+) -> tuple[Path, dict[int, int], int, int, int]:
+    """(warehouse, record times by offset, first missing offset, next present offset, last offset): a log with
+    a hole ingested in small slices, its closes left pending."""
+    from pipelines.ingest import ingest
+
+    root = tmp_path_factory.mktemp("nojvm")
+    _, log_dir, first_missing, nxt = gapped_log(root)
+    warehouse = root / "wh"
+    result = ingest(spark, log_dir, warehouse, batch_records=200, fold=False)
+    times = {r.offset: r.timestamp for r in log_records(log_dir)}
+    return warehouse, times, first_missing, nxt, result.last_offset
+
+
+def test_answers_equal_sparks_around_a_gap_with_closes_pending(
+    spark: Any, gapped: tuple[Path, dict[int, int], int, int, int]
+) -> None:
+    warehouse, times, first_missing, nxt, last = gapped
+    assert Warehouse(warehouse).read("closes").num_rows > 0  # the closes are unfolded
+    offsets = [
+        0,
+        5,
+        first_missing - 1,
+        first_missing,
+        (first_missing + nxt) // 2,
+        nxt - 1,
+        nxt,
+        (nxt + last) // 2,
+    ]
+    offsets += [last, last + 1]
+    ordered = sorted(times)
+    moments = [times[ordered[0]] - 1, times[first_missing - 1], times[first_missing - 1] + 1, times[nxt]]
+    moments += [times[ordered[len(ordered) // 2]], times[last] + 10_000]
+    refused = assert_answers_equal(spark, warehouse, offsets, moments)
+    # the gap's offsets, the one past the commit point and the time after the last record before the gap
+    assert refused >= 5 * len(ENTITIES)
+    with pytest.raises(WarehouseError, match="offset -1 is negative"):
+        answers.state_at(Warehouse(warehouse), "brokers", -1)
+    assert _spark_refusal(spark, "SELECT * FROM brokers_at(-1)") == "offset -1 is negative"
+
+
+def test_answers_equal_sparks_after_a_compaction_with_deletion_vectors(
+    spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
+) -> None:
+    from pipelines.compact import compact
+
+    src, times, _, nxt, last = gapped
+    warehouse = tmp_path / "wh"
+    shutil.copytree(src, warehouse)
+    cut = (nxt + last) // 2
+    done = compact(spark, warehouse, offset=cut, retain_offsets=0, optimize=False, progress=False)
+    assert done.retained_from is not None
+    wh = Warehouse(warehouse)
+    vectors = sum(1 for t in ENTITIES for a in wh.snapshot(t).files.values() if a.get("deletionVector"))
+    assert vectors > 0  # the deletes marked rows instead of rewriting files
+    r = done.retained_from
+    refused = assert_answers_equal(
+        spark, warehouse, [r - 1, r, (r + last) // 2, last], [times[nxt], times[last]]
+    )
+    assert refused >= 2 * len(ENTITIES)  # r - 1 and the time before the cut
+
+
+def _run_state(argv: list[str]) -> tuple[int, str, str]:
+    from kraftlake.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["state", *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_state_prints_what_the_spark_path_prints_without_importing_spark(
+    spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
+) -> None:
+    from jobs.state import state_query
+    from pipelines.output import print_frame
+    from udfs.sql import register
+
+    warehouse, times, _, nxt, last = gapped
+    register(spark, warehouse)
+    for entity in ("partitions", "brokers", "configs", "producer_ids"):
+        for fmt in ("table", "jsonl"):
+            code, printed, _ = _run_state(
+                ["--warehouse", str(warehouse), "--offset", str(nxt), "--entity", entity, "--format", fmt]
+            )
+            assert code == 0
+            expected = io.StringIO()
+            print_frame(spark.sql(state_query(entity, nxt, None, None)), fmt, expected)
+            assert printed == expected.getvalue(), (entity, fmt)
+    when = _ts(times[nxt])
+    code, printed, _ = _run_state(["--warehouse", str(warehouse), "--time", when])
+    expected = io.StringIO()
+    print_frame(spark.sql(state_query("partitions", None, when, None)), "table", expected)
+    assert code == 0 and printed == expected.getvalue()
+    seen = _imports(["state", "--warehouse", str(warehouse), "--offset", str(last), "--entity", "brokers"])
+    assert seen["code"] == 0 and seen["printed"] and seen["heavy"] == []
+    # a refusal: one line, exit 2, the functions' words
+    code, _, err = _run_state(["--warehouse", str(warehouse), "--offset", str(last + 1)])
+    assert (
+        code == 2
+        and err == f"kraftlake state: error: offset {last + 1} is after the last committed offset ({last})\n"
+    )
+
+    # a commit cut short, a data file gone: one line naming the file
+    damaged = tmp_path / "damaged"
+    shutil.copytree(warehouse, damaged)
+    log = damaged / "brokers" / "_delta_log"
+    newest = max(log.glob("*.json"))
+    newest.write_text(newest.read_text()[:-25])
+    code, _, err = _run_state(["--warehouse", str(damaged), "--offset", str(last), "--entity", "brokers"])
+    assert code == 2 and err.count("\n") == 1 and str(newest) in err, err
+    snap_files = Warehouse(damaged).snapshot("topics").files.values()
+    gone = damaged / "topics" / next(iter(snap_files))["path"]
+    gone.unlink()
+    code, _, err = _run_state(["--warehouse", str(damaged), "--offset", str(last), "--entity", "topics"])
+    assert code == 2 and err.count("\n") == 1 and str(gone) in err and "missing" in err, err
+
+
+def test_the_names_and_texts_shared_with_the_spark_layer_agree() -> None:
+    from kraftlake.spark.tables import layout, queries
+    from kraftlake.warehouse import tables
+
+    assert (tables.LOG, tables.OFFSETS, tables.CLOSES, tables.BOUNDS, tables.KEY_SEP) == (
+        layout.LOG,
+        layout.OFFSETS,
+        layout.CLOSES,
+        layout.BOUNDS,
+        layout.KEY_SEP,
+    )
+    assert answers.REFUSALS == queries.REFUSALS
+    assert (
+        answers.NEGATIVE,
+        answers.BEFORE_RETAINED,
+        answers.AFTER_COMMITTED,
+        answers.IN_GAP,
+    ) == queries.REFUSALS
+    assert tables.close_key((3, "a")) == layout.close_key((3, "a"))
+
+
+def test_a_table_the_reader_cannot_read_is_answered_through_spark(
+    spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
+) -> None:
+    from jobs.state import state_query
+    from kraftlake.delta.append import put_commit
+    from pipelines.output import print_frame
+    from udfs.sql import register
+
+    src, _, _, _, last = gapped
+    warehouse = tmp_path / "wh"
+    shutil.copytree(src, warehouse)
+    snap = Warehouse(warehouse).snapshot("brokers")
+    # a reader feature this reader does not implement (Delta's v2 checkpoints): Spark reads the table
+    protocol = dict(snap.protocol)
+    protocol["readerFeatures"] = [*protocol["readerFeatures"], "v2Checkpoint"]
+    protocol["writerFeatures"] = [*protocol["writerFeatures"], "v2Checkpoint"]
+    assert put_commit(warehouse / "brokers" / "_delta_log", snap.version + 1, [{"protocol": protocol}])
+    code, printed, err = _run_state(
+        ["--warehouse", str(warehouse), "--offset", str(last), "--entity", "brokers"]
+    )
+    assert code == 0 and "v2Checkpoint" in err and err.endswith(": answering through Spark\n"), err
+    register(spark, warehouse)
+    expected = io.StringIO()
+    print_frame(spark.sql(state_query("brokers", last, None, None)), "table", expected)
+    assert printed == expected.getvalue()

@@ -1,0 +1,46 @@
+"""The record of a running ``kraftlake serve`` (``pipelines.endpoint_file``): trusted only while its process
+lives and its port answers, and only by a client that has the token the server wants."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipelines.endpoint_file import endpoint_path, record_endpoint, remove_endpoint, running_endpoint
+
+
+def test_a_live_listener_is_found_a_stale_record_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
+    assert running_endpoint(tmp_path) is None  # no record
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        url = f"sc://127.0.0.1:{port}"
+        record_endpoint(tmp_path, url, "127.0.0.1", port, token_required=False)
+        assert running_endpoint(tmp_path) == url
+        # a server that wants a token: only a client holding one uses it
+        record_endpoint(tmp_path, url, "127.0.0.1", port, token_required=True)
+        assert running_endpoint(tmp_path) is None
+        monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", "t")
+        assert running_endpoint(tmp_path) == url
+        # a process that is gone: its record is stale
+        dead = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+        )
+        record_endpoint(tmp_path, url, "127.0.0.1", port, token_required=False, pid=int(dead.stdout))
+        assert running_endpoint(tmp_path) is None
+        record_endpoint(tmp_path, url, "127.0.0.1", port, token_required=False)
+    assert running_endpoint(tmp_path) is None  # the port closed
+    # removed by its own process only
+    remove_endpoint(tmp_path, pid=1)
+    assert endpoint_path(tmp_path).is_file()
+    remove_endpoint(tmp_path)
+    assert not endpoint_path(tmp_path).exists()
+    endpoint_path(tmp_path).parent.mkdir(exist_ok=True)
+    endpoint_path(tmp_path).write_text('{"url": "sc://x:1", "ho')  # cut short: not a record
+    assert running_endpoint(tmp_path) is None
