@@ -232,8 +232,14 @@ def _java_endpoint(e: Endpoint) -> str:
     return f"Endpoint(listenerName='{e.name}', securityProtocol={proto}, host='{e.host}', port={e.port})"
 
 
+def _java_range(r: VersionRange) -> str:
+    """Kafka's ``VersionRange.toString``: one number when the range holds one version (a migrating ZooKeeper
+    broker's ``metadata.version``)."""
+    return str(r.min) if r.min == r.max else f"{r.min}-{r.max}"
+
+
 def _java_features(features: tuple[tuple[str, VersionRange], ...]) -> str:
-    return "{" + ", ".join(f"{n}: {r.min}-{r.max}" for n, r in features) + "}"
+    return "{" + ", ".join(f"{n}: {_java_range(r)}" for n, r in features) + "}"
 
 
 def broker_string(b: BrokerRegistration) -> str:

@@ -120,6 +120,11 @@ class Release:
         return self.key >= (3, 5)
 
     @property
+    def zk_migration(self) -> bool:
+        """A ZooKeeper cluster migrates to KRaft (KIP-866) from 3.4; 4.0 dropped ZooKeeper."""
+        return (3, 4) <= self.key < (4, 0)
+
+    @property
     def quorum_command(self) -> str:
         return self.main_class(
             "org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"
@@ -387,17 +392,21 @@ metadata.log.segment.ms=5000
             (node.log_dir / "meta.properties").write_text(mine)
 
     def start(self, timeout: float = 90.0) -> ReleaseCluster:
-        """Format and start every node; wait until each says it started."""
+        """`launch`, killing every JVM on any failure."""
         _LIVE.add(self)
         try:
-            self.format()
-            for node in self.nodes.values():
-                self._spawn(node)
-            self._wait_started(list(self.nodes.values()), timeout)
+            self.launch(timeout)
         except BaseException:
             self.kill_all()
             raise
         return self
+
+    def launch(self, timeout: float) -> None:
+        """Format and start every node; wait until each says it started."""
+        self.format()
+        for node in self.nodes.values():
+            self._spawn(node)
+        self._wait_started(list(self.nodes.values()), timeout)
 
     def _spawn(self, node: Node) -> None:
         node.log_mark = node.server_log.stat().st_size if node.server_log.exists() else 0
@@ -409,7 +418,7 @@ metadata.log.segment.ms=5000
                 argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
 
-    def _wait_started(self, nodes: list[Node], timeout: float) -> None:
+    def _wait_started(self, nodes: list[Node], timeout: float, message: str = STARTED) -> None:
         deadline = time.monotonic() + timeout
         waiting = list(nodes)
         while waiting:
@@ -421,7 +430,7 @@ metadata.log.segment.ms=5000
                 if node.server_log.exists():
                     with node.server_log.open("rb") as f:
                         f.seek(node.log_mark)
-                        if STARTED.encode() in f.read():
+                        if message.encode() in f.read():
                             waiting.remove(node)
             if waiting and time.monotonic() > deadline:
                 raise KafkaPeerError(
