@@ -14,6 +14,7 @@ from kraftlake.image.model import (
     Acl,
     BrokerRegistration,
     ControllerRegistration,
+    DelegationToken,
     Endpoint,
     PartitionRegistration,
     VersionRange,
@@ -242,6 +243,16 @@ def _java_features(features: tuple[tuple[str, VersionRange], ...]) -> str:
     return "{" + ", ".join(f"{n}: {_java_range(r)}" for n, r in features) + "}"
 
 
+def token_string(d: DelegationToken) -> str:
+    """Kafka 4.3.1's shell line of a delegation token (``DelegationTokenDataNode``: its parentheses unbalanced
+    as Kafka prints them, the renewers joined by spaces)."""
+    return (
+        f"DelegationTokenDatatokenId={d.token_id}(owner={d.owner}(tokenRequester={d.requester}"
+        f"(renewers={' '.join(d.renewers)}, issueTimestamp={d.issue_timestamp}, maxTimestamp={d.max_timestamp})"
+        f", expiryTimestamp={d.expiration_timestamp}"
+    )
+
+
 def broker_string(b: BrokerRegistration) -> str:
     """Kafka 4.3.1's ``BrokerRegistration.toString``."""
     rack = "Optional.empty" if b.rack is None else f"Optional[{b.rack}]"
@@ -341,7 +352,7 @@ def shell_lines(image: MetadataImage) -> list[str]:
             )
         )
     for token_id, d in image.delegation_tokens.items():
-        out.append((f"/image/delegationToken/{token_id}", repr(d)))
+        out.append((f"/image/delegationToken/{token_id}", token_string(d)))
     out.sort()
     return [f"{path}: {value}" for path, value in out]
 

@@ -4,7 +4,8 @@ Per case (release, static or dynamic quorum): that release's ``StorageTool`` for
 creates, alters and deletes topics (static: formatted at the oldest ``metadata.version`` it takes, with a rack
 and the ``StandardAuthorizer``; its ``kafka-features`` upgrades ``metadata.version`` (and enables ELR from 4.0),
 its ``ConfigCommand`` and ``AclCommand`` write topic and default broker configs, a client quota, SCRAM
-credentials from 3.5 and an ACL); a fresh follower, started after the controller's first snapshot, installs
+credentials from 3.5 and an ACL; from 3.6 its ``kafka-delegation-tokens`` creates a token through a SCRAM
+listener); a fresh follower, started after the controller's first snapshot, installs
 that snapshot (from 3.6; the whole log from 0 before) and mirrors the rest (``kraftlake follow
 --bootstrap-controller 127.0.0.1:PORT``, the plain address a user types); the mirror equals the controller's
 log byte for byte; ``kraftlake decode`` of the mirror equals that release's ``kafka-dump-log``; the image of the
@@ -158,6 +159,9 @@ def check_follow(cluster: ReleaseCluster, tmp_path: Path) -> None:
         ):
             assert text in ours_tree, text
         assert {user for _, user in image.scram} == ({"alice"} if cluster.release.scram_in_kraft else set())
+        # a delegation token of alice's, created through the SCRAM listener (from 3.6)
+        owners = [t.owner for t in image.delegation_tokens.values()]
+        assert owners == (["User:alice"] if cluster.release.delegation_tokens_in_kraft else [])
         # metadata.version went up from the oldest the release formats (and ELR was enabled from 4.0)
         levels = [
             r.data["featureLevel"]

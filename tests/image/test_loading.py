@@ -409,3 +409,22 @@ def test_shell_tree_prints_a_one_version_range_as_kafka_does() -> None:
     )
     text = shell_tree(load_records(envelopes([*base_records(), reg])))
     assert "supportedFeatures={kraft.version: 0-1, metadata.version: 21}" in text
+
+
+def test_shell_tree_prints_a_delegation_token_as_kafka_does() -> None:
+    """Kafka's ``DelegationTokenDataNode`` line (4.3.1's shell, seen on 3.9.1's token): unbalanced parentheses,
+    the renewers joined by a space."""
+    token = m.DelegationTokenRecord(
+        owner="User:alice",
+        requester="User:alice",
+        renewers=("User:bob", "User:carol"),
+        issue_timestamp=1000,
+        max_timestamp=3000,
+        expiration_timestamp=2000,
+        token_id="tok-1",
+    )
+    text = shell_tree(load_records(envelopes([*base_records(), token])))
+    assert (
+        "delegationToken:\n  tok-1:\n    DelegationTokenDatatokenId=tok-1(owner=User:alice(tokenRequester=User:alice"
+        "(renewers=User:bob User:carol, issueTimestamp=1000, maxTimestamp=3000), expiryTimestamp=2000\n"
+    ) in text
