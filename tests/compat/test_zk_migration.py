@@ -47,7 +47,7 @@ def migration_cases() -> list[Any]:
     chosen = [r for r in releases() if r.zk_migration]
     if not os.environ.get(RELEASES_ENV):
         chosen = [r for r in chosen if r.version == MAKE_TEST_RELEASE]
-    return [pytest.param(r, id=r.version) for r in chosen]
+    return [pytest.param(r, id=f"{r.version}-static") for r in chosen]  # the controller's voters are static
 
 
 @pytest.fixture(scope="module", params=migration_cases())
