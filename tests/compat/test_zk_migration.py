@@ -31,7 +31,7 @@ from compat.matrix import (
 )
 from compat.warehouse_checks import check_warehouse
 from peers.kafka_release import Release
-from peers.zk_migration import BROKER_ID, CONTROLLER_ID, ZkMigrationCluster, migration_done_state
+from peers.zk_migration import BROKER_ID, CONTROLLER_ID, MIGRATION, ZkMigrationCluster
 
 from kraftlake import kafka_tools
 from kraftlake.image import image_at, load_snapshot, shell_tree
@@ -39,6 +39,24 @@ from kraftlake.image import image_at, load_snapshot, shell_tree
 pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.slow]
 
 MAKE_TEST_RELEASE = "3.9.1"
+
+
+QUOTA_ENTITY_FIXED = (3, 5)
+"""3.4's migration writes a client quota's entity type as ZooKeeper names its node (``clients``, not
+``client-id``): Kafka's image keeps it, its shell refuses to print it (observed: 3.4.1 against 4.3.1's shell;
+3.5.2 writes ``client-id``)."""
+
+
+def top_level(tree: str) -> dict[str, list[str]]:
+    """A shell tree's top-level nodes -> the lines below each, one indent level less (what ``tree /image/<node>``
+    prints)."""
+    out: dict[str, list[str]] = {}
+    for line in tree.splitlines():
+        if line and not line.startswith(" "):
+            out[line.rstrip(":")] = []
+        elif line:
+            out[list(out)[-1]].append(line[2:])
+    return out
 
 
 def migration_cases() -> list[Any]:
@@ -71,7 +89,7 @@ def test_the_migration_log_reads_as_kafka_reads_it(migrated: tuple[ZkMigrationCl
     cluster, log = migrated
     release = cluster.release
     states = [state for _, state in cluster.migration_states()]
-    assert migration_done_state(release) in states, states
+    assert MIGRATION in states, states
 
     compared = assert_decode_equals_dump_log(release, sorted(log.glob("*.log")))
     assert compared > 10
@@ -85,15 +103,23 @@ def test_the_migration_log_reads_as_kafka_reads_it(migrated: tuple[ZkMigrationCl
     assert len(image.topics_by_name["zk-orders"].partitions) == 3
     assert len(image.topics_by_name["kr-events"].partitions) == 3
     assert image.brokers[BROKER_ID].is_migrating_zk_broker
-    assert image.controllers[CONTROLLER_ID].zk_migration_ready
+    if release.key >= (3, 7):  # controllers register in the log (RegisterControllerRecord, KIP-919) from 3.7
+        assert image.controllers[CONTROLLER_ID].zk_migration_ready
 
     ours = shell_tree(image)
     with jars_of(shell_witness(release)):
         witness = kafka_tools.metadata_shell(snapshot, "tree /image")
+        if release.key < QUOTA_ENTITY_FIXED:
+            # the shell stops at the quota (``Invalid entity type clients``): every other node compared
+            assert witness == ""
+            sections = {k: v for k, v in top_level(ours).items() if k not in ("clientQuotas", "provenance")}
+            witness = kafka_tools.metadata_shell(snapshot, ["tree", *(f"/image/{k}" for k in sections)])
+            ours = "".join(line + "\n" for lines in sections.values() for line in lines)
     assert without_provenance(ours) == without_provenance(witness)
     assert "zkMigrationState" not in witness
-    if release.has_shell and release.key >= (3, 5):
-        # the release's own shell (3.5-3.9 have an /image tree) keeps the migration state in its features
+    if release.has_shell and release.key >= (3, 6):
+        # the release's own shell keeps the migration state in its features (3.6-3.9; 3.5's shell has no
+        # /image/provenance, which `metadata_shell` waits on)
         with jars_of(release.version):
             own = kafka_tools.metadata_shell(snapshot, "tree /image/features")
         assert "zkMigrationState:\n  MIGRATION" in own, own

@@ -12,6 +12,7 @@ every JVM in its own session, SIGKILLed at the end.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -26,10 +27,11 @@ CONTROLLER_ID = 3000
 BROKER_ID = 0
 
 
-def migration_done_state(release: Release) -> int:
-    """The ``ZkMigrationState`` value of a finished migration: MIGRATION is 1 from 3.5; 3.4 numbered MIGRATION
-    and PRE_MIGRATION the other way round."""
-    return 1 if release.key >= (3, 5) else 2
+MIGRATION = 1
+"""``ZkMigrationState.MIGRATION``: the metadata is in KRaft, dual writes on. 3.5 and later write it at the end of
+the migration (inside its metadata transaction from 3.6); 3.4 writes it before the migrated records."""
+MIGRATION_DONE = re.compile(r"Completed migration of metadata from Zoo[Kk]eeper to KRaft")
+"""What the controller's ``KRaftMigrationDriver`` logs once every migrated record is committed (3.4-3.9)."""
 
 
 class ZkMigrationCluster(ReleaseCluster):
@@ -94,11 +96,14 @@ class ZkMigrationCluster(ReleaseCluster):
         )
 
     def format(self) -> None:
-        """Format the controller with the ZooKeeper cluster's id (what the broker wrote in its meta.properties)."""
+        """Format the controller with the ZooKeeper cluster's id (what the broker wrote in its meta.properties;
+        ``--cluster-id=`` as one word: a random id may start with ``-``)."""
         node = self.controller
         node.workdir.mkdir(parents=True, exist_ok=True)
         node.config.write_text(self._properties(node))
-        self.release.run("kafka.tools.StorageTool", ["format", "-t", self.cluster_id, "-c", str(node.config)])
+        self.release.run(
+            "kafka.tools.StorageTool", ["format", f"--cluster-id={self.cluster_id}", "-c", str(node.config)]
+        )
 
     def launch(self, timeout: float) -> None:
         """ZooKeeper; the broker in ZooKeeper mode with `zookeeper_workload`; then the controller and the broker
@@ -180,17 +185,22 @@ class ZkMigrationCluster(ReleaseCluster):
         ]
 
     def wait_for_migration(self, timeout: float) -> int:
-        """The offset of the ``ZkMigrationStateRecord`` that says the migration is done; waits for it."""
-        done = migration_done_state(self.release)
+        """The offset of the ``ZkMigrationStateRecord`` of state MIGRATION, once the controller says the
+        migration is done (`MIGRATION_DONE` in its log); waits for both."""
         deadline = time.monotonic() + timeout
         while True:
-            for offset, state in self.migration_states():
-                if state == done:
-                    return offset
+            done = self.controller.server_log.exists() and MIGRATION_DONE.search(
+                self.controller.server_log.read_text(errors="replace")
+            )
+            states = self.migration_states()
+            if done:
+                for offset, state in states:
+                    if state == MIGRATION:
+                        return offset
             if time.monotonic() > deadline:
                 raise KafkaPeerError(
-                    f"Kafka {self.release.version}: no migration done within {timeout:.0f}s "
-                    f"(states {self.migration_states()}):\n{self.tail(self.controller)}"
+                    f"Kafka {self.release.version}: migration not done within {timeout:.0f}s "
+                    f"(states {states}):\n{self.tail(self.controller)}"
                 )
             time.sleep(0.3)
 
