@@ -126,6 +126,25 @@ def session(app: str, warehouse: str, verbose: bool = False) -> Any:
     return spark
 
 
+def cluster_name(text: str) -> str:
+    """An argparse type: a cluster's name (:data:`kraftlake.spark.tables.clusters.NAME_PATTERN`)."""
+    from kraftlake.spark.tables.clusters import ClusterError, check_name
+
+    try:
+        return check_name(text)
+    except ClusterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_cluster(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--cluster NAME``: which of the warehouse's clusters a command works on."""
+    parser.add_argument("--cluster", type=cluster_name, default=None, metavar="NAME", help=what)
+
+
+#: The ``--cluster`` help of a command reading one cluster of the warehouse.
+READ_CLUSTER = "the cluster to read (needed when the warehouse holds several)"
+
+
 def add_warehouse(parser: argparse.ArgumentParser) -> None:
     """``--warehouse``, and ``--verbose`` (every Spark job has both)."""
     parser.add_argument(

@@ -129,7 +129,7 @@ def test_a_file_with_a_deletion_vector_is_folded_here(spark: Any, unfolded: Path
     want = {
         t: sorted(
             json.dumps(r.asDict(recursive=True), sort_keys=True)
-            for r in spark.sql(history_query(wh, t)).collect()
+            for r in spark.sql(history_query(wh, t, "'default'")).collect()
         )
         for t in tables
     }
@@ -157,7 +157,7 @@ def test_commit_races(spark: Any, unfolded: Path, tmp_path: Path) -> None:
         "from_offset": 10**9,
         "to_offset": None,
     }
-    append_arrow(spark, wh, "partitions", arrow_rows("partitions", [row]), 10**9)
+    append_arrow(spark, wh, "partitions", arrow_rows("partitions", [row], "default"), 10**9, "default")
     done = delta_rewrite.replace(snap, [first], [rows], operation="MERGE")
     assert done.version == snap.version + 2
     assert len(_rows(spark, path)) == len(_rows(spark, path, snap.version)) + 1
