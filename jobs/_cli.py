@@ -60,13 +60,18 @@ def timestamp(text: str) -> str:
 
 
 def _functions_line() -> str:
-    from udfs.sql import function_statements
+    from udfs.sql import CLUSTER_ARG, function_statements
 
-    heads = [s.split(" FUNCTION ", 1)[1].split(")", 1)[0] + ")" for s in function_statements(".")]
+    optional = f", {CLUSTER_ARG} STRING DEFAULT NULL"
+    heads = [
+        s.split(" FUNCTION ", 1)[1].split(")", 1)[0].replace(optional, f"[, {CLUSTER_ARG} STRING]") + ")"
+        for s in function_statements(".")
+    ]
     at = [h.split("(", 1)[0][: -len("_at")] for h in heads if h.split("(", 1)[0].endswith("_at")]
     others = [h for h in heads if not h.split("(", 1)[0].endswith(("_at", "_at_time"))]
     return (
-        f"kraftlake's functions: <entity>_at(at_offset BIGINT) and <entity>_at_time(at_time TIMESTAMP) for "
+        f"kraftlake's functions: <entity>_at(at_offset BIGINT[, {CLUSTER_ARG} STRING]) and "
+        f"<entity>_at_time(at_time TIMESTAMP[, {CLUSTER_ARG} STRING]) for "
         f"{', '.join(at)}; {', '.join(others)}"
     )
 

@@ -15,6 +15,12 @@ catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over 
   ``WarehouseError``.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
   (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.
+- Every function takes the cluster as its last argument (``in_cluster``, optional: ``DEFAULT NULL``). Left out,
+  the functions answer for the one cluster the warehouse holds, and raise naming the clusters when it holds
+  several; a cluster the warehouse does not hold raises too
+  (:func:`kraftlake.spark.tables.queries.cluster_choice`). ``<entity>_at_time(ts)`` without it answers every
+  cluster, each at its own last offset at or before ``ts``, with a ``cluster`` column first. The guards below are
+  the named cluster's.
 - History views: ``partition_history(topic, partition)`` (every version with its ``[from_offset, to_offset)``),
   ``isr_history(topic, partition)`` and ``leader_history(topic, partition)`` (each ISR / leader with the offset
   range it held for), ``broker_history(id)``. In a warehouse whose history was cut (``compact``, or seeded from

@@ -55,11 +55,11 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     publish = commit_module.publish_commit_point
     calls: list[int] = []
 
-    def killed(spark: Any, warehouse: Path, offset: int) -> None:
+    def killed(spark: Any, warehouse: Path, cluster: str, offset: int) -> None:
         calls.append(offset)
         if offset > p:
             raise Killed("killed between the commit and its publication")
-        publish(spark, warehouse, offset)
+        publish(spark, warehouse, cluster, offset)
 
     def dies(*_: Any) -> None:
         raise Killed("killed before its first commit")

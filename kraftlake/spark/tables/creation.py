@@ -203,7 +203,16 @@ def open_for_writer(
         )
     chosen = clusters.writer_name(clusters.registered(spark, warehouse), warehouse, name, cluster_id)
     clusters.register(spark, warehouse, chosen, cluster_id, source)
+    _fill_bounds(spark, warehouse)
     return chosen
+
+
+def _fill_bounds(spark: SparkSession, warehouse: str | Path) -> None:
+    """:func:`ensure_bounds` in a warehouse made before ``bounds`` (which holds one cluster)."""
+    if never_written(warehouse, BOUNDS) and not never_written(warehouse, OFFSETS):
+        held = clusters.names(clusters.registered(spark, warehouse))
+        if len(held) == 1:
+            ensure_bounds(spark, warehouse, held[0])
 
 
 def open_cluster(spark: SparkSession, warehouse: str | Path, name: str | None) -> str:
@@ -215,6 +224,7 @@ def open_cluster(spark: SparkSession, warehouse: str | Path, name: str | None) -
         ensure_tables(spark, warehouse)
         if needs_migration(warehouse):
             migrate(spark, warehouse, clusters.check_name(name or clusters.DEFAULT_NAME), None, None)
+        _fill_bounds(spark, warehouse)
     return clusters.reader_name(clusters.registered(spark, warehouse), warehouse, name)
 
 
@@ -228,6 +238,7 @@ def open_for_readers(spark: SparkSession, warehouse: str | Path) -> None:
     ensure_tables(spark, warehouse)
     if needs_migration(warehouse):
         migrate(spark, warehouse, clusters.DEFAULT_NAME, None, None)
+    _fill_bounds(spark, warehouse)
 
 
 def add_missing_columns(spark: SparkSession, warehouse: str | Path, name: str) -> bool:

@@ -32,16 +32,18 @@ NAME_ONE = "name one as the last argument"
 
 
 def cluster_choice(warehouse: str | Path, arg: str) -> str:
-    """A scalar subquery: the cluster an SQL function answers for, ``arg`` (an SQL expression, NULL: none
-    named) or the one cluster of the ``clusters`` registry; raises (``raise_error``) for a name the warehouse
-    does not hold, or for none where it holds several. NULL when it holds none (nothing ingested yet)."""
-    held = "array_join(array_sort(collect_set(name)), ', ')"
+    """The cluster an SQL function answers for: ``arg`` (an SQL expression, NULL: none named) or the one cluster
+    of the ``clusters`` registry; raises (``raise_error``) for a name the warehouse does not hold, or for none
+    where it holds several. NULL when it holds none (nothing ingested yet)."""
+    # the names in a scalar subquery of their own: a function's parameter cannot be read inside one
+    held = f"(SELECT array_sort(collect_set(name)) FROM {table_ref(warehouse, CLUSTERS)})"
+    listed = f"array_join({held}, ', ')"
     return (
-        f"(SELECT CASE WHEN {arg} IS NOT NULL THEN CASE WHEN array_contains(collect_set(name), {arg}) THEN {arg} "
-        f"ELSE raise_error(concat('cluster ', {arg}, ' {NO_SUCH_CLUSTER} (', {held}, ')')) END "
-        f"WHEN count(DISTINCT name) <= 1 THEN max(name) "
-        f"ELSE raise_error(concat('the warehouse holds ', count(DISTINCT name), ' clusters (', {held}, '): "
-        f"{NAME_ONE}')) END FROM {table_ref(warehouse, CLUSTERS)})"
+        f"CASE WHEN {arg} IS NOT NULL THEN CASE WHEN array_contains({held}, {arg}) THEN {arg} "
+        f"ELSE raise_error(concat('cluster ', {arg}, ' {NO_SUCH_CLUSTER} (', {listed}, ')')) END "
+        f"WHEN size({held}) <= 1 THEN try_element_at({held}, 1) "
+        f"ELSE raise_error(concat('the warehouse holds ', size({held}), ' clusters (', {listed}, '): "
+        f"{NAME_ONE}')) END"
     )
 
 
