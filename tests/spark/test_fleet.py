@@ -125,8 +125,13 @@ def test_refusals_keep_the_clusters_apart(spark: Any, fleet: Fleet, tmp_path: Pa
         ingest(spark, fleet.b, fleet.warehouse, cluster="a")
     with pytest.raises(ClusterError, match=f"cluster id {A_ID} is already in the warehouse as cluster 'a'"):
         ingest(spark, fleet.a, fleet.warehouse, cluster="x")
-    with pytest.raises(ClusterError, match=f"cluster id {A_ID} is already"):
-        ingest(spark, fleet.a, fleet.warehouse)  # named by its id, which is cluster a's
+    with pytest.raises(
+        ClusterError, match=f"cluster id {C_ID} is already in the warehouse as cluster '{C_ID}'"
+    ):
+        ingest(spark, fleet.c, fleet.warehouse, cluster="c")
+    assert spark.read.format("delta").load(offsets).count() == before
+    # named by nothing but its cluster id, a log dir continues the cluster of that id (nothing new to write)
+    assert ingest(spark, fleet.a, fleet.warehouse).cluster == "a"
     assert spark.read.format("delta").load(offsets).count() == before
     with pytest.raises(KraftlakeError, match="named by two --log-dir"):
         log_dirs([f"a={fleet.a}", f"a={fleet.b}"], None)

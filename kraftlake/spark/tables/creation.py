@@ -172,10 +172,10 @@ def migrate(
         if not never_written(warehouse, table):
             spark.sql(f"UPDATE delta.`{path}` SET {CLUSTER} = {literal} WHERE {CLUSTER} IS NULL")
         _, columns, props = table_layout(spark, table)
-        spark.sql(f"ALTER TABLE delta.`{path}` CLUSTER BY ({', '.join(columns)})")
-        if props:
+        if props:  # first: Delta clusters only by columns it keeps statistics on
             settings = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
             spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({settings})")
+        spark.sql(f"ALTER TABLE delta.`{path}` CLUSTER BY ({', '.join(columns)})")
     ensure_bounds(spark, warehouse, name)
     clusters.register(spark, warehouse, name, cluster_id, source)
     _log.info("%s: migrated to a warehouse of clusters, its one cluster named %s", warehouse, name)
