@@ -36,6 +36,10 @@ def unfolded(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
     return warehouse
 
 
+#: The cluster of a synthetic log (no meta.properties), as an SQL literal.
+DEFAULT = "'default'"
+
+
 def _copy(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
@@ -129,7 +133,9 @@ def test_a_file_with_a_deletion_vector_is_folded_here(spark: Any, unfolded: Path
     want = {
         t: sorted(
             json.dumps(r.asDict(recursive=True), sort_keys=True)
-            for r in spark.sql(history_query(wh, t, "'default'")).collect()
+            for r in spark.sql(
+                f"SELECT 'default' AS cluster, h.* FROM ({history_query(wh, t, DEFAULT)}) h"
+            ).collect()
         )
         for t in tables
     }
