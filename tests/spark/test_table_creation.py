@@ -70,7 +70,7 @@ def test_delta_writes_clusters_and_merges_into_them(spark: Any, tmp_path: Path) 
     offsets = table_path(tmp_path / "w", "offsets")
     for lo in (0, 10):
         spark.range(lo, lo + 10).selectExpr(
-            "id AS offset", "1 AS epoch", "id * 1000 AS timestamp"
+            "'default' AS cluster", "id AS offset", "1 AS epoch", "id * 1000 AS timestamp"
         ).write.format("delta").mode("append").save(offsets)
     spark.sql(f"OPTIMIZE delta.`{offsets}`").collect()
     spark.sql(
