@@ -84,7 +84,8 @@ def test_a_bounds_table_made_before_gaps_gets_their_columns(spark: Any, tmp_path
     path = layout.table_path(warehouse, layout.BOUNDS)
     shutil.rmtree(path)
     old = spark.createDataFrame(
-        [(5, None, 1)], "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT"
+        [("default", 5, None, 1)],
+        "cluster STRING, committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT",
     )
     old.write.format("delta").save(path)
     creation._ENSURED.clear()
