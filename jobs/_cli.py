@@ -60,13 +60,18 @@ def timestamp(text: str) -> str:
 
 
 def _functions_line() -> str:
-    from udfs.sql import function_statements
+    from udfs.sql import CLUSTER_ARG, function_statements
 
-    heads = [s.split(" FUNCTION ", 1)[1].split(")", 1)[0] + ")" for s in function_statements(".")]
+    optional = f", {CLUSTER_ARG} STRING DEFAULT NULL"
+    heads = [
+        s.split(" FUNCTION ", 1)[1].split(")", 1)[0].replace(optional, f"[, {CLUSTER_ARG} STRING]") + ")"
+        for s in function_statements(".")
+    ]
     at = [h.split("(", 1)[0][: -len("_at")] for h in heads if h.split("(", 1)[0].endswith("_at")]
     others = [h for h in heads if not h.split("(", 1)[0].endswith(("_at", "_at_time"))]
     return (
-        f"kraftlake's functions: <entity>_at(at_offset BIGINT) and <entity>_at_time(at_time TIMESTAMP) for "
+        f"kraftlake's functions: <entity>_at(at_offset BIGINT[, {CLUSTER_ARG} STRING]) and "
+        f"<entity>_at_time(at_time TIMESTAMP[, {CLUSTER_ARG} STRING]) for "
         f"{', '.join(at)}; {', '.join(others)}"
     )
 
@@ -124,6 +129,25 @@ def session(app: str, warehouse: str, verbose: bool = False) -> Any:
     spark = build_session(f"kraftlake-{app}", log_file=log, verbose=verbose)
     logsource.register(spark)
     return spark
+
+
+def cluster_name(text: str) -> str:
+    """An argparse type: a cluster's name (:data:`kraftlake.spark.tables.clusters.NAME_PATTERN`)."""
+    from kraftlake.spark.tables.clusters import ClusterError, check_name
+
+    try:
+        return check_name(text)
+    except ClusterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_cluster(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--cluster NAME``: which of the warehouse's clusters a command works on."""
+    parser.add_argument("--cluster", type=cluster_name, default=None, metavar="NAME", help=what)
+
+
+#: The ``--cluster`` help of a command reading one cluster of the warehouse.
+READ_CLUSTER = "the cluster to read (needed when the warehouse holds several)"
 
 
 def add_warehouse(parser: argparse.ArgumentParser) -> None:

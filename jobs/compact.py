@@ -8,12 +8,13 @@ import json
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_warehouse, check_warehouse, main_of, session
+from jobs._cli import add_cluster, add_warehouse, check_warehouse, main_of, session
 from kraftlake.commands._args import non_negative_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
+    add_cluster(parser, "the cluster to compact (needed when the warehouse holds several)")
     parser.add_argument(
         "--offset", type=non_negative_int, default=None, help="the snapshot's offset (default: the latest)"
     )
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         args.checkpoint_dir,
         args.vacuum_hours,
         not args.no_optimize,
+        cluster=args.cluster,
     )
     print(json.dumps(dataclasses.asdict(result)))
     return 0

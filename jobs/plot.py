@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jobs._cli import add_warehouse, main_of, session
+from jobs._cli import READ_CLUSTER, add_cluster, add_warehouse, main_of, session
 from kraftlake.commands._args import non_negative_int
 from kraftlake.plot.options import KINDS, PlotError, PlotRequest, parse_bound, parse_resource
 
@@ -28,6 +28,7 @@ def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
+    add_cluster(parser, READ_CLUSTER)
     parser.add_argument(
         "kind", choices=tuple(KINDS), metavar="KIND", help="; ".join(f"{k}: {v}" for k, v in KINDS.items())
     )
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.plots import write_plot
 
     spark = session("plot", args.warehouse, args.verbose)
-    result = write_plot(spark, args.warehouse, request, out)
+    result = write_plot(spark, args.warehouse, request, out, args.cluster)
     print(
         f"{result.path}: {result.title}, offsets {result.range.lo}..{result.range.hi} "
         f"({len(result.data)} rows)"

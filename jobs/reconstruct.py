@@ -7,12 +7,13 @@ import json
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_warehouse, check_warehouse, main_of, session
+from jobs._cli import READ_CLUSTER, add_cluster, add_warehouse, check_warehouse, main_of, session
 from kraftlake.commands._args import non_negative_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
+    add_cluster(parser, READ_CLUSTER)
     parser.add_argument("--offset", type=non_negative_int, required=True)
     parser.add_argument(
         "--out",
@@ -24,17 +25,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kraftlake.image import image_json
+    from kraftlake.spark.tables.creation import open_cluster
     from pipelines.reconstruct import image_at_offset, write_entities
 
     check_warehouse(args.warehouse)
     spark = session("reconstruct", args.warehouse, args.verbose)
-    image = image_at_offset(spark, args.warehouse, args.offset)
+    cluster = open_cluster(spark, args.warehouse, args.cluster)
+    image = image_at_offset(spark, args.warehouse, cluster, args.offset)
     if args.out is None:
         json.dump(image_json(image), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         counts = write_entities(spark, image, args.out, args.out_format)
-        print(json.dumps({"offset": args.offset, "out": args.out, "rows": counts}))
+        print(json.dumps({"cluster": cluster, "offset": args.offset, "out": args.out, "rows": counts}))
     return 0
 
 

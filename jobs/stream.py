@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from jobs._cli import add_warehouse, main_of, session
+from jobs._cli import add_cluster, add_warehouse, main_of, session
 from kraftlake.errors import KraftlakeError
 from kraftlake.progress import Progress
 
@@ -44,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "many seconds; 'never' retries for ever (default 60)",
     )
     add_warehouse(parser)
+    add_cluster(
+        parser,
+        "the name of the cluster streamed (default: the cluster id its source reports); one warehouse holds "
+        "many clusters",
+    )
     parser.add_argument("--trigger-interval", type=float, default=1.0, help="seconds between micro-batches")
     parser.add_argument(
         "--available-now",
@@ -129,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             fold_at=FOLD_AT if args.fold_at is None else args.fold_at or None,
             progress=report,
+            cluster=args.cluster,
         )
     print(
         f"streamed {result.records} records in {result.batches} batches up to offset {result.last_offset}; "

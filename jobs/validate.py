@@ -9,11 +9,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobs._cli import add_warehouse, check_warehouse, main_of, session
+from jobs._cli import READ_CLUSTER, add_cluster, add_warehouse, check_warehouse, main_of, session
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_warehouse(parser)
+    add_cluster(parser, READ_CLUSTER)
     parser.add_argument(
         "--table",
         action="append",
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_warehouse(args.warehouse)
     spark = session("validate", args.warehouse, args.verbose)
-    report = validate(spark, args.warehouse, args.tables, build_docs=not args.no_docs)
+    report = validate(spark, args.warehouse, args.tables, build_docs=not args.no_docs, cluster=args.cluster)
     print_report(report, sys.stdout)
     return 0 if report.success else 1
 

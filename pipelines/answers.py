@@ -12,8 +12,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables.layout import table_ref
-from kraftlake.spark.tables.queries import bounds_relation, history_query
+from kraftlake.spark.tables.layout import cluster_rows
+from kraftlake.spark.tables.queries import bounds_relation, cluster_sql, history_query
 from pipelines.output import is_epoch_ms_column, with_time
 
 
@@ -32,14 +32,14 @@ def ask(spark: SparkSession, question: str, sql: str) -> Answer:
     return Answer(question, sql, df.columns, [tuple(r) for r in df.collect()])
 
 
-def offset_range(spark: SparkSession, warehouse: str | Path) -> tuple[int, int]:
-    """The first and last offset the warehouse still answers for (compaction moves the first)."""
-    parts = table_ref(warehouse, "partitions")
+def offset_range(spark: SparkSession, warehouse: str | Path, cluster: str) -> tuple[int, int]:
+    """The first and last offset of ``cluster`` the warehouse still answers for (compaction moves the first)."""
+    parts = cluster_rows(warehouse, "partitions", cluster)
     # versions that outlived a retention cut start below it: the first answerable offset is the cut; the last is
     # the commit point the SQL functions answer up to
     row = spark.sql(
         f"SELECT greatest((SELECT coalesce(min(from_offset), 0) FROM {parts}), g.r) AS lo, g.m AS hi "
-        f"FROM {bounds_relation(warehouse)}"
+        f"FROM {bounds_relation(warehouse, cluster_sql(cluster))}"
     ).first()
     assert row is not None
     return int(row.lo), int(row.hi)
@@ -73,13 +73,13 @@ def under_replicated_at(spark: SparkSession, offset: int, limit: int = 10) -> An
     return ask(spark, f"Under-replicated partitions at offset {offset}", sql)
 
 
-def busiest_partition(spark: SparkSession, warehouse: str | Path) -> tuple[str, int] | None:
-    """The partition whose leader changed most often (the most interesting leader history), among those whose
+def busiest_partition(spark: SparkSession, warehouse: str | Path, cluster: str) -> tuple[str, int] | None:
+    """The partition of ``cluster`` whose leader changed most often (the most interesting leader history), among those whose
     whole history the warehouse holds (the history views refuse the others after a cut)."""
-    parts = table_ref(warehouse, "partitions")
+    parts = cluster_rows(warehouse, "partitions", cluster)
     row = spark.sql(
         f"SELECT p.topic, p.`partition`, count(DISTINCT p.leader_epoch) AS n FROM {parts} p "
-        f"CROSS JOIN {bounds_relation(warehouse)} GROUP BY p.topic, p.`partition`, g.r "
+        f"CROSS JOIN {bounds_relation(warehouse, cluster_sql(cluster))} GROUP BY p.topic, p.`partition`, g.r "
         "HAVING min(p.from_offset) >= g.r ORDER BY n DESC, p.topic, p.`partition` LIMIT 1"
     ).first()
     return None if row is None else (str(row.topic), int(row.partition))
@@ -93,9 +93,9 @@ def leader_history(spark: SparkSession, topic: str, partition: int) -> Answer:
     return ask(spark, f"Leader history of {topic}-{partition}", sql)
 
 
-def most_fenced_offset(spark: SparkSession, warehouse: str | Path, points: list[int]) -> int:
-    """Of `points`, the offset at which the most brokers were fenced (the last one on a tie)."""
-    brokers = f"({history_query(warehouse, 'brokers')})"
+def most_fenced_offset(spark: SparkSession, warehouse: str | Path, cluster: str, points: list[int]) -> int:
+    """Of `points`, the offset at which the most brokers of ``cluster`` were fenced (the last one on a tie)."""
+    brokers = f"({history_query(warehouse, 'brokers', cluster_sql(cluster))})"
     values = ", ".join(f"({p})" for p in points)
     row = spark.sql(
         f"SELECT at.offset, count(b.id) AS n FROM (VALUES {values}) AS at(offset) LEFT JOIN {brokers} b "

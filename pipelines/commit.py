@@ -1,4 +1,7 @@
-"""One commit path for the warehouse's writers (``ingest``'s slices, ``stream``'s micro-batches).
+"""One commit path for the warehouse's writers (``ingest``'s slices, ``stream``'s micro-batches), each the
+writer of one cluster: every row it writes carries the cluster, every Delta transaction id is the cluster's, and
+its commit point, gaps and snapshots are the cluster's own, so writers of several clusters commit into one
+warehouse side by side.
 
 A writer resumes at the commit point (:func:`resume`); each slice of the log is then committed by
 :func:`commit_slice`: its log leg (the ``metadata_log`` rows, :class:`LogLeg`) beside its history leg (a crossed
@@ -42,12 +45,12 @@ from pipelines.reconstruct import image_at_offset
 Jump = tuple[int, Any]
 
 
-def resume_point(spark: SparkSession, warehouse: str | Path) -> int:
-    """The commit point a writer resumes after (:func:`last_offset`), published to the SQL functions first: a
-    writer killed between a commit and its publication left them behind it."""
-    done = last_offset(spark, warehouse)
+def resume_point(spark: SparkSession, warehouse: str | Path, cluster: str) -> int:
+    """The commit point of ``cluster`` a writer resumes after (:func:`last_offset`), published to the SQL
+    functions first: a writer killed between a commit and its publication left them behind it."""
+    done = last_offset(spark, warehouse, cluster)
     if done >= 0:
-        retry_conflicts(lambda: publish_commit_point(spark, warehouse, done))
+        retry_conflicts(lambda: publish_commit_point(spark, warehouse, cluster, done))
     return done
 
 
@@ -87,11 +90,12 @@ class Resume:
 def resume(
     spark: SparkSession,
     warehouse: str | Path,
+    cluster: str,
     starting: Callable[[], tuple[MetadataImage, int]],
     on_gap: Any = None,
     kept: Resume | None = None,
 ) -> Resume:
-    """The writer's state at the warehouse's commit point (:func:`resume_point`, published first).
+    """The writer's state at the commit point of ``cluster`` (:func:`resume_point`, published first).
 
     ``kept``: the state this process left after its last commit to the warehouse, taken as it is when the
     commit point is still its own (no image is rebuilt). Else the builder starts from the image at the commit
@@ -99,20 +103,20 @@ def resume(
     (image, first offset): a snapshot's image is stored as the warehouse's seed. ``on_gap``: the builder's
     resolver of the log's holes (:func:`kraftlake.image.gaps.gap_resolver`).
     """
-    done = resume_point(spark, warehouse)
+    done = resume_point(spark, warehouse, cluster)
     if kept is not None and done >= 0 and kept.committed == done:
         kept.start = done + 1
         return kept  # this process wrote everything up to `done` and nothing after it
     if done >= 0:
-        builder = HistoryBuilder(image_at_offset(spark, warehouse, done), on_gap)
+        builder = HistoryBuilder(image_at_offset(spark, warehouse, cluster, done), on_gap)
         start = done + 1
     else:
         image, start = starting()
         builder = HistoryBuilder(image, on_gap)
         if image is not EMPTY:
-            write_snapshot(spark, warehouse, image)
-            write_history(spark, warehouse, builder.seed())
-    return Resume(builder, start - 1, start, LogLeg(last_offset(spark, warehouse, LOG)))
+            write_snapshot(spark, warehouse, image, cluster)
+            write_history(spark, warehouse, builder.seed(), cluster)
+    return Resume(builder, start - 1, start, LogLeg(last_offset(spark, warehouse, cluster, LOG)))
 
 
 def _size(path: Path) -> int:
@@ -162,25 +166,26 @@ def gap_line(first: int, last: int, snapshot_offset: int) -> str:
 
 
 def write_history_leg(
-    spark: SparkSession, warehouse: str | Path, batch: HistoryBatch, jumps: list[Jump]
+    spark: SparkSession, warehouse: str | Path, cluster: str, batch: HistoryBatch, jumps: list[Jump]
 ) -> None:
     """A slice's history leg: each gap it crossed (the snapshot where reconstruction starts past the gap and the
     offsets without a state, found there by a replayed slice), then its versions and closes."""
     for first_missing, image in jumps:
-        write_snapshot(spark, warehouse, image, seeds=False)
-        record_gap(spark, warehouse, first_missing, image.offset - 1)
-    write_history(spark, warehouse, batch)
+        write_snapshot(spark, warehouse, image, cluster, seeds=False)
+        record_gap(spark, warehouse, cluster, first_missing, image.offset - 1)
+    write_history(spark, warehouse, batch, cluster)
 
 
 def commit_slice(
     spark: SparkSession,
     warehouse: str | Path,
+    cluster: str,
     batch: HistoryBatch,
     write_log: Callable[[int, int], None] | Future[None],
     written: dict[str, int] | None = None,
     phases: dict[str, float] | None = None,
 ) -> None:
-    """Write one slice to every table it touches (its log leg and its history leg side by side), ``offsets``
+    """Write one slice of ``cluster`` to every table it touches (its log leg and its history leg side by side), ``offsets``
     last (the commit point), which is then published to the SQL functions (:func:`publish_commit_point`).
 
     ``write_log(first, last)`` appends the slice's ``metadata_log`` rows beside the history; or it is the future of
@@ -203,13 +208,13 @@ def commit_slice(
     # the log and the history tables are independent until the commit point: written side by side
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-log") as log_writer:
         logged = write_log if isinstance(write_log, Future) else log_writer.submit(retry_conflicts, log)
-        write_history_leg(spark, warehouse, batch, jumps)
+        write_history_leg(spark, warehouse, cluster, batch, jumps)
         timed["history"] = time.monotonic() - t0
         logged.result()
     t1 = time.monotonic()
-    retry_conflicts(lambda: write_offsets(spark, warehouse, batch))
+    retry_conflicts(lambda: write_offsets(spark, warehouse, batch, cluster))
     if batch.offsets:
-        retry_conflicts(lambda: publish_commit_point(spark, warehouse, batch.last_offset))
+        retry_conflicts(lambda: publish_commit_point(spark, warehouse, cluster, batch.last_offset))
     timed["offsets"] = time.monotonic() - t1
     if phases is not None:
         phases.update(timed)
@@ -218,6 +223,7 @@ def commit_slice(
 def commit_replayed(
     spark: SparkSession,
     warehouse: str | Path,
+    cluster: str,
     log_leg: Callable[[], None],
     replay: Callable[[], HistoryBatch],
     phases: dict[str, float] | None = None,
@@ -229,7 +235,7 @@ def commit_replayed(
         logged = log_writer.submit(retry_conflicts, log_leg)
         try:
             batch = replay()
-            commit_slice(spark, warehouse, batch, logged, phases=phases)
+            commit_slice(spark, warehouse, cluster, batch, logged, phases=phases)
         finally:
             wait([logged])
     return batch

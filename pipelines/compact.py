@@ -53,7 +53,7 @@ from pyspark.sql import SparkSession
 
 from kraftlake.progress import Progress
 from kraftlake.spark.tables.bounds import has_snapshot, last_offset, record_retained_from, write_snapshot
-from kraftlake.spark.tables.creation import ensure_bounds
+from kraftlake.spark.tables.creation import open_cluster
 from kraftlake.spark.tables.fold import fold_closes
 from kraftlake.spark.tables.layout import (
     BOUNDS,
@@ -62,6 +62,7 @@ from kraftlake.spark.tables.layout import (
     LOG,
     OFFSETS,
     SNAPSHOTS,
+    sql_string,
     table_path,
     table_ref,
 )
@@ -102,6 +103,8 @@ class CompactResult:
     skipped: dict[str, list[str]] = field(default_factory=dict)
     #: Delta commit conflicts with concurrent writers that a step was retried after
     retries: int = 0
+    #: the cluster compacted
+    cluster: str = ""
     #: step -> tables where it kept losing to concurrent commits: left for the next run
     deferred: dict[str, list[str]] = field(default_factory=dict)
     #: pending ``closes`` written into the history tables (:func:`kraftlake.spark.tables.fold_closes`)
@@ -264,9 +267,14 @@ def vacuumed(mine: dict[str, Any], now_ms: int, retain_ms: int) -> None:
     ]
 
 
+def _of(cluster: str) -> str:
+    return f"cluster = {sql_string(cluster)}"
+
+
 def _retention_offset(
     spark: SparkSession,
     warehouse: str | Path,
+    cluster: str,
     offset: int,
     retain_offsets: int | None,
     retain_hours: float | None,
@@ -276,7 +284,8 @@ def _retention_offset(
     if retain_hours is not None:
         cutoff = int(time.time() * 1000 - retain_hours * 3_600_000)
         row = spark.sql(
-            f"SELECT min(offset) AS o FROM {table_ref(warehouse, OFFSETS)} WHERE timestamp >= {cutoff}"
+            f"SELECT min(offset) AS o FROM {table_ref(warehouse, OFFSETS)} "
+            f"WHERE {_of(cluster)} AND timestamp >= {cutoff}"
         ).first()
         return offset if row is None or row["o"] is None else int(row["o"])
     return None
@@ -294,23 +303,28 @@ def _run_sql(spark: SparkSession, statement: str) -> None:
     spark.sql(statement).collect()
 
 
-def _deletions(s: int) -> dict[str, tuple[str, str, Callable[[int], bool]]]:
-    """table -> (column whose minimum decides, DELETE condition, whether that minimum means rows to delete)."""
+def _deletions(cluster: str, s: int) -> dict[str, tuple[str, str, Callable[[int], bool]]]:
+    """table -> (column whose minimum decides, DELETE condition, whether that minimum means rows to delete),
+    the rows of ``cluster`` only."""
     # in this order: older snapshots go last, once nothing retained can need them
+    of = _of(cluster)
     out: dict[str, tuple[str, str, Callable[[int], bool]]] = {
-        LOG: ("offset", f"offset <= {s}", lambda m: m <= s)
+        LOG: ("offset", f"{of} AND offset <= {s}", lambda m: m <= s)
     }
     for table in HISTORY_TABLES:
-        out[table] = ("to_offset", f"to_offset IS NOT NULL AND to_offset <= {s}", lambda m: m <= s)
-    out[SNAPSHOTS] = ("snapshot_offset", f"snapshot_offset < {s}", lambda m: m < s)
+        out[table] = ("to_offset", f"{of} AND to_offset IS NOT NULL AND to_offset <= {s}", lambda m: m <= s)
+    out[SNAPSHOTS] = ("snapshot_offset", f"{of} AND snapshot_offset < {s}", lambda m: m < s)
     return out
 
 
 def _minima(
-    spark: SparkSession, warehouse: str | Path, columns: Iterable[tuple[str, str]]
+    spark: SparkSession, warehouse: str | Path, cluster: str, columns: Iterable[tuple[str, str]]
 ) -> dict[str, int | None]:
-    """Each table's minimum of a column, in one Spark action."""
-    parts = [f"SELECT '{t}' AS t, min({c}) AS m FROM {table_ref(warehouse, t)}" for t, c in columns]
+    """Each table's minimum of a column among the rows of ``cluster``, in one Spark action."""
+    parts = [
+        f"SELECT '{t}' AS t, min({c}) AS m FROM {table_ref(warehouse, t)} WHERE {_of(cluster)}"
+        for t, c in columns
+    ]
     return {
         r["t"]: None if r["m"] is None else int(r["m"])
         for r in spark.sql(" UNION ALL ".join(parts)).collect()
@@ -347,8 +361,13 @@ def compact(
     optimize: bool = True,
     retry_backoff_s: float = 0.5,
     progress: bool | None = None,
+    cluster: str | None = None,
 ) -> CompactResult:
-    """``retry_backoff_s``: the first wait after a lost commit conflict (doubling, at most 8 s, 8 tries a step).
+    """Compact the cluster ``cluster`` (else the one cluster the warehouse holds): its snapshot, its retention
+    deletes (of its rows only: another cluster keeps its whole history); the fold, OPTIMIZE and VACUUM are of the
+    whole tables.
+
+    ``retry_backoff_s``: the first wait after a lost commit conflict (doubling, at most 8 s, 8 tries a step).
 
     A progress line (snapshot, deletes, then OPTIMIZE/VACUUM table by table) on stderr when it is a terminal;
     ``progress`` forces it on or off."""
@@ -359,17 +378,18 @@ def compact(
     retried: list[int] = []  # one entry per retry after a lost Delta commit conflict
     retry = partial(retry_conflicts, on_retry=retried.append, backoff_s=retry_backoff_s)
     conflicts = conflict_errors()
-    ensure_bounds(spark, warehouse)
-    result = _snapshot_step(spark, warehouse, offset, checkpoint_dir, retry)
+    name = open_cluster(spark, warehouse, cluster)
+    result = _snapshot_step(spark, warehouse, name, offset, checkpoint_dir, retry)
+    result.cluster = name
     try:
         # before the deletes, so that versions ended by a pending close are seen as ended
         result.folded = fold_closes(spark, warehouse, retry)
     except conflicts:
         result.deferred.setdefault("fold", []).append(CLOSES)
     bar.advance(1, note="deletes")
-    keep = _retention_offset(spark, warehouse, result.snapshot_offset, retain_offsets, retain_hours)
+    keep = _retention_offset(spark, warehouse, name, result.snapshot_offset, retain_offsets, retain_hours)
     if keep is not None:
-        _delete_step(spark, warehouse, keep, result, retry, conflicts)
+        _delete_step(spark, warehouse, name, keep, result, retry, conflicts)
     state = _load_state(warehouse)
     bar.advance(1, note="optimize")
     histories = {table: table_history(table_path(warehouse, table)) for table in COMPACTED}
@@ -386,22 +406,23 @@ def compact(
 def _snapshot_step(
     spark: SparkSession,
     warehouse: str | Path,
+    cluster: str,
     offset: int | None,
     checkpoint_dir: str | Path | None,
     retry: _Retry,
 ) -> CompactResult:
     """The snapshot at ``offset`` (the last one when None) written, and its ``.checkpoint`` when asked."""
-    n = last_offset(spark, warehouse) if offset is None else offset
-    if checkpoint_dir is None and has_snapshot(spark, warehouse, n):
+    n = last_offset(spark, warehouse, cluster) if offset is None else offset
+    if checkpoint_dir is None and has_snapshot(spark, warehouse, cluster, n):
         # nothing committed since the snapshot at n (a scheduled run with nothing new): no image to rebuild.
         # Only images without an open transaction are stored, so n needs no moving back either.
         return CompactResult(n, 0, None)
-    image = image_at_offset(spark, warehouse, n)
+    image = image_at_offset(spark, warehouse, cluster, n)
     if image.transaction is not None:
         # a snapshot holds committed state only: take the offset before the open transaction began
         n = image.transaction.begin_offset - 1
-        image = image_at_offset(spark, warehouse, n)
-    rows = retry(lambda: write_snapshot(spark, warehouse, image))
+        image = image_at_offset(spark, warehouse, cluster, n)
+    rows = retry(lambda: write_snapshot(spark, warehouse, image, cluster))
     result = CompactResult(n, rows, None)
     if checkpoint_dir is not None:
         from kraftlake.image import write_snapshot as write_checkpoint
@@ -414,6 +435,7 @@ def _snapshot_step(
 def _delete_step(
     spark: SparkSession,
     warehouse: str | Path,
+    cluster: str,
     keep: int,
     result: CompactResult,
     retry: _Retry,
@@ -422,16 +444,16 @@ def _delete_step(
     """Delete what the newest snapshot at or before ``keep`` makes unneeded."""
     row = spark.sql(
         f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
-        f"WHERE snapshot_offset <= {int(keep)}"
+        f"WHERE {_of(cluster)} AND snapshot_offset <= {int(keep)}"
     ).first()
     s = None if row is None else row["s"]
     if s is None:
         return
     result.retained_from = int(s)
     # before anything below S goes: from now on the SQL functions refuse the offsets below S
-    retry(partial(record_retained_from, spark, warehouse, int(s)))
-    plan = _deletions(int(s))
-    minima = _minima(spark, warehouse, ((t, c) for t, (c, _, _) in plan.items()))
+    retry(partial(record_retained_from, spark, warehouse, cluster, int(s)))
+    plan = _deletions(cluster, int(s))
+    minima = _minima(spark, warehouse, cluster, ((t, c) for t, (c, _, _) in plan.items()))
     for table, (_, condition, due) in plan.items():
         m = minima.get(table)
         if m is None or not due(m):

@@ -39,6 +39,7 @@ from kraftlake.logformat import METADATA_PARTITION_DIR
 from kraftlake.service.controller_host import ControllerQuorum
 from kraftlake.sim.cluster import ClusterSimConfig, SimSummary
 from kraftlake.sim.quorum_cluster import QuorumClusterSimulator
+from kraftlake.spark.tables.creation import open_cluster
 from kraftlake.spark.validate import ValidationReport
 from pipelines import answers
 from pipelines.compact import compact
@@ -216,7 +217,7 @@ def _compact(
     spark: SparkSession, config: DemoConfig, warehouse: Path, report: DemoReport, say: Callable[[str], None]
 ) -> None:
     """Compaction keeping ``config.retain_fraction`` of the offsets."""
-    lo, hi = answers.offset_range(spark, warehouse)
+    lo, hi = answers.offset_range(spark, warehouse, open_cluster(spark, warehouse, None))
     report.last_offset = hi
     retain = max(1, int((hi - lo + 1) * config.retain_fraction))
     t1 = time.monotonic()
@@ -236,17 +237,18 @@ def _ask(
 ) -> tuple[tuple[Any, ...], tuple[str, int] | None]:
     """The questions by offset, printed; the (offset, count) row of the most under-replicated sample point
     and the busiest partition."""
-    lo, hi = answers.offset_range(spark, warehouse)
+    cluster = open_cluster(spark, warehouse, None)  # the demo's one cluster
+    lo, hi = answers.offset_range(spark, warehouse, cluster)
     points = answers.sample_offsets(lo, hi, config.sample_points)
     over_time = answers.under_replicated_over_time(spark, points)
     report.answers.append(over_time)
     worst = max(over_time.rows, key=lambda r: (r[1], r[0]))
     report.answers.append(answers.under_replicated_at(spark, int(worst[0])))
-    busiest = answers.busiest_partition(spark, warehouse)
+    busiest = answers.busiest_partition(spark, warehouse, cluster)
     if busiest is not None:
         report.answers.append(answers.leader_history(spark, *busiest))
     report.answers.append(
-        answers.fenced_brokers_at(spark, answers.most_fenced_offset(spark, warehouse, points))
+        answers.fenced_brokers_at(spark, answers.most_fenced_offset(spark, warehouse, cluster, points))
     )
     for answer in report.answers:
         say("")

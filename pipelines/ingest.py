@@ -35,7 +35,8 @@ from kraftlake.image.gaps import gap_resolver
 from kraftlake.image.source import log_records, partition_dir
 from kraftlake.spark import logsource
 from kraftlake.spark.tables.bounds import max_from_offsets
-from kraftlake.spark.tables.creation import ensure_tables
+from kraftlake.spark.tables.clusters import log_dir_cluster_id
+from kraftlake.spark.tables.creation import open_for_writer
 from kraftlake.spark.tables.fold import fold_closes
 from kraftlake.spark.tables.layout import LOG, to_stored_log
 from kraftlake.spark.tables.writes import append, wait_checkpoints
@@ -44,6 +45,8 @@ from pipelines.commit import Resume, commit_slice, crossed_gaps, resume, startin
 
 @dataclass
 class IngestResult:
+    cluster: str = ""
+    """The cluster the log dir was ingested as."""
     records: int = 0
     slices: int = 0
     first_offset: int = -1
@@ -60,8 +63,8 @@ def slices(records: Iterator[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-_RESUME: dict[tuple[int, str], Resume] = {}
-"""A warehouse's replayed state kept between ``ingest`` calls of one process."""
+_RESUME: dict[tuple[int, str, str], Resume] = {}
+"""A cluster's replayed state kept between ``ingest`` calls of one process."""
 
 
 def ingest(
@@ -71,8 +74,12 @@ def ingest(
     batch_records: int = 500_000,
     progress: Callable[[IngestResult], None] | None = None,
     fold: bool = True,
+    cluster: str | None = None,
 ) -> IngestResult:
-    """Import (or resume importing) a metadata log directory into ``warehouse``.
+    """Import (or resume importing) a metadata log directory into ``warehouse``, as the cluster ``cluster``
+    (else named by the cluster id of the log dir's ``meta.properties``:
+    :func:`kraftlake.spark.tables.creation.open_for_writer`, which refuses a name or an id that would mix two
+    clusters before anything is written).
 
     ``progress`` is called with the result so far after each slice's commit point.
     ``fold``: fold the slices' closes into the history tables at the end (else they stay pending in ``closes``).
@@ -80,11 +87,13 @@ def ingest(
     t0 = time.monotonic()
     d = partition_dir(log_dir)
     logsource.register(spark)
-    ensure_tables(spark, warehouse)
-    key = (id(spark), str(Path(warehouse).resolve()))
-    state = resume(spark, warehouse, partial(starting_point, d), gap_resolver(d), _RESUME.pop(key, None))
+    name = open_for_writer(spark, warehouse, cluster, log_dir_cluster_id(d), f"log dir {d}")
+    key = (id(spark), str(Path(warehouse).resolve()), name)
+    state = resume(
+        spark, warehouse, name, partial(starting_point, d), gap_resolver(d), _RESUME.pop(key, None)
+    )
     # a killed run's writes past the commit point: the history is appended only above them (without_written)
-    written = max_from_offsets(spark, warehouse) if state.log.logged > state.committed else None
+    written = max_from_offsets(spark, warehouse, name) if state.log.logged > state.committed else None
 
     def append_log(first: int, last: int) -> None:
         df = (
@@ -94,15 +103,15 @@ def ingest(
             .option("recordsPerPartition", max(batch_records // 2, 1))
             .load(str(d))
         )
-        append(to_stored_log(df), warehouse, LOG, last)
+        append(to_stored_log(df, name), warehouse, LOG, last, name)
 
     def write_log(first: int, last: int) -> None:
         state.log.append(first, last, append_log)
 
-    result = IngestResult()
+    result = IngestResult(cluster=name)
 
     def commit(batch: HistoryBatch, records: int) -> None:
-        commit_slice(spark, warehouse, batch, write_log, written)
+        commit_slice(spark, warehouse, name, batch, write_log, written)
         result.gaps.extend(crossed_gaps(batch))
         state.committed = batch.last_offset
         result.records += records

@@ -24,15 +24,16 @@ from pyspark.sql import SparkSession
 from kraftlake.plot import figures
 from kraftlake.plot.options import Bound, PlotError, PlotRequest
 from kraftlake.plot.output import save
-from kraftlake.spark.tables.creation import ensure_bounds
-from kraftlake.spark.tables.layout import OFFSETS, WarehouseError, table_ref
-from kraftlake.spark.tables.queries import BEFORE_RETAINED, bounds_relation, history_query
+from kraftlake.spark.tables.creation import open_cluster
+from kraftlake.spark.tables.layout import OFFSETS, WarehouseError, cluster_rows
+from kraftlake.spark.tables.queries import BEFORE_RETAINED, bounds_relation, cluster_sql, history_query
 
 
 @dataclass(frozen=True)
 class PlotRange:
-    """The offsets a figure covers, both included, and their record timestamps (epoch ms)."""
+    """The offsets of a cluster a figure covers, both included, and their record timestamps (epoch ms)."""
 
+    cluster: str
     lo: int
     hi: int
     lo_ms: int | None = None
@@ -79,15 +80,21 @@ def _offset_of(
 
 
 def resolve_range(
-    spark: SparkSession, warehouse: str | Path, start: Bound | None = None, end: Bound | None = None
+    spark: SparkSession,
+    warehouse: str | Path,
+    start: Bound | None = None,
+    end: Bound | None = None,
+    cluster: str | None = None,
 ) -> PlotRange:
-    """The offsets ``[lo, hi]`` that ``start``/``end`` name (default: all the warehouse answers for).
+    """The offsets ``[lo, hi]`` of the cluster ``cluster`` (else the one the warehouse holds) that
+    ``start``/``end`` name (default: all the warehouse answers for).
 
     Raises ``WarehouseError`` for an empty warehouse, a bound below the retained history or past the last
-    offset, and a range whose start lies after its end.
+    offset, and a range whose start lies after its end; ``ClusterError`` for a cluster not held, or none named
+    where the warehouse holds several.
     """
-    ensure_bounds(spark, warehouse)
-    offsets = table_ref(warehouse, OFFSETS)
+    name = open_cluster(spark, warehouse, cluster)
+    offsets = cluster_rows(warehouse, OFFSETS, name)
     times = {
         f"t{i}": b.time_ms for i, b in enumerate((start, end)) if b is not None and b.time_ms is not None
     }
@@ -97,7 +104,7 @@ def resolve_range(
     )
     row = spark.sql(
         f"SELECT (SELECT min(`offset`) FROM {offsets}) AS first, (SELECT max(`offset`) FROM {offsets}) "
-        f"AS last, (SELECT g.r FROM {bounds_relation(warehouse)}) AS r{at_time}"
+        f"AS last, (SELECT g.r FROM {bounds_relation(warehouse, cluster_sql(name))}) AS r{at_time}"
     ).first()
     assert row is not None
     if row["last"] is None:
@@ -120,7 +127,7 @@ def resolve_range(
             f"SELECT `offset`, timestamp FROM {offsets} WHERE `offset` IN ({lo}, {hi})"
         ).collect()
     }
-    return PlotRange(lo, hi, stamps.get(lo), stamps.get(hi))
+    return PlotRange(name, lo, hi, stamps.get(lo), stamps.get(hi))
 
 
 def _text(value: str) -> str:
@@ -141,7 +148,7 @@ def _frame(spark: SparkSession, sql: str, columns: tuple[str, ...]) -> pd.DataFr
 def _clipped(warehouse: str | Path, segments: str, rng: PlotRange, columns: tuple[str, ...]) -> str:
     """``segments`` (a query with ``from_offset``, ``to_offset``) cut to the range, with the times of the
     clipped ends: a segment still open, or ending after ``hi``, is drawn up to ``hi``."""
-    offsets = table_ref(warehouse, OFFSETS)
+    offsets = cluster_rows(warehouse, OFFSETS, rng.cluster)
     cols = ", ".join(f"s.`{c}`" for c in columns if not c.endswith("_ms"))
     return (
         f"SELECT {cols}, o1.timestamp AS start_ms, o2.timestamp AS end_ms FROM ("
@@ -168,13 +175,13 @@ def under_replicated(spark: SparkSession, warehouse: str | Path, rng: PlotRange)
     sql = f"""
         WITH v AS (SELECT from_offset, to_offset, CASE WHEN size(isr) < size(replicas) THEN 1 ELSE 0 END AS ur,
                           CASE WHEN leader = -1 THEN 1 ELSE 0 END AS off
-                   FROM ({history_query(warehouse, "partitions")}) WHERE from_offset <= {hi}),
+                   FROM ({history_query(warehouse, "partitions", cluster_sql(rng.cluster))}) WHERE from_offset <= {hi}),
         d AS (SELECT from_offset AS at, ur, off, 1 AS n FROM v
               UNION ALL SELECT to_offset, -ur, -off, -1 FROM v WHERE to_offset IS NOT NULL AND to_offset <= {hi}),
         g AS (SELECT greatest(at, {lo}) AS at, sum(ur) AS ur, sum(off) AS off, sum(n) AS n FROM d GROUP BY 1
               UNION ALL SELECT {lo}, 0, 0, 0 UNION ALL SELECT {hi}, 0, 0, 0)
         SELECT g.at, o.timestamp, sum(g.ur), sum(g.off), sum(g.n)
-        FROM g LEFT JOIN {table_ref(warehouse, OFFSETS)} o ON o.`offset` = g.at GROUP BY g.at, o.timestamp"""
+        FROM g LEFT JOIN {cluster_rows(warehouse, OFFSETS, rng.cluster)} o ON o.`offset` = g.at GROUP BY g.at, o.timestamp"""
     steps = _frame(spark, sql, figures.COUNT_COLUMNS).sort_values("offset", ignore_index=True)
     counts = ["under_replicated", "offline", "partitions"]
     deltas = steps[counts].astype("int64")
@@ -192,7 +199,7 @@ def partition_segments(
     leader, or in which the broker stayed in the ISR, are one segment. A topic deleted and created again under
     the same name is a new topic id: its segments start anew."""
     sql = f"""
-        WITH v AS (SELECT topic_id, leader, isr, from_offset, to_offset FROM ({history_query(warehouse, "partitions")})
+        WITH v AS (SELECT topic_id, leader, isr, from_offset, to_offset FROM ({history_query(warehouse, "partitions", cluster_sql(rng.cluster))})
                    WHERE topic = {_text(topic)} AND `partition` = {int(partition)}),
         l AS (SELECT *, lag(leader) OVER w AS prev, lag(to_offset) OVER w AS prev_to FROM v
               WINDOW w AS (PARTITION BY topic_id ORDER BY from_offset)),
@@ -221,7 +228,7 @@ def broker_segments(
     sql = f"""
         WITH b AS (SELECT id, CASE WHEN fenced THEN 'fenced' WHEN in_controlled_shutdown
                                    THEN 'in controlled shutdown' ELSE 'registered' END AS state,
-                          from_offset, to_offset FROM ({history_query(warehouse, "brokers")}) {where}),
+                          from_offset, to_offset FROM ({history_query(warehouse, "brokers", cluster_sql(rng.cluster))}) {where}),
         bl AS (SELECT *, lag(state) OVER w AS prev, lag(to_offset) OVER w AS prev_to,
                          lead(from_offset) OVER w AS next_from FROM b
                WINDOW w AS (PARTITION BY id ORDER BY from_offset)),
@@ -240,7 +247,7 @@ def config_segments(
 ) -> pd.DataFrame:
     """Each key's values of one config resource: a segment per version (per change), none while it is unset."""
     sql = (
-        f"SELECT name AS key, value, from_offset, to_offset FROM ({history_query(warehouse, 'configs')}) "
+        f"SELECT name AS key, value, from_offset, to_offset FROM ({history_query(warehouse, 'configs', cluster_sql(rng.cluster))}) "
         f"WHERE resource_type = {_text(resource_type)} AND resource_name = {_text(resource_name)}"
     )
     return _frame(spark, _clipped(warehouse, sql, rng, figures.CONFIG_COLUMNS), figures.CONFIG_COLUMNS)
@@ -292,19 +299,27 @@ def figure_data(
 
 
 def write_plot(
-    spark: SparkSession, warehouse: str | Path, request: PlotRequest, out: str | Path
+    spark: SparkSession,
+    warehouse: str | Path,
+    request: PlotRequest,
+    out: str | Path,
+    cluster: str | None = None,
 ) -> PlotResult:
-    """Compute ``request``'s data over the warehouse and write its figure to ``out`` (.html, .png or .svg)."""
+    """Compute ``request``'s data over the warehouse (of the cluster ``cluster``, else the one it holds) and
+    write its figure to ``out`` (.html, .png or .svg)."""
     request.check()
-    rng = resolve_range(spark, warehouse, request.start, request.end)
+    rng = resolve_range(spark, warehouse, request.start, request.end, cluster)
     data, chart, title = figure_data(spark, warehouse, request, rng)
     return PlotResult(save(chart, out, title), request.kind, rng, data, title)
 
 
-def busiest_config_resource(spark: SparkSession, warehouse: str | Path) -> tuple[str, str] | None:
-    """The config resource changed most often (the most telling config figure), None without configs."""
+def busiest_config_resource(
+    spark: SparkSession, warehouse: str | Path, cluster: str
+) -> tuple[str, str] | None:
+    """The config resource of ``cluster`` changed most often (the most telling config figure), None without
+    configs."""
     row = spark.sql(
-        f"SELECT resource_type, resource_name, count(*) AS n FROM {table_ref(warehouse, 'configs')} "
+        f"SELECT resource_type, resource_name, count(*) AS n FROM {cluster_rows(warehouse, 'configs', cluster)} "
         "GROUP BY resource_type, resource_name ORDER BY n DESC, resource_type, resource_name "
         "LIMIT 1"
     ).first()
@@ -316,7 +331,11 @@ def _file_part(name: str) -> str:
 
 
 def write_overview(
-    spark: SparkSession, warehouse: str | Path, out_dir: str | Path, partition: tuple[str, int] | None = None
+    spark: SparkSession,
+    warehouse: str | Path,
+    out_dir: str | Path,
+    partition: tuple[str, int] | None = None,
+    cluster: str | None = None,
 ) -> list[PlotResult]:
     """One figure of each kind over the whole warehouse into ``out_dir`` (what ``make run`` writes): the
     under-replicated counts, every broker's states, the leader/ISR timeline of ``partition`` (default: the
@@ -325,12 +344,12 @@ def write_overview(
     from pipelines.answers import busiest_partition
 
     out = Path(out_dir)
-    rng = resolve_range(spark, warehouse)
+    rng = resolve_range(spark, warehouse, cluster=cluster)
     requests = [
         (PlotRequest("under-replicated"), "under-replicated.html"),
         (PlotRequest("brokers"), "brokers.html"),
     ]
-    partition = partition or busiest_partition(spark, warehouse)
+    partition = partition or busiest_partition(spark, warehouse, rng.cluster)
     if partition is not None:
         requests.append(
             (
@@ -338,7 +357,7 @@ def write_overview(
                 f"partition-{_file_part(partition[0])}-{partition[1]}.html",
             )
         )
-    resource = busiest_config_resource(spark, warehouse)
+    resource = busiest_config_resource(spark, warehouse, rng.cluster)
     if resource is not None:
         requests.append(
             (

@@ -11,7 +11,15 @@ from pyspark.sql import SparkSession
 from kraftlake.image import EMPTY, ImageLoader, MetadataImage
 from kraftlake.image.model import Provenance
 from kraftlake.records import MetadataRecord, control_envelope, decode_data_envelope
-from kraftlake.spark.tables.layout import LOG, OFFSETS, SNAPSHOTS, WarehouseError, table_ref
+from kraftlake.spark.tables.layout import (
+    CLUSTER,
+    LOG,
+    OFFSETS,
+    SNAPSHOTS,
+    WarehouseError,
+    sql_string,
+    table_ref,
+)
 
 _TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
 #: Offsets of ``metadata_log`` read into the driver at a time when replaying a tail.
@@ -38,17 +46,23 @@ def _decoded(rows: Any, source: str) -> Iterator[MetadataRecord]:
             )
 
 
-def snapshot_image(spark: SparkSession, warehouse: str | Path, snapshot_offset: int) -> MetadataImage:
-    """The image stored in ``snapshots`` at ``snapshot_offset``."""
+def _of(cluster: str) -> str:
+    return f"{CLUSTER} = {sql_string(cluster)}"
+
+
+def snapshot_image(
+    spark: SparkSession, warehouse: str | Path, cluster: str, snapshot_offset: int
+) -> MetadataImage:
+    """The image of ``cluster`` stored in ``snapshots`` at ``snapshot_offset``."""
     table = spark.sql(
         f"SELECT epoch, timestamp, seq, raw FROM {table_ref(warehouse, SNAPSHOTS)} "
-        f"WHERE snapshot_offset = {int(snapshot_offset)} ORDER BY seq"
+        f"WHERE {_of(cluster)} AND snapshot_offset = {int(snapshot_offset)} ORDER BY seq"
     ).toArrow()
     if table.num_rows == 0:
-        raise WarehouseError(f"no snapshot at offset {snapshot_offset}")
+        raise WarehouseError(f"no snapshot of cluster {cluster} at offset {snapshot_offset}")
     loader = ImageLoader(EMPTY)
     epoch, ts = table.column("epoch")[0].as_py(), table.column("timestamp")[0].as_py()
-    source = f"{SNAPSHOTS} of {warehouse} at {snapshot_offset}"
+    source = f"{SNAPSHOTS} of {warehouse} (cluster {cluster}) at {snapshot_offset}"
     for raw in table.column("raw").to_pylist():
         loader.feed(
             decode_data_envelope(
@@ -58,18 +72,22 @@ def snapshot_image(spark: SparkSession, warehouse: str | Path, snapshot_offset: 
     return loader.image().with_provenance(Provenance(snapshot_offset, epoch, ts))
 
 
-def log_bounds(spark: SparkSession, warehouse: str | Path) -> tuple[int | None, int | None]:
-    row = spark.sql(f"SELECT min(offset) AS lo, max(offset) AS hi FROM {table_ref(warehouse, LOG)}").first()
+def log_bounds(spark: SparkSession, warehouse: str | Path, cluster: str) -> tuple[int | None, int | None]:
+    row = spark.sql(
+        f"SELECT min(offset) AS lo, max(offset) AS hi FROM {table_ref(warehouse, LOG)} WHERE {_of(cluster)}"
+    ).first()
     return (None, None) if row is None else (row["lo"], row["hi"])
 
 
-def _first_offset(spark: SparkSession, warehouse: str | Path) -> int:
-    row = spark.sql(f"SELECT min(offset) AS m FROM {table_ref(warehouse, OFFSETS)}").first()
+def _first_offset(spark: SparkSession, warehouse: str | Path, cluster: str) -> int:
+    row = spark.sql(
+        f"SELECT min(offset) AS m FROM {table_ref(warehouse, OFFSETS)} WHERE {_of(cluster)}"
+    ).first()
     return 0 if row is None or row["m"] is None else int(row["m"])
 
 
-def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> MetadataImage:
-    """The image at ``offset`` (including its record) rebuilt from the warehouse tables.
+def image_at_offset(spark: SparkSession, warehouse: str | Path, cluster: str, offset: int) -> MetadataImage:
+    """The image of ``cluster`` at ``offset`` (including its record) rebuilt from the warehouse tables.
 
     Raises
     ------
@@ -79,16 +97,16 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> 
     """
     snap = spark.sql(
         f"SELECT max(snapshot_offset) AS s FROM {table_ref(warehouse, SNAPSHOTS)} "
-        f"WHERE snapshot_offset <= {int(offset)}"
+        f"WHERE {_of(cluster)} AND snapshot_offset <= {int(offset)}"
     ).first()
     snap_offset = None if snap is None else snap["s"]
-    lo, hi = log_bounds(spark, warehouse)
-    image = EMPTY if snap_offset is None else snapshot_image(spark, warehouse, snap_offset)
+    lo, hi = log_bounds(spark, warehouse, cluster)
+    image = EMPTY if snap_offset is None else snapshot_image(spark, warehouse, cluster, snap_offset)
     start = -1 if snap_offset is None else snap_offset
     if snap_offset != offset:
         if hi is None or offset > hi:
             raise WarehouseError(f"offset {offset} is after the last ingested offset ({hi})")
-        first = start + 1 if snap_offset is not None else _first_offset(spark, warehouse)
+        first = start + 1 if snap_offset is not None else _first_offset(spark, warehouse, cluster)
         if lo is None or lo > first:
             raise WarehouseError(
                 f"offset {offset} lies before the retained history: the log starts at {lo} and "
@@ -107,7 +125,7 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, offset: int) -> 
         chunk = (
             spark.sql(
                 f"SELECT {_TAIL_COLUMNS} FROM {table_ref(warehouse, LOG)} "
-                f"WHERE offset > {pos} AND offset <= {upto}"
+                f"WHERE {_of(cluster)} AND offset > {pos} AND offset <= {upto}"
             )
             .toArrow()
             .sort_by("offset")
@@ -127,7 +145,7 @@ def write_entities(
     counts = {}
     for table, rows in entity_rows(image).items():
         full = [{**r, "from_offset": image.offset, "to_offset": None} for r in rows]
-        df = arrow_frame(spark, table, full).select(*(f"`{c}`" for c in ENTITIES[table].names))
+        df = arrow_frame(spark, table, full, "").select(*(f"`{c}`" for c in ENTITIES[table].names))
         df.write.format(fmt).mode("overwrite").save(str(Path(out) / table))
         counts[table] = len(rows)
     return counts

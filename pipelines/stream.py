@@ -50,7 +50,8 @@ from kraftlake.image import EMPTY
 from kraftlake.image.gaps import gap_resolver
 from kraftlake.spark import logtail_source, service_source
 from kraftlake.spark.service_source import StreamSourceError, entry_record
-from kraftlake.spark.tables.creation import ensure_tables
+from kraftlake.spark.tables.clusters import log_dir_cluster_id
+from kraftlake.spark.tables.creation import open_for_writer
 from kraftlake.spark.tables.fold import fold_closes, pending_closes
 from kraftlake.spark.tables.layout import LOG, to_stored_log
 from kraftlake.spark.tables.writes import (
@@ -127,8 +128,10 @@ class StreamResult:
     """The offsets (first, last) at which no state is known: holes of the log crossed from a snapshot."""
 
 
-def checkpoint_dir(warehouse: str | Path, source: str) -> str:
-    return str(Path(warehouse).resolve() / "_checkpoints" / f"stream-{source}")
+def checkpoint_dir(warehouse: str | Path, source: str, cluster: str) -> str:
+    """Spark's checkpoint of the stream of one cluster from one kind of source (a cluster's offsets are its
+    own: another cluster's stream must not start where this one stopped)."""
+    return str(Path(warehouse).resolve() / "_checkpoints" / f"stream-{source}-{cluster}")
 
 
 def rows_to_records(table: Any) -> list[Any]:
@@ -158,6 +161,7 @@ class BatchCommitter:
         self,
         spark: SparkSession,
         warehouse: str | Path,
+        cluster: str,
         resumed: Resume,
         lag_probe: Callable[[int], int] | None = None,
         progress: Callable[[StreamProgress], None] | None = None,
@@ -165,6 +169,7 @@ class BatchCommitter:
     ) -> None:
         self.spark = spark
         self.warehouse = warehouse
+        self.cluster = cluster
         self.builder = resumed.builder
         self.done = resumed.committed
         self.log = resumed.log
@@ -251,7 +256,7 @@ class BatchCommitter:
 
         self._log_seconds = 0.0
         log_leg = partial(self._log_leg, fresh, offsets[0], offsets[-1])
-        batch = commit_replayed(self.spark, self.warehouse, log_leg, replay, phases)
+        batch = commit_replayed(self.spark, self.warehouse, self.cluster, log_leg, replay, phases)
         phases["log"] = self._log_seconds
         self._report(batch, records, phases, t0)
 
@@ -280,11 +285,11 @@ class BatchCommitter:
         self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
 
         def write(start: int, end: int) -> None:
-            rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {end}"))
+            rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {end}"), self.cluster)
             if end - start < DRIVER_APPEND_ROWS:
-                append_frame(self.spark, rows, self.warehouse, LOG, end)
+                append_frame(self.spark, rows, self.warehouse, LOG, end, self.cluster)
             else:
-                append(rows, self.warehouse, LOG, end)
+                append(rows, self.warehouse, LOG, end, self.cluster)
 
         if self.log.append(first, last, write):
             self._log_seconds = time.monotonic() - t
@@ -323,14 +328,26 @@ class BatchCommitter:
             self.progress(p)
 
 
-def _resume(spark: SparkSession, warehouse: str | Path, source: str, options: dict[str, str]) -> Resume:
-    """The stream's state at the warehouse's commit point (:func:`pipelines.commit.resume`), seeding the
-    warehouse from a snapshot if needed."""
+def _resume(
+    spark: SparkSession, warehouse: str | Path, cluster: str, source: str, options: dict[str, str]
+) -> Resume:
+    """The stream's state at the cluster's commit point (:func:`pipelines.commit.resume`), seeding the
+    cluster from a snapshot if needed."""
     # a log directory may skip records and go on from a snapshot (a follower's mirror): the builder crosses
     if source == "log-dir":
         path = options["path"]
-        return resume(spark, warehouse, partial(starting_point, path), gap_resolver(path))
-    return resume(spark, warehouse, partial(_service_start, options))
+        return resume(spark, warehouse, cluster, partial(starting_point, path), gap_resolver(path))
+    return resume(spark, warehouse, cluster, partial(_service_start, options))
+
+
+def _source_cluster_id(read_source: str, options: dict[str, str], follower: Any) -> str | None:
+    """The cluster id the stream's source reports: the followed quorum's, the service's, or the one in the
+    ``meta.properties`` of a log dir."""
+    if follower is not None:
+        return follower.mirror.cluster_id
+    if read_source == "service":
+        return options.get("clusterId") or None
+    return log_dir_cluster_id(options["path"])
 
 
 def _service_start(options: dict[str, str]) -> tuple[Any, int]:
@@ -384,9 +401,11 @@ def stream(
     progress: Callable[[StreamProgress], None] | None = None,
     fold_at: int | None = FOLD_AT,
     fold_at_end: bool = True,
+    cluster: str | None = None,
 ) -> StreamResult:
     """Stream ``source`` (``service``: options ``bootstrap``, ``clusterId``; ``log-dir``: option ``path``;
-    ``kafka``: options of :func:`follow_kafka`).
+    ``kafka``: options of :func:`follow_kafka`) as the cluster ``cluster`` (else named by the cluster id the
+    source reports: :func:`kraftlake.spark.tables.creation.open_for_writer`).
 
     Runs until the AvailableNow target is committed, ``max_batches`` batches committed, the commit point
     reached ``until_offset``, nothing but NoOp records was committed for ``idle_stop_s`` (the meaning of
@@ -420,6 +439,7 @@ def stream(
             progress=progress,
             fold_at=fold_at,
             fold_at_end=fold_at_end,
+            cluster=cluster,
         )
 
 
@@ -502,17 +522,19 @@ def _stream(
     progress: Callable[[StreamProgress], None] | None,
     fold_at: int | None,
     fold_at_end: bool,
+    cluster: str | None,
 ) -> StreamResult:
     service_source.register(spark)
     logtail_source.register(spark)
-    ensure_tables(spark, warehouse)
-    resumed = _resume(spark, warehouse, read_source, options)
+    cluster_id = _source_cluster_id(read_source, options, follower)
+    name = open_for_writer(spark, warehouse, cluster, cluster_id, f"{source} stream")
+    resumed = _resume(spark, warehouse, name, read_source, options)
     lag = (
         _lag_probe(read_source, options)
         if follower is None
         else (lambda nxt: max(0, follower.follower.observer.high_watermark - nxt))
     )
-    committer = BatchCommitter(spark, warehouse, resumed, lag, progress, fold_at)
+    committer = BatchCommitter(spark, warehouse, name, resumed, lag, progress, fold_at)
     reader = (
         spark.readStream.format(FORMATS[read_source])
         .options(**options)
@@ -523,7 +545,7 @@ def _stream(
     writer = (
         reader.load()
         .writeStream.foreachBatch(committer)
-        .option("checkpointLocation", checkpoint_dir(warehouse, source))
+        .option("checkpointLocation", checkpoint_dir(warehouse, source, name))
     )
     writer = (
         writer.trigger(availableNow=True)

@@ -8,16 +8,23 @@ from typing import TextIO
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables.creation import ensure_bounds
+from kraftlake.spark.tables.creation import open_cluster
 from kraftlake.spark.validate import ValidationReport, validate_warehouse
 
 
 def validate(
-    spark: SparkSession, warehouse: str | Path, tables: list[str] | None = None, build_docs: bool = True
+    spark: SparkSession,
+    warehouse: str | Path,
+    tables: list[str] | None = None,
+    build_docs: bool = True,
+    cluster: str | None = None,
 ) -> ValidationReport:
-    """The suites over ``warehouse`` (every table by default); see :mod:`kraftlake.spark.validate`."""
-    ensure_bounds(spark, warehouse)  # a warehouse made before the table: its suite checks it as well
-    return validate_warehouse(spark, warehouse, tables, build_docs=build_docs)
+    """The suites over the rows of the cluster ``cluster`` (else the one the warehouse holds) in ``warehouse``
+    (every table by default); see :mod:`kraftlake.spark.validate`."""
+    name = open_cluster(
+        spark, warehouse, cluster
+    )  # an old warehouse migrated: its suites check it as it is now
+    return validate_warehouse(spark, warehouse, name, tables, build_docs=build_docs)
 
 
 def print_report(report: ValidationReport, out: TextIO) -> None:

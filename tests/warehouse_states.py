@@ -25,10 +25,13 @@ def plain(v: Any) -> Any:
     return v
 
 
-def query_at(spark: Any, table: str, offsets: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """``<table>_at(n)`` for every n in one Spark action, without ``from_offset``."""
+def query_at(
+    spark: Any, table: str, offsets: list[int], cluster: str | None = None
+) -> dict[int, list[dict[str, Any]]]:
+    """``<table>_at(n)`` (of ``cluster`` when named) for every n in one Spark action, without ``from_offset``."""
     values = ", ".join(f"({n})" for n in offsets)
-    df = spark.sql(f"SELECT o.n AS _n, f.* FROM VALUES {values} AS o(n), LATERAL {table}_at(o.n) f")
+    named = "" if cluster is None else f", '{cluster}'"
+    df = spark.sql(f"SELECT o.n AS _n, f.* FROM VALUES {values} AS o(n), LATERAL {table}_at(o.n{named}) f")
     out: dict[int, list[dict[str, Any]]] = {n: [] for n in offsets}
     for row in df.collect():
         d = {k: plain(v) for k, v in row.asDict().items()}
@@ -38,11 +41,14 @@ def query_at(spark: Any, table: str, offsets: list[int]) -> dict[int, list[dict[
     return out
 
 
-def assert_entities_match(spark: Any, log_dir: Path, offsets: list[int]) -> dict[int, MetadataImage]:
-    """Every entity table at each offset equals the image of `log_dir` replayed to it; returns those images."""
+def assert_entities_match(
+    spark: Any, log_dir: Path, offsets: list[int], cluster: str | None = None
+) -> dict[int, MetadataImage]:
+    """Every entity table (of ``cluster`` when named) at each offset equals the image of `log_dir` replayed to
+    it; returns those images."""
     images = {n: image_at(log_dir, n) for n in offsets}
     for table in ENTITIES:
-        got = query_at(spark, table, offsets)
+        got = query_at(spark, table, offsets, cluster)
         for n in offsets:
             assert canon(got[n]) == canon(entity_rows(images[n])[table]), (table, n)
     return images

@@ -15,6 +15,12 @@ catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over 
   ``WarehouseError``.
 - ``<entity>_at_time(ts)``: the same at the last offset whose record timestamp is at or before ``ts``
   (a TIMESTAMP), through the ``offsets`` table; a time before the retained history raises the same way.
+- Every function takes the cluster as its last argument (``in_cluster``, optional: ``DEFAULT NULL``). Left out,
+  the functions answer for the one cluster the warehouse holds, and raise naming the clusters when it holds
+  several; a cluster the warehouse does not hold raises too
+  (:func:`kraftlake.spark.tables.queries.cluster_choice`). ``<entity>_at_time(ts)`` without it answers every
+  cluster, each at its own last offset at or before ``ts``, with a ``cluster`` column first. The guards below are
+  the named cluster's.
 - History views: ``partition_history(topic, partition)`` (every version with its ``[from_offset, to_offset)``),
   ``isr_history(topic, partition)`` and ``leader_history(topic, partition)`` (each ISR / leader with the offset
   range it held for), ``broker_history(id)``. In a warehouse whose history was cut (``compact``, or seeded from
@@ -33,12 +39,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.history import ENTITIES
-from kraftlake.spark.tables.creation import ensure_bounds
-from kraftlake.spark.tables.layout import WarehouseError, history_columns
+from kraftlake.spark.tables.creation import open_for_readers
+from kraftlake.spark.tables.layout import CLUSTER, WarehouseError, history_columns
 from kraftlake.spark.tables.queries import (
     BEFORE_RETAINED,
     REFUSALS,
     bounds_relation,
+    cluster_choice,
     history_query,
     offset_at_time,
     offset_guard,
@@ -49,6 +56,8 @@ from udfs.records import register_udfs
 from udfs.risk import risk_statements
 
 AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
+#: The parameter naming the cluster, every function's last (optional: ``DEFAULT NULL``).
+CLUSTER_ARG = "in_cluster"
 
 
 def _returns(table: str, extra: str = "from_offset BIGINT") -> str:
@@ -59,14 +68,19 @@ def _cols(table: str, alias: str = "h") -> str:
     return ", ".join(f"{alias}.`{n}`" for n in ENTITIES[table].names)
 
 
-def _history_guard(warehouse: str | Path, types: list[str], source: str, where: str, what: str) -> str:
+def _history_guard(
+    warehouse: str | Path, types: list[str], source: str, where: str, what: str, cluster: str
+) -> str:
     """A UNION ALL branch of a history view that yields no row (NULLs of ``types``) and raises when the
-    history was cut (a retained-from offset is recorded) and the entity's versions in ``source`` (alias ``h``,
-    filtered by ``where``) start below it or are all gone; ``what`` is an SQL string expression naming it."""
+    cluster's history was cut (a retained-from offset is recorded) and the entity's versions in ``source``
+    (alias ``h``, filtered by ``where``) start below it or are all gone; ``what`` is an SQL string expression
+    naming it. ``cluster``: a :func:`kraftlake.spark.tables.queries.cluster_choice`, which raises here for a
+    cluster the warehouse does not hold."""
     nulls = ", ".join(f"CAST(NULL AS {t})" for t in types)
     return (
         f"SELECT {nulls} FROM (SELECT min(h.from_offset) AS f FROM {source} h WHERE {where}) s "
-        f"CROSS JOIN {bounds_relation(warehouse)} WHERE CASE WHEN g.r >= 0 AND (s.f IS NULL OR s.f < g.r) "
+        f"CROSS JOIN {bounds_relation(warehouse, cluster)} WHERE CASE WHEN {cluster} IS NULL THEN false "
+        f"WHEN g.r >= 0 AND (s.f IS NULL OR s.f < g.r) "
         f"THEN raise_error(concat('the history of ', {what}, ' reaches {BEFORE_RETAINED} (', "
         f"coalesce(cast(s.f AS STRING), 'none left'), '): the warehouse holds the states from offset ', g.r, "
         f"' on')) ELSE false END"
@@ -87,34 +101,56 @@ def function_statements(
         "TEMPORARY FUNCTION " if temporary else "FUNCTION " if database is None else f"FUNCTION `{database}`."
     )
     out = []
-    at = f"{offset_at_time(warehouse, 'at_time')} a"
+    # every function's last argument names the cluster; NULL (left out) answers for the one cluster held, and
+    # _at_time for every cluster
+    named = f"{CLUSTER_ARG} STRING DEFAULT NULL"
+    chosen = cluster_choice(warehouse, CLUSTER_ARG)
+    narrowed = f"CASE WHEN {CLUSTER_ARG} IS NULL THEN NULL ELSE {chosen} END"
+    at = f"{offset_at_time(warehouse, 'at_time', f'coalesce({narrowed}, {CLUSTER})')} a"
     for table in ENTITIES:
         out.append(
-            f"CREATE OR REPLACE {kind}{table}_at(at_offset BIGINT) RETURNS TABLE ({_returns(table)}) RETURN "
-            + state_query(warehouse, table, "at_offset", guard=offset_guard(warehouse, table, "at_offset"))
-        )
-        out.append(
-            f"CREATE OR REPLACE {kind}{table}_at_time(at_time TIMESTAMP) RETURNS TABLE ({_returns(table)}) "
-            f"RETURN "
+            f"CREATE OR REPLACE {kind}{table}_at(at_offset BIGINT, {named}) RETURNS TABLE ({_returns(table)}) "
+            "RETURN "
             + state_query(
-                warehouse, table, "a.o", joined=at, guard=retention_guard_at_time(warehouse, table, "at_time")
+                warehouse,
+                table,
+                "at_offset",
+                chosen,
+                guard=offset_guard(warehouse, table, "at_offset", chosen),
             )
         )
-    parts = f"({history_query(warehouse, 'partitions')})"
+        out.append(
+            f"CREATE OR REPLACE {kind}{table}_at_time(at_time TIMESTAMP, {named}) RETURNS TABLE "
+            f"({CLUSTER} STRING, {_returns(table)}) RETURN "
+            + state_query(
+                warehouse,
+                table,
+                "a.o",
+                None,
+                joined=at,
+                guard=retention_guard_at_time(
+                    warehouse, table, "at_time", f"coalesce({narrowed}, {CLUSTER})"
+                ),
+            )
+        )
+    parts = f"({history_query(warehouse, 'partitions', chosen)})"
     full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
     of_partition = "h.topic = for_topic AND h.`partition` = for_partition"
     partition_named = "concat('partition ', for_topic, '-', for_partition)"
     part_types = [t for _, t in history_columns("partitions")]
     out.append(
-        f"CREATE OR REPLACE {kind}partition_history(for_topic STRING, for_partition INT) RETURNS TABLE ({full}) "
+        f"CREATE OR REPLACE {kind}partition_history(for_topic STRING, for_partition INT, {named}) "
+        f"RETURNS TABLE ({full}) "
         f"RETURN SELECT {_cols('partitions')}, h.from_offset, h.to_offset FROM {parts} h "
         f"WHERE {of_partition} UNION ALL "
-        + _history_guard(warehouse, [*part_types, "BIGINT", "BIGINT"], parts, of_partition, partition_named)
+        + _history_guard(
+            warehouse, [*part_types, "BIGINT", "BIGINT"], parts, of_partition, partition_named, chosen
+        )
     )
     for what, col, typ in (("isr", "isr", "ARRAY<INT>"), ("leader", "leader", "INT")):
         # versions in which the value did not change are merged (gaps and islands over the version order)
         out.append(
-            f"CREATE OR REPLACE {kind}{what}_history(for_topic STRING, for_partition INT) RETURNS TABLE "
+            f"CREATE OR REPLACE {kind}{what}_history(for_topic STRING, for_partition INT, {named}) RETURNS TABLE "
             f"(topic STRING, topic_id STRING, `partition` INT, {col} {typ}, from_offset BIGINT, to_offset BIGINT) "
             f"RETURN SELECT topic, topic_id, `partition`, {col}, min(from_offset) AS from_offset, "
             f"max_by(to_offset, from_offset) AS to_offset FROM ("
@@ -131,11 +167,12 @@ def function_statements(
                 parts,
                 of_partition,
                 partition_named,
+                chosen,
             )
         )
-    brokers = f"({history_query(warehouse, 'brokers')})"
+    brokers = f"({history_query(warehouse, 'brokers', chosen)})"
     out.append(
-        f"CREATE OR REPLACE {kind}broker_history(for_id INT) RETURNS TABLE "
+        f"CREATE OR REPLACE {kind}broker_history(for_id INT, {named}) RETURNS TABLE "
         f"({_returns('brokers', 'from_offset BIGINT, to_offset BIGINT')}) "
         f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id "
         "UNION ALL "
@@ -145,6 +182,7 @@ def function_statements(
             brokers,
             "h.id = for_id",
             "concat('broker ', for_id)",
+            chosen,
         )
     )
     out.extend(risk_statements(warehouse, kind))
@@ -160,7 +198,7 @@ def register(
     :mod:`udfs.records`); ``temporary=False`` stores the table functions in ``spark``'s catalog, in
     ``database`` (:func:`udfs.catalog.create_functions` is the way to do that), where Python UDFs cannot go.
     """
-    ensure_bounds(spark, warehouse)
+    open_for_readers(spark, warehouse)
     names = []
     for stmt in function_statements(warehouse, temporary, database):
         spark.sql(stmt)

@@ -97,7 +97,7 @@ def bare_ceiling(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
 
     def append(df: Any, _: int) -> None:
         t = time.monotonic()
-        to_stored_log(df).write.format("delta").mode("append").save(table_path(warehouse, LOG))
+        to_stored_log(df, CLUSTER).write.format("delta").mode("append").save(table_path(warehouse, LOG))
         seconds.append(time.monotonic() - t)
 
     t = time.monotonic()

@@ -14,6 +14,7 @@ from kraftlake.image.model import (
     Acl,
     BrokerRegistration,
     ControllerRegistration,
+    DelegationToken,
     Endpoint,
     PartitionRegistration,
     VersionRange,
@@ -232,8 +233,24 @@ def _java_endpoint(e: Endpoint) -> str:
     return f"Endpoint(listenerName='{e.name}', securityProtocol={proto}, host='{e.host}', port={e.port})"
 
 
+def _java_range(r: VersionRange) -> str:
+    """Kafka's ``VersionRange.toString``: one number when the range holds one version (a migrating ZooKeeper
+    broker's ``metadata.version``)."""
+    return str(r.min) if r.min == r.max else f"{r.min}-{r.max}"
+
+
 def _java_features(features: tuple[tuple[str, VersionRange], ...]) -> str:
-    return "{" + ", ".join(f"{n}: {r.min}-{r.max}" for n, r in features) + "}"
+    return "{" + ", ".join(f"{n}: {_java_range(r)}" for n, r in features) + "}"
+
+
+def token_string(d: DelegationToken) -> str:
+    """Kafka 4.3.1's shell line of a delegation token (``DelegationTokenDataNode``: its parentheses unbalanced
+    as Kafka prints them, the renewers joined by spaces)."""
+    return (
+        f"DelegationTokenDatatokenId={d.token_id}(owner={d.owner}(tokenRequester={d.requester}"
+        f"(renewers={' '.join(d.renewers)}, issueTimestamp={d.issue_timestamp}, maxTimestamp={d.max_timestamp})"
+        f", expiryTimestamp={d.expiration_timestamp}"
+    )
 
 
 def broker_string(b: BrokerRegistration) -> str:
@@ -335,7 +352,7 @@ def shell_lines(image: MetadataImage) -> list[str]:
             )
         )
     for token_id, d in image.delegation_tokens.items():
-        out.append((f"/image/delegationToken/{token_id}", repr(d)))
+        out.append((f"/image/delegationToken/{token_id}", token_string(d)))
     out.sort()
     return [f"{path}: {value}" for path, value in out]
 

@@ -35,7 +35,16 @@ from pyspark.sql import functions as F
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES
 from kraftlake.spark.data_docs import localize_sites
-from kraftlake.spark.tables.layout import BOUNDS, LOG, OFFSETS, table_path, table_ref
+from kraftlake.spark.tables.layout import (
+    BOUNDS,
+    CLUSTER,
+    LOG,
+    OFFSETS,
+    cluster_rows,
+    sql_string,
+    table_path,
+    table_ref,
+)
 from kraftlake.spark.tables.queries import history_query
 
 QUARANTINE = "quarantine"
@@ -213,17 +222,17 @@ def _versions_disjoint(table: str) -> Any:
     )
 
 
-def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
+def warehouse_suites(warehouse: str | Path, cluster: str) -> dict[str, list[Any]]:
     """Table name -> its expectations (each with ``meta["check"]``)."""
     import great_expectations as gx
 
     E = gx.expectations
     suites: dict[str, list[Any]] = {
-        OFFSETS: _offsets_suite(E, warehouse),
-        BOUNDS: _bounds_suite(warehouse),
+        OFFSETS: _offsets_suite(E, warehouse, cluster),
+        BOUNDS: _bounds_suite(warehouse, cluster),
         LOG: _log_suite(E),
-        "partitions": _partitions_suite(E, warehouse),
-        "brokers": _brokers_suite(E, warehouse),
+        "partitions": _partitions_suite(E, warehouse, cluster),
+        "brokers": _brokers_suite(E, warehouse, cluster),
         "topics": _topics_suite(E),
     }
     for table in ENTITIES:
@@ -232,7 +241,7 @@ def warehouse_suites(warehouse: str | Path) -> dict[str, list[Any]]:
     return suites
 
 
-def _offsets_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
+def _offsets_suite(E: ModuleType, warehouse: str | Path, cluster: str) -> list[Any]:
     """Offsets: the log's offsets and epochs."""
     return [
         _named("offsets_offset_not_null", E.ExpectColumnValuesToNotBeNull(column="offset")),
@@ -248,7 +257,7 @@ def _offsets_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
                           count(*) AS c FROM {{batch}}) o
                 CROSS JOIN
                   (SELECT coalesce(sum(gap_to - gap_from + 2), 0) AS missing FROM
-                    (SELECT DISTINCT gap_from, gap_to FROM {table_ref(warehouse, BOUNDS)}
+                    (SELECT DISTINCT gap_from, gap_to FROM {cluster_rows(warehouse, BOUNDS, cluster)}
                      WHERE gap_from IS NOT NULL)) g
                 WHERE o.c > 0 AND o.n + g.missing <> o.last_offset - o.first_offset + 1""",
         ),
@@ -256,7 +265,7 @@ def _offsets_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
     ]
 
 
-def _bounds_suite(warehouse: str | Path) -> list[Any]:
+def _bounds_suite(warehouse: str | Path, cluster: str) -> list[Any]:
     """Bounds: the published commit point."""
     return [
         # the SQL functions answer up to the published commit point: past the last committed offset they
@@ -267,7 +276,7 @@ def _bounds_suite(warehouse: str | Path) -> list[Any]:
             f"""
                 SELECT b.m AS published, o.last AS last_offset
                 FROM (SELECT max(committed_to) AS m FROM {{batch}}) b
-                CROSS JOIN (SELECT max(offset) AS last FROM {table_ref(warehouse, OFFSETS)}) o
+                CROSS JOIN (SELECT max(offset) AS last FROM {cluster_rows(warehouse, OFFSETS, cluster)}) o
                 WHERE b.m > coalesce(o.last, -1)""",
         ),
     ]
@@ -290,9 +299,9 @@ def _log_suite(E: ModuleType) -> list[Any]:
     ]
 
 
-def _partitions_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
+def _partitions_suite(E: ModuleType, warehouse: str | Path, cluster: str) -> list[Any]:
     """Partitions: the versions of each partition."""
-    topics = f"({history_query(warehouse, 'topics')})"
+    topics = f"({history_query(warehouse, 'topics', sql_string(cluster))})"
     return [
         _named("partitions_topic_id_not_null", E.ExpectColumnValuesToNotBeNull(column="topic_id")),
         _named(
@@ -346,9 +355,9 @@ def _partitions_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
     ]
 
 
-def _brokers_suite(E: ModuleType, warehouse: str | Path) -> list[Any]:
+def _brokers_suite(E: ModuleType, warehouse: str | Path, cluster: str) -> list[Any]:
     """Brokers: the versions of each broker registration."""
-    log = table_ref(warehouse, LOG)
+    log = cluster_rows(warehouse, LOG, cluster)
     return [
         _named("brokers_epoch_not_null", E.ExpectColumnValuesToNotBeNull(column="epoch")),
         _sql_rows(
@@ -454,12 +463,13 @@ def _project(warehouse: str | Path) -> Any:
 def validate_warehouse(
     spark: SparkSession,
     warehouse: str | Path,
+    cluster: str,
     tables: Iterable[str] | None = None,
     build_docs: bool = True,
     progress: bool | None = None,
 ) -> ValidationReport:
-    """Run the suites of :func:`warehouse_suites` (or of ``tables``), store the results, build Data Docs
-    (made to open offline: :mod:`kraftlake.spark.data_docs`).
+    """Run the suites of :func:`warehouse_suites` (or of ``tables``) over the rows of ``cluster``, store the
+    results, build Data Docs (made to open offline: :mod:`kraftlake.spark.data_docs`).
 
     A progress line per table on stderr when it is a terminal (``progress`` forces it on or off)."""
     import great_expectations as gx
@@ -468,7 +478,7 @@ def validate_warehouse(
     from kraftlake.progress import Progress
 
     t0 = time.monotonic()
-    suites = warehouse_suites(warehouse)
+    suites = warehouse_suites(warehouse, cluster)
     names = list(tables) if tables is not None else list(suites)
     for name in names:
         if name not in suites:
@@ -508,9 +518,9 @@ def validate_warehouse(
         )
         # a history table as its readers see it: the closes not yet folded into it applied
         df = (
-            spark.sql(history_query(warehouse, name))
+            spark.sql(history_query(warehouse, name, sql_string(cluster)))
             if name in ENTITIES
-            else spark.read.format("delta").load(table_path(warehouse, name))
+            else spark.read.format("delta").load(table_path(warehouse, name)).where(F.col(CLUSTER) == cluster)
         )
         result = vd.run(batch_parameters={"dataframe": df}, result_format="SUMMARY")
         for r in result.results:

@@ -4,7 +4,8 @@ Per case (release, static or dynamic quorum): that release's ``StorageTool`` for
 creates, alters and deletes topics (static: formatted at the oldest ``metadata.version`` it takes, with a rack
 and the ``StandardAuthorizer``; its ``kafka-features`` upgrades ``metadata.version`` (and enables ELR from 4.0),
 its ``ConfigCommand`` and ``AclCommand`` write topic and default broker configs, a client quota, SCRAM
-credentials from 3.5 and an ACL); a fresh follower, started after the controller's first snapshot, installs
+credentials from 3.5 and an ACL; from 3.6 its ``kafka-delegation-tokens`` creates a token through a SCRAM
+listener); a fresh follower, started after the controller's first snapshot, installs
 that snapshot (from 3.6; the whole log from 0 before) and mirrors the rest (``kraftlake follow
 --bootstrap-controller 127.0.0.1:PORT``, the plain address a user types); the mirror equals the controller's
 log byte for byte; ``kraftlake decode`` of the mirror equals that release's ``kafka-dump-log``; the image of the
@@ -73,6 +74,23 @@ def _decode(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
+def assert_decode_equals_dump_log(release: Release, segments: list[Path]) -> int:
+    """``kraftlake decode`` of `segments` equals `release`'s ``kafka-dump-log`` of the same files on every record
+    (offset, type, data); returns how many records were compared."""
+    dumped = release.dump_log(segments)
+    theirs = [r for f in dumped for r in f.records]
+    ours = [row for seg in segments for row in _decode(seg)]
+    assert len(ours) == len(theirs) > 0
+    for mine, kafka in zip(ours, theirs, strict=True):
+        if kafka.control and kafka.data is None:
+            # 3.x before 3.5 prints a control record's type only (``controlType: LEADER_CHANGE(2)``)
+            assert mine["control"] and mine["offset"] == kafka.offset
+            assert str(kafka.type).replace("_", "").lower() in mine["type"].lower()
+            continue
+        assert (mine["offset"], mine["type"], mine["data"]) == (kafka.offset, kafka.type, kafka.data)
+    return len(ours)
+
+
 def follow_until_idle(controller: str, mirror: Path) -> int:
     """`kraftlake follow` of `controller` into `mirror` from scratch, until a second passes without records
     (giving up after 30 s without progress); its exit code."""
@@ -113,18 +131,7 @@ def check_follow(cluster: ReleaseCluster, tmp_path: Path) -> None:
     assert compared > 0
 
     # kraftlake decode of the mirror's segments equals this release's kafka-dump-log of the same files
-    segments = sorted(mdir.glob("*.log"))
-    dumped = cluster.release.dump_log(segments)
-    theirs = [r for f in dumped for r in f.records]
-    ours = [row for seg in segments for row in _decode(seg)]
-    assert len(ours) == len(theirs) > 0
-    for mine, kafka in zip(ours, theirs, strict=True):
-        if kafka.control and kafka.data is None:
-            # 3.x before 3.5 prints a control record's type only (``controlType: LEADER_CHANGE(2)``)
-            assert mine["control"] and mine["offset"] == kafka.offset
-            assert str(kafka.type).replace("_", "").lower() in mine["type"].lower()
-            continue
-        assert (mine["offset"], mine["type"], mine["data"]) == (kafka.offset, kafka.type, kafka.data)
+    assert_decode_equals_dump_log(cluster.release, sorted(mdir.glob("*.log")))
 
     # the image of the mirror at a later snapshot of the controller equals the metadata shell's reading of it
     # a snapshot past what the first follow mirrored: past the whole workload
@@ -152,6 +159,9 @@ def check_follow(cluster: ReleaseCluster, tmp_path: Path) -> None:
         ):
             assert text in ours_tree, text
         assert {user for _, user in image.scram} == ({"alice"} if cluster.release.scram_in_kraft else set())
+        # a delegation token of alice's, created through the SCRAM listener (from 3.6)
+        owners = [t.owner for t in image.delegation_tokens.values()]
+        assert owners == (["User:alice"] if cluster.release.delegation_tokens_in_kraft else [])
         # metadata.version went up from the oldest the release formats (and ELR was enabled from 4.0)
         levels = [
             r.data["featureLevel"]

@@ -3,7 +3,8 @@
     python tests/compat/table.py JUNIT_XML README.md
 
 Rows are releases, columns the cases of ``tests/compat`` (single node static / dynamic, its log in a warehouse, a
-late follower that installs a snapshot, three controllers with a leader kill); a cell is ``pass``, ``FAIL`` (with the first line of the failure) or ``-`` (not run: no dynamic
+late follower that installs a snapshot, three controllers with a leader kill, a delegation token, a ZooKeeper
+migration's log); a cell is ``pass``, ``FAIL`` (with the first line of the failure) or ``-`` (not run: no dynamic
 quorum before 3.9). The table replaces what is between the ``compat-table`` markers of the README.
 """
 
@@ -27,6 +28,11 @@ COLUMNS = {
     ("test_leader_kill", "static"): "3 controllers static, leader kill -9",
     ("test_leader_kill", "dynamic"): "3 controllers dynamic, leader kill -9",
     ("test_late_follower", "static"): "late follower, segments deleted: installs the snapshot",
+    (
+        "test_follow_releases.test_the_delegation_token_is_the_one_kafka_created",
+        "static",
+    ): "delegation token (3.6+)",
+    ("test_zk_migration", "static"): "ZooKeeper migration log (3.4-3.9)",
 }
 """(module, quorum) or (module.test function, quorum) -> column: a test function named here has its own column,
 the module's other tests share the module's."""

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from compat.follow_checks import check_follow, single_node_fixture
 from compat.matrix import RELEASES_ENV, SUBSET
-from compat.warehouse_checks import check_warehouse
+from compat.warehouse_checks import check_warehouse, copy_log
 from peers.kafka_release import ReleaseCluster
+
+from kraftlake.image import image_at
 
 pytestmark = [pytest.mark.kafka, pytest.mark.compat, pytest.mark.slow]
 
@@ -31,3 +33,21 @@ def test_warehouse_states_equal_the_image(
         pytest.skip(f"make test ingests {SUBSET[0]} and {SUBSET[-1]}; make compat every release")
     offsets = check_warehouse(warehouse_spark, cluster.node(1).metadata_dir, tmp_path)
     assert len(offsets) >= 3
+    # the comparison covered a delegation token where the release writes one
+    tokens = image_at(tmp_path / "log", offsets[-1]).delegation_tokens
+    assert len(tokens) == (1 if cluster.release.delegation_tokens_in_kraft else 0)
+
+
+def test_the_delegation_token_is_the_one_kafka_created(cluster: ReleaseCluster, tmp_path: Path) -> None:
+    """The token ``kafka-delegation-tokens --create`` printed is the image's, owned and requested by the SCRAM
+    user (the image against the shell: `check_follow`)."""
+    release = cluster.release
+    if not release.delegation_tokens_in_kraft:
+        pytest.skip(
+            f"Kafka {release.version} keeps delegation tokens out of the metadata log (KRaft stores them from 3.6)"
+        )
+    image = image_at(copy_log(cluster.node(1).metadata_dir, tmp_path / "log"))
+    (token,) = image.delegation_tokens.values()
+    assert token.token_id in cluster.token_output
+    assert (token.owner, token.requester) == ("User:alice", "User:alice")
+    assert token.issue_timestamp < token.expiration_timestamp <= token.max_timestamp

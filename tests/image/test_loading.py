@@ -391,3 +391,40 @@ def test_snapshot_values_reuse_the_bytes_of_unchanged_partitions() -> None:
     # 12 of the 33 cached records are of partitions gone or changed: more than a quarter, so it starts over
     assert list(cache.values(second)) == encoded(second) and (cache.reused, cache.encoded) == (0, 21)
     assert list(cache.values(second)) == encoded(second) and (cache.reused, cache.encoded) == (21, 0)
+
+
+def test_shell_tree_prints_a_one_version_range_as_kafka_does() -> None:
+    """A migrating ZooKeeper broker registers ``metadata.version`` min == max (its IBP); Kafka's
+    ``VersionRange.toString`` prints one number then, a range otherwise."""
+    feature = m.RegisterBrokerRecord.BrokerFeature
+    reg = m.RegisterBrokerRecord(
+        broker_id=0,
+        broker_epoch=11,
+        incarnation_id=T[2],
+        is_migrating_zk_broker=True,
+        features=(
+            feature(name="kraft.version", min_supported_version=0, max_supported_version=1),
+            feature(name="metadata.version", min_supported_version=21, max_supported_version=21),
+        ),
+    )
+    text = shell_tree(load_records(envelopes([*base_records(), reg])))
+    assert "supportedFeatures={kraft.version: 0-1, metadata.version: 21}" in text
+
+
+def test_shell_tree_prints_a_delegation_token_as_kafka_does() -> None:
+    """Kafka's ``DelegationTokenDataNode`` line (4.3.1's shell, seen on 3.9.1's token): unbalanced parentheses,
+    the renewers joined by a space."""
+    token = m.DelegationTokenRecord(
+        owner="User:alice",
+        requester="User:alice",
+        renewers=("User:bob", "User:carol"),
+        issue_timestamp=1000,
+        max_timestamp=3000,
+        expiration_timestamp=2000,
+        token_id="tok-1",
+    )
+    text = shell_tree(load_records(envelopes([*base_records(), token])))
+    assert (
+        "delegationToken:\n  tok-1:\n    DelegationTokenDatatokenId=tok-1(owner=User:alice(tokenRequester=User:alice"
+        "(renewers=User:bob User:carol, issueTimestamp=1000, maxTimestamp=3000), expiryTimestamp=2000\n"
+    ) in text

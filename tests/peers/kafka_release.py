@@ -32,6 +32,10 @@ from peers.kafka import METADATA_PARTITION, KafkaPeerError, free_port, snapshot_
 from peers.kafka_cluster import random_cluster_id
 
 RELEASES_DIR = "kafka-releases"
+TOKEN_SECRET = "kraftlake-compat-token-secret"
+"""``delegation.token.secret.key`` of a cluster with a SCRAM listener (the 3.x name; ``delegation.token.master.key``
+before 3.0)."""
+SCRAM_USER = ("alice", "alice-secret")
 STARTED = "Kafka Server started"
 
 _LIVE: weakref.WeakSet[ReleaseCluster] = weakref.WeakSet()
@@ -118,6 +122,22 @@ class Release:
     def scram_in_kraft(self) -> bool:
         """SCRAM credentials in the metadata log (UserScramCredentialRecord, KIP-900) came in 3.5."""
         return self.key >= (3, 5)
+
+    @property
+    def delegation_tokens_in_kraft(self) -> bool:
+        """Delegation tokens in the metadata log (DelegationTokenRecord, KAFKA-15219) came in 3.6."""
+        return self.key >= (3, 6)
+
+    @property
+    def delegation_token_command(self) -> str:
+        return self.main_class(
+            "org.apache.kafka.tools.DelegationTokenCommand", "kafka.admin.DelegationTokenCommand"
+        )
+
+    @property
+    def zk_migration(self) -> bool:
+        """A ZooKeeper cluster migrates to KRaft (KIP-866) from 3.4; 4.0 dropped ZooKeeper."""
+        return (3, 4) <= self.key < (4, 0)
 
     @property
     def quorum_command(self) -> str:
@@ -221,6 +241,8 @@ class Node:
     controller_port: int
     workdir: Path
     directory_id: str = field(default_factory=random_cluster_id)
+    sasl_port: int = 0
+    """A SASL_PLAINTEXT (SCRAM-SHA-256) listener's port; 0: none."""
     process: subprocess.Popen[bytes] | None = None
     log_mark: int = 0
 
@@ -252,12 +274,13 @@ class Node:
 class ReleaseCluster:
     """`nodes` combined nodes of `release` in `workdir`, static or dynamic quorum; a context manager.
 
-    Metadata snapshots come often (``snapshot_bytes`` between snapshots, every ``snapshot_interval_ms``) so a
-    short run has several. With ``entities`` the nodes have racks (``broker.rack=rack-<id>``) and the
-    ``StandardAuthorizer`` (``super.users=User:ANONYMOUS``, so the PLAINTEXT tools keep every right), are
-    formatted at the oldest ``metadata.version`` the release takes, and `entity_workload` upgrades it (and ELR from
-    4.0) with ``kafka-features`` and writes configs, quotas, SCRAM credentials and ACLs. With ``retention_ms``
-    (``metadata.max.retention.ms``) the nodes delete the segments below their latest snapshot once that old.
+        Metadata snapshots come often (``snapshot_bytes`` between snapshots, every ``snapshot_interval_ms``) so a
+        short run has several. With ``entities`` the nodes have racks (``broker.rack=rack-<id>``) and the
+        ``StandardAuthorizer`` (``super.users=User:ANONYMOUS``, so the PLAINTEXT tools keep every right), are
+        formatted at the oldest ``metadata.version`` the release takes, and `entity_workload` upgrades it (and ELR from
+        4.0) with ``kafka-features`` and writes configs, quotas, SCRAM credentials and ACLs; from 3.6 the nodes have a
+    SASL_PLAINTEXT (SCRAM-SHA-256) listener too, through which `entity_workload` creates a delegation token. With ``retention_ms``
+        (``metadata.max.retention.ms``) the nodes delete the segments below their latest snapshot once that old.
     """
 
     def __init__(
@@ -283,6 +306,8 @@ class ReleaseCluster:
         self.heap = heap
         self.entities = entities
         self.retention_ms = retention_ms
+        self.token_output = ""
+        """What ``kafka-delegation-tokens --create`` printed (`entity_workload`, 3.6+)."""
         self.cluster_id = random_cluster_id()
         ports: list[int] = []
         while len(ports) < 2 * nodes:
@@ -293,6 +318,11 @@ class ReleaseCluster:
             i + 1: Node(i + 1, ports[2 * i], ports[2 * i + 1], self.workdir / f"node-{i + 1}")
             for i in range(nodes)
         }
+        if entities and release.delegation_tokens_in_kraft:
+            for node in self.nodes.values():
+                while node.sasl_port in (0, *ports):
+                    node.sasl_port = free_port()
+                ports.append(node.sasl_port)
 
     # --- addresses ----------------------------------------------------------------------------------------
 
@@ -322,16 +352,17 @@ class ReleaseCluster:
             else f"controller.quorum.voters={self.voters}"
         )
         rf = 1
+        sasl = f",SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}" if node.sasl_port else ""
         return (
             f"""\
 process.roles=broker,controller
 node.id={node.node_id}
 {quorum}
-listeners=PLAINTEXT://127.0.0.1:{node.broker_port},CONTROLLER://{node.controller}
-advertised.listeners=PLAINTEXT://127.0.0.1:{node.broker_port}
+listeners=PLAINTEXT://127.0.0.1:{node.broker_port},CONTROLLER://{node.controller}{sasl}
+advertised.listeners=PLAINTEXT://127.0.0.1:{node.broker_port}{sasl}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
 log.dirs={node.log_dir}
 num.partitions=1
 num.network.threads=1
@@ -355,6 +386,14 @@ metadata.log.segment.ms=5000
                 "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
                 "super.users=User:ANONYMOUS\n"
                 if self.entities
+                else ""
+            )
+            + (
+                "sasl.enabled.mechanisms=SCRAM-SHA-256\n"
+                "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config="
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;\n"
+                f"delegation.token.secret.key={TOKEN_SECRET}\n"
+                if node.sasl_port
                 else ""
             )
         )
@@ -387,17 +426,21 @@ metadata.log.segment.ms=5000
             (node.log_dir / "meta.properties").write_text(mine)
 
     def start(self, timeout: float = 90.0) -> ReleaseCluster:
-        """Format and start every node; wait until each says it started."""
+        """`launch`, killing every JVM on any failure."""
         _LIVE.add(self)
         try:
-            self.format()
-            for node in self.nodes.values():
-                self._spawn(node)
-            self._wait_started(list(self.nodes.values()), timeout)
+            self.launch(timeout)
         except BaseException:
             self.kill_all()
             raise
         return self
+
+    def launch(self, timeout: float) -> None:
+        """Format and start every node; wait until each says it started."""
+        self.format()
+        for node in self.nodes.values():
+            self._spawn(node)
+        self._wait_started(list(self.nodes.values()), timeout)
 
     def _spawn(self, node: Node) -> None:
         node.log_mark = node.server_log.stat().st_size if node.server_log.exists() else 0
@@ -409,7 +452,7 @@ metadata.log.segment.ms=5000
                 argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
 
-    def _wait_started(self, nodes: list[Node], timeout: float) -> None:
+    def _wait_started(self, nodes: list[Node], timeout: float, message: str = STARTED) -> None:
         deadline = time.monotonic() + timeout
         waiting = list(nodes)
         while waiting:
@@ -421,7 +464,7 @@ metadata.log.segment.ms=5000
                 if node.server_log.exists():
                     with node.server_log.open("rb") as f:
                         f.seek(node.log_mark)
-                        if STARTED.encode() in f.read():
+                        if message.encode() in f.read():
                             waiting.remove(node)
             if waiting and time.monotonic() > deadline:
                 raise KafkaPeerError(
@@ -588,7 +631,7 @@ metadata.log.segment.ms=5000
                 "--entity-name",
                 "alice",
                 "--add-config",
-                "SCRAM-SHA-256=[iterations=4096,password=alice-secret]",
+                f"SCRAM-SHA-256=[iterations=4096,password={SCRAM_USER[1]}]",
             )
         r.run(
             r.acl_command,
@@ -603,3 +646,28 @@ metadata.log.segment.ms=5000
                 f"{prefix}-orders",
             ],
         )
+        if any(n.sasl_port for n in self.nodes.values()):
+            self.token_output = self.create_delegation_token()
+
+    def create_delegation_token(self, timeout: float = 30.0) -> str:
+        """A delegation token of the SCRAM user, created by the release's ``kafka-delegation-tokens`` through
+        the SASL_PLAINTEXT listener (a token needs a SASL-authenticated owner); its output. Retried until the
+        broker knows the user's credential (the record may not have reached it yet)."""
+        user, password = SCRAM_USER
+        props = self.workdir / "scram-client.properties"
+        props.write_text(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{user}" password="{password}";\n'
+        )
+        sasl = ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.nodes.values() if n.running and n.sasl_port)
+        args = ["--bootstrap-server", sasl, "--create", "--max-life-time-period", "-1"]
+        args += ["--command-config", str(props)]
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.release.run(self.release.delegation_token_command, args)
+            except KafkaPeerError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)

@@ -47,7 +47,7 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     prefix = _prefix_log(log_dir, tmp_path / "prefix", last // 2)
     first = ingest_module.ingest(spark, prefix, warehouse, batch_records=200)
     p = first.last_offset
-    assert bounds_of(spark, warehouse) == (None, p)
+    assert bounds_of(spark, warehouse, "default") == (None, p)
 
     class Killed(RuntimeError):
         pass
@@ -55,11 +55,11 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     publish = commit_module.publish_commit_point
     calls: list[int] = []
 
-    def killed(spark: Any, warehouse: Path, offset: int) -> None:
+    def killed(spark: Any, warehouse: Path, cluster: str, offset: int) -> None:
         calls.append(offset)
         if offset > p:
             raise Killed("killed between the commit and its publication")
-        publish(spark, warehouse, offset)
+        publish(spark, warehouse, cluster, offset)
 
     def dies(*_: Any) -> None:
         raise Killed("killed before its first commit")
@@ -70,9 +70,9 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
         m.setattr(commit_module, "publish_commit_point", killed)
         with pytest.raises(Killed):
             ingest_module.ingest(spark, log_dir, warehouse, batch_records=40)
-    q = last_offset(spark, warehouse)
+    q = last_offset(spark, warehouse, "default")
     assert calls == [p, q] and p < q < last
-    assert bounds_of(spark, warehouse) == (None, p)
+    assert bounds_of(spark, warehouse, "default") == (None, p)
     register(spark, warehouse)
     assert_partitions_at(spark, log_dir, p)
     with pytest.raises(WarehouseError, match=f"offset {q} {AFTER_COMMITTED} \\({p}\\)"), warehouse_errors():
@@ -82,11 +82,11 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
         m.setattr(ingest_module, "commit_slice", dies)
         with pytest.raises(Killed):
             ingest_module.ingest(spark, log_dir, warehouse, batch_records=40)
-    assert bounds_of(spark, warehouse) == (None, q)
+    assert bounds_of(spark, warehouse, "default") == (None, q)
     assert_partitions_at(spark, log_dir, q)
     again = ingest_module.ingest(spark, log_dir, warehouse, batch_records=40)
     assert again.first_offset == q + 1
-    assert bounds_of(spark, warehouse) == (None, last)
+    assert bounds_of(spark, warehouse, "default") == (None, last)
     for n in (q, last):
         assert_partitions_at(spark, log_dir, n)
 
@@ -112,7 +112,7 @@ def test_a_warehouse_made_before_bounds_gets_them_from_offsets_and_retention(
         table_path(warehouse, RETENTION)
     )
     register(spark, warehouse)
-    assert bounds_of(spark, warehouse) == (retained, last)
+    assert bounds_of(spark, warehouse, "default") == (retained, last)
     register(spark, warehouse)  # filled once
     assert spark.sql(f"SELECT count(*) FROM delta.`{table_path(warehouse, BOUNDS)}`").first()[0] == 1
     assert_partitions_at(spark, log_dir, last)
@@ -143,7 +143,7 @@ def test_history_views_refuse_below_the_retained_history(spark: Any, log_dir: Pa
     views = ("partition_history", "isr_history", "leader_history")
     before = {v: spark.sql(f"SELECT * FROM {v}('{old['topic']}', {old['partition']})").count() for v in views}
     assert all(before.values())
-    record_retained_from(spark, warehouse, cut)
+    record_retained_from(spark, warehouse, "default", cut)
     for view in views:
         with pytest.raises(WarehouseError, match=BEFORE_RETAINED), warehouse_errors():
             spark.sql(f"SELECT * FROM {view}('{old['topic']}', {old['partition']})").collect()

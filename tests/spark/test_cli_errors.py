@@ -44,13 +44,13 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
         (
             ["sql", "SELECT * FROM partition_at(3)"],
             "kraftlake sql: error: [UNRESOLVABLE_TABLE_VALUED_FUNCTION] Could not resolve `partition_at`",
-            "kraftlake's functions: <entity>_at(at_offset BIGINT) and <entity>_at_time(at_time TIMESTAMP) for "
-            "brokers, controllers, topics, partitions,",
+            "kraftlake's functions: <entity>_at(at_offset BIGINT[, in_cluster STRING]) and "
+            "<entity>_at_time(at_time TIMESTAMP[, in_cluster STRING]) for brokers, controllers, topics, partitions,",
         ),
         (
             ["sql", "SELECT partition_count(3)"],
             "kraftlake sql: error: [UNRESOLVED_ROUTINE] Cannot resolve routine `partition_count`",
-            "partition_history(for_topic STRING, for_partition INT)",
+            "partition_history(for_topic STRING, for_partition INT[, in_cluster STRING])",
         ),
         (["sql", "SELECT nope FROM partitions_at(3)"], "kraftlake sql: error: [UNRESOLVED_COLUMN", "`nope`"),
         (

@@ -153,7 +153,7 @@ def test_a_second_compaction_with_nothing_new_commits_nothing(
     after = _versions(spark, w)
     assert after["offsets"] == before["offsets"] and after["snapshots"] > before["snapshots"]
     assert later.retained_from == later.snapshot_offset and later.deleted["metadata_log"] > 0
-    assert image_at_offset(spark, w, last).state_equals(image_at(log_dir, last))
+    assert image_at_offset(spark, w, "default", last).state_equals(image_at(log_dir, last))
 
 
 def test_a_concurrent_append_does_not_fail_the_compaction(

@@ -20,6 +20,7 @@ from kraftlake.spark.tables.layout import (
     CLOSES,
     LOG,
     OFFSETS,
+    app_id,
     arrow_rows,
     schema_of,
     table_path,
@@ -96,15 +97,15 @@ def test_same_rows_and_statistics_as_delta_spark(spark: Any, wh: Path, name: str
     }[name]
     by_spark, ours = _pair(spark, wh, name)
     table = arrow_rows(name, rows)
-    append(spark.createDataFrame(table, schema=schema_of(name)).coalesce(1), wh / "spark", name, 159)
-    append_arrow(spark, wh / "ours", name, table, 159)
+    append(spark.createDataFrame(table, schema=schema_of(name)).coalesce(1), wh / "spark", name, 159, "c")
+    append_arrow(spark, wh / "ours", name, table, 159, "c")
     assert _engine(ours, 1).startswith("kraftlake")
     assert "Delta-Lake" in _engine(by_spark, 1)
     assert _rows(spark, ours) == _rows(spark, by_spark)
     assert _stats(ours, 1) == _stats(by_spark, 1)
     theirs = next(a for a in _commits(by_spark)[1] if "txn" in a)["txn"]
     mine = next(a for a in _commits(ours)[1] if "txn" in a)["txn"]
-    assert (mine["appId"], mine["version"]) == (theirs["appId"], theirs["version"]) == (APP_ID, 159)
+    assert (mine["appId"], mine["version"]) == (theirs["appId"], theirs["version"]) == (app_id("c"), 159)
 
 
 def test_metadata_log_rows_and_statistics(spark: Any, wh: Path, tmp_path: Path) -> None:
@@ -113,11 +114,11 @@ def test_metadata_log_rows_and_statistics(spark: Any, wh: Path, tmp_path: Path) 
 
     log_dir = write_synthetic_log(tmp_path / "log", seed=3, steps=400)
     logsource.register(spark)
-    df = to_stored_log(spark.read.format("kraftlake-log").load(str(log_dir)))
+    df = to_stored_log(spark.read.format("kraftlake-log").load(str(log_dir)), "c")
     n = df.count()
     by_spark, ours = _pair(spark, wh, LOG)
-    append(df.coalesce(1), wh / "spark", LOG, n - 1)
-    append_frame(spark, df, wh / "ours", LOG, n - 1)
+    append(df.coalesce(1), wh / "spark", LOG, n - 1, "c")
+    append_frame(spark, df, wh / "ours", LOG, n - 1, "c")
     assert _engine(ours, 1).startswith("kraftlake")
     assert _rows(spark, ours) == _rows(spark, by_spark)
     assert _stats(ours, 1) == _stats(by_spark, 1)
@@ -134,17 +135,17 @@ def test_txn_version_skips_replays_as_delta_spark_does(spark: Any, wh: Path) -> 
             OFFSETS, [{"offset": o, "epoch": 1, "timestamp": o} for o in range(first, last + 1)]
         )
 
-    append_arrow(spark, wh, OFFSETS, rows(0, 9), 9)
-    append_arrow(spark, wh, OFFSETS, rows(0, 9), 9)  # the same slice again
-    append_arrow(spark, wh, OFFSETS, rows(0, 4), 4)  # an older one
+    append_arrow(spark, wh, OFFSETS, rows(0, 9), 9, "c")
+    append_arrow(spark, wh, OFFSETS, rows(0, 9), 9, "c")  # the same slice again
+    append_arrow(spark, wh, OFFSETS, rows(0, 4), 4, "c")  # an older one
     assert len(_commits(path)) == 2
     # delta-spark reads our txn: its own append of the same version is skipped too
-    append(spark.createDataFrame(rows(5, 9), schema=schema_of(OFFSETS)), wh, OFFSETS, 9)
+    append(spark.createDataFrame(rows(5, 9), schema=schema_of(OFFSETS)), wh, OFFSETS, 9, "c")
     assert len(_commits(path)) == 2
     # and ours reads delta-spark's
-    append(spark.createDataFrame(rows(10, 19), schema=schema_of(OFFSETS)), wh, OFFSETS, 19)
+    append(spark.createDataFrame(rows(10, 19), schema=schema_of(OFFSETS)), wh, OFFSETS, 19, "c")
     delta_append.forget(path)
-    append_arrow(spark, wh, OFFSETS, rows(10, 19), 19)
+    append_arrow(spark, wh, OFFSETS, rows(10, 19), 19, "c")
     assert len(_commits(path)) == 3
     assert [r[0] for r in _rows(spark, path)] == list(range(20))
 
@@ -183,18 +184,18 @@ def test_concurrent_writers_and_delta_operations(spark: Any, wh: Path) -> None:
     def rows(i: int) -> pa.Table:
         return arrow_rows(CLOSES, [{"entity": "topics", "key": f"k{i}", "to_offset": i}])
 
-    append_arrow(spark, wh, CLOSES, rows(1), 1)
+    append_arrow(spark, wh, CLOSES, rows(1), 1, "c")
     # delta-spark commits in between: ours goes on at the next free version
     spark.sql(f"DELETE FROM delta.`{path}` WHERE to_offset = 1")
-    append_arrow(spark, wh, CLOSES, rows(2), 2)
+    append_arrow(spark, wh, CLOSES, rows(2), 2, "c")
     spark.sql(f"OPTIMIZE delta.`{path}`")
-    append_arrow(spark, wh, CLOSES, rows(3), 3)
+    append_arrow(spark, wh, CLOSES, rows(3), 3, "c")
     assert [r[2] for r in _rows(spark, path)] == [2, 3]
     # a metadata change under a cached state is a conflict, and the retry appends
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('kraftlake.test' = 'x')")
     attempts: list[int] = []
     retry_conflicts(
-        lambda: append_arrow(spark, wh, CLOSES, rows(4), 4), backoff_s=0.01, on_retry=attempts.append
+        lambda: append_arrow(spark, wh, CLOSES, rows(4), 4, "c"), backoff_s=0.01, on_retry=attempts.append
     )
     assert attempts == [0]
     assert [r[2] for r in _rows(spark, path)] == [2, 3, 4]
@@ -205,7 +206,7 @@ def test_concurrent_writers_and_delta_operations(spark: Any, wh: Path) -> None:
     def writer(base: int) -> None:
         try:
             for i in range(base, base + 10):
-                append_arrow(spark, wh, CLOSES, rows(i), i)
+                append_arrow(spark, wh, CLOSES, rows(i), i, "c")
         except BaseException as exc:
             errors.append(exc)
 
@@ -226,7 +227,9 @@ def test_checkpoints_written_by_delta_at_the_interval(spark: Any, wh: Path) -> N
     create_table(spark, wh, OFFSETS)
     path = table_path(wh, OFFSETS)
     for o in range(25):
-        append_arrow(spark, wh, OFFSETS, arrow_rows(OFFSETS, [{"offset": o, "epoch": 1, "timestamp": o}]), o)
+        append_arrow(
+            spark, wh, OFFSETS, arrow_rows(OFFSETS, [{"offset": o, "epoch": 1, "timestamp": o}]), o, "c"
+        )
     wait_checkpoints()
     log = Path(path) / "_delta_log"
     # Delta checkpoints the table as it is when the background thread gets to it: at or after the interval
@@ -240,13 +243,13 @@ def test_checkpoints_written_by_delta_at_the_interval(spark: Any, wh: Path) -> N
     try:
         delta_append.forget(path)
         append_arrow(
-            spark, wh, OFFSETS, arrow_rows(OFFSETS, [{"offset": 99, "epoch": 1, "timestamp": 0}]), cp - 1
+            spark, wh, OFFSETS, arrow_rows(OFFSETS, [{"offset": 99, "epoch": 1, "timestamp": 0}]), cp - 1, "c"
         )
         assert not (log / f"{26:020d}.json").exists()
         # the next append goes on from what is known (nothing read again without version 0)
         loaded = delta_append._TABLES[str(log)]
         append_arrow(
-            spark, wh, OFFSETS, arrow_rows(OFFSETS, [{"offset": 25, "epoch": 1, "timestamp": 25}]), 25
+            spark, wh, OFFSETS, arrow_rows(OFFSETS, [{"offset": 25, "epoch": 1, "timestamp": 25}]), 25, "c"
         )
         assert delta_append._TABLES[str(log)] is loaded and loaded.version == 26
     finally:
@@ -262,11 +265,11 @@ def test_tables_it_cannot_append_to_go_through_spark(spark: Any, wh: Path) -> No
     one = arrow_rows(OFFSETS, [{"offset": 1, "epoch": 1, "timestamp": 0}])
     with pytest.raises(Unsupported, match="checkConstraints"):
         delta_append.append(path, one, schema_string=schema_of(OFFSETS).json(), app_id=APP_ID, txn_version=1)
-    append_arrow(spark, wh, OFFSETS, one, 1)
+    append_arrow(spark, wh, OFFSETS, one, 1, "c")
     assert "Delta-Lake" in _engine(path, len(_commits(path)) - 1)
     bad = arrow_rows(OFFSETS, [{"offset": -1, "epoch": 1, "timestamp": 0}])
     with pytest.raises(Exception, match="positive"):
-        append_arrow(spark, wh, OFFSETS, bad, 2)
+        append_arrow(spark, wh, OFFSETS, bad, 2, "c")
     # a schema other than the rows': Spark's writer decides (here it refuses)
     other = tmp_table = table_path(wh, "other")
     spark.sql(f"CREATE TABLE delta.`{tmp_table}` (offset BIGINT, x STRING) USING DELTA")

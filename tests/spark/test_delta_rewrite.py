@@ -36,6 +36,10 @@ def unfolded(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
     return warehouse
 
 
+#: The cluster of a synthetic log (no meta.properties), as an SQL literal.
+DEFAULT = "'default'"
+
+
 def _copy(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
@@ -129,7 +133,9 @@ def test_a_file_with_a_deletion_vector_is_folded_here(spark: Any, unfolded: Path
     want = {
         t: sorted(
             json.dumps(r.asDict(recursive=True), sort_keys=True)
-            for r in spark.sql(history_query(wh, t)).collect()
+            for r in spark.sql(
+                f"SELECT 'default' AS cluster, h.* FROM ({history_query(wh, t, DEFAULT)}) h"
+            ).collect()
         )
         for t in tables
     }
@@ -157,7 +163,7 @@ def test_commit_races(spark: Any, unfolded: Path, tmp_path: Path) -> None:
         "from_offset": 10**9,
         "to_offset": None,
     }
-    append_arrow(spark, wh, "partitions", arrow_rows("partitions", [row]), 10**9)
+    append_arrow(spark, wh, "partitions", arrow_rows("partitions", [row], "default"), 10**9, "default")
     done = delta_rewrite.replace(snap, [first], [rows], operation="MERGE")
     assert done.version == snap.version + 2
     assert len(_rows(spark, path)) == len(_rows(spark, path, snap.version)) + 1

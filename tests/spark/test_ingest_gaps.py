@@ -27,8 +27,8 @@ def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path
     # small slices: the hole falls inside one, and slices on both sides of it
     result = ingest(spark, gapped, warehouse, batch_records=60)
     assert result.gaps == [(first_missing, nxt - 2)]
-    assert gaps_of(spark, warehouse) == [(first_missing, nxt - 2)]
-    retained, committed = bounds_of(spark, warehouse)
+    assert gaps_of(spark, warehouse, "default") == [(first_missing, nxt - 2)]
+    retained, committed = bounds_of(spark, warehouse, "default")
     assert retained is None and committed == result.last_offset
     register(spark, warehouse)
     last = result.last_offset
@@ -47,7 +47,7 @@ def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path
     assert got == image_at(whole, max(o for o, t in times.items() if t <= after)).partition_count()
     # a resumed run over the same directory adds nothing and records the gap once
     again = ingest(spark, gapped, warehouse, batch_records=60)
-    assert again.records == 0 and gaps_of(spark, warehouse) == [(first_missing, nxt - 2)]
+    assert again.records == 0 and gaps_of(spark, warehouse, "default") == [(first_missing, nxt - 2)]
 
 
 def test_stream_crosses_a_gap(spark: Any, tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_stream_crosses_a_gap(spark: Any, tmp_path: Path) -> None:
     whole, gapped, first_missing, nxt = gapped_log(tmp_path)
     warehouse = tmp_path / "wh"
     result = stream(spark, "log-dir", {"path": str(gapped)}, warehouse, available_now=True, fold_at=None)
-    assert result.gaps == [(first_missing, nxt - 2)] and gaps_of(spark, warehouse) == result.gaps
+    assert result.gaps == [(first_missing, nxt - 2)] and gaps_of(spark, warehouse, "default") == result.gaps
     register(spark, warehouse)
     assert_state_matches(spark, whole, [first_missing - 1, nxt - 1, result.last_offset])
     with pytest.raises(WarehouseError, match=IN_GAP), warehouse_errors():
@@ -84,10 +84,13 @@ def test_a_bounds_table_made_before_gaps_gets_their_columns(spark: Any, tmp_path
     path = layout.table_path(warehouse, layout.BOUNDS)
     shutil.rmtree(path)
     old = spark.createDataFrame(
-        [(5, None, 1)], "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT"
+        [("default", 5, None, 1)],
+        "cluster STRING, committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT",
     )
     old.write.format("delta").save(path)
     creation._ENSURED.clear()
     creation.ensure_tables(spark, warehouse)
-    assert bounds.record_gap(spark, warehouse, 3, 4)
-    assert bounds.gaps_of(spark, warehouse) == [(3, 4)] and bounds.bounds_of(spark, warehouse) == (None, 5)
+    assert bounds.record_gap(spark, warehouse, "default", 3, 4)
+    assert bounds.gaps_of(spark, warehouse, "default") == [(3, 4)] and bounds.bounds_of(
+        spark, warehouse, "default"
+    ) == (None, 5)

@@ -208,7 +208,7 @@ def test_broker_states_equal_the_image(spark: Any, built: Built) -> None:
 def test_config_segments_equal_the_image(spark: Any, built: Built) -> None:
     from pipelines.plots import busiest_config_resource, config_segments, resolve_range
 
-    resource = busiest_config_resource(spark, built.warehouse)
+    resource = busiest_config_resource(spark, built.warehouse, "default")
     assert resource is not None
     rtype = next(k for k, v in CONFIG_RESOURCE_TYPES.items() if v == resource[0])
     rng = resolve_range(spark, built.warehouse)

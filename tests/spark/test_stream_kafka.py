@@ -70,13 +70,13 @@ def test_stream_a_live_cluster(spark: Any, kafka: KafkaPeer, tmp_path: Path) -> 
     changes.join()
     streaming.join()
     assert not errors, errors
-    first = last_offset(spark, warehouse)
+    first = last_offset(spark, warehouse, kafka.cluster_id)
     mirror = warehouse / "_kafka_mirror" / "__cluster_metadata-0"
     start = min(int(p.name.split("-")[0]) for p in mirror.glob("*.checkpoint"))
     assert first >= target > start
     run(first + 20, 600.0)
     assert not errors, errors
-    done = last_offset(spark, warehouse)
+    done = last_offset(spark, warehouse, kafka.cluster_id)
     assert done >= first + 20
     register(spark, warehouse)
     rng = random.Random(7)

@@ -106,7 +106,7 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
         assert not errors, errors
         assert committed and committed[-1] == before_last, committed
         time.sleep(2)
-        assert last_offset(spark, warehouse) == before_last  # the torn batch still held back
+        assert last_offset(spark, warehouse, "default") == before_last  # the torn batch still held back
         with open(live / name, "ab") as f:
             f.write(data[len(data) // 2 :])
     finally:

@@ -207,8 +207,8 @@ def test_kill_9_and_restart_gives_the_uninterrupted_tables(
 
     # the commit point, not the restart's progress lines: a kill after the second batch's commit point leaves
     # the restart nothing to write (the log may have grown since the uninterrupted run: see table_counts)
-    end = last_offset(spark, uninterrupted)
-    assert last_offset(spark, warehouse) >= end >= last, out
+    end = last_offset(spark, uninterrupted, CLUSTER)
+    assert last_offset(spark, warehouse, CLUSTER) >= end >= last, out
     assert table_counts(spark, warehouse, end) == table_counts(spark, uninterrupted, end)
     offsets = [0, last // 3, last // 2, last]
     register(spark, warehouse)

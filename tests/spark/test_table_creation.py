@@ -66,18 +66,20 @@ def test_a_table_as_delta_spark_creates_it(spark: Any, tmp_path: Path, name: str
 
 def test_delta_writes_clusters_and_merges_into_them(spark: Any, tmp_path: Path) -> None:
     ensure_tables(spark, tmp_path / "w")
-    assert never_written(tmp_path / "w", "offsets") and last_offset(spark, tmp_path / "w") == -1
+    assert never_written(tmp_path / "w", "offsets") and last_offset(spark, tmp_path / "w", "default") == -1
     offsets = table_path(tmp_path / "w", "offsets")
     for lo in (0, 10):
         spark.range(lo, lo + 10).selectExpr(
-            "id AS offset", "1 AS epoch", "id * 1000 AS timestamp"
+            "'default' AS cluster", "id AS offset", "1 AS epoch", "id * 1000 AS timestamp"
         ).write.format("delta").mode("append").save(offsets)
     spark.sql(f"OPTIMIZE delta.`{offsets}`").collect()
     spark.sql(
         f"MERGE INTO delta.`{offsets}` t USING (SELECT 3L AS offset) s ON t.offset = s.offset "
         "WHEN MATCHED THEN UPDATE SET t.epoch = 2"
     )
-    assert not never_written(tmp_path / "w", "offsets") and last_offset(spark, tmp_path / "w") == 19
+    assert (
+        not never_written(tmp_path / "w", "offsets") and last_offset(spark, tmp_path / "w", "default") == 19
+    )
     rows = spark.read.format("delta").load(offsets).orderBy("offset").collect()
     assert [r.offset for r in rows] == list(range(20))
     assert [r.epoch for r in rows if r.epoch == 2] == [2]

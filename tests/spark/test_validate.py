@@ -69,7 +69,7 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(
     # a new partition of a live topic whose ISR holds a broker outside its replicas (leader kept in the ISR)
     spark.sql(f"""
         INSERT INTO {parts}
-        SELECT topic, topic_id, 999, array(1, 2), array(1, 2, 77), CAST(array() AS ARRAY<INT>),
+        SELECT cluster, topic, topic_id, 999, array(1, 2), array(1, 2, 77), CAST(array() AS ARRAY<INT>),
                CAST(array() AS ARRAY<INT>), 1, 0, 0, 0,
                array('AAAAAAAAAAAAAAAAAAAAAA', 'AAAAAAAAAAAAAAAAAAAAAA'), CAST(array() AS ARRAY<INT>),
                CAST(array() AS ARRAY<INT>), from_offset, NULL
@@ -80,7 +80,8 @@ def test_corrupted_warehouse_fails_with_the_right_expectations(
     spark.sql(f"DELETE FROM {offsets} WHERE offset = {mid}")
     # a commit point published past the last committed offset
     spark.sql(
-        f"INSERT INTO {table_ref(warehouse, 'bounds')} SELECT max(offset) + 5, NULL, 0, NULL, NULL FROM {offsets}"
+        f"INSERT INTO {table_ref(warehouse, 'bounds')} SELECT max(cluster), max(offset) + 5, NULL, 0, NULL, NULL "
+        f"FROM {offsets}"
     )
     out = io.StringIO()
     with redirect_stdout(out):

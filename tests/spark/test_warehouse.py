@@ -81,7 +81,9 @@ def test_image_at_offset_reads_the_tail_in_ranges(
     log_dir, warehouse, offsets = synthetic
     monkeypatch.setattr(reconstruct, "TAIL_CHUNK", 13)
     for n in (offsets[2], offsets[-1]):
-        assert reconstruct.image_at_offset(spark, warehouse, n).state_equals(image_at(log_dir, n)), n
+        assert reconstruct.image_at_offset(spark, warehouse, "default", n).state_equals(
+            image_at(log_dir, n)
+        ), n
 
 
 def test_partitions_at_columns(spark: Any, synthetic: tuple[Path, Path, list[int]]) -> None:
@@ -113,7 +115,7 @@ def test_reingest_is_a_no_op_and_a_torn_slice_is_replayed(
         .option("endOffset", p + 200)
         .load(str(log_dir))
     )
-    append(to_stored_log(torn), warehouse, LOG, p + 200)
+    append(to_stored_log(torn, "default"), warehouse, LOG, p + 200, "default")
     again = ingest(spark, log_dir, warehouse, batch_records=200)
     assert again.first_offset == p + 1
     assert ingest(spark, log_dir, warehouse, batch_records=200).records == 0
@@ -156,15 +158,15 @@ def test_reconstruct_and_compact(spark: Any, synthetic: tuple[Path, Path, list[i
     txn = image_at(log_dir, mid).transaction
     if txn is not None:  # compaction snapshots the committed state before an open transaction
         mid = txn.begin_offset - 1
-    assert image_at_offset(spark, warehouse, mid).state_equals(image_at(log_dir, mid))
+    assert image_at_offset(spark, warehouse, "default", mid).state_equals(image_at(log_dir, mid))
     result = compact(spark, warehouse, offset=offsets[3], retain_offsets=0, checkpoint_dir=tmp_path / "ckpt")
     assert result.retained_from == mid and result.deleted["metadata_log"] == mid + 1
     assert result.checkpoint is not None
     assert load_snapshot(result.checkpoint).state_equals(image_at(log_dir, mid))
     for n in (mid, mid + 1, last):
-        assert image_at_offset(spark, warehouse, n).state_equals(image_at(log_dir, n)), n
+        assert image_at_offset(spark, warehouse, "default", n).state_equals(image_at(log_dir, n)), n
     with pytest.raises(WarehouseError, match="before the retained history"):
-        image_at_offset(spark, warehouse, mid - 1)
+        image_at_offset(spark, warehouse, "default", mid - 1)
     register(spark, warehouse)
     try:
         assert_state_matches(spark, log_dir, [mid, (mid + last) // 2, last])
@@ -183,7 +185,7 @@ def assert_refused_before(spark: Any, warehouse: Path, retained: int) -> None:
     from kraftlake.spark.tables.layout import WarehouseError
     from udfs.sql import warehouse_errors
 
-    assert retained_from(spark, warehouse) == retained
+    assert retained_from(spark, warehouse, "default") == retained
     # an offset below the cut; a time before every offset, on a table with no row there (scram)
     for query, message in (
         (f"SELECT * FROM partitions_at({retained - 1})", f"offset {retained - 1} lies"),
@@ -260,13 +262,13 @@ def test_kafka_peer_log(spark: Any, kafka_metadata_log: Any, tmp_path: Path) -> 
 
     log_dir = kafka_metadata_log.metadata_dir
     warehouse = tmp_path / "w"
-    ingest(spark, log_dir, warehouse, batch_records=5000)
+    cluster = ingest(spark, log_dir, warehouse, batch_records=5000).cluster  # the peer's cluster id
     first = min(r.offset for r in log_records(log_dir))
     last = max(r.offset for r in log_records(log_dir))
     offsets = sorted({first, first + (last - first) // 3, first + 2 * (last - first) // 3, last})
     register(spark, warehouse)
     assert_state_matches(spark, log_dir, offsets)
-    assert image_at_offset(spark, warehouse, last).state_equals(image_at(log_dir, last))
+    assert image_at_offset(spark, warehouse, cluster, last).state_equals(image_at(log_dir, last))
 
 
 def test_pending_closes_answer_as_folded_ones(
@@ -298,10 +300,10 @@ def test_pending_closes_answer_as_folded_ones(
 
     def assert_as_folded(raw: bool, tables: tuple[str, ...] = tuple(ENTITIES)) -> None:
         for table in tables:
-            want = rows(f"SELECT * FROM {table_ref(folded, table)}")
-            assert rows(history_query(warehouse, table)) == want, table
+            want = rows(f"SELECT * EXCEPT (cluster) FROM {table_ref(folded, table)}")
+            assert rows(history_query(warehouse, table, "'default'")) == want, table
             if raw:
-                assert rows(f"SELECT * FROM {table_ref(warehouse, table)}") == want, table
+                assert rows(f"SELECT * EXCEPT (cluster) FROM {table_ref(warehouse, table)}") == want, table
 
     try:
         register(spark, warehouse)

@@ -1,5 +1,7 @@
 """Creating the warehouse's tables (Delta's version 0 written by kraftlake) and migrating those an older
-kraftlake made: columns a layout gained, and ``bounds`` filled from the ``retention`` table it replaced."""
+kraftlake made: columns a layout gained, ``bounds`` filled from the ``retention`` table it replaced, and a
+warehouse of one cluster without the ``cluster`` column made a warehouse of that one named cluster
+(:func:`migrate`)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.delta import append as delta_append
+from kraftlake.spark.tables import clusters
 from kraftlake.spark.tables.bounds import append_bounds, last_offset
 from kraftlake.spark.tables.layout import (
     BOUNDS,
     CLOSES,
+    CLUSTER,
+    CLUSTERS,
     HISTORY_TABLES,
     LOG,
     OFFSETS,
@@ -23,6 +28,7 @@ from kraftlake.spark.tables.layout import (
     SNAPSHOTS,
     engine_info,
     never_written,
+    sql_string,
     table_layout,
     table_path,
     table_ref,
@@ -123,11 +129,116 @@ def ensure_tables(spark: SparkSession, warehouse: str | Path) -> None:
     if root in _ENSURED and Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
         return
     Path(warehouse).mkdir(parents=True, exist_ok=True)
-    for name in (LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, BOUNDS):
+    for name in WAREHOUSE_TABLES:
         if not create_table(spark, warehouse, name):
             add_missing_columns(spark, warehouse, name)
-    ensure_bounds(spark, warehouse)
+    if not Path(table_path(warehouse, BOUNDS), "_delta_log").is_dir():
+        create_table(spark, warehouse, BOUNDS)
     _ENSURED.add(root)
+
+
+#: The tables of a warehouse, each created by :func:`ensure_tables`; every one but ``clusters`` has the
+#: ``cluster`` column first.
+WAREHOUSE_TABLES = (CLUSTERS, LOG, *HISTORY_TABLES, CLOSES, SNAPSHOTS, OFFSETS, BOUNDS)
+
+
+def needs_migration(warehouse: str | Path) -> bool:
+    """Whether ``warehouse`` was made before it held clusters (or its migration was cut short): it has
+    committed offsets and no cluster registered (a writer registers its cluster before its first write)."""
+    return not never_written(warehouse, OFFSETS) and never_written(warehouse, CLUSTERS)
+
+
+def migrate(
+    spark: SparkSession, warehouse: str | Path, name: str, cluster_id: str | None, source: str | None
+) -> None:
+    """Make a warehouse of one cluster made before the ``cluster`` column a warehouse of the cluster ``name``,
+    in place: the column added to every table (:func:`ensure_tables`), every row's filled with ``name``, each
+    table clustered by it first (its layout's clustering and statistics columns), ``bounds`` filled if it was
+    never written (:func:`ensure_bounds`), and at last ``name`` registered in ``clusters``, which marks the
+    migration done (:func:`needs_migration`). Every step is idempotent: a migration cut short is finished by
+    the next writer or registration that opens the warehouse.
+
+    Offsets stay what they were, so every answer is the same before and after; the Delta transaction ids of
+    later writes are the cluster's (:func:`kraftlake.spark.tables.layout.app_id`), and resuming goes by the
+    commit point, not by them.
+    """
+    clusters.check_name(name)
+    ensure_tables(spark, warehouse)
+    literal = sql_string(name)
+    for table in WAREHOUSE_TABLES:
+        if table == CLUSTERS:
+            continue
+        path = table_path(warehouse, table)
+        if not never_written(warehouse, table):
+            spark.sql(f"UPDATE delta.`{path}` SET {CLUSTER} = {literal} WHERE {CLUSTER} IS NULL")
+        _, columns, props = table_layout(spark, table)
+        if props:  # first: Delta clusters only by columns it keeps statistics on
+            settings = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+            spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({settings})")
+        spark.sql(f"ALTER TABLE delta.`{path}` CLUSTER BY ({', '.join(columns)})")
+    ensure_bounds(spark, warehouse, name)
+    clusters.register(spark, warehouse, name, cluster_id, source)
+    _log.info("%s: migrated to a warehouse of clusters, its one cluster named %s", warehouse, name)
+
+
+def open_for_writer(
+    spark: SparkSession,
+    warehouse: str | Path,
+    name: str | None,
+    cluster_id: str | None,
+    source: str | None,
+) -> str:
+    """The cluster a writer writes into ``warehouse``: its tables created (or an old warehouse migrated to the
+    writer's cluster: :func:`migrate`), the cluster named (``name``, else the source's ``cluster_id``:
+    :func:`kraftlake.spark.tables.clusters.writer_name`) and registered, or refused
+    (:class:`kraftlake.spark.tables.clusters.ClusterError`) before the writer writes anything."""
+    ensure_tables(spark, warehouse)
+    if needs_migration(warehouse):
+        migrate(
+            spark,
+            warehouse,
+            clusters.check_name(name or cluster_id or clusters.DEFAULT_NAME),
+            cluster_id,
+            source,
+        )
+    chosen = clusters.writer_name(clusters.registered(spark, warehouse), warehouse, name, cluster_id)
+    clusters.register(spark, warehouse, chosen, cluster_id, source)
+    _fill_bounds(spark, warehouse)
+    return chosen
+
+
+def _fill_bounds(spark: SparkSession, warehouse: str | Path) -> None:
+    """:func:`ensure_bounds` in a warehouse made before ``bounds`` (which holds one cluster)."""
+    if never_written(warehouse, BOUNDS) and not never_written(warehouse, OFFSETS):
+        held = clusters.names(clusters.registered(spark, warehouse))
+        if len(held) == 1:
+            ensure_bounds(spark, warehouse, held[0])
+
+
+def open_cluster(spark: SparkSession, warehouse: str | Path, name: str | None) -> str:
+    """The cluster a command without a source works on (``compact``, the readers): ``name``, or the one cluster
+    the warehouse holds (:func:`kraftlake.spark.tables.clusters.reader_name`); an old warehouse is migrated
+    first (:func:`migrate`), its one cluster named ``name`` or
+    :data:`kraftlake.spark.tables.clusters.DEFAULT_NAME`."""
+    if Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        ensure_tables(spark, warehouse)
+        if needs_migration(warehouse):
+            migrate(spark, warehouse, clusters.check_name(name or clusters.DEFAULT_NAME), None, None)
+        _fill_bounds(spark, warehouse)
+    return clusters.reader_name(clusters.registered(spark, warehouse), warehouse, name)
+
+
+def open_for_readers(spark: SparkSession, warehouse: str | Path) -> None:
+    """Before the SQL functions are created over ``warehouse``: an old warehouse (:func:`needs_migration`) is
+    migrated, its one cluster named :data:`kraftlake.spark.tables.clusters.DEFAULT_NAME` (no source tells its
+    cluster id; a writer continues it with ``--cluster default``). Nothing is done to a directory without
+    ``offsets``."""
+    if not Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        return
+    ensure_tables(spark, warehouse)
+    if needs_migration(warehouse):
+        migrate(spark, warehouse, clusters.DEFAULT_NAME, None, None)
+    _fill_bounds(spark, warehouse)
 
 
 def add_missing_columns(spark: SparkSession, warehouse: str | Path, name: str) -> bool:
@@ -177,21 +288,21 @@ def add_missing_columns(spark: SparkSession, warehouse: str | Path, name: str) -
     return True
 
 
-def ensure_bounds(spark: SparkSession, warehouse: str | Path) -> None:
+def ensure_bounds(spark: SparkSession, warehouse: str | Path, cluster: str) -> None:
     """Create ``bounds`` in a warehouse that has none, and fill it there from what the SQL functions read before
     it existed: the commit point (the highest offset in ``offsets``) and the ``retention`` table's retained-from
-    offset. Two file lookups once done."""
+    offset, as the one cluster's (a warehouse that old holds one). Two file lookups once done."""
     if not Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
         return
     if not create_table(spark, warehouse, BOUNDS):
         add_missing_columns(spark, warehouse, BOUNDS)  # made before gaps were recorded: gap_from, gap_to
     if not never_written(warehouse, BOUNDS):
         return
-    committed = last_offset(spark, warehouse)
+    committed = last_offset(spark, warehouse, cluster)
     retained = None
     if not never_written(warehouse, RETENTION):
         row = spark.sql(f"SELECT max(retained_from) AS r FROM {table_ref(warehouse, RETENTION)}").first()
         retained = None if row is None or row["r"] is None else int(row["r"])
     if committed >= 0 or retained is not None:
         # a concurrent writer's publish may land first: bounds are read as maxima, so both rows stand
-        append_bounds(spark, warehouse, committed if committed >= 0 else None, retained)
+        append_bounds(spark, warehouse, cluster, committed if committed >= 0 else None, retained)

@@ -17,6 +17,7 @@ from kraftlake.delta import rewrite as delta_rewrite
 from kraftlake.history import ENTITIES
 from kraftlake.spark.tables.layout import (
     CLOSES,
+    CLUSTER,
     KEY_SEP,
     engine_info,
     key_sql,
@@ -71,12 +72,20 @@ def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
 
     closes_snap = delta_rewrite.snapshot(table_path(warehouse, CLOSES))
     files = list(closes_snap.files.values())
-    parts = [delta_rewrite.read_file(closes_snap, f, ["entity", "key", "to_offset"]) for f in files]
+    parts = [delta_rewrite.read_file(closes_snap, f, [CLUSTER, "entity", "key", "to_offset"]) for f in files]
     closes = pa.concat_tables(parts) if parts else None
     if closes is None or closes.num_rows == 0:
         return 0
-    for table in sorted(pc.unique(closes.column("entity")).to_pylist()):
-        mine = closes.filter(pc.equal(closes.column("entity"), table))
+    # a close ends a version of its own cluster: matched on (cluster, key)
+    keyed = pa.table(
+        {
+            "entity": closes.column("entity"),
+            "key": pc.binary_join_element_wise(closes.column(CLUSTER), closes.column("key"), KEY_SEP),
+            "to_offset": closes.column("to_offset"),
+        }
+    )
+    for table in sorted(pc.unique(keyed.column("entity")).to_pylist()):
+        mine = keyed.filter(pc.equal(keyed.column("entity"), table))
         _fold_table_here(spark, warehouse, table, mine.select(["key", "to_offset"]))
     # every row of these files is folded now (the closes appended since are in files of later versions)
     _replace(spark, closes_snap, files, [], "DELETE", "folded")
@@ -105,9 +114,10 @@ def _replace(
 
 
 def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, closes: Any) -> None:
-    """Set the ``to_offset`` of the open versions of ``table`` that a pending close (``closes``: ``key``,
-    ``to_offset``) ends: the first close of the version's key after its ``from_offset``. Only the files
-    holding such a version are rewritten; the matching is Arrow's (a join on the key, the minimum per row)."""
+    """Set the ``to_offset`` of the open versions of ``table`` that a pending close (``closes``: ``key``, the
+    cluster and the entity key joined, and ``to_offset``) ends: the first close of the version's cluster and key
+    after its ``from_offset``. Only the files holding such a version are rewritten, every other row of them (of
+    any cluster) as it was; the matching is Arrow's (a join on the key, the minimum per row)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -128,10 +138,10 @@ def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, clo
         at = pc.indices_nonzero(open_)
         if not len(at):
             continue
-        opened = rows.select([*key, "from_offset"]).take(at)
+        opened = rows.select([CLUSTER, *key, "from_offset"]).take(at)
         versions = pa.table(
             {
-                "key": _close_keys(opened, key),
+                "key": pc.binary_join_element_wise(opened.column(CLUSTER), _close_keys(opened, key), KEY_SEP),
                 "from": opened.column("from_offset"),
                 "row": at.cast(pa.int64()),
             }
@@ -185,13 +195,15 @@ def _fold_with_spark(
         on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in key) or "TRUE"
         source = (
             f"SELECT {keys + ', ' if keys else ''}m.from_offset, "
-            f"array_min(filter(c.tos, x -> x > m.from_offset)) AS to_offset "
-            f"FROM {table_ref(warehouse, table)} m JOIN ({pending_closes_sql(warehouse, table, str(upto))}) c "
-            f"ON m.to_offset IS NULL AND {key_sql(table, 'm')} = c.key"
+            f"array_min(filter(c.tos, x -> x > m.from_offset)) AS to_offset, "
+            f"m.{CLUSTER} FROM {table_ref(warehouse, table)} m "
+            f"JOIN ({pending_closes_sql(warehouse, table, None, str(upto))}) c "
+            f"ON m.to_offset IS NULL AND m.{CLUSTER} = c.{CLUSTER} AND {key_sql(table, 'm')} = c.key"
         )
         spark.sql(f"""
             MERGE INTO {table_ref(warehouse, table)} t USING ({source}) s
-            ON s.to_offset IS NOT NULL AND t.to_offset IS NULL AND t.from_offset = s.from_offset AND {on}
+            ON s.to_offset IS NOT NULL AND t.to_offset IS NULL AND t.{CLUSTER} = s.{CLUSTER}
+            AND t.from_offset = s.from_offset AND {on}
             WHEN MATCHED THEN UPDATE SET t.to_offset = s.to_offset""")
 
     # the tables are independent: their MERGEs run side by side, as a slice's appends do

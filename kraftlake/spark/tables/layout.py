@@ -16,6 +16,12 @@ from kraftlake.history import ENTITIES
 from kraftlake.spark.structs import metadata_log_struct_type
 
 APP_ID = "kraftlake"
+#: The column naming the Kafka cluster a row belongs to: the first column of every warehouse table, always filled
+#: (nullable in the schema only because Delta cannot add a NOT NULL column to a table that has rows).
+CLUSTER = "cluster"
+#: The registry of the clusters a warehouse holds (:mod:`kraftlake.spark.tables.clusters`).
+CLUSTERS = "clusters"
+CLUSTERS_DDL = "name STRING NOT NULL, cluster_id STRING, first_seen_ms BIGINT NOT NULL, source STRING"
 LOG = "metadata_log"
 SNAPSHOTS = "snapshots"
 OFFSETS = "offsets"
@@ -131,13 +137,36 @@ def table_ref(warehouse: str | Path, name: str) -> str:
     return f"delta.`{table_path(warehouse, name)}`"
 
 
+def cluster_rows(warehouse: str | Path, name: str, cluster: str) -> str:
+    """The SQL of a table's rows of one cluster, a parenthesized query (Delta skips the other clusters' files)."""
+    return f"(SELECT * FROM {table_ref(warehouse, name)} WHERE {CLUSTER} = {sql_string(cluster)})"
+
+
 def history_columns(table: str) -> list[tuple[str, str]]:
     """A history table's attribute columns in order, each with its Spark type (the validity range not included)."""
     types = HISTORY_TYPES[table]
     return [(n, types[n]) for n in ENTITIES[table].names]
 
 
+def app_id(cluster: str) -> str:
+    """The Delta ``txnAppId`` of a cluster's writes: one per cluster, so that the slices of two clusters (their
+    ``txnVersion`` each a cluster's own offset) never skip each other's appends."""
+    return f"{APP_ID}/{cluster}"
+
+
+def sql_string(value: str) -> str:
+    """``value`` as an SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def table_ddl(name: str) -> str:
+    """A warehouse table's columns: ``cluster`` first (the registry has its own layout)."""
+    if name == CLUSTERS:
+        return CLUSTERS_DDL
+    return f"{CLUSTER} STRING, {_own_ddl(name)}"
+
+
+def _own_ddl(name: str) -> str:
     if name in ENTITIES:
         cols = [f"{n} {t}" for n, t in history_columns(name)]
         return ", ".join([*cols, "from_offset BIGINT NOT NULL", "to_offset BIGINT"])
@@ -160,11 +189,18 @@ _FILTERED = {"partitions": ("topic",), "topics": ("name",)}
 
 def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str], dict[str, str]]:
     """A warehouse table's schema, clustering columns and Delta properties."""
+    # every table clusters on the cluster first: one cluster's queries skip the files of the others (Delta's
+    # min/max statistics on `cluster`)
     if name == LOG:
         # file statistics only on the envelope: by default Delta collects them for the first 32 leaf columns,
         # deep inside the record structs, which no query prunes on and which halves the append speed
-        props = {"delta.dataSkippingStatsColumns": LOG_STATS_COLUMNS, "delta.enableDeletionVectors": "true"}
-        return schema_of(LOG), ["offset"], props
+        props = {
+            "delta.dataSkippingStatsColumns": f"{CLUSTER},{LOG_STATS_COLUMNS}",
+            "delta.enableDeletionVectors": "true",
+        }
+        return schema_of(LOG), [CLUSTER, "offset"], props
+    if name == CLUSTERS:
+        return schema_of(name), ["name"], {}
     # a version is found by the interval [from_offset, to_offset): cluster on both ends for data skipping
     cluster = {
         SNAPSHOTS: ["snapshot_offset"],
@@ -179,10 +215,12 @@ def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str
         # touches; statistics only on what queries filter by: on every column (arrays included) they cost a
         # third of a small append
         stats = ",".join(
-            dict.fromkeys([*ENTITIES[name].key, *_FILTERED.get(name, ()), "from_offset", "to_offset"])
+            dict.fromkeys(
+                [CLUSTER, *ENTITIES[name].key, *_FILTERED.get(name, ()), "from_offset", "to_offset"]
+            )
         )
         props = {"delta.dataSkippingStatsColumns": stats, "delta.enableDeletionVectors": "true"}
-    return schema_of(name), cluster, props
+    return schema_of(name), [CLUSTER, *cluster], props
 
 
 def never_written(warehouse: str | Path, name: str) -> bool:
@@ -218,15 +256,22 @@ def _stored(t: T.DataType) -> T.DataType:
 def log_table_schema() -> T.StructType:
     """The ``metadata_log`` schema as stored: the envelope as in the layout, the record structs relaxed."""
     return T.StructType(
-        [T.StructField(f.name, _stored(f.dataType), f.nullable) for f in metadata_log_struct_type().fields]
+        [
+            T.StructField(CLUSTER, T.StringType(), True),
+            *(
+                T.StructField(f.name, _stored(f.dataType), f.nullable)
+                for f in metadata_log_struct_type().fields
+            ),
+        ]
     )
 
 
-def to_stored_log(df: DataFrame) -> DataFrame:
-    """``metadata_log`` rows (as the source yields them) in the stored layout (see :data:`PRESENT`)."""
+def to_stored_log(df: DataFrame, cluster: str) -> DataFrame:
+    """``metadata_log`` rows (as the source yields them) of ``cluster`` in the stored layout (see
+    :data:`PRESENT`)."""
     from pyspark.sql import functions as F
 
-    cols = []
+    cols = [F.lit(cluster).alias(CLUSTER)]
     for f in df.schema.fields:
         if isinstance(f.dataType, T.StructType) and not f.dataType.fields:
             cols.append(
@@ -255,18 +300,26 @@ def arrow_schema_of(name: str) -> Any:
     return to_arrow_schema(schema_of(name))
 
 
-def arrow_rows(name: str, rows: list[dict[str, Any]]) -> Any:
-    """Rows (dicts by column name) of a table as a ``pyarrow.Table`` of its schema, built column by column."""
+def arrow_rows(name: str, rows: list[dict[str, Any]], cluster: str | None = None) -> Any:
+    """Rows (dicts by column name) of a table as a ``pyarrow.Table`` of its schema, built column by column;
+    ``cluster`` fills the ``cluster`` column of every row."""
     import pyarrow as pa
 
     arrow_schema = arrow_schema_of(name)
-    arrays = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in arrow_schema]
+    arrays = [
+        pa.array([cluster] * len(rows), type=f.type)
+        if f.name == CLUSTER and name != CLUSTERS
+        else pa.array([r.get(f.name) for r in rows], type=f.type)
+        for f in arrow_schema
+    ]
     return pa.Table.from_arrays(arrays, schema=arrow_schema)
 
 
-def arrow_frame(spark: SparkSession, name: str, rows: list[dict[str, Any]]) -> DataFrame:
+def arrow_frame(
+    spark: SparkSession, name: str, rows: list[dict[str, Any]], cluster: str | None = None
+) -> DataFrame:
     """Rows (dicts by column name) of a table as a DataFrame, through Arrow (no per-row conversion in Spark)."""
-    return spark.createDataFrame(arrow_rows(name, rows), schema=schema_of(name))
+    return spark.createDataFrame(arrow_rows(name, rows, cluster), schema=schema_of(name))
 
 
 #: Separates the values of an entity key in ``closes.key`` (a byte no key value holds).

@@ -6,25 +6,71 @@ from __future__ import annotations
 from pathlib import Path
 
 from kraftlake.history import ENTITIES
-from kraftlake.spark.tables.layout import BOUNDS, CLOSES, OFFSETS, history_columns, key_sql, table_ref
+from kraftlake.spark.tables.layout import (
+    BOUNDS,
+    CLOSES,
+    CLUSTER,
+    CLUSTERS,
+    OFFSETS,
+    history_columns,
+    key_sql,
+    sql_string,
+    table_ref,
+)
 
 
-def pending_closes_sql(warehouse: str | Path, table: str, at_most: str | None = None) -> str:
-    """The pending closes of ``table`` as ``(key, tos)``: every close's ``to_offset`` per entity key."""
-    bound = f" AND to_offset <= {at_most}" if at_most is not None else ""
+def cluster_sql(name: str) -> str:
+    """The SQL of a cluster the caller named (a literal: Delta skips the other clusters' files by it)."""
+    return sql_string(name)
+
+
+#: In the message of the error the SQL functions raise for a cluster the warehouse does not hold.
+NO_SUCH_CLUSTER = "is not a cluster of the warehouse"
+#: In the message of the error the SQL functions raise when the warehouse holds several clusters and the call
+#: names none.
+NAME_ONE = "name one as the last argument"
+
+
+def cluster_choice(warehouse: str | Path, arg: str) -> str:
+    """The cluster an SQL function answers for: ``arg`` (an SQL expression, NULL: none named) or the one cluster
+    of the ``clusters`` registry; raises (``raise_error``) for a name the warehouse does not hold, or for none
+    where it holds several. NULL when it holds none (nothing ingested yet)."""
+    # the names in a scalar subquery of their own: a function's parameter cannot be read inside one
+    held = f"(SELECT array_sort(collect_set(name)) FROM {table_ref(warehouse, CLUSTERS)})"
+    listed = f"array_join({held}, ', ')"
     return (
-        f"SELECT key, collect_list(to_offset) AS tos FROM {table_ref(warehouse, CLOSES)} "
-        f"WHERE entity = '{table}'{bound} GROUP BY key"
+        f"CASE WHEN {arg} IS NOT NULL THEN CASE WHEN array_contains({held}, {arg}) THEN {arg} "
+        f"ELSE raise_error(concat('cluster ', {arg}, ' {NO_SUCH_CLUSTER} (', {listed}, ')')) END "
+        f"WHEN size({held}) <= 1 THEN try_element_at({held}, 1) "
+        f"ELSE raise_error(concat('the warehouse holds ', size({held}), ' clusters (', {listed}, '): "
+        f"{NAME_ONE}')) END"
     )
 
 
-def _join_pending(warehouse: str | Path, table: str) -> str:
+def pending_closes_sql(
+    warehouse: str | Path, table: str, cluster: str | None, at_most: str | None = None
+) -> str:
+    """The pending closes of ``table`` as ``(cluster, key, tos)``: every close's ``to_offset`` per cluster and
+    entity key; of the cluster ``cluster`` (an SQL expression) only, unless None."""
+    bound = f" AND to_offset <= {at_most}" if at_most is not None else ""
+    of = f" AND {CLUSTER} = {cluster}" if cluster is not None else ""
+    return (
+        f"SELECT {CLUSTER}, key, collect_list(to_offset) AS tos FROM {table_ref(warehouse, CLOSES)} "
+        f"WHERE entity = '{table}'{of}{bound} GROUP BY {CLUSTER}, key"
+    )
+
+
+def _join_pending(warehouse: str | Path, table: str, cluster: str | None) -> str:
     """The pending closes of each still-open version of ``table`` (alias ``t``) as ``c.tos`` (NULL: none)."""
-    return f"LEFT JOIN ({pending_closes_sql(warehouse, table)}) c ON t.to_offset IS NULL AND {key_sql(table, 't')} = c.key"
+    return (
+        f"LEFT JOIN ({pending_closes_sql(warehouse, table, cluster)}) c ON t.to_offset IS NULL "
+        f"AND t.{CLUSTER} = c.{CLUSTER} AND {key_sql(table, 't')} = c.key"
+    )
 
 
-def history_query(warehouse: str | Path, table: str) -> str:
-    """A history table as readers see it: every version with its ``to_offset``, the pending ``closes`` applied.
+def history_query(warehouse: str | Path, table: str, cluster: str) -> str:
+    """A history table of the cluster ``cluster`` (an SQL expression: :func:`cluster_sql`) as readers see it:
+    every version with its ``to_offset``, the pending ``closes`` applied.
 
     A version still open in the table ends at the first pending close of its key after its ``from_offset``.
     """
@@ -32,25 +78,39 @@ def history_query(warehouse: str | Path, table: str) -> str:
     return (
         f"SELECT {cols}, t.from_offset, coalesce(t.to_offset, "
         f"array_min(filter(c.tos, x -> x > t.from_offset))) AS to_offset "
-        f"FROM {table_ref(warehouse, table)} t {_join_pending(warehouse, table)}"
+        f"FROM {table_ref(warehouse, table)} t {_join_pending(warehouse, table, cluster)} "
+        f"WHERE t.{CLUSTER} = {cluster}"
     )
 
 
 def state_query(
-    warehouse: str | Path, table: str, at: str, joined: str = "", guard: str | None = None
+    warehouse: str | Path,
+    table: str,
+    at: str,
+    cluster: str | None,
+    joined: str = "",
+    guard: str | None = None,
 ) -> str:
-    """The versions of ``table`` valid at offset ``at`` (an SQL expression): ``from_offset <= at < to_offset``.
+    """The versions of ``table`` valid at offset ``at`` (an SQL expression): ``from_offset <= at < to_offset``,
+    of the cluster ``cluster`` (an SQL expression: :func:`cluster_sql`, :func:`cluster_choice`).
 
     The range filter is on the stored columns (Delta skips files by it); a version still open there is left out
-    when a pending close of its key lies in ``(from_offset, at]``. ``joined``: a relation cross-joined to the
-    table (alias ``t``) that ``at`` may refer to. ``guard``: a query of the same columns added with UNION ALL,
-    which yields no row but may raise (:func:`offset_guard`, :func:`retention_guard_at_time`).
+    when a pending close of its key lies in ``(from_offset, at]``. ``joined``: a relation joined to the table
+    (alias ``t``) that ``at`` may refer to; with ``cluster`` None it is a relation ``a`` of a ``cluster``
+    column and ``at`` per cluster, joined by cluster, and the answer has the ``cluster`` column first.
+    ``guard``: a query of the same columns added with UNION ALL, which yields no row but may raise
+    (:func:`offset_guard`, :func:`retention_guard_at_time`).
     """
-    cols = ", ".join([*(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
-    cross = f" CROSS JOIN {joined}" if joined else ""
+    first = [f"t.{CLUSTER}"] if cluster is None else []
+    cols = ", ".join([*first, *(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
+    if cluster is None:
+        cross = f" JOIN {joined} ON t.{CLUSTER} = a.{CLUSTER}"
+    else:
+        cross = f" CROSS JOIN {joined}" if joined else ""
+    of = "" if cluster is None else f"t.{CLUSTER} = {cluster} AND "
     query = (
         f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
-        f"{_join_pending(warehouse, table)} WHERE t.from_offset <= {at} "
+        f"{_join_pending(warehouse, table, cluster)} WHERE {of}t.from_offset <= {at} "
         f"AND (t.to_offset IS NULL OR t.to_offset > {at}) "
         f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))"
     )
@@ -61,26 +121,30 @@ def state_query(
 BEFORE_RETAINED = "before the retained history"
 
 
-def _no_row(table: str) -> str:
+def _no_row(table: str, with_cluster: bool = False) -> str:
     """The SELECT list of a row of ``table``'s function columns, all NULL (typed, for UNION ALL)."""
+    first = ["CAST(NULL AS STRING)"] if with_cluster else []
     return "SELECT " + ", ".join(
-        [*(f"CAST(NULL AS {t})" for _, t in history_columns(table)), "CAST(NULL AS BIGINT)"]
+        [*first, *(f"CAST(NULL AS {t})" for _, t in history_columns(table)), "CAST(NULL AS BIGINT)"]
     )
 
 
-def bounds_relation(warehouse: str | Path) -> str:
-    """A one-row relation ``g``: ``r``, the retained-from offset (-1: the whole log), ``m``, the published
-    commit point (NULL before the first commit), and the first and the last recorded gap (:func:`kraftlake.spark.tables.bounds.record_gap`)
-    as ``f1..t1`` and ``f2..t2`` (NULL without one; the same one when there is one)."""
+_BOUNDS_AGGREGATES = (
+    "coalesce(max(retained_from), -1) AS r, max(committed_to) AS m, "
+    "min(gap_from) AS f1, min(gap_to) AS t1, max(gap_from) AS f2, max(gap_to) AS t2"
+)
+
+
+def bounds_relation(warehouse: str | Path, cluster: str) -> str:
+    """A one-row relation ``g`` of the cluster ``cluster`` (an SQL expression): ``r``, the retained-from offset
+    (-1: the whole log), ``m``, the published commit point (NULL before the first commit), and the first and the
+    last recorded gap (:func:`kraftlake.spark.tables.bounds.record_gap`) as ``f1..t1`` and ``f2..t2`` (NULL
+    without one; the same one when there is one)."""
     # both from one small table: each table a query reads costs a Delta scan planning of its own (file
     # statistics and a Spark job or two), whatever the table's size
     # the gaps as the first (min) and the last (max) recorded one: holes of one log are ordered by both ends, and
     # minima and maxima are answered from the same statistics (a collect_list would read every file of bounds)
-    return (
-        f"(SELECT coalesce(max(retained_from), -1) AS r, max(committed_to) AS m, "
-        f"min(gap_from) AS f1, min(gap_to) AS t1, max(gap_from) AS f2, max(gap_to) AS t2 "
-        f"FROM {table_ref(warehouse, BOUNDS)}) g"
-    )
+    return f"(SELECT {_BOUNDS_AGGREGATES} FROM {table_ref(warehouse, BOUNDS)} WHERE {CLUSTER} = {cluster}) g"
 
 
 #: In the message of the error the SQL functions raise for an offset past the warehouse's commit point.
@@ -90,10 +154,10 @@ NEGATIVE = "is negative"
 #: In the message of the error the SQL functions raise for an offset in a gap of the log (:func:`kraftlake.spark.tables.bounds.record_gap`).
 IN_GAP = "lies in a gap of the log"
 #: What the messages of the SQL functions' refusals hold (:func:`offset_guard`, :func:`retention_guard_at_time`).
-REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED, IN_GAP)
+REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED, IN_GAP, NO_SUCH_CLUSTER, NAME_ONE)
 
 
-def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
+def offset_guard(warehouse: str | Path, table: str, at: str, cluster: str) -> str:
     """A query of ``table``'s function columns that yields no row, and raises (``raise_error``, Spark's
     USER_RAISED_EXCEPTION) when offset ``at`` is negative, below the retained-from offset
     (:func:`kraftlake.spark.tables.bounds.retained_from`: there the history tables hold only the versions that outlived the cut, and the
@@ -104,10 +168,12 @@ def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
 
     It is a branch of a UNION ALL (:func:`state_query`'s ``guard``): Spark runs every branch of a union, so it
     raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
-    is never evaluated when that side is empty: after data skipping, at an offset below every version.)
+    is never evaluated when that side is empty: after data skipping, at an offset below every version.) The
+    bounds are those of ``cluster``; a :func:`cluster_choice` there raises in it for a cluster not held.
     """
     return (
-        f"{_no_row(table)} FROM {bounds_relation(warehouse)} WHERE CASE "
+        f"{_no_row(table)} FROM {bounds_relation(warehouse, cluster)} WHERE CASE "
+        f"WHEN {cluster} IS NULL THEN false "
         f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' {NEGATIVE}')) "
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
         f"holds the states from offset ', g.r, ' on')) "
@@ -119,25 +185,32 @@ def offset_guard(warehouse: str | Path, table: str, at: str) -> str:
     )
 
 
-def offset_at_time(warehouse: str | Path, at_time: str) -> str:
-    """A one-row relation ``(o)``: the last offset whose record is at or before the TIMESTAMP ``at_time`` (NULL
-    before the first)."""
+def offset_at_time(warehouse: str | Path, at_time: str, cluster: str | None = None) -> str:
+    """A relation ``(cluster, o)``: per cluster (of ``cluster`` alone, an SQL expression, unless None), the last
+    offset whose record is at or before the TIMESTAMP ``at_time`` (no row for a cluster before its first)."""
+    of = "" if cluster is None else f" AND {CLUSTER} = {cluster}"
     return (
-        f"(SELECT max(offset) AS o FROM {table_ref(warehouse, OFFSETS)} "
-        f"WHERE timestamp_millis(timestamp) <= {at_time})"
+        f"(SELECT {CLUSTER}, max(offset) AS o FROM {table_ref(warehouse, OFFSETS)} "
+        f"WHERE timestamp_millis(timestamp) <= {at_time}{of} GROUP BY {CLUSTER})"
     )
 
 
-def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str) -> str:
-    """:func:`offset_guard` for a TIMESTAMP ``at_time``: raises when its offset (:func:`offset_at_time`) is
-    below the retained-from offset, or when no offset is at or before it once the history was cut or seeded from
-    a snapshot (before the first record of a warehouse that holds the whole log, the state is empty), or when
-    that offset is the last before a gap (:func:`kraftlake.spark.tables.bounds.record_gap`: the times of the missing records are unknown)."""
+def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str, cluster: str | None) -> str:
+    """:func:`offset_guard` for a TIMESTAMP ``at_time``, per cluster (of ``cluster`` alone unless None: an SQL
+    expression, a :func:`cluster_choice` raises in it for a cluster not held): raises when its offset
+    (:func:`offset_at_time`) is below the retained-from offset, or when no offset is at or before it once the
+    history was cut or seeded from a snapshot (before the first record of a cluster that holds the whole log,
+    the state is empty), or when that offset is the last before a gap
+    (:func:`kraftlake.spark.tables.bounds.record_gap`: the times of the missing records are unknown). The
+    query's rows have the ``cluster`` column first."""
+    of = "" if cluster is None else f" WHERE {CLUSTER} = {cluster}"
+    per_cluster = f"(SELECT {CLUSTER}, {_BOUNDS_AGGREGATES} FROM {table_ref(warehouse, BOUNDS)}{of} GROUP BY {CLUSTER}) g"
     return (
-        f"{_no_row(table)} FROM {offset_at_time(warehouse, at_time)} s CROSS JOIN {bounds_relation(warehouse)} "
+        f"{_no_row(table, with_cluster=True)} FROM {per_cluster} "
+        f"LEFT JOIN {offset_at_time(warehouse, at_time, cluster)} s ON s.{CLUSTER} = g.{CLUSTER} "
         f"WHERE CASE WHEN (s.o IS NULL AND g.r >= 0) OR s.o < g.r THEN raise_error(concat('the time lies "
-        f"{BEFORE_RETAINED} (its last offset is ', coalesce(cast(s.o AS STRING), 'none'), '): the warehouse "
-        f"holds the states from offset ', g.r, ' on')) "
+        f"{BEFORE_RETAINED} for cluster ', g.{CLUSTER}, ' (its last offset is ', "
+        f"coalesce(cast(s.o AS STRING), 'none'), '): the warehouse holds its states from offset ', g.r, ' on')) "
         # the last offset before a gap: the records after it have unknown times, the state then is unknown
         f"WHEN s.o + 1 IN (g.f1, g.f2) THEN raise_error(concat('the time {IN_GAP} (its last offset is ', s.o, "
         f"', after it no state is known up to ', CASE WHEN s.o + 1 = g.f1 THEN g.t1 ELSE g.t2 END, ')')) "

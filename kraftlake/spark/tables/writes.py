@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from kraftlake.delta import append as delta_append
 from kraftlake.history import ENTITIES, HistoryBatch
 from kraftlake.spark.tables.layout import (
-    APP_ID,
     CLOSES,
+    app_id,
     arrow_rows,
     arrow_schema_of,
     close_key,
@@ -31,20 +31,23 @@ _log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
-def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int) -> None:
-    """Append ``df`` to a table once through Spark: a second append with the same or a lower ``txn_version`` is
-    skipped."""
+def append(df: DataFrame, warehouse: str | Path, name: str, txn_version: int, cluster: str) -> None:
+    """Append ``df`` (rows of ``cluster``) to a table once through Spark: a second append of the cluster with
+    the same or a lower ``txn_version`` is skipped."""
     (
         df.write.format("delta")
         .mode("append")
-        .option("txnAppId", APP_ID)
+        .option("txnAppId", app_id(cluster))
         .option("txnVersion", txn_version)
         .save(table_path(warehouse, name))
     )
 
 
-def append_arrow(spark: SparkSession, warehouse: str | Path, name: str, rows: Any, txn_version: int) -> None:
-    """Append a ``pyarrow.Table`` of the table's schema once (same ``txn_version`` rule as :func:`append`).
+def append_arrow(
+    spark: SparkSession, warehouse: str | Path, name: str, rows: Any, txn_version: int, cluster: str
+) -> None:
+    """Append a ``pyarrow.Table`` of the table's schema (rows of ``cluster``) once (same ``txn_version`` rule
+    as :func:`append`).
 
     Committed by kraftlake (:mod:`kraftlake.delta.append`: a Parquet file and a commit, no Spark job),
     through Spark when the table needs more of a writer than blind appends. A commit at which Delta writes a
@@ -57,19 +60,19 @@ def append_arrow(spark: SparkSession, warehouse: str | Path, name: str, rows: An
             path,
             rows,
             schema_string=schema.json(),
-            app_id=APP_ID,
+            app_id=app_id(cluster),
             txn_version=txn_version,
             engine_info=engine_info(spark),
         )
     except delta_append.Unsupported:
-        append(spark.createDataFrame(rows, schema=schema), warehouse, name, txn_version)
+        append(spark.createDataFrame(rows, schema=schema), warehouse, name, txn_version, cluster)
         return
     if done.checkpoint_due:
         checkpoint_later(spark, path)
 
 
 def append_frame(
-    spark: SparkSession, df: DataFrame, warehouse: str | Path, name: str, txn_version: int
+    spark: SparkSession, df: DataFrame, warehouse: str | Path, name: str, txn_version: int, cluster: str
 ) -> None:
     """:func:`append_arrow` of a DataFrame's rows, collected to the driver: for small ones (a live micro-batch),
     where Spark's own Delta write costs more than the rows."""
@@ -78,7 +81,7 @@ def append_frame(
     target = arrow_schema_of(name)
     if rows.schema != target:
         rows = rows.cast(target)
-    append_arrow(spark, warehouse, name, rows, txn_version)
+    append_arrow(spark, warehouse, name, rows, txn_version, cluster)
 
 
 _CHECKPOINTER: ThreadPoolExecutor | None = None
@@ -146,8 +149,8 @@ def closes_rows(batch: HistoryBatch) -> list[dict[str, Any]]:
     ]
 
 
-def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch) -> None:
-    """A slice's new versions (one append per history table it touches) and its closes (one ``closes`` append),
+def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch, cluster: str) -> None:
+    """A slice of ``cluster``: its new versions (one append per history table it touches) and its closes (one ``closes`` append),
     side by side: a Delta commit mostly waits on the driver, and the tables are independent until the commit
     point. Every append carries ``txnVersion`` = the slice's last offset, so a replayed slice is skipped per
     table; each is retried if it loses a commit conflict (to a running compaction).
@@ -161,11 +164,13 @@ def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
     for table in sorted(batch.versions):
         if batch.versions[table]:
             jobs.append(
-                partial(append_rows, spark, warehouse, table, batch.versions[table], batch.last_offset)
+                partial(
+                    append_rows, spark, warehouse, table, batch.versions[table], batch.last_offset, cluster
+                )
             )
     closes = closes_rows(batch)
     if closes:
-        jobs.append(partial(append_rows, spark, warehouse, CLOSES, closes, batch.last_offset))
+        jobs.append(partial(append_rows, spark, warehouse, CLOSES, closes, batch.last_offset, cluster))
     if not jobs:
         return
     with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="kraftlake-history") as pool:
@@ -174,9 +179,14 @@ def write_history(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
 
 
 def append_rows(
-    spark: SparkSession, warehouse: str | Path, table: str, rows: list[dict[str, Any]], txn_version: int
+    spark: SparkSession,
+    warehouse: str | Path,
+    table: str,
+    rows: list[dict[str, Any]],
+    txn_version: int,
+    cluster: str,
 ) -> None:
-    append_arrow(spark, warehouse, table, arrow_rows(table, rows), txn_version)
+    append_arrow(spark, warehouse, table, arrow_rows(table, rows, cluster), txn_version, cluster)
 
 
 def conflict_errors() -> tuple[type[BaseException], ...]:

@@ -1,0 +1,169 @@
+"""The clusters a warehouse holds: the ``clusters`` registry (name, Kafka cluster id, when first seen, the source
+it came from), the refusals of a name or a cluster id that would mix two clusters, and the name a reader or a
+writer works on.
+
+A writer names its cluster with ``--cluster NAME``, else by the cluster id its source reports (the
+``meta.properties`` of a log dir, the cluster id of a service or a followed quorum). A reader needs no name on a
+warehouse that holds one cluster; on one holding several it must name one.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from kraftlake.spark.tables.layout import CLUSTERS, WarehouseError, arrow_frame, never_written, table_path
+
+#: What a cluster's name may hold: it goes into SQL literals, Delta transaction ids and messages as it is.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: The name an old warehouse's one cluster gets when it is migrated with no source to tell its cluster id
+#: (the SQL functions' registration): a writer continues it with ``--cluster default``.
+DEFAULT_NAME = "default"
+
+
+class ClusterError(WarehouseError):
+    """Raised when a cluster's name or cluster id would mix two clusters in the warehouse (a name used for two
+    cluster ids, a cluster id under two names), when a reader names a cluster the warehouse does not hold, or
+    names none where the warehouse holds several."""
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A row of ``clusters``."""
+
+    name: str
+    cluster_id: str | None
+    first_seen_ms: int
+    source: str | None
+
+
+def check_name(name: str) -> str:
+    """``name`` if it may name a cluster (:data:`NAME_PATTERN`), else :class:`ClusterError`."""
+    if not NAME_PATTERN.fullmatch(name):
+        raise ClusterError(
+            f"cluster name {name!r}: use letters, digits, '.', '_' or '-' (up to 100, a letter or digit first)"
+        )
+    return name
+
+
+def registered(spark: SparkSession, warehouse: str | Path) -> list[Registered]:
+    """The rows of ``clusters``, oldest first (none when the table is missing or empty)."""
+    if not Path(table_path(warehouse, CLUSTERS), "_delta_log").is_dir() or never_written(warehouse, CLUSTERS):
+        return []
+    rows = spark.read.format("delta").load(table_path(warehouse, CLUSTERS)).collect()
+    out = [Registered(r["name"], r["cluster_id"], int(r["first_seen_ms"]), r["source"]) for r in rows]
+    return sorted(out, key=lambda r: (r.first_seen_ms, r.name))
+
+
+def names(entries: list[Registered]) -> list[str]:
+    """The clusters' names, sorted, each once."""
+    return sorted({e.name for e in entries})
+
+
+def _ids(entries: list[Registered], name: str) -> set[str]:
+    return {e.cluster_id for e in entries if e.name == name and e.cluster_id is not None}
+
+
+def refusal(entries: list[Registered], name: str, cluster_id: str | None) -> str | None:
+    """Why ``name`` with ``cluster_id`` cannot be written beside ``entries``, None when it can."""
+    ids = _ids(entries, name)
+    if cluster_id is not None and ids and cluster_id not in ids:
+        return (
+            f"cluster {name!r} is cluster id {sorted(ids)[0]} in the warehouse, the source is cluster id "
+            f"{cluster_id}: another cluster behind the same name; give it a name of its own with --cluster"
+        )
+    if cluster_id is not None:
+        others = sorted({e.name for e in entries if e.cluster_id == cluster_id and e.name != name})
+        if others:
+            return (
+                f"cluster id {cluster_id} is already in the warehouse as cluster {others[0]!r}: "
+                f"name it --cluster {others[0]} (one cluster, one name)"
+            )
+    return None
+
+
+def register(
+    spark: SparkSession, warehouse: str | Path, name: str, cluster_id: str | None, source: str | None
+) -> Registered:
+    """Record ``name`` (with ``cluster_id`` once known) in ``clusters``, or raise :class:`ClusterError` (before
+    anything of the cluster is written) when it would mix two clusters (:func:`refusal`). A name already
+    recorded with its id writes nothing."""
+    check_name(name)
+    entries = registered(spark, warehouse)
+    why = refusal(entries, name, cluster_id)
+    if why is not None:
+        raise ClusterError(f"{warehouse}: {why}")
+    mine = [e for e in entries if e.name == name]
+    if mine and (cluster_id is None or cluster_id in _ids(entries, name)):
+        return mine[0]
+    entry = Registered(name, cluster_id, int(time.time() * 1000), source)
+    row = {"name": name, "cluster_id": cluster_id, "first_seen_ms": entry.first_seen_ms, "source": source}
+    arrow_frame(spark, CLUSTERS, [row]).write.format("delta").mode("append").save(
+        table_path(warehouse, CLUSTERS)
+    )
+    return entry
+
+
+def writer_name(
+    entries: list[Registered], warehouse: str | Path, name: str | None, cluster_id: str | None
+) -> str:
+    """The cluster a writer writes: ``name`` (``--cluster``), else the source's cluster id, else (a source that
+    tells none) the one cluster the warehouse holds, or :data:`DEFAULT_NAME` in a warehouse that holds none.
+
+    Refused: no name and no cluster id while the warehouse holds several clusters; no name while the
+    warehouse holds a cluster of unknown cluster id (migrated without a source: the writer would start another
+    cluster from offset 0 where it may mean to continue that one)."""
+    if name is not None:
+        return check_name(name)
+    unknown = sorted({e.name for e in entries if not _ids(entries, e.name)})
+    if cluster_id is not None:
+        known = [e.name for e in entries if e.cluster_id == cluster_id]
+        if known:
+            return known[0]
+        if unknown:
+            raise ClusterError(
+                f"{warehouse}: it holds cluster {unknown[0]!r} of unknown cluster id; the source is cluster id "
+                f"{cluster_id}: continue that one with --cluster {unknown[0]}, or add it with --cluster NAME"
+            )
+        return check_name(cluster_id)
+    held = names(entries)
+    if len(held) <= 1:
+        return held[0] if held else DEFAULT_NAME
+    raise ClusterError(
+        f"{warehouse}: the source reports no cluster id and the warehouse holds {len(held)} clusters "
+        f"({', '.join(held)}): name its cluster with --cluster"
+    )
+
+
+def reader_name(entries: list[Registered], warehouse: str | Path, name: str | None) -> str:
+    """The cluster a reader reads: ``name``, which the warehouse must hold, or the one cluster it holds."""
+    held = names(entries)
+    if name is not None:
+        if name not in held:
+            listed = f" ({', '.join(held)})" if held else ""
+            raise ClusterError(f"{warehouse}: no cluster {name!r} in the warehouse{listed}")
+        return name
+    if len(held) == 1:
+        return held[0]
+    if not held:
+        raise ClusterError(f"{warehouse}: the warehouse holds no cluster: ingest one first")
+    raise ClusterError(
+        f"{warehouse}: the warehouse holds {len(held)} clusters ({', '.join(held)}): name one with --cluster"
+    )
+
+
+def log_dir_cluster_id(log_dir: str | Path) -> str | None:
+    """The cluster id in the ``meta.properties`` of a log dir (given as the dir or its
+    ``__cluster_metadata-0``), None when it has none."""
+    from kraftlake.image.source import partition_dir
+    from kraftlake.logformat import read_meta_properties
+
+    d = partition_dir(log_dir)
+    for path in (d.parent / "meta.properties", d / "meta.properties"):
+        if path.is_file():
+            return read_meta_properties(path).cluster_id
+    return None

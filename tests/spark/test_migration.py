@@ -1,0 +1,109 @@
+"""A warehouse made before clusters (no ``cluster`` column) migrated in place to the one cluster it holds, with
+every answer unchanged.
+
+``data/old_warehouse.tgz`` was made by the code of ``main`` before clusters (commit 983e57a): the synthetic log
+``write_synthetic_log(seed=5, steps=60)`` ingested with ``batch_records=40, fold=False`` (three slices, 14 closes
+left pending), and ``answers.json`` beside it holds what that code's SQL functions answered: every
+``<entity>_at(N)`` at six offsets and the history views of three partitions and two brokers.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from warehouse_states import assert_entities_match, plain, query_at
+
+from kraftlake.history import ENTITIES
+from kraftlake.sim.workloads.entities import write_synthetic_log
+
+FIXTURE = Path(__file__).parent / "data" / "old_warehouse.tgz"
+
+
+def _unpack(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    with tarfile.open(FIXTURE) as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path / "warehouse", json.loads((tmp_path / "answers.json").read_text())
+
+
+def _answers(spark: Any, old: dict[str, Any]) -> dict[str, Any]:
+    """The same questions as ``old`` holds, asked of the migrated warehouse."""
+    offsets = old["offsets"]
+    out: dict[str, Any] = {"offsets": offsets, "at": {}, "views": {}}
+    for table in ENTITIES:
+        got = query_at(spark, table, offsets)
+        out["at"][table] = {
+            str(n): sorted(json.dumps(r, sort_keys=True, default=str) for r in got[n]) for n in offsets
+        }
+    for call in old["views"]:
+        out["views"][call] = sorted(
+            json.dumps({k: plain(v) for k, v in r.asDict().items()}, sort_keys=True, default=str)
+            for r in spark.sql(f"SELECT * FROM {call}").collect()
+        )
+    return out
+
+
+def _versions(warehouse: Path) -> dict[str, int]:
+    return {p.parent.parent.name: int(p.stem) for p in warehouse.glob("*/_delta_log/*.json")}
+
+
+def test_registration_migrates_an_old_warehouse_and_every_answer_stays(spark: Any, tmp_path: Path) -> None:
+    from kraftlake.spark.tables.clusters import DEFAULT_NAME, names, registered
+    from kraftlake.spark.tables.creation import WAREHOUSE_TABLES, needs_migration
+    from kraftlake.spark.tables.layout import CLUSTER, CLUSTERS, table_path
+    from udfs.sql import register
+
+    warehouse, old = _unpack(tmp_path)
+    assert "cluster" not in spark.read.format("delta").load(table_path(warehouse, "offsets")).columns
+    assert needs_migration(warehouse)
+    register(spark, warehouse)
+    assert not needs_migration(warehouse)
+    assert names(registered(spark, warehouse)) == [DEFAULT_NAME]
+    for table in WAREHOUSE_TABLES:
+        if table == CLUSTERS:
+            continue
+        path = table_path(warehouse, table)
+        df = spark.read.format("delta").load(path)
+        assert df.columns[0] == CLUSTER and df.where(f"{CLUSTER} <=> '{DEFAULT_NAME}'").count() == df.count()
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+        assert detail is not None and detail["clusteringColumns"][0] == CLUSTER, table
+    assert _answers(spark, old) == old
+    # once: a second registration commits nothing
+    versions = _versions(warehouse)
+    register(spark, warehouse)
+    assert _versions(warehouse) == versions
+
+
+def test_a_migration_cut_short_is_finished_by_the_next_writer(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kraftlake.spark.tables.creation as creation
+    from kraftlake.spark.tables.clusters import names, registered
+    from pipelines.ingest import ingest
+    from udfs.sql import register
+
+    warehouse, old = _unpack(tmp_path)
+    log_dir = write_synthetic_log(tmp_path / "log", seed=5, steps=60)
+
+    class Killed(RuntimeError):
+        pass
+
+    def killed(*_: Any) -> None:
+        raise Killed("killed before the migration registered its cluster")
+
+    with monkeypatch.context() as m:
+        m.setattr(creation.clusters, "register", killed)
+        with pytest.raises(Killed):
+            ingest(spark, log_dir, warehouse, cluster="old")
+    assert creation.needs_migration(warehouse)
+    # the writer's own name for the one cluster; nothing to ingest past the commit point
+    result = ingest(spark, log_dir, warehouse, cluster="old")
+    assert result.records == 0 and result.folded == 14
+    assert names(registered(spark, warehouse)) == ["old"]
+    register(spark, warehouse)
+    assert _answers(spark, old) == old
+    assert_entities_match(spark, log_dir, old["offsets"])
+    assert_entities_match(spark, log_dir, old["offsets"], "old")
