@@ -34,12 +34,12 @@ RETURNS = (
 _TYPES = [part.rsplit(" ", 1)[1] for part in RETURNS.split(", ")]
 
 
-def _rows(warehouse: str | Path, table: str) -> str:
+def _rows(warehouse: str | Path, table: str, cluster: str) -> str:
     """The rows this module reads of ``table`` (a history table with its pending closes applied, or
-    ``offsets``): the one place where a filter on every table (a cluster's rows) goes."""
+    ``offsets``), the cluster ``cluster``'s (an SQL expression): the one place where that filter goes."""
     if table == OFFSETS:
-        return f"(SELECT offset, timestamp FROM {table_ref(warehouse, OFFSETS)})"
-    return f"({history_query(warehouse, table)})"
+        return f"(SELECT offset, timestamp FROM {table_ref(warehouse, OFFSETS)} WHERE cluster = {cluster})"
+    return f"({history_query(warehouse, table, cluster)})"
 
 
 #: A partition version's columns the windows need.
@@ -54,7 +54,7 @@ _KEYS = (
 _NO_MIN_ISR = "'min_isr', CAST(NULL AS INT), 'min_isr_source', CAST(NULL AS STRING)"
 
 
-def _windows_query(warehouse: str | Path) -> str:
+def _windows_query(warehouse: str | Path, cluster: str) -> str:
     """Every risk window of the warehouse, as the function's columns.
 
     Each history table is read twice (partitions: for the windows and for the elections; configs and brokers:
@@ -71,12 +71,12 @@ def _windows_query(warehouse: str | Path) -> str:
     return (
         "WITH p AS (SELECT topic, topic_id, `partition`, replicas, isr, leader, leader_recovery_state, "
         "eligible_leader_replicas, last_known_elr, from_offset, to_offset "
-        f"FROM {_rows(warehouse, 'partitions')}), "
+        f"FROM {_rows(warehouse, 'partitions', cluster)}), "
         "v AS (SELECT resource_type AS rt, resource_name AS rn, try_cast(trim(value) AS INT) AS v, "
-        f"CAST(NULL AS BOOLEAN) AS fenced, from_offset, to_offset FROM {_rows(warehouse, 'configs')} "
+        f"CAST(NULL AS BOOLEAN) AS fenced, from_offset, to_offset FROM {_rows(warehouse, 'configs', cluster)} "
         "WHERE name = 'min.insync.replicas' AND resource_type IN ('TOPIC', 'BROKER') "
         "AND try_cast(trim(value) AS INT) IS NOT NULL UNION ALL SELECT 'LEADER', CAST(id AS STRING), "
-        f"CAST(NULL AS INT), fenced, from_offset, to_offset FROM {_rows(warehouse, 'brokers')}), "
+        f"CAST(NULL AS INT), fenced, from_offset, to_offset FROM {_rows(warehouse, 'brokers', cluster)}), "
         # a partition version's first offset, and each end of a deciding version inside it
         f"cuts AS (SELECT DISTINCT {_P}, s FROM (SELECT k.*, explode(array(k.from_offset, v.from_offset, "
         f"v.to_offset)) AS s FROM (SELECT {_P}, {_KEYS} FROM p) k LEFT JOIN v ON v.rt = k.rt AND v.rn = k.rn) "
@@ -127,23 +127,25 @@ def _windows_query(warehouse: str | Path) -> str:
         "ELSE o2.timestamp END AS to_timestamp, w.leader, w.isr, w.min_isr, w.min_isr_source, "
         "w.previous_leader, w.previous_isr FROM (SELECT * FROM windows UNION ALL "
         "SELECT * FROM events WHERE kind IS NOT NULL) w "
-        f"LEFT JOIN {_rows(warehouse, OFFSETS)} o1 ON o1.offset = w.from_offset "
-        f"LEFT JOIN {_rows(warehouse, OFFSETS)} o2 ON o2.offset = w.to_offset"
+        f"LEFT JOIN {_rows(warehouse, OFFSETS, cluster)} o1 ON o1.offset = w.from_offset "
+        f"LEFT JOIN {_rows(warehouse, OFFSETS, cluster)} o2 ON o2.offset = w.to_offset"
     )
 
 
-def _guard(warehouse: str | Path, at: str) -> str:
+def _guard(warehouse: str | Path, at: str, cluster: str) -> str:
     """No row, of the function's columns; raises as ``offset_guard`` does for offset ``at``."""
     nulls = ", ".join(f"CAST(NULL AS {t})" for t in _TYPES)
-    return f"SELECT {nulls} FROM ({offset_guard(warehouse, 'partitions', at)})"
+    return f"SELECT {nulls} FROM ({offset_guard(warehouse, 'partitions', at, cluster)})"
 
 
-def risk_statements(warehouse: str | Path, kind: str) -> list[str]:
+def risk_statements(warehouse: str | Path, kind: str, named: str, chosen: str) -> list[str]:
     """The ``CREATE ... FUNCTION`` statement of ``risk_windows``; ``kind`` is what ``udfs.sql`` puts between
-    ``CREATE OR REPLACE`` and the name (``TEMPORARY FUNCTION``, ``FUNCTION``, ``FUNCTION `db`.``)."""
+    ``CREATE OR REPLACE`` and the name (``TEMPORARY FUNCTION``, ``FUNCTION``, ``FUNCTION `db`.``), ``named``
+    the cluster parameter's declaration and ``chosen`` the cluster it answers for (``udfs.sql``'s)."""
     return [
-        f"CREATE OR REPLACE {kind}risk_windows(range_from BIGINT, range_to BIGINT) RETURNS TABLE ({RETURNS}) "
-        f"RETURN SELECT * FROM ({_windows_query(warehouse)}) "
+        f"CREATE OR REPLACE {kind}risk_windows(range_from BIGINT, range_to BIGINT, {named}) "
+        f"RETURNS TABLE ({RETURNS}) "
+        f"RETURN SELECT * FROM ({_windows_query(warehouse, chosen)}) "
         "WHERE from_offset <= range_to AND (to_offset IS NULL OR to_offset > range_from) "
-        f"UNION ALL {_guard(warehouse, 'range_from')} UNION ALL {_guard(warehouse, 'range_to')}"
+        f"UNION ALL {_guard(warehouse, 'range_from', chosen)} UNION ALL {_guard(warehouse, 'range_to', chosen)}"
     ]

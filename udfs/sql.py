@@ -185,7 +185,7 @@ def function_statements(
             chosen,
         )
     )
-    out.extend(risk_statements(warehouse, kind))
+    out.extend(risk_statements(warehouse, kind, named, chosen))
     return out
 
 
