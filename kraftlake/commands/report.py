@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--log-dir", help="a metadata log directory (__cluster_metadata-0), replayed")
     parser.add_argument("--from", dest="start", help="the window's start: an offset or an ISO-8601 time")
     parser.add_argument("--to", dest="end", help="the window's end (included): an offset or an ISO-8601 time")
-    parser.add_argument("--cluster", help="the cluster (of a warehouse holding several; with --log-dir, its name)")
+    parser.add_argument(
+        "--cluster", help="the cluster (of a warehouse holding several; with --log-dir, its name)"
+    )
     parser.add_argument("--out", help="the file to write (.html, .md or .json); default: Markdown on stdout")
     parser.add_argument("--format", choices=FORMATS, help="the output format (default: from --out's suffix)")
 

@@ -106,6 +106,7 @@ def brokers_section(data: ReportInput) -> Section:
                 "from_time_ms": data.time_of(change.offset),
                 "to_time_ms": None,
                 "duration_ms": None,
+                "before_window": False,
                 "ongoing": False,
             }
         )
@@ -516,7 +517,7 @@ def feature_level_text(name: str, level: Any) -> Any:
         return None
     if name == "metadata.version":
         return f"{level} ({METADATA_VERSIONS.get(level, '?')})"
-    return level
+    return str(level)
 
 
 def features_section(data: ReportInput) -> Section:

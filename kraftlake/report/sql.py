@@ -8,6 +8,14 @@ keys (the times are those offsets' record timestamps, in the ``offsets`` table).
 
 from __future__ import annotations
 
+from kraftlake.image.render import (
+    ACL_OPERATIONS,
+    ACL_PATTERN_TYPES,
+    ACL_PERMISSION_TYPES,
+    ACL_RESOURCE_TYPES,
+    METADATA_VERSIONS,
+)
+
 
 def query(template: str, lo: int, hi: int, cluster: str | None = None) -> str:
     """A section's SQL for the window ``[lo, hi]`` (of ``cluster``)."""
@@ -119,25 +127,46 @@ ORDER BY from_offset, topic, `partition`
 """
 
 
-def _changes(entity: str, key: str, value: str, columns: str) -> str:
+def _changes(entity: str, key: str, value: str, columns: str, outer: str = "*") -> str:
     """Changes of ``entity`` in the window: a version starting there (with the one it replaced, when its
-    ``value`` differs) or one ending there with none after it."""
+    ``value`` differs) or one ending there with none after it, as ``c`` (``offset, change, <columns>, before,
+    after``), of which the section shows ``outer``."""
     return f"""
 WITH l AS (SELECT *, lag({value}) OVER w AS before_value, lag(to_offset) OVER w AS prev_to,
                   lead(from_offset) OVER w AS next_from
-           FROM {entity}_versions({{lo}}, {{hi}}{{c}}) WINDOW w AS (PARTITION BY {key} ORDER BY from_offset))
-SELECT from_offset AS offset, CASE WHEN prev_to = from_offset THEN 'changed' ELSE 'created' END AS change,
-       {columns}, CASE WHEN prev_to = from_offset THEN before_value END AS before, {value} AS after
-FROM l WHERE from_offset BETWEEN {{lo}} AND {{hi}}
-  AND (prev_to IS NULL OR prev_to <> from_offset OR NOT (before_value <=> {value}))
-UNION ALL
-SELECT to_offset, 'removed', {columns}, {value}, NULL FROM l
-WHERE to_offset BETWEEN {{lo}} AND {{hi}} AND (next_from IS NULL OR next_from <> to_offset)
-ORDER BY offset
+           FROM {entity}_versions({{lo}}, {{hi}}{{c}}) WINDOW w AS (PARTITION BY {key} ORDER BY from_offset)),
+c AS (SELECT from_offset AS offset, CASE WHEN prev_to = from_offset THEN 'changed' ELSE 'created' END AS change,
+             {columns}, CASE WHEN prev_to = from_offset THEN before_value END AS before, {value} AS after
+      FROM l WHERE from_offset BETWEEN {{lo}} AND {{hi}}
+        AND (prev_to IS NULL OR prev_to <> from_offset OR NOT (before_value <=> {value}))
+      UNION ALL
+      SELECT to_offset, 'removed', {columns}, {value}, NULL FROM l
+      WHERE to_offset BETWEEN {{lo}} AND {{hi}} AND (next_from IS NULL OR next_from <> to_offset))
+SELECT {outer} FROM c ORDER BY offset
 """
 
 
-TOPICS = _changes("topics", "topic_id", "name", "name AS topic, topic_id")
+def _names(codes: tuple[str, ...], column: str) -> str:
+    """Kafka's name of an enum ``column`` (its code), as ``kraftlake.image.render`` names them."""
+    listed = ", ".join(f"'{n}'" for n in codes)
+    return f"coalesce(element_at(array({listed}), {column} + 1), 'UNKNOWN')"
+
+
+def _metadata_version(level: str) -> str:
+    pairs = ", ".join(f"{k}, '{v}'" for k, v in sorted(METADATA_VERSIONS.items()))
+    return (
+        f"CASE WHEN {level} IS NULL THEN NULL WHEN feature = 'metadata.version' THEN concat({level}, ' (', "
+        f"coalesce(element_at(map({pairs}), {level}), '?'), ')') ELSE CAST({level} AS STRING) END"
+    )
+
+
+TOPICS = _changes(
+    "topics",
+    "topic_id",
+    "name",
+    "name AS topic, topic_id",
+    "offset, CASE change WHEN 'removed' THEN 'deleted' ELSE change END AS change, topic, topic_id",
+)
 CONFIGS = _changes(
     "configs", "resource_type, resource_name, name", "value", "resource_type, resource_name, name"
 )
@@ -147,7 +176,31 @@ ACLS = _changes(
     "id",
     "id",
     "principal, host, operation, permission_type, resource_type, resource_name, pattern_type",
+    "offset, CASE change WHEN 'created' THEN 'added' ELSE change END AS change, principal, host, "
+    f"{_names(ACL_OPERATIONS, 'operation')} AS operation, "
+    f"{_names(ACL_PERMISSION_TYPES, 'permission_type')} AS permission, "
+    f"concat({_names(ACL_RESOURCE_TYPES, 'resource_type')}, ':', resource_name) AS resource, "
+    f"{_names(ACL_PATTERN_TYPES, 'pattern_type')} AS pattern",
 )
-SCRAM = _changes("scram", "user, mechanism", "salt", "user, mechanism, iterations")
-FEATURES = _changes("features", "name", "level", "name AS feature")
-TOKENS = _changes("delegation_tokens", "token_id", "expiration_timestamp", "token_id, owner")
+SCRAM = _changes(
+    "scram",
+    "user, mechanism",
+    "salt",
+    "user, mechanism, iterations",
+    "offset, change, user, mechanism, iterations",
+)
+FEATURES = _changes(
+    "features",
+    "name",
+    "level",
+    "name AS feature",
+    f"offset, change, feature, {_metadata_version('before')} AS before, {_metadata_version('after')} AS after",
+)
+TOKENS = _changes(
+    "delegation_tokens",
+    "token_id",
+    "expiration_timestamp",
+    "token_id, owner",
+    "offset, CASE change WHEN 'changed' THEN 'renewed' WHEN 'removed' THEN 'expired or cancelled' ELSE change END "
+    "AS change, token_id, owner, after AS expires_ms",
+)
