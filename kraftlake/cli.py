@@ -37,6 +37,10 @@ COMMANDS: dict[str, Command] = {
         "kraftlake.commands.follow",
         "mirror a live Kafka cluster's metadata log over the network, as an observer",
     ),
+    "report": Command(
+        "kraftlake.commands.report",
+        "what happened to a cluster in a window of its log: one page, Markdown or JSON",
+    ),
     "simulate": Command(
         "kraftlake.commands.simulate", "write a simulated cluster's metadata log through a quorum"
     ),

@@ -54,6 +54,7 @@ def test_help_imports_no_command() -> None:
         ["image", str(MULTI_EPOCH)],
         ["compact", "--help"],
         ["sql", "--help"],
+        ["report", "--help"],
     ],
 )
 def test_a_command_imports_its_module_and_no_spark(argv: list[str]) -> None:

@@ -54,6 +54,7 @@ from kraftlake.spark.tables.queries import (
 )
 from udfs.records import register_udfs
 from udfs.risk import risk_statements
+from udfs.versions import versions_statements
 
 AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
 #: The parameter naming the cluster, every function's last (optional: ``DEFAULT NULL``).
@@ -186,6 +187,7 @@ def function_statements(
         )
     )
     out.extend(risk_statements(warehouse, kind, named, chosen))
+    out.extend(versions_statements(warehouse, kind, named, chosen))
     return out
 
 

@@ -374,7 +374,7 @@ _EMPTY_DIRS = (
 
 
 # Kafka's enums by code (ResourceType, PatternType, AclOperation, AclPermissionType), as StandardAcl prints them
-_RESOURCE_TYPES = (
+ACL_RESOURCE_TYPES = (
     "UNKNOWN",
     "ANY",
     "TOPIC",
@@ -384,8 +384,8 @@ _RESOURCE_TYPES = (
     "DELEGATION_TOKEN",
     "USER",
 )
-_PATTERN_TYPES = ("UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED")
-_OPERATIONS = (
+ACL_PATTERN_TYPES = ("UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED")
+ACL_OPERATIONS = (
     "UNKNOWN",
     "ANY",
     "ALL",
@@ -403,20 +403,20 @@ _OPERATIONS = (
     "DESCRIBE_TOKENS",
     "TWO_PHASE_COMMIT",
 )
-_PERMISSION_TYPES = ("UNKNOWN", "ANY", "DENY", "ALLOW")
+ACL_PERMISSION_TYPES = ("UNKNOWN", "ANY", "DENY", "ALLOW")
 
 
-def _enum_name(names: tuple[str, ...], code: int) -> str:
+def enum_name(names: tuple[str, ...], code: int) -> str:
     return names[code] if 0 <= code < len(names) else "UNKNOWN"
 
 
 def _standard_acl(a: Acl) -> str:
     """``StandardAcl.toString()``, what the metadata shell prints for an ACL."""
     return (
-        f"StandardAcl[resourceType={_enum_name(_RESOURCE_TYPES, a.resource_type)}, "
-        f"resourceName={a.resource_name}, patternType={_enum_name(_PATTERN_TYPES, a.pattern_type)}, "
-        f"principal={a.principal}, host={a.host}, operation={_enum_name(_OPERATIONS, a.operation)}, "
-        f"permissionType={_enum_name(_PERMISSION_TYPES, a.permission_type)}]"
+        f"StandardAcl[resourceType={enum_name(ACL_RESOURCE_TYPES, a.resource_type)}, "
+        f"resourceName={a.resource_name}, patternType={enum_name(ACL_PATTERN_TYPES, a.pattern_type)}, "
+        f"principal={a.principal}, host={a.host}, operation={enum_name(ACL_OPERATIONS, a.operation)}, "
+        f"permissionType={enum_name(ACL_PERMISSION_TYPES, a.permission_type)}]"
     )
 
 

@@ -339,3 +339,38 @@ def _log_end(segs: list[tuple[int, Path]]) -> int:
     for batch in iter_file_batches(segs[-1][1], recover=True):
         last = batch.last_offset
     return last
+
+
+def log_start(path: str | os.PathLike[str]) -> tuple[MetadataImage, int]:
+    """The image a log directory's records follow and its first offset: the empty image and 0 for a log from
+    the start, else the oldest snapshot that covers the log's start (a controller deletes the segments a
+    snapshot covers), skipping with a ``SkippedSnapshotWarning`` one Kafka would not load.
+
+    Raises
+    ------
+    ImageError
+        The log starts past 0 and no usable snapshot covers its start.
+    """
+    d = partition_dir(path)
+    # empty segments hold no offset: a fresh mirror's empty segment 0 is still there (or already gone, its next
+    # one not yet made) when the follower reports a snapshot installed; the log then starts at the snapshot
+    segs = [(base, p) for base, p in segments(d) if _size(p) > 0]
+    base = segs[0][0] if segs else max((s.end_offset for s in snapshots(d)), default=0)
+    if base == 0:
+        return EMPTY, 0
+    skipped = []
+    for snap in (s for s in snapshots(d) if s.end_offset >= base):
+        try:
+            return load_snapshot(snap.path), snap.end_offset
+        except KraftlakeError as exc:
+            skipped.append(snap.path.name)
+            _warn_skipped(snap.path, exc)
+    unusable = f" (unusable: {', '.join(skipped)})" if skipped else ""
+    raise ImageError(f"{d}: the log starts at offset {base} and no usable snapshot covers it{unusable}")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:  # deleted meanwhile (a mirror resetting its log to a snapshot)
+        return 0

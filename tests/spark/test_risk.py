@@ -10,22 +10,6 @@ import pytest
 
 from kraftlake.history.risk import KINDS, RiskWindow, risk_windows
 from kraftlake.image.source import log_records
-from kraftlake.sim.cluster_log import LocalMetadataLog
-from kraftlake.sim.risk_scenarios import SCRIPTS, run_scenario
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, Path]:
-    """Every risk scenario run on one cluster: its log directory and the warehouse ingested from it (in
-    slices, so that versions are closed by later slices)."""
-    from pipelines.ingest import ingest
-
-    root = tmp_path_factory.mktemp("risk")
-    log = LocalMetadataLog(root / "log", cluster_id="risk-scenarios-0001")
-    run_scenario(list(SCRIPTS), 11, log)
-    log.close()
-    ingest(spark, log.partition_dir, root / "warehouse", batch_records=40)
-    return log.partition_dir, root / "warehouse"
 
 
 def _query(spark: Any, warehouse: Path, lo: int, hi: int) -> list[RiskWindow]:
@@ -43,8 +27,8 @@ def _query(spark: Any, warehouse: Path, lo: int, hi: int) -> list[RiskWindow]:
     return sorted(out, key=RiskWindow.sort_key)
 
 
-def test_risk_windows_equal_the_oracle(spark: Any, warehouse: tuple[Path, Path]) -> None:
-    log_dir, wh = warehouse
+def test_risk_windows_equal_the_oracle(spark: Any, risk_warehouse: tuple[Path, Path]) -> None:
+    log_dir, wh = risk_warehouse
     records = list(log_records(log_dir))
     last = records[-1].offset
     expected = risk_windows(records)
@@ -59,12 +43,12 @@ def test_risk_windows_equal_the_oracle(spark: Any, warehouse: tuple[Path, Path])
 
 
 def test_risk_windows_refuse_offsets_the_warehouse_does_not_hold(
-    spark: Any, warehouse: tuple[Path, Path]
+    spark: Any, risk_warehouse: tuple[Path, Path]
 ) -> None:
     from kraftlake.spark.tables.layout import WarehouseError
     from udfs.sql import register, warehouse_errors
 
-    log_dir, wh = warehouse
+    log_dir, wh = risk_warehouse
     last = max(r.offset for r in log_records(log_dir))
     register(spark, wh)
     with pytest.raises(WarehouseError, match="offset -1 is negative"), warehouse_errors():

@@ -1,0 +1,68 @@
+"""``kraftlake report``: what happened to a cluster in a window of its history, as one page, Markdown or JSON.
+
+``--warehouse W`` reads the warehouse's Delta tables without Spark (``--cluster`` names the cluster of a
+warehouse holding several); ``--log-dir DIR`` reads a metadata log directory (a Kafka controller's, or a
+mirror's) and replays it. Neither starts a JVM. The window is ``--from``/``--to``: offsets, or ISO-8601 times (UTC unless a zone is given;
+a time stands for the last record at or before it, as ``<entity>_at_time``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kraftlake.report.errors import ReportError
+
+FORMATS = ("html", "md", "json")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--warehouse", help="a kraftlake warehouse (read without Spark)")
+    source.add_argument("--log-dir", help="a metadata log directory (__cluster_metadata-0), replayed")
+    parser.add_argument("--from", dest="start", help="the window's start: an offset or an ISO-8601 time")
+    parser.add_argument("--to", dest="end", help="the window's end (included): an offset or an ISO-8601 time")
+    parser.add_argument(
+        "--cluster", help="the cluster (of a warehouse holding several; with --log-dir, its name)"
+    )
+    parser.add_argument("--out", help="the file to write (.html, .md or .json); default: Markdown on stdout")
+    parser.add_argument("--format", choices=FORMATS, help="the output format (default: from --out's suffix)")
+
+
+def output_format(out: str | None, fmt: str | None) -> str:
+    """The format asked, else the one ``out``'s suffix names, else Markdown (for a terminal or a ticket)."""
+    if fmt is not None:
+        return fmt
+    if out is None:
+        return "md"
+    suffix = Path(out).suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise ReportError(f"--out {out}: write .html, .md or .json (or say which with --format)")
+    return suffix
+
+
+def run(args: argparse.Namespace) -> int:
+    from kraftlake.report.render import render
+    from kraftlake.report.sections import build_report
+
+    fmt = output_format(args.out, args.format)
+    if args.warehouse is not None:
+        from kraftlake.report import warehouse
+
+        data = warehouse.report_input(args.warehouse, args.start, args.end, args.cluster)
+        source = str(args.warehouse)
+    else:
+        from kraftlake.report import log_dir
+
+        data = log_dir.report_input(args.log_dir, args.start, args.end, args.cluster)
+        source = str(args.log_dir)
+    text = render(build_report(data, source), fmt, data)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        print(f"kraftlake report: wrote {out} ({data.window.text()})", file=sys.stderr)
+    return 0

@@ -1,0 +1,94 @@
+"""The report's pictures' frames, from the same versions as its sections, in the columns
+:mod:`kraftlake.plot.figures` draws: broker states over time and the under-replicated / offline counts."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kraftlake.report.intervals import by_entity, rows_of, runs
+from kraftlake.report.model import ReportInput
+from kraftlake.report.sections import broker_state
+
+_FIGURE_STATE = {
+    "registered": "registered",
+    "fenced": "fenced",
+    "controlled shutdown": "in controlled shutdown",
+}
+BROKER_COLUMNS = ("broker", "state", "from_offset", "to_offset", "start_ms", "end_ms")
+COUNT_COLUMNS = ("offset", "timestamp_ms", "under_replicated", "offline", "partitions")
+
+
+def _clip(data: ReportInput, start: int, end: int | None) -> tuple[int, int | None, int | None]:
+    lo, hi = data.window.lo, data.window.hi
+    first = max(start, lo)
+    last = end if end is not None and end <= hi else None
+    end_ms = data.time_of(last) if last is not None else data.window.hi_ms
+    return first, data.time_of(first), end_ms
+
+
+def broker_segments(data: ReportInput) -> pd.DataFrame:
+    """Each broker's runs of one state within the window (the broker figure's frame), with the times at the
+    window's edges where a run began before it or holds past it; ``unregistered`` from a registration's end with
+    none after it."""
+    frame = data.versions.get("brokers")
+    groups = by_entity([] if frame is None else rows_of(frame), ("id",))
+    lo, hi = data.window.lo, data.window.hi
+    out = []
+    for state, name in _FIGURE_STATE.items():
+        for run in runs(groups, lambda v, s=state: broker_state(v) == s):  # type: ignore[misc]
+            if run.from_offset <= hi and (run.to_offset is None or run.to_offset > lo):
+                first, start_ms, end_ms = _clip(data, run.from_offset, run.to_offset)
+                to = run.to_offset if run.to_offset is not None and run.to_offset <= hi else None
+                out.append((run.first["id"], name, first, to, start_ms, end_ms))
+    for versions in groups.values():
+        starts = {v["from_offset"] for v in versions}
+        for v in versions:
+            end = v["to_offset"]
+            if end is not None and lo <= end <= hi and end not in starts:
+                after = [s for s in starts if s > end]
+                nxt = min(after) if after else None
+                first, start_ms, end_ms = _clip(data, end, nxt)
+                out.append(
+                    (
+                        v["id"],
+                        "unregistered",
+                        first,
+                        nxt if nxt is not None and nxt <= hi else None,
+                        start_ms,
+                        end_ms,
+                    )
+                )
+    segments = pd.DataFrame(out, columns=list(BROKER_COLUMNS))
+    for col in ("from_offset", "to_offset", "start_ms", "end_ms"):
+        segments[col] = segments[col].astype("Int64")
+    return segments.sort_values(["broker", "from_offset"], ignore_index=True)
+
+
+def availability_counts(data: ReportInput) -> pd.DataFrame:
+    """The under-replicated, offline and existing partitions from each offset of the window where a count
+    changes, and at both ends (the counts figure's frame)."""
+    frame = data.versions.get("partitions")
+    lo, hi = data.window.lo, data.window.hi
+    deltas: dict[int, list[int]] = {lo: [0, 0, 0], hi: [0, 0, 0]}
+    for v in [] if frame is None else rows_of(frame):
+        if v["to_offset"] is not None and v["to_offset"] <= lo:
+            continue  # ended by the window's first record: not in force at any offset of the window
+        # as the plot's counts: under-replicated whatever the leader, offline without one
+        flags = [int(len(v["isr"] or ()) < len(v["replicas"] or ())), int(v["leader"] == -1), 1]
+        d = deltas.setdefault(max(v["from_offset"], lo), [0, 0, 0])
+        for i, f in enumerate(flags):
+            d[i] += f
+        end = v["to_offset"]
+        if end is not None and end <= hi:
+            d = deltas.setdefault(end, [0, 0, 0])
+            for i, f in enumerate(flags):
+                d[i] -= f
+    rows, totals = [], [0, 0, 0]
+    for offset in sorted(deltas):
+        change = deltas[offset]
+        totals = [t + c for t, c in zip(totals, change, strict=True)]
+        if any(change) or offset in (lo, hi):
+            rows.append((offset, data.time_of(offset), *totals))
+    counts = pd.DataFrame(rows, columns=list(COUNT_COLUMNS))
+    counts["timestamp_ms"] = counts["timestamp_ms"].astype("Int64")
+    return counts
