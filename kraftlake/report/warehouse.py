@@ -5,6 +5,7 @@ record times and the controller elections of ``metadata_log``."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pandas as pd
 
@@ -45,7 +46,7 @@ def report_input(
         Not a warehouse, an unknown cluster (or none named among several), a bound before the retained history
         or inside a gap of the log.
     """
-    path = check_warehouse(warehouse)
+    path = check_warehouse(Path(warehouse))
     wh = Warehouse(path, cluster)
     bounds = [parse_bound(t) if t is not None else None for t in (start, end)]
     lim = limits(wh)
