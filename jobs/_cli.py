@@ -68,10 +68,11 @@ def _functions_line() -> str:
         for s in function_statements(".")
     ]
     at = [h.split("(", 1)[0][: -len("_at")] for h in heads if h.split("(", 1)[0].endswith("_at")]
-    others = [h for h in heads if not h.split("(", 1)[0].endswith(("_at", "_at_time"))]
+    others = [h for h in heads if not h.split("(", 1)[0].endswith(("_at", "_at_time", "_versions"))]
     return (
-        f"kraftlake's functions: <entity>_at(at_offset BIGINT[, {CLUSTER_ARG} STRING]) and "
-        f"<entity>_at_time(at_time TIMESTAMP[, {CLUSTER_ARG} STRING]) for "
+        f"kraftlake's functions: <entity>_at(at_offset BIGINT[, {CLUSTER_ARG} STRING]), "
+        f"<entity>_at_time(at_time TIMESTAMP[, {CLUSTER_ARG} STRING]) and "
+        f"<entity>_versions(range_from BIGINT, range_to BIGINT[, {CLUSTER_ARG} STRING]) for "
         f"{', '.join(at)}; {', '.join(others)}"
     )
 

@@ -242,9 +242,12 @@ def test_the_functions_named_for_an_unknown_one_are_kraftlake_s() -> None:
     assert entities == list(ENTITIES)
     views = line.split("; ", 1)[1]
     assert views == (
-        "partition_history(for_topic STRING, for_partition INT), isr_history(for_topic STRING, for_partition INT), "
-        "leader_history(for_topic STRING, for_partition INT), broker_history(for_id INT), "
-        "risk_windows(range_from BIGINT, range_to BIGINT)"
+        "partition_history(for_topic STRING, for_partition INT[, in_cluster STRING]), "
+        "isr_history(for_topic STRING, for_partition INT[, in_cluster STRING]), "
+        "leader_history(for_topic STRING, for_partition INT[, in_cluster STRING]), "
+        "broker_history(for_id INT[, in_cluster STRING]), "
+        "risk_windows(range_from BIGINT, range_to BIGINT[, in_cluster STRING]), "
+        "leader_changes(range_from BIGINT, range_to BIGINT[, in_cluster STRING])"
     )
 
 
