@@ -86,13 +86,14 @@ def check_offset(lim: Limits, at: int) -> None:
             raise WarehouseError(f"offset {at} {IN_GAP}: no state is known at {gap[0]}..{gap[1]}")
 
 
-def check_time(lim: Limits, offset: int | None) -> None:
-    """Refuse the time whose last offset is ``offset`` as
+def check_time(lim: Limits, offset: int | None, cluster: str | None = None) -> None:
+    """Refuse the time whose last offset is ``offset`` (of ``cluster``) as
     :func:`kraftlake.spark.tables.queries.retention_guard_at_time` does."""
     if (offset is None and lim.retained >= 0) or (offset is not None and offset < lim.retained):
         raise WarehouseError(
-            f"the time lies {BEFORE_RETAINED} (its last offset is {'none' if offset is None else offset}): "
-            f"the warehouse holds the states from offset {lim.retained} on"
+            f"the time lies {BEFORE_RETAINED} for cluster {cluster} (its last offset is "
+            f"{'none' if offset is None else offset}): the warehouse holds its states from offset "
+            f"{lim.retained} on"
         )
     if offset is None:
         return
@@ -151,7 +152,7 @@ def state_at(wh: Warehouse, table: str, at: int) -> Answer:
 def state_at_time(wh: Warehouse, table: str, at_time: datetime | str) -> Answer:
     """``<table>_at_time(at_time)``."""
     offset = offset_at_time(wh, at_time)
-    check_time(limits(wh), offset)
+    check_time(limits(wh), offset, wh.cluster)
     if offset is None:
         return Answer([*ENTITIES[table].names, "from_offset"], [])
     return _state(wh, table, offset)

@@ -99,6 +99,8 @@ class Warehouse:
                 raise WarehouseError(
                     f"warehouse {self.path} holds clusters {', '.join(known)}: name one (--cluster)"
                 )
+            if self.cluster is None and known:
+                self.cluster = known[0]  # the one cluster held: named in the refusals, as the functions do
             if self.cluster is not None and self.cluster not in known:
                 raise WarehouseError(
                     f"warehouse {self.path} holds no cluster {self.cluster!r} (it holds: "

@@ -95,7 +95,15 @@ def assert_answers_equal(
         ):
             mine = {p: _mine(function, warehouse, table, arg(p)) for p in points}
             rows = [p for p in points if not isinstance(mine[p], str)]
-            answered = _lateral(spark, sql.format(t=table, a="o.a"), rows)
+            if function is answers.state_at:
+                answered = _lateral(spark, sql.format(t=table, a="o.a"), rows)
+            else:
+                # one query a time: Spark cannot decorrelate _at_time's cluster choice in a LATERAL call; its
+                # cluster column (the warehouse holds one cluster) is not an answer of state_at_time
+                answered = {
+                    p: canon(_spark_rows(spark, f"SELECT * EXCEPT (cluster) FROM {sql.format(t=table, a=p)}"))
+                    for p in rows
+                }
             for p in points:
                 if p in answered:
                     assert mine[p] == answered[p], (table, function.__name__, p)
