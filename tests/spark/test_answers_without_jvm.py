@@ -270,13 +270,14 @@ def test_the_names_and_texts_shared_with_the_spark_layer_agree() -> None:
         layout.BOUNDS,
         layout.KEY_SEP,
     )
-    assert answers.REFUSALS == queries.REFUSALS
+    # the offsets' refusals; a cluster the reader does not hold is refused in the command line's words
+    assert answers.REFUSALS == queries.REFUSALS[:4]
     assert (
         answers.NEGATIVE,
         answers.BEFORE_RETAINED,
         answers.AFTER_COMMITTED,
         answers.IN_GAP,
-    ) == queries.REFUSALS
+    ) == (queries.NEGATIVE, queries.BEFORE_RETAINED, queries.AFTER_COMMITTED, queries.IN_GAP)
     assert tables.close_key((3, "a")) == layout.close_key((3, "a"))
 
 
