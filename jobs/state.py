@@ -85,19 +85,28 @@ def without_jvm(args: argparse.Namespace) -> bool:
 def answer_without_jvm(args: argparse.Namespace) -> bool:
     """Print the answer read from the Delta tables; False (nothing printed) when a table needs Spark."""
     from kraftlake.warehouse.answers import state_at, state_at_time
-    from kraftlake.warehouse.tables import NeedsSpark, Warehouse, check_warehouse
+    from kraftlake.warehouse.tables import NeedsSpark, Warehouse, WarehouseError, check_warehouse
     from pipelines.output import write_rows
 
     wh = Warehouse(check_warehouse(args.warehouse or "./warehouse"), getattr(args, "cluster", None))
     try:
         if args.offset is not None:
             answer = state_at(wh, args.entity, args.offset)
+            columns, rows = answer.columns, answer.rows
         else:
+            if wh.cluster is None and wh.has_clusters():
+                try:
+                    wh.resolve_cluster()
+                except WarehouseError:
+                    return False  # --time answers every cluster of a fleet: Spark's functions do that
             answer = state_at_time(wh, args.entity, args.time)
+            # as <entity>_at_time: the cluster first
+            columns = ["cluster", *answer.columns]
+            rows = [{"cluster": wh.cluster, **row} for row in answer.rows]
     except NeedsSpark as exc:
         print(f"kraftlake state: {exc}: answering through Spark", file=sys.stderr)
         return False
-    write_rows(sorted(answer.rows, key=_sort_key(args.entity)), answer.columns, args.format)
+    write_rows(sorted(rows, key=_sort_key(args.entity)), columns, args.format)
     return True
 
 
