@@ -16,7 +16,6 @@ when the resumed run slices differently), and ``offsets`` is written after both 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -25,11 +24,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.errors import KraftlakeError
 from kraftlake.history import HistoryBatch, HistoryBuilder, without_written
-from kraftlake.image import EMPTY, MetadataImage, load_snapshot
-from kraftlake.image.errors import SkippedSnapshotWarning
-from kraftlake.image.source import partition_dir, segments, snapshots
+from kraftlake.image import EMPTY, MetadataImage
+from kraftlake.image.errors import ImageError
+from kraftlake.image.source import log_start
 from kraftlake.spark.tables.bounds import (
     last_offset,
     publish_commit_point,
@@ -119,36 +117,13 @@ def resume(
     return Resume(builder, start - 1, start, LogLeg(last_offset(spark, warehouse, cluster, LOG)))
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:  # deleted meanwhile (a mirror resetting its log to a snapshot)
-        return 0
-
-
 def starting_point(log_dir: str | Path) -> tuple[MetadataImage, int]:
-    """The image to start from and the first offset to read: a snapshot when the log does not start at 0
-    (or holds no record, only snapshots).
-
-    The oldest snapshot that covers the log's start, skipping (with a `SkippedSnapshotWarning`) one Kafka would
-    not load (`kraftlake.image.load_snapshot` refuses it) for the next.
-    """
-    d = partition_dir(log_dir)
-    # empty segments hold no offset: a fresh mirror's empty segment 0 is still there (or already gone, its next
-    # one not yet made) when the follower reports a snapshot installed; the log then starts at the snapshot
-    segs = [(base, path) for base, path in segments(d) if _size(path) > 0]
-    base = segs[0][0] if segs else max((s.end_offset for s in snapshots(d)), default=0)
-    if base == 0:
-        return EMPTY, 0
-    skipped = []
-    for snap in (s for s in snapshots(d) if s.end_offset >= base):
-        try:
-            return load_snapshot(snap.path), snap.end_offset
-        except KraftlakeError as exc:
-            skipped.append(snap.path.name)
-            warnings.warn(f"skipped snapshot {snap.path}: {exc}", SkippedSnapshotWarning, stacklevel=2)
-    unusable = f" (unusable: {', '.join(skipped)})" if skipped else ""
-    raise WarehouseError(f"{d}: the log starts at offset {base} and no usable snapshot covers it{unusable}")
+    """The image to start from and the first offset to read (:func:`kraftlake.image.source.log_start`: a
+    snapshot when the log does not start at 0), a log no usable snapshot covers as ``WarehouseError``."""
+    try:
+        return log_start(log_dir)
+    except ImageError as exc:
+        raise WarehouseError(str(exc)) from None
 
 
 def crossed_gaps(batch: HistoryBatch) -> list[tuple[int, int]]:

@@ -21,13 +21,12 @@ Frames (``*_ms`` are epoch milliseconds; ``to_offset`` is NULL/NA while a versio
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import altair as alt
 import pandas as pd
 
-from kraftlake.plot.time_axis import time_axis
+from kraftlake.plot.time_axis import time_axis, utc_text
 
 COUNT_COLUMNS = ("offset", "timestamp_ms", "under_replicated", "offline", "partitions")
 PARTITION_COLUMNS = ("role", "broker", "from_offset", "to_offset", "start_ms", "end_ms")
@@ -44,13 +43,6 @@ _ROLE_COLOURS = ("#9ecae9", "#1f4e79", "#e45756")
 
 WIDTH = 900
 LANE_PX = 22
-
-
-def utc_text(ms: Any) -> str:
-    """Epoch milliseconds as ``2026-11-22 07:00:00.123 UTC`` (the tooltips' form); empty for NA."""
-    if ms is None or pd.isna(ms):
-        return ""
-    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def range_text(lo: int, hi: int, lo_ms: int | None, hi_ms: int | None) -> str:

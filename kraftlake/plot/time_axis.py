@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import pandas as pd
+
 MAX_TICKS = 8
 
 _SECOND = 1000
@@ -140,3 +142,11 @@ def time_axis(lo_ms: int | None, hi_ms: int | None, title: str = "time (UTC)") -
     axis["format"] = fmt
     axis["values"] = [_datetime(ms) for ms in ticks(lo_ms, hi_ms, step)]
     return axis
+
+
+def utc_text(ms: Any) -> str:
+    """Epoch milliseconds as ``2026-11-22 07:00:00.123 UTC`` (the tooltips' and the report's form); empty for
+    None/NA."""
+    if ms is None or pd.isna(ms):
+        return ""
+    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"

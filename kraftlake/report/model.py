@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
+
+from kraftlake.plot.time_axis import utc_text
 
 #: The history tables a report reads (``kraftlake.history.ENTITIES`` names their columns).
 REPORT_ENTITIES = (
@@ -21,13 +22,6 @@ REPORT_ENTITIES = (
     "features",
     "delegation_tokens",
 )
-
-
-def utc_text(ms: Any) -> str:
-    """Epoch milliseconds as ``2026-11-22 07:00:00.123 UTC``; empty for None/NA."""
-    if ms is None or pd.isna(ms):
-        return ""
-    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def duration_text(ms: Any) -> str:

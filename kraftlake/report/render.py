@@ -7,7 +7,8 @@ import html
 import json
 from typing import Any
 
-from kraftlake.report.model import Report, ReportInput, Section, duration_text, utc_text
+from kraftlake.plot.time_axis import utc_text
+from kraftlake.report.model import Report, ReportInput, Section, duration_text
 
 FORMATS = ("html", "md", "json")
 #: Rows of a section's table written into the page or the Markdown; the JSON holds them all.

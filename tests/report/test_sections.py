@@ -14,23 +14,14 @@ from kraftlake.history.risk import EVENT_KINDS, KINDS, risk_windows
 from kraftlake.image.source import log_records
 from kraftlake.records.envelope import MetadataRecord
 from kraftlake.report.from_log import input_from_records
+from kraftlake.report.model import REPORT_ENTITIES
 from kraftlake.report.sections import build_report
 from kraftlake.sim.cluster import ClusterSimConfig, ClusterSimulator
 from kraftlake.sim.risk_scenarios import run_scenario
 from kraftlake.sim.workloads.entities import write_synthetic_log
 from tests.report import oracle
 
-TABLES = (
-    "brokers",
-    "partitions",
-    "topics",
-    "configs",
-    "client_quotas",
-    "acls",
-    "scram",
-    "features",
-    "delegation_tokens",
-)
+TABLES = REPORT_ENTITIES
 
 
 def _simulated(seed: int) -> list[MetadataRecord]:
