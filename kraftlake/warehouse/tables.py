@@ -14,6 +14,7 @@ from kraftlake.delta.append import DeltaAppendError, Unsupported
 from kraftlake.delta.rewrite import Snapshot
 from kraftlake.delta.scan import Bound, arrow_schema, read_rows, table_snapshot
 from kraftlake.errors import KraftlakeError
+from kraftlake.warehouse.clusters import choose
 
 # the names of kraftlake.spark.tables.layout, which imports Spark (tests check that both agree)
 LOG = "metadata_log"
@@ -95,17 +96,12 @@ class Warehouse:
         else:
             names = read_rows(self.snapshot(BOUNDS), arrow_schema(self.snapshot(BOUNDS)), columns=[CLUSTER])
             known = sorted({c for c in names.column(CLUSTER).to_pylist() if c is not None})
-            if self.cluster is None and len(known) > 1:
-                raise WarehouseError(
-                    f"warehouse {self.path} holds clusters {', '.join(known)}: name one (--cluster)"
-                )
-            if self.cluster is None and known:
-                self.cluster = known[0]  # the one cluster held: named in the refusals, as the functions do
-            if self.cluster is not None and self.cluster not in known:
-                raise WarehouseError(
-                    f"warehouse {self.path} holds no cluster {self.cluster!r} (it holds: "
-                    f"{', '.join(known) or 'none yet'})"
-                )
+            if known or self.cluster is not None:
+                try:
+                    # the one cluster held is named in the refusals, as the functions do
+                    self.cluster = choose(known, self.path, self.cluster)
+                except ValueError as e:
+                    raise WarehouseError(str(e)) from None
         self._resolved = True
 
     def read(self, table: str, bounds: tuple[Bound, ...] = (), columns: list[str] | None = None) -> pa.Table:

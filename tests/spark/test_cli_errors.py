@@ -44,8 +44,9 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
         (
             ["sql", "SELECT * FROM partition_at(3)"],
             "kraftlake sql: error: [UNRESOLVABLE_TABLE_VALUED_FUNCTION] Could not resolve `partition_at`",
-            "kraftlake's functions: <entity>_at(at_offset BIGINT[, in_cluster STRING]) and "
-            "<entity>_at_time(at_time TIMESTAMP[, in_cluster STRING]) for brokers, controllers, topics, partitions,",
+            "kraftlake's functions: <entity>_at(at_offset BIGINT[, in_cluster STRING]), "
+            "<entity>_at_time(at_time TIMESTAMP[, in_cluster STRING]) and "
+            "<entity>_versions(range_from BIGINT, range_to BIGINT[, in_cluster STRING]) for brokers, controllers,",
         ),
         (
             ["sql", "SELECT partition_count(3)"],

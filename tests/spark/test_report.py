@@ -81,7 +81,7 @@ def test_each_sections_sql_gives_its_rows(spark: Any, risk_warehouse: tuple[Path
         (["--from", "-1"], "an offset cannot be negative"),
         (["--to", "999999"], "holds offsets"),
         (["--from", "2099-01-01T00:00:00Z"], "the window holds no record"),
-        (["--cluster", "nope"], "holds no cluster 'nope'"),
+        (["--cluster", "nope"], "no cluster 'nope' in the warehouse"),
     ],
 )
 def test_refusals(

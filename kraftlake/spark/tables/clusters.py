@@ -17,6 +17,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.spark.tables.layout import CLUSTERS, WarehouseError, arrow_frame, never_written, table_path
+from kraftlake.warehouse.clusters import choose
 
 #: What a cluster's name may hold: it goes into SQL literals, Delta transaction ids and messages as it is.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -141,19 +142,10 @@ def writer_name(
 
 def reader_name(entries: list[Registered], warehouse: str | Path, name: str | None) -> str:
     """The cluster a reader reads: ``name``, which the warehouse must hold, or the one cluster it holds."""
-    held = names(entries)
-    if name is not None:
-        if name not in held:
-            listed = f" ({', '.join(held)})" if held else ""
-            raise ClusterError(f"{warehouse}: no cluster {name!r} in the warehouse{listed}")
-        return name
-    if len(held) == 1:
-        return held[0]
-    if not held:
-        raise ClusterError(f"{warehouse}: the warehouse holds no cluster: ingest one first")
-    raise ClusterError(
-        f"{warehouse}: the warehouse holds {len(held)} clusters ({', '.join(held)}): name one with --cluster"
-    )
+    try:
+        return choose(names(entries), warehouse, name)
+    except ValueError as e:
+        raise ClusterError(str(e)) from None
 
 
 def log_dir_cluster_id(log_dir: str | Path) -> str | None:
