@@ -282,7 +282,9 @@ class BatchCommitter:
         so a replayed batch redoes it (``quarantine`` is idempotent by offset).
         """
         t = time.monotonic()
-        self.result.quarantined += quarantine(self.spark, self.warehouse, validate_records(fresh)[1])
+        self.result.quarantined += quarantine(
+            self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
+        )
 
         def write(start: int, end: int) -> None:
             rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {end}"), self.cluster)

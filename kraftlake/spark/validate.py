@@ -35,11 +35,13 @@ from pyspark.sql import functions as F
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES
 from kraftlake.spark.data_docs import localize_sites
+from kraftlake.spark.tables.creation import add_cluster_column
 from kraftlake.spark.tables.layout import (
     BOUNDS,
     CLUSTER,
     LOG,
     OFFSETS,
+    QUARANTINE,
     cluster_rows,
     sql_string,
     table_path,
@@ -47,7 +49,6 @@ from kraftlake.spark.tables.layout import (
 )
 from kraftlake.spark.tables.queries import history_query
 
-QUARANTINE = "quarantine"
 GX_PROJECT = "_gx"
 DATASOURCE = "kraftlake"
 
@@ -87,7 +88,7 @@ RECORD_RULES: tuple[tuple[str, str], ...] = (
 )
 
 QUARANTINE_DDL = (
-    "offset BIGINT, epoch INT, timestamp BIGINT, type STRING, raw BINARY, "
+    "cluster STRING, offset BIGINT, epoch INT, timestamp BIGINT, type STRING, raw BINARY, "
     "reasons ARRAY<STRING>, reason STRING, quarantined_at TIMESTAMP"
 )
 
@@ -135,17 +136,24 @@ def validate_records(df: DataFrame) -> tuple[DataFrame, DataFrame]:
     return good, bad
 
 
-def ensure_quarantine(spark: SparkSession, warehouse: str | Path) -> None:
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {table_ref(warehouse, QUARANTINE)} ({QUARANTINE_DDL}) USING DELTA")
+def ensure_quarantine(spark: SparkSession, warehouse: str | Path, cluster: str) -> None:
+    """Create ``quarantine``; one made before it held clusters (its rows are of the warehouse's one cluster,
+    the one writing now) gains the ``cluster`` column, filled."""
+    ref = table_ref(warehouse, QUARANTINE)
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {ref} ({QUARANTINE_DDL}) USING DELTA")
+    add_cluster_column(spark, warehouse, QUARANTINE, cluster)
 
 
-def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame) -> int:
-    """Add ``bad`` rows (from :func:`validate_records`) to ``quarantine``; returns how many were new.
+def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame, cluster: str) -> int:
+    """Add ``bad`` rows (from :func:`validate_records`) of ``cluster`` to ``quarantine``; returns how many were
+    new.
 
-    Idempotent by content (a MERGE on ``offset``), so a micro-batch replayed after a crash, even cut
-    differently, adds nothing twice; a batch without bad rows writes nothing.
+    Idempotent by content (a MERGE on the cluster and the offset), so a micro-batch replayed after a crash, even
+    cut differently, adds nothing twice, and another cluster's row at the same offset is another row; a batch
+    without bad rows writes nothing.
     """
     rows = bad.select(
+        F.lit(cluster).alias(CLUSTER),
         "offset",
         "epoch",
         "timestamp",
@@ -158,14 +166,14 @@ def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame) -> in
     try:
         if rows.isEmpty():
             return 0
-        ensure_quarantine(spark, warehouse)
+        ensure_quarantine(spark, warehouse, cluster)
         view = "_kraftlake_quarantine"
         # the view lives in the rows' own session (a foreachBatch frame's session is the query's clone)
         session = rows.sparkSession
         rows.createOrReplaceTempView(view)
         out = session.sql(
             f"MERGE INTO {table_ref(warehouse, QUARANTINE)} t USING {view} s "
-            "ON t.offset = s.offset WHEN NOT MATCHED THEN INSERT *"
+            f"ON t.{CLUSTER} = s.{CLUSTER} AND t.offset = s.offset WHEN NOT MATCHED THEN INSERT *"
         ).first()
         session.catalog.dropTempView(view)
         return int(out["num_inserted_rows"]) if out is not None else 0

@@ -136,9 +136,36 @@ def test_validate_records_quarantines_bad_rows_and_keeps_the_rest(
     assert good.count() == total - 1
     assert good.schema == log.schema
     warehouse = tmp_path / "w"
-    assert quarantine(spark, warehouse, bad) == 1
-    assert quarantine(spark, warehouse, bad) == 0  # a replayed micro-batch adds nothing
+    assert quarantine(spark, warehouse, bad, "a") == 1
+    assert quarantine(spark, warehouse, bad, "a") == 0  # a replayed micro-batch adds nothing
     stored = spark.read.format("delta").load(table_path(warehouse, QUARANTINE)).collect()
     assert len(stored) == 1
-    assert stored[0]["offset"] == bad_rows[0]["offset"] and "isr_subset" in stored[0]["reason"]
-    assert stored[0]["raw"] == bad_rows[0]["raw"]
+    assert stored[0]["cluster"] == "a" and stored[0]["offset"] == bad_rows[0]["offset"]
+    assert "isr_subset" in stored[0]["reason"] and stored[0]["raw"] == bad_rows[0]["raw"]
+    # another cluster's record at the same offset is another row
+    assert quarantine(spark, warehouse, bad, "b") == 1
+    stored = spark.read.format("delta").load(table_path(warehouse, QUARANTINE))
+    assert sorted(r["cluster"] for r in stored.collect()) == ["a", "b"]
+
+
+def test_a_quarantine_made_before_clusters_gains_the_column(spark: Any, tmp_path: Path) -> None:
+    from kraftlake.spark.tables.layout import table_ref
+    from kraftlake.spark.validate import QUARANTINE, quarantine
+
+    warehouse = tmp_path / "w"
+    old_ddl = (
+        "offset BIGINT, epoch INT, timestamp BIGINT, type STRING, raw BINARY, "
+        "reasons ARRAY<STRING>, reason STRING, quarantined_at TIMESTAMP"
+    )
+    ref = table_ref(warehouse, QUARANTINE)
+    spark.sql(f"CREATE TABLE {ref} ({old_ddl}) USING DELTA")
+    spark.sql(f"INSERT INTO {ref} VALUES (7, 1, 0, 'PartitionRecord', X'00', array('r'), 'r', now())")
+    bad = spark.sql(
+        "SELECT 7L AS offset, 1 AS epoch, 0L AS timestamp, 'PartitionRecord' AS type, X'00' AS raw, "
+        "array('r') AS reasons, 'r' AS reason"
+    )
+    assert quarantine(spark, warehouse, bad, "a") == 0  # the old row is cluster a's: nothing new
+    rows = spark.sql(f"SELECT * FROM {ref}").collect()
+    assert spark.table(ref).columns[0] == "cluster" and [(r["cluster"], r["offset"]) for r in rows] == [
+        ("a", 7)
+    ]

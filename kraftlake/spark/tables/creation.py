@@ -24,6 +24,7 @@ from kraftlake.spark.tables.layout import (
     HISTORY_TABLES,
     LOG,
     OFFSETS,
+    QUARANTINE,
     RETENTION,
     SNAPSHOTS,
     engine_info,
@@ -176,9 +177,21 @@ def migrate(
             settings = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
             spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({settings})")
         spark.sql(f"ALTER TABLE delta.`{path}` CLUSTER BY ({', '.join(columns)})")
+    if not never_written(warehouse, QUARANTINE):
+        add_cluster_column(spark, warehouse, QUARANTINE, name)
     ensure_bounds(spark, warehouse, name)
     clusters.register(spark, warehouse, name, cluster_id, source)
     _log.info("%s: migrated to a warehouse of clusters, its one cluster named %s", warehouse, name)
+
+
+def add_cluster_column(spark: SparkSession, warehouse: str | Path, table: str, name: str) -> None:
+    """Give ``table``, made before it held clusters (its rows all of the cluster ``name``), the ``cluster``
+    column first, filled with ``name``; nothing if it has the column."""
+    ref = table_ref(warehouse, table)
+    if CLUSTER in spark.read.format("delta").load(table_path(warehouse, table)).columns:
+        return
+    spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({CLUSTER} STRING FIRST)")
+    spark.sql(f"UPDATE {ref} SET {CLUSTER} = {sql_string(name)} WHERE {CLUSTER} IS NULL")
 
 
 def open_for_writer(

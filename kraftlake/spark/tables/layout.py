@@ -32,6 +32,8 @@ CLOSES = "closes"
 #: (see :func:`kraftlake.spark.tables.bounds.publish_commit_point`,
 #: :func:`kraftlake.spark.tables.bounds.retained_from`), one small table that a query's guard reads at once.
 BOUNDS = "bounds"
+#: Rows the stream's record-level checks set aside (:mod:`kraftlake.spark.validate`), made when the first one is.
+QUARANTINE = "quarantine"
 #: Where warehouses made before ``bounds`` kept the retained-from offset (read once, to fill ``bounds``).
 RETENTION = "retention"
 SNAPSHOTS_DDL = (
