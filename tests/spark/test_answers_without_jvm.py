@@ -76,6 +76,17 @@ def _lateral(spark: Any, call: str, args: list[int]) -> dict[int, list[str]]:
     return {a: canon(r) for a, r in out.items()}
 
 
+def _union(spark: Any, query: str, args: list[int]) -> dict[int, list[str]]:
+    """``query`` (SQL with ``{a}``) for every ``a`` of ``args`` in one Spark action, as :func:`_lateral`."""
+    if not args:
+        return {}
+    sql = " UNION ALL ".join(f"SELECT {a} AS _a, q.* FROM ({query.format(a=a)}) q" for a in args)
+    out: dict[int, list[dict[str, Any]]] = {a: [] for a in args}
+    for row in _spark_rows(spark, sql):
+        out[row.pop("_a")].append(row)
+    return {a: canon(r) for a, r in out.items()}
+
+
 def assert_answers_equal(
     spark: Any, warehouse: Path, offsets: list[int], times: list[int], partitions: int = 3
 ) -> int:
@@ -98,12 +109,11 @@ def assert_answers_equal(
             if function is answers.state_at:
                 answered = _lateral(spark, sql.format(t=table, a="o.a"), rows)
             else:
-                # one query a time: Spark cannot decorrelate _at_time's cluster choice in a LATERAL call; its
+                # a UNION ALL: Spark cannot decorrelate _at_time's cluster choice in a LATERAL call; its
                 # cluster column (the warehouse holds one cluster) is not an answer of state_at_time
-                answered = {
-                    p: canon(_spark_rows(spark, f"SELECT * EXCEPT (cluster) FROM {sql.format(t=table, a=p)}"))
-                    for p in rows
-                }
+                answered = _union(
+                    spark, "SELECT * EXCEPT (cluster) FROM " + sql.format(t=table, a="{a}"), rows
+                )
             for p in points:
                 if p in answered:
                     assert mine[p] == answered[p], (table, function.__name__, p)
