@@ -8,9 +8,9 @@ cluster's slice would make the slowest cluster's commit, or a failing one, every
 
 A cluster that fails is recorded in ``fleet_status`` (:class:`StatusBoard`) and tried again after
 ``retry_s`` (unreachable, or another failure), or left out for the rest of the run when retrying cannot help
-(authentication, a registry refusal, its lock held by another process). The refusals of input (a cluster id
-that changed under a name, one cluster id under two names, a cluster streamed by another process) are the
-run's :attr:`FleetResult.refusals`: the command reports them in one line and exits 2 once the others stopped.
+(authentication, a registry refusal, client properties that cannot be used, its lock held by another
+process). The refusals of input (a cluster id that changed under a name, one cluster id under two names, a
+``--command-config`` that cannot be used, a cluster streamed by another process) are the run's :attr:`FleetResult.refusals`: the command reports them in one line and exits 2 once the others stopped.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from kraftlake.spark.tables.clusters import ClusterError
 from kraftlake.spark.tables.fleet_status import StatusBoard
 from kraftlake.warehouse import fleet_status as fs
 from kraftlake.warehouse.fleet import FleetMember
-from kraftlake.wire.errors import AuthenticationError, ConnectError
+from kraftlake.wire.errors import AuthenticationError, ConnectError, SecurityConfigError
 from pipelines.stream import FOLD_AT, StreamProgress, StreamResult, start_following, stream
 
 #: Seconds between two tries of a cluster that failed (unreachable, or another error).
@@ -73,7 +73,7 @@ class FleetResult:
 
 def state_of(exc: BaseException) -> str:
     """The ``fleet_status`` state a cluster's failure puts it in."""
-    if isinstance(exc, ClusterError | ClusterIdMismatchError):
+    if isinstance(exc, ClusterError | ClusterIdMismatchError | SecurityConfigError):
         return fs.REFUSED
     if isinstance(exc, AuthorizationError | AuthenticationError):
         return fs.AUTH_FAILED
@@ -122,6 +122,10 @@ class _Member:
     def follow(self, options: dict[str, str]) -> Any:
         """Start following and wait for the mirror's first catch-up, recording an unanswered or refused contact
         as the cluster's state meanwhile; :class:`FleetStopped` when the run ends first."""
+        if self.outcome.tries == 1:
+            # the cluster's lock is held from here: its state is this run's to write (a later try keeps the
+            # last known state until it tells more)
+            self.set(fs.STARTING)
         follower = start_following(options, self.fleet.warehouse)
         try:
             while True:
@@ -162,8 +166,6 @@ class _Member:
         while not f.stop.is_set():
             self.outcome.tries += 1
             try:
-                if self.outcome.tries == 1:
-                    self.set(fs.STARTING)  # a later try keeps the last known state until it tells more
                 result: StreamResult = stream(
                     f.spark,
                     "kafka",

@@ -117,3 +117,16 @@ def test_one_stream_per_cluster_many_per_warehouse(tmp_path: Path) -> None:
         ):
             stream_lock(tmp_path, "east")
     stream_lock(tmp_path, "east").release()  # given back
+
+
+def test_fleet_status_of_a_path_that_is_no_warehouse_is_one_line(tmp_path: Path) -> None:
+    from kraftlake.cli import main
+
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(["fleet", "status", "--warehouse", str(tmp_path / "nothing")]) == 2
+    assert err.getvalue().startswith("kraftlake fleet: error: warehouse ") and err.getvalue().count("\n") == 1
+    (tmp_path / "wh" / "metadata_log" / "_delta_log").mkdir(parents=True)
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(["fleet", "status", "--warehouse", str(tmp_path / "wh")]) == 0
+    assert "no fleet status in" in out.getvalue()

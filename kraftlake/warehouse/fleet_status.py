@@ -29,8 +29,8 @@ AUTH_FAILED = "auth_failed"
 BEHIND_LOG_START = "behind_log_start"
 """The warehouse's commit point is older than anything the cluster and the mirror still hold."""
 REFUSED = "refused"
-"""The cluster cannot be written under this name (another cluster id behind the name, or its cluster id in the
-warehouse under another name): the registry's refusal in ``last_error``; not retried."""
+"""The cluster cannot be followed as given (another cluster id behind the name, its cluster id in the warehouse
+under another name, client properties that cannot be used): the refusal in ``last_error``; not retried."""
 FAILED = "failed"
 """Following or committing stopped with another error (``last_error``); retried until the run ends."""
 STOPPED = "stopped"
@@ -48,9 +48,11 @@ def _time(ms: int | None) -> str | None:
 
 def newest(warehouse: str | Path) -> list[dict[str, Any]]:
     """Each cluster's newest row of ``fleet_status`` (by ``updated_ms``), sorted by cluster, its times as UTC
-    ISO-8601 text (``last_commit``, ``updated``). None recorded yet: an empty list."""
-    path = check_warehouse(warehouse) / FLEET_STATUS
+    ISO-8601 text (``last_commit``, ``updated``). None recorded yet in a warehouse: an empty list; a path that
+    is neither: :class:`WarehouseError`."""
+    path = Path(warehouse) / FLEET_STATUS
     if not (path / "_delta_log").is_dir():
+        check_warehouse(warehouse)  # a fleet whose clusters all failed so far has this table alone
         return []
     try:
         snap = table_snapshot(path)
