@@ -64,7 +64,7 @@ def test_a_malformed_line_is_refused_naming_file_and_line(tmp_path: Path, line: 
 def test_refusals_of_items_files_and_names(tmp_path: Path) -> None:
     with pytest.raises(FleetError, match="NAME=HOST:PORT"):
         parse_member("east")
-    with pytest.raises(FleetError, match="fleet file .* cannot be read"):
+    with pytest.raises(FleetError, match=r"fleet file .* cannot be read"):
         read_fleet_file(tmp_path / "missing")
     (tmp_path / "empty").write_text("# nobody\n")
     with pytest.raises(FleetError, match="no cluster in it"):
@@ -110,12 +110,15 @@ def test_the_command_refuses_a_fleet_in_one_line_before_spark(
 
 
 def test_one_stream_per_cluster_many_per_warehouse(tmp_path: Path) -> None:
-    with stream_lock(tmp_path, "east"), stream_lock(tmp_path, "west"):
-        with pytest.raises(
+    with (
+        stream_lock(tmp_path, "east"),
+        stream_lock(tmp_path, "west"),
+        pytest.raises(
             LockedError,
             match=f"cluster east of the warehouse {tmp_path} is being written by process {os.getpid()}",
-        ):
-            stream_lock(tmp_path, "east")
+        ),
+    ):
+        stream_lock(tmp_path, "east")
     stream_lock(tmp_path, "east").release()  # given back
 
 
