@@ -275,3 +275,27 @@ def _refused_in_one_line(spark: Any, warehouse: Path, east: KafkaPeer, west: Kaf
     assert status["west"]["state"] == "refused" and west.cluster_id in status["west"]["last_error"]
     assert {n: last_offset(spark, warehouse, n) for n in ("east", "west")} == before
     assert names(registered(spark, warehouse)) == ["east", "west"]
+
+
+def test_each_failure_has_its_state() -> None:
+    from kraftlake.follow.errors import AuthorizationError, ClusterIdMismatchError, FollowError
+    from kraftlake.spark.service_source import StreamSourceError
+    from kraftlake.spark.tables.clusters import ClusterError
+    from kraftlake.warehouse.tables import WarehouseError
+    from kraftlake.wire.errors import ConnectError, SecurityConfigError
+    from pipelines.fleet import state_of
+
+    assert state_of(ConnectError("cannot connect to 127.0.0.1:1: Connection refused")) == "unreachable"
+    assert state_of(FollowError("no controller answered for 60s: 127.0.0.1:1: timed out")) == "unreachable"
+    assert (
+        state_of(FollowError("no controller answered for 60s: SASL Authentication failed")) == "auth_failed"
+    )
+    assert state_of(AuthorizationError("CLUSTER_AUTHORIZATION_FAILED")) == "auth_failed"
+    assert state_of(ClusterIdMismatchError("belongs to cluster X")) == "refused"
+    assert state_of(ClusterError("cluster id X is already in the warehouse")) == "refused"
+    assert state_of(SecurityConfigError("cannot be read", source="client.properties")) == "refused"
+    late = "m: the log starts at offset 500 and no usable snapshot covers offset 0"
+    assert state_of(WarehouseError(late)) == "behind_log_start"
+    gap = "micro-batch 3 starts at offset 900, the warehouse is committed up to 400"
+    assert state_of(StreamSourceError(gap)) == "behind_log_start"
+    assert state_of(RuntimeError("disk full")) == "failed"
