@@ -40,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--command-config", help="Kafka client properties: security.protocol, ssl.*, sasl.* (--source kafka)"
     )
     parser.add_argument(
-        "--data-dir", help="where --source kafka mirrors the metadata log (default <warehouse>/_kafka_mirror)"
+        "--data-dir",
+        help="where --source kafka mirrors the metadata log (default <warehouse>/_kafka_mirror); a fleet: "
+        "the parent of one directory a cluster (default <warehouse>/_kafka_mirrors)",
     )
     parser.add_argument("--observer-id", type=int, help="the replica id --source kafka fetches as")
     parser.add_argument(
