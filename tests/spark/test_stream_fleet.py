@@ -299,3 +299,10 @@ def test_each_failure_has_its_state() -> None:
     gap = "micro-batch 3 starts at offset 900, the warehouse is committed up to 400"
     assert state_of(StreamSourceError(gap)) == "behind_log_start"
     assert state_of(RuntimeError("disk full")) == "failed"
+
+
+def test_the_table_name_shared_with_the_spark_layer_agrees() -> None:
+    from kraftlake.spark.tables import layout
+    from kraftlake.warehouse import fleet_status
+
+    assert fleet_status.FLEET_STATUS == layout.FLEET_STATUS
