@@ -14,7 +14,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export KRAFTLAKE_JARS := $(abspath $(JARS))
 export KRAFTLAKE_WEB  := $(abspath $(WEB))
 
-.PHONY: help setup browser run test test-fast fuzz lint fmt bench dist clean schemas stubs compat compat-jars
+.PHONY: help setup browser run test test-fleet test-fast fuzz lint fmt bench dist clean schemas stubs compat compat-jars
 
 # The compatibility matrix (tests/compat): the newest patch of each Kafka minor with KRaft in production,
 # one jar directory per release under $(JARS)/kafka-releases; `make test` runs the subset COMPAT_SUBSET
@@ -77,6 +77,9 @@ run: setup ## the main job on embedded defaults: local quorum, simulated cluster
 
 test: setup ## the whole test suite (pure layers, Spark, the real Kafka peer), on two workers (a Spark session each)
 	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=25
+
+test-fleet: setup ## a fleet of two live Kafka clusters and a dead address streamed into one warehouse (minutes)
+	KRAFTLAKE_FLEET_KAFKA=1 $(PY) -m pytest -q -n 0 -p no:cacheprovider --durations=5 tests/spark/test_stream_fleet.py
 
 test-fast: setup ## the tests that need neither Spark nor Kafka
 	$(PY) -m pytest -q -m "not spark and not kafka and not slow"

@@ -1,7 +1,12 @@
 """``stream --source service|log-dir|kafka ... --warehouse W``: the streaming pipeline with progress reporting.
 
 Progress goes to stderr as one JSON line per committed micro-batch (records, offsets, records/s, lag,
-commit latency); the total to stdout at the end.
+commit latency; a fleet's with its cluster); the total to stdout at the end.
+
+A fleet (``--source kafka`` with ``--cluster NAME=HOST:PORT[,...]``, repeatable, and/or ``--clusters FILE``)
+streams every cluster into the warehouse (:func:`pipelines.fleet.stream_fleet`); a cluster refused as given
+(another cluster id behind its name, its cluster id under another name, streamed by another process) is
+reported in one line and the command exits 2 once the others stopped.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from jobs._cli import add_cluster, add_warehouse, main_of, session
+from jobs._cli import add_warehouse, cluster_name, main_of, session
 from kraftlake.errors import KraftlakeError
 from kraftlake.progress import Progress
+from kraftlake.warehouse.fleet import FleetError, FleetMember, check_unique, parse_member, read_fleet_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--command-config", help="Kafka client properties: security.protocol, ssl.*, sasl.* (--source kafka)"
     )
     parser.add_argument(
-        "--data-dir", help="where --source kafka mirrors the metadata log (default <warehouse>/_kafka_mirror)"
+        "--data-dir",
+        help="where --source kafka mirrors the metadata log (default <warehouse>/_kafka_mirror); a fleet: "
+        "the parent of one directory a cluster (default <warehouse>/_kafka_mirrors)",
     )
     parser.add_argument("--observer-id", type=int, help="the replica id --source kafka fetches as")
     parser.add_argument(
@@ -44,10 +52,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "many seconds; 'never' retries for ever (default 60)",
     )
     add_warehouse(parser)
-    add_cluster(
-        parser,
-        "the name of the cluster streamed (default: the cluster id its source reports); one warehouse holds "
-        "many clusters",
+    parser.add_argument(
+        "--cluster",
+        action="append",
+        default=None,
+        metavar="NAME[=HOST:PORT,...]",
+        help="NAME: the name of the cluster streamed (default: the cluster id its source reports); "
+        "NAME=HOST:PORT[,HOST:PORT...] (repeatable, --source kafka): a cluster of a fleet and its controller "
+        "listeners, every one streamed into the warehouse",
+    )
+    parser.add_argument(
+        "--clusters",
+        metavar="FILE",
+        help="--source kafka: a fleet file, one cluster a line: NAME HOST:PORT[,...] [--command-config PATH]",
+    )
+    parser.add_argument(
+        "--status-interval",
+        type=float,
+        default=5.0,
+        help="a fleet: seconds between two fleet_status rows of a cluster whose lag alone moved (default 5)",
     )
     parser.add_argument("--trigger-interval", type=float, default=1.0, help="seconds between micro-batches")
     parser.add_argument(
@@ -82,8 +105,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def fleet_members(args: argparse.Namespace) -> list[FleetMember] | None:
+    """The fleet of ``--cluster NAME=...`` and ``--clusters FILE``, None when neither names one (then
+    ``args.cluster`` is left as the one name given, if any)."""
+    given = args.cluster or []
+    named = [c for c in given if "=" not in c]
+    if not any("=" in c for c in given) and not args.clusters:
+        if len(named) > 1:
+            raise FleetError(
+                f"--cluster given {len(named)} times without =HOST:PORT: a fleet is --cluster NAME=HOST:PORT"
+            )
+        args.cluster = cluster_name(named[0]) if named else None
+        return None
+    if named:
+        raise FleetError(f"--cluster {named[0]}: a cluster of a fleet is NAME=HOST:PORT[,HOST:PORT...]")
+    if args.source != "kafka":
+        raise FleetError(
+            "a fleet (--cluster NAME=HOST:PORT, --clusters FILE) is followed with --source kafka"
+        )
+    for option in ("available_now", "max_batches", "idle_stop", "until_offset"):
+        if getattr(args, option):
+            flag = "--" + option.replace("_", "-")
+            raise FleetError(f"{flag} is for one cluster: a fleet streams until --timeout or interrupted")
+    for option in ("bootstrap_controller", "cluster_id"):
+        if getattr(args, option):
+            flag = "--" + option.replace("_", "-")
+            raise FleetError(f"{flag} names one cluster: a fleet gives each its own with --cluster NAME=...")
+    members = [parse_member(c) for c in given]
+    if args.clusters:
+        members += read_fleet_file(args.clusters)
+    return check_unique(members)
+
+
 def run(args: argparse.Namespace) -> int:
+    members = fleet_members(args)
     options = {"recordsPerPartition": str(args.records_per_partition)}
+    if members is not None:
+        return _run_fleet(args, members, options)
     if args.source == "kafka":
         if not args.bootstrap_controller:
             raise KraftlakeError("stream --source kafka needs --bootstrap-controller")
@@ -140,6 +198,43 @@ def run(args: argparse.Namespace) -> int:
         f"streamed {result.records} records in {result.batches} batches up to offset {result.last_offset}; "
         f"folded {result.folded} closes in {result.fold_seconds:.1f}s"
     )
+    return 0
+
+
+def _run_fleet(args: argparse.Namespace, members: list[FleetMember], options: dict[str, str]) -> int:
+    options.update(
+        commandConfig=args.command_config or "",
+        dataDir=args.data_dir or "",
+        observerId="" if args.observer_id is None else str(args.observer_id),
+        giveUp=args.give_up,
+    )
+    from pipelines.fleet import stream_fleet
+    from pipelines.stream import FOLD_AT, StreamProgress
+
+    spark = session("stream", args.warehouse, args.verbose)
+
+    def report(cluster: str, p: StreamProgress) -> None:
+        print(json.dumps({"cluster": cluster, **asdict(p)}), file=sys.stderr, flush=True)
+
+    result = stream_fleet(
+        spark,
+        members,
+        args.warehouse,
+        options,
+        trigger_interval_s=args.trigger_interval,
+        max_records_per_batch=args.max_records_per_batch,
+        timeout_s=args.timeout,
+        fold_at=FOLD_AT if args.fold_at is None else args.fold_at or None,
+        status_interval_s=args.status_interval,
+        progress=report,
+    )
+    for c in result.clusters.values():
+        print(
+            f"{c.name}: {c.state}; streamed {c.records} records in {c.batches} batches up to offset "
+            f"{c.last_offset}" + (f"; {c.error}" if c.error else "")
+        )
+    if result.refusals:
+        raise FleetError("; ".join(result.refusals))
     return 0
 
 

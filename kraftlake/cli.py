@@ -41,6 +41,9 @@ COMMANDS: dict[str, Command] = {
         "kraftlake.commands.report",
         "what happened to a cluster in a window of its log: one page, Markdown or JSON",
     ),
+    "fleet": Command(
+        "kraftlake.commands.fleet", "the state of each cluster a fleet's streams follow (fleet status)"
+    ),
     "simulate": Command(
         "kraftlake.commands.simulate", "write a simulated cluster's metadata log through a quorum"
     ),

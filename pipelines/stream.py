@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
@@ -44,7 +44,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from kraftlake.follow.lock import WriterLock
+from kraftlake.follow.lock import stream_lock
 from kraftlake.history import HistoryBatch
 from kraftlake.image import EMPTY
 from kraftlake.image.gaps import gap_resolver
@@ -404,6 +404,8 @@ def stream(
     fold_at: int | None = FOLD_AT,
     fold_at_end: bool = True,
     cluster: str | None = None,
+    stop: threading.Event | None = None,
+    follow: Callable[[], Any] | None = None,
 ) -> StreamResult:
     """Stream ``source`` (``service``: options ``bootstrap``, ``clusterId``; ``log-dir``: option ``path``;
     ``kafka``: options of :func:`follow_kafka`) as the cluster ``cluster`` (else named by the cluster id the
@@ -414,8 +416,14 @@ def stream(
     ``follow --idle-stop`` too: a Kafka controller appends a NoOp every 500 ms), or ``timeout_s`` passed
     (whichever is set and comes first; none: forever).
 
-    One stream writes a warehouse at a time: it holds ``<warehouse>/.stream.lock`` (`WriterLock`; a second is
-    refused naming the holder's pid).
+    One stream writes a cluster of a warehouse at a time: it holds ``<warehouse>/.stream-<cluster>.lock``
+    (:func:`kraftlake.follow.lock.stream_lock`, taken before anything is followed when ``cluster`` is given,
+    else once the source told the cluster id; a second is refused naming the holder's pid). Streams of other
+    clusters may write the warehouse meanwhile.
+
+    ``stop``: ends the run as ``timeout_s`` does once set. ``follow``: for ``kafka``, starts following once the
+    lock is held and returns the caught-up `kraftlake.follow.background.BackgroundFollower` (stopped with the
+    stream); default :func:`follow_kafka` of ``options``.
 
     ``fold_at``: fold the pending closes once this many wait (None: never during the run); ``fold_at_end``:
     fold them when the run ends cleanly, so the history tables read directly hold every ``to_offset``.
@@ -424,13 +432,17 @@ def stream(
         raise StreamSourceError(f"unknown source {source!r}: one of {', '.join(SOURCES)}")
     t0 = time.monotonic()
     Path(warehouse).mkdir(parents=True, exist_ok=True)
-    with WriterLock(Path(warehouse) / ".stream.lock", f"the warehouse {warehouse}"):
+    with ExitStack() as held:
+        if cluster is not None:
+            held.enter_context(stream_lock(warehouse, cluster))
         return _locked_stream(
             spark,
             source,
             options,
             warehouse,
             t0,
+            held,
+            follow or partial(follow_kafka, options, warehouse),
             trigger_interval_s=trigger_interval_s,
             available_now=available_now,
             max_records_per_batch=max_records_per_batch,
@@ -442,6 +454,7 @@ def stream(
             fold_at=fold_at,
             fold_at_end=fold_at_end,
             cluster=cluster,
+            stop=stop,
         )
 
 
@@ -451,12 +464,14 @@ def _locked_stream(
     options: dict[str, str],
     warehouse: str | Path,
     t0: float,
+    held: ExitStack,
+    follow: Callable[[], Any],
     **kwargs: Any,
 ) -> StreamResult:
     follower = None
     read_source = source
     if source == "kafka":
-        follower = follow_kafka(options, warehouse)
+        follower = follow()
         options = {
             **{k: v for k, v in options.items() if k == "recordsPerPartition"},
             "path": str(follower.path),
@@ -471,6 +486,7 @@ def _locked_stream(
             warehouse,
             follower,
             t0,
+            held,
             **kwargs,
         )
     finally:
@@ -479,8 +495,21 @@ def _locked_stream(
 
 
 def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
-    """Start following the Kafka quorum of ``options`` (``bootstrapController``; optional ``commandConfig``,
-    ``dataDir``, ``clusterId``, ``observerId``, ``giveUp``: seconds or ``never``) and wait until the mirror first caught up."""
+    """:func:`start_following` the quorum of ``options`` and wait until the mirror first caught up (at most
+    ``catchUpTimeout`` seconds, default :data:`CATCH_UP_TIMEOUT_S`)."""
+    follower = start_following(options, warehouse)
+    try:
+        follower.wait_caught_up(float(options.get("catchUpTimeout", CATCH_UP_TIMEOUT_S)))
+    except BaseException:
+        follower.stop()
+        raise
+    return follower
+
+
+def start_following(options: dict[str, str], warehouse: str | Path) -> Any:
+    """A `kraftlake.follow.background.BackgroundFollower` of the Kafka quorum of ``options``
+    (``bootstrapController``; optional ``commandConfig``, ``dataDir``, ``clusterId``, ``observerId``,
+    ``giveUp``: seconds or ``never``), started."""
     from kraftlake.follow.background import BackgroundFollower
     from kraftlake.follow.bootstrap import parse_bootstrap
     from kraftlake.wire.client_config import load_client_properties
@@ -489,7 +518,7 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
     data_dir = options.get("dataDir") or str(Path(warehouse).resolve() / "_kafka_mirror")
     observer_id = int(options["observerId"]) if options.get("observerId") else None
     give_up = options.get("giveUp", "60").strip().lower() or "60"
-    follower = BackgroundFollower(
+    return BackgroundFollower(
         parse_bootstrap(options["bootstrapController"]),
         data_dir,
         security=security,
@@ -497,12 +526,6 @@ def follow_kafka(options: dict[str, str], warehouse: str | Path) -> Any:
         observer_id=observer_id,
         give_up_s=None if give_up == "never" else float(give_up),
     )
-    try:
-        follower.wait_caught_up(float(options.get("catchUpTimeout", CATCH_UP_TIMEOUT_S)))
-    except BaseException:
-        follower.stop()
-        raise
-    return follower
 
 
 def _stream(
@@ -513,6 +536,7 @@ def _stream(
     warehouse: str | Path,
     follower: Any,
     t0: float,
+    held: ExitStack,
     *,
     trigger_interval_s: float,
     available_now: bool,
@@ -525,11 +549,14 @@ def _stream(
     fold_at: int | None,
     fold_at_end: bool,
     cluster: str | None,
+    stop: threading.Event | None,
 ) -> StreamResult:
     service_source.register(spark)
     logtail_source.register(spark)
     cluster_id = _source_cluster_id(read_source, options, follower)
     name = open_for_writer(spark, warehouse, cluster, cluster_id, f"{source} stream")
+    if cluster is None:
+        held.enter_context(stream_lock(warehouse, name))
     resumed = _resume(spark, warehouse, name, read_source, options)
     lag = (
         _lag_probe(read_source, options)
@@ -583,6 +610,8 @@ def _stream(
                     if idle_stop_s is not None and now - last_change >= idle_stop_s:
                         break
                     if timeout_s is not None and now - t0 >= timeout_s:
+                        break
+                    if stop is not None and stop.is_set():
                         break
                 else:
                     if query.exception() is None:

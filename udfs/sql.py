@@ -27,6 +27,9 @@ catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over 
   a snapshot) a view raises as the ``_at`` functions do when the entity's history reaches below the retained-from
   offset, or when nothing of it is left: the versions that ended before the cut are gone, and the answer would
   be silently shorter (:func:`_history_guard`). An entity whose first version starts after the cut answers.
+- ``fleet_status()``: each cluster's newest state as a fleet's streams record it (``state``, ``lag``,
+  ``last_offset``, ``last_commit``, ``last_error``, ``updated``: :mod:`kraftlake.spark.tables.fleet_status`),
+  in a warehouse that has the table (:func:`register` creates it in a warehouse).
 """
 
 from __future__ import annotations
@@ -40,7 +43,16 @@ from pyspark.sql import SparkSession
 
 from kraftlake.history import ENTITIES
 from kraftlake.spark.tables.creation import open_for_readers
-from kraftlake.spark.tables.layout import CLUSTER, WarehouseError, history_columns
+from kraftlake.spark.tables.fleet_status import ensure_fleet_status
+from kraftlake.spark.tables.layout import (
+    CLUSTER,
+    FLEET_STATUS,
+    OFFSETS,
+    WarehouseError,
+    history_columns,
+    table_path,
+    table_ref,
+)
 from kraftlake.spark.tables.queries import (
     BEFORE_RETAINED,
     REFUSALS,
@@ -188,7 +200,22 @@ def function_statements(
     )
     out.extend(risk_statements(warehouse, kind, named, chosen))
     out.extend(versions_statements(warehouse, kind, named, chosen))
+    if Path(table_path(warehouse, FLEET_STATUS), "_delta_log").is_dir():
+        out.append(fleet_status_statement(warehouse, kind))
     return out
+
+
+def fleet_status_statement(warehouse: str | Path, kind: str) -> str:
+    """``fleet_status()``: the newest row of each cluster in ``fleet_status``."""
+    cols = "state, lag, last_offset, last_commit_ms, last_error"
+    return (
+        f"CREATE OR REPLACE {kind}fleet_status() RETURNS TABLE ({CLUSTER} STRING, state STRING, lag BIGINT, "
+        "last_offset BIGINT, last_commit TIMESTAMP, last_error STRING, updated TIMESTAMP) "
+        f"RETURN SELECT {CLUSTER}, r.state, r.lag, r.last_offset, timestamp_millis(r.last_commit_ms), "
+        "r.last_error, timestamp_millis(r.updated_ms) FROM ("
+        f"SELECT {CLUSTER}, max_by(struct({cols}, updated_ms), updated_ms) AS r "
+        f"FROM {table_ref(warehouse, FLEET_STATUS)} GROUP BY {CLUSTER})"
+    )
 
 
 def register(
@@ -201,6 +228,8 @@ def register(
     ``database`` (:func:`udfs.catalog.create_functions` is the way to do that), where Python UDFs cannot go.
     """
     open_for_readers(spark, warehouse)
+    if Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        ensure_fleet_status(spark, warehouse)
     names = []
     for stmt in function_statements(warehouse, temporary, database):
         spark.sql(stmt)

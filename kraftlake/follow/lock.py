@@ -4,7 +4,8 @@ A lock file (``flock``, exclusive, non-blocking) with the holder's pid in it. Th
 the holder's file is closed or its process dies, so the lock of a dead process is taken over without any
 staleness test; the pid in the file is only what a refused second writer reports. Two writers inside one
 process are refused as well (each opening is its own lock). The follower holds ``<mirror>/.lock`` (the name of
-the lock file Kafka keeps in its log directories), ``stream`` holds ``<warehouse>/.stream.lock``.
+the lock file Kafka keeps in its log directories), ``stream`` holds one per cluster it writes
+(`stream_lock`): two processes may stream different clusters into one warehouse, never the same one.
 """
 
 from __future__ import annotations
@@ -67,6 +68,13 @@ class WriterLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def stream_lock(warehouse: str | os.PathLike[str], cluster: str) -> WriterLock:
+    """The lock of the stream of ``cluster`` into ``warehouse``: ``<warehouse>/.stream-<cluster>.lock``."""
+    return WriterLock(
+        Path(warehouse) / f".stream-{cluster}.lock", f"cluster {cluster} of the warehouse {warehouse}"
+    )
 
 
 def _read_pid(fd: int) -> int | None:

@@ -3,7 +3,19 @@ readers and the reader without a JVM."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+#: What a cluster's name may hold: it goes into SQL literals, Delta transaction ids, lock files and messages as
+#: it is.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def name_refusal(name: str) -> str | None:
+    """Why ``name`` cannot name a cluster (:data:`NAME_PATTERN`), None when it can."""
+    if NAME_PATTERN.fullmatch(name):
+        return None
+    return f"cluster name {name!r}: use letters, digits, '.', '_' or '-' (up to 100, a letter or digit first)"
 
 
 def choose(held: list[str], warehouse: str | Path, name: str | None) -> str:

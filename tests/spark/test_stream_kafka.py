@@ -88,18 +88,18 @@ def test_idle_stop_ignores_the_controllers_noops_and_one_stream_per_warehouse(
     spark: Any, kafka: KafkaPeer, tmp_path: Path
 ) -> None:
     """Issue 29: ``--idle-stop`` means "nothing but NoOps committed for that long" (a controller appends one every
-    500 ms, so "no new batch" never came); a second stream of the warehouse is refused naming the holder."""
+    500 ms, so "no new batch" never came); a second stream of the cluster is refused naming the holder."""
     import os
     import time
 
-    from kraftlake.follow.lock import LockedError, WriterLock
+    from kraftlake.follow.lock import LockedError, stream_lock
     from pipelines.stream import stream
 
     warehouse = tmp_path / "wh"
     options = {"bootstrapController": f"127.0.0.1:{kafka.controller_port}", "clusterId": kafka.cluster_id}
     warehouse.mkdir()
     with (
-        WriterLock(warehouse / ".stream.lock", "the warehouse"),
+        stream_lock(warehouse, kafka.cluster_id),
         pytest.raises(LockedError, match=f"process {os.getpid()}"),
     ):
         stream(spark, "kafka", options, warehouse, trigger_interval_s=0.5, timeout_s=60, fold_at=None)

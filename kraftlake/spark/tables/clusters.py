@@ -9,7 +9,6 @@ warehouse that holds one cluster; on one holding several it must name one.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +16,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kraftlake.spark.tables.layout import CLUSTERS, WarehouseError, arrow_frame, never_written, table_path
-from kraftlake.warehouse.clusters import choose
+from kraftlake.warehouse.clusters import NAME_PATTERN as NAME_PATTERN
+from kraftlake.warehouse.clusters import choose, name_refusal
 
-#: What a cluster's name may hold: it goes into SQL literals, Delta transaction ids and messages as it is.
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: The name an old warehouse's one cluster gets when it is migrated with no source to tell its cluster id
 #: (the SQL functions' registration): a writer continues it with ``--cluster default``.
 DEFAULT_NAME = "default"
@@ -44,10 +42,9 @@ class Registered:
 
 def check_name(name: str) -> str:
     """``name`` if it may name a cluster (:data:`NAME_PATTERN`), else :class:`ClusterError`."""
-    if not NAME_PATTERN.fullmatch(name):
-        raise ClusterError(
-            f"cluster name {name!r}: use letters, digits, '.', '_' or '-' (up to 100, a letter or digit first)"
-        )
+    why = name_refusal(name)
+    if why is not None:
+        raise ClusterError(why)
     return name
 
 

@@ -44,6 +44,13 @@ OFFSETS_DDL = "offset BIGINT NOT NULL, epoch INT NOT NULL, timestamp BIGINT NOT 
 CLOSES_DDL = "entity STRING NOT NULL, key STRING NOT NULL, to_offset BIGINT NOT NULL"
 RETENTION_DDL = "retained_from BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL"
 BOUNDS_DDL = "committed_to BIGINT, retained_from BIGINT, recorded_at_ms BIGINT NOT NULL, gap_from BIGINT, gap_to BIGINT"
+#: The state of each cluster a fleet's streams follow, one row per change (a plain append: the newest row of a
+#: cluster is its state; :mod:`kraftlake.warehouse.fleet_status` reads it without Spark).
+FLEET_STATUS = "fleet_status"
+FLEET_STATUS_DDL = (
+    "state STRING NOT NULL, lag BIGINT, last_offset BIGINT, last_commit_ms BIGINT, last_error STRING, "
+    "updated_ms BIGINT NOT NULL, pid INT"
+)
 HISTORY_TABLES = tuple(ENTITIES)
 _ENDPOINTS = "ARRAY<STRUCT<name: STRING, host: STRING, port: INT, security_protocol: STRING>>"
 _FEATURES = "ARRAY<STRUCT<name: STRING, min: INT, max: INT>>"
@@ -182,6 +189,8 @@ def _own_ddl(name: str) -> str:
         return RETENTION_DDL
     if name == BOUNDS:
         return BOUNDS_DDL
+    if name == FLEET_STATUS:
+        return FLEET_STATUS_DDL
     raise KeyError(name)
 
 
@@ -210,6 +219,7 @@ def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str
         CLOSES: ["entity", "to_offset"],
         RETENTION: ["retained_from"],
         BOUNDS: ["committed_to"],
+        FLEET_STATUS: ["updated_ms"],
     }.get(name, ["from_offset", "to_offset"])
     props = {}
     if name in ENTITIES:
