@@ -1,5 +1,5 @@
-"""Which cluster a reader of a warehouse reads, and the refusals when that is not clear: one text for the Spark
-readers and the reader without a JVM."""
+"""What may name a cluster, and which cluster a reader of a warehouse reads with the refusals when that is not
+clear: one text for the Spark readers and the reader without a JVM."""
 
 from __future__ import annotations
 
