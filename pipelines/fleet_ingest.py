@@ -25,11 +25,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pipelines.ingest import ClusterWriter, IngestResult, open_writer
-from pipelines.replay_task import SLICE_SCHEMA, TASK_SCHEMA, replay_tasks
 from kraftlake.spark.tables.fold import fold_closes
 from kraftlake.spark.tables.layout import WarehouseError
 from kraftlake.spark.tables.writes import wait_checkpoints
+from pipelines.ingest import ClusterWriter, IngestResult, open_writer
+from pipelines.replay_task import SLICE_SCHEMA, TASK_SCHEMA, replay_tasks
 
 #: Clusters replayed at once (one driver thread and one Spark task each).
 MAX_PARALLEL = 16

@@ -114,7 +114,11 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     loads: list[float] = []
     with standalone_cluster(root, env, workers=2, memory="2g") as (url, _):
-        for key, mode, cores in (("one_worker", "fleet", 1), ("two_workers", "fleet", 2), ("serial", "serial", 2)):
+        for key, mode, cores in (
+            ("one_worker", "fleet", 1),
+            ("two_workers", "fleet", 2),
+            ("serial", "serial", 2),
+        ):
             warehouse = root / f"warehouse-{key}"
             args = [*submit_options(url, package, python, cores), str(runner), mode, str(warehouse)]
             got = _run([*args, str(BATCH_RECORDS), *flags], env, log, root)
@@ -137,7 +141,9 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "fleet_two_over_one_worker": round(ratio, 2),
         "fleet_goal_ratio": GOAL_RATIO,
         "fleet_goal_met": ratio >= GOAL_RATIO,
-        "fleet_over_serial": round(figures["fleet_two_workers_records_per_s"] / figures["fleet_serial_records_per_s"], 2)
+        "fleet_over_serial": round(
+            figures["fleet_two_workers_records_per_s"] / figures["fleet_serial_records_per_s"], 2
+        )
         if figures["fleet_serial_records_per_s"]
         else 0.0,
         "load_average": [round(x, 1) for x in loads],

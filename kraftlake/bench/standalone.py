@@ -86,7 +86,9 @@ def standalone_cluster(
         master_log = root / "master.log"
         master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port)]
         procs.append(_daemon([*master, "--webui-port", "0"], master_log, env))
-        wait_for(lambda: "I have been elected leader" in master_log.read_text(), 120, "the master", master_log)
+        wait_for(
+            lambda: "I have been elected leader" in master_log.read_text(), 120, "the master", master_log
+        )
         logs = []
         for i in range(workers):
             work = root / f"worker-{i}-work"

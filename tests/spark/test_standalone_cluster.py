@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import json
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,7 +34,9 @@ from kraftlake.bench.standalone import (
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(3600),  # four spark-submits and a cluster: ~4 min on a quiet 2-core machine
+    pytest.mark.timeout(
+        3600
+    ),  # four spark-submits and a cluster of two workers: ~4 min on a quiet 2-core machine
 ]
 
 PROBE = """
@@ -64,7 +65,12 @@ class Cluster:
     timings: dict[str, float]
 
     def submit(self, args: list[str], cores: int) -> str:
-        return submit([*submit_options(self.url, self.package, self.python, cores), *args], self.env, self.log, self.root)
+        return submit(
+            [*submit_options(self.url, self.package, self.python, cores), *args],
+            self.env,
+            self.log,
+            self.root,
+        )
 
     def apps(self) -> set[Path]:
         return {app for work in self.works for app in work.glob("app-*")}
@@ -129,16 +135,19 @@ def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path, cluste
     assert want and _jsonl_rows(got) == _jsonl_rows(want)
 
 
-#: Read on the cluster by the fleet test: each cluster's entity tables at a few offsets, as JSON lines.
-FLEET_QUERY = """
+#: The fleet test's job: ``jobs/ingest.py`` with the ``--log-dir`` flags given, then in the same application each
+#: cluster's entity tables at an offset, as JSON lines (one ``spark-submit``: the JVM's start is the cost).
+FLEET_JOB = """
 import json, sys
 from pyspark.sql import SparkSession
+from jobs.ingest import main
 from kraftlake.history import ENTITIES
 from udfs.sql import register
+warehouse, at = sys.argv[1], json.loads(sys.argv[2])
+assert main(["--warehouse", warehouse, *sys.argv[3:]]) == 0
 spark = SparkSession.builder.getOrCreate()
-register(spark, sys.argv[1])
-for arg in sys.argv[2:]:
-    name, n = arg.split(":")
+register(spark, warehouse)
+for name, n in at.items():
     for table in ENTITIES:
         for row in spark.sql(f"SELECT * FROM {table}_at({n}, '{name}')").drop("from_offset").collect():
             doc = {"cluster": name, "table": table, "row": row.asDict(recursive=True)}
@@ -155,30 +164,31 @@ def test_a_fleet_replayed_on_two_workers(tmp_path: Path, cluster: Cluster) -> No
     from kraftlake.image.source import log_records
     from kraftlake.sim.workloads.entities import write_synthetic_log
 
-    logs = {f"c{i}": write_synthetic_log(tmp_path / f"c{i}", seed=40 + i, steps=50 + 10 * i) for i in range(4)}
-    warehouse = tmp_path / "fleet-warehouse"
+    logs = {
+        f"c{i}": write_synthetic_log(tmp_path / f"c{i}", seed=40 + i, steps=50 + 10 * i) for i in range(4)
+    }
+    at = {name: max(r.offset for r in log_records(d)) // 2 for name, d in logs.items()}
     flags = [arg for name, d in logs.items() for arg in ("--log-dir", f"{name}={d}")]
+    script = tmp_path / "fleet_job.py"
+    script.write_text(FLEET_JOB)
     before = cluster.apps()
     t0 = time.monotonic()
     out = cluster.submit(
-        [str(REPO / "jobs" / "ingest.py"), *flags, "--warehouse", str(warehouse), "--batch-records", "200"],
+        [str(script), str(tmp_path / "fleet-warehouse"), json.dumps(at), *flags, "--batch-records", "200"],
         cores=2,
     )
+    cluster.timings["fleet_job"] = time.monotonic() - t0
     for name in logs:
         assert f"of cluster {name} " in out, out
-    # the ingest's application had an executor on each worker
+    # the application had an executor on each worker
     assert {app.parent for app in cluster.apps() - before} == set(cluster.works)
-    at = {name: max(r.offset for r in log_records(d)) // 2 for name, d in logs.items()}
-    script = tmp_path / "fleet_query.py"
-    script.write_text(FLEET_QUERY)
-    remote = cluster.submit([str(script), str(warehouse), *(f"{n}:{o}" for n, o in at.items())], cores=2)
-    cluster.timings["fleet_jobs"] = time.monotonic() - t0
     got: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for line in remote.splitlines():
+    for line in out.splitlines():
         if line.startswith("ROW "):
             doc = json.loads(line[4:])
             got.setdefault((doc["cluster"], doc["table"]), []).append(doc["row"])
     for name, d in logs.items():
         rows = entity_rows(image_at(d, at[name]))
+        assert rows["partitions"], name
         for table in ENTITIES:
             assert canon(got.get((name, table), [])) == canon(rows[table]), (name, table)
