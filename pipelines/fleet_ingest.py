@@ -47,8 +47,8 @@ def ingest_fleet(
     cluster, the histories replayed on the executors; the results in the order of ``log_dirs``.
 
     ``progress`` is called (from one thread at a time) with a cluster's result after each of its commits.
-    ``fold``: fold the closes into the history tables once at the end. Raises :class:`WarehouseError` for a
-    cluster given twice (before anything is written).
+    ``fold``: fold the closes into the history tables once at the end (the count folded on the first result).
+    Raises :class:`WarehouseError` for a cluster given twice (before any replay).
     """
     lock = threading.Lock()
 
@@ -100,7 +100,7 @@ def replay_and_commit(spark: SparkSession, writer: ClusterWriter) -> None:
     """One cluster: its replay in one Spark task, then each slice it returns committed in order; a replay that
     failed raises its error after the slices before it are committed."""
     spark.sparkContext.setLocalProperty("spark.job.description", f"kraftlake replay {writer.result.cluster}")
-    tasks = spark.createDataFrame([task_row(writer)], TASK_SCHEMA).repartition(1)
+    tasks = spark.createDataFrame([task_row(writer)], TASK_SCHEMA).coalesce(1)
     replayed = tasks.mapInArrow(replay_tasks, SLICE_SCHEMA).toArrow()
     for row in sorted(replayed.to_pylist(), key=lambda r: int(r["slice"])):
         if row["error"] is not None:

@@ -185,6 +185,12 @@ def submit_options(url: str, package: Path, python: Path, cores: int) -> list[st
         "spark.executor.memory=768m",
         "--conf",
         f"spark.cores.max={cores}",
+        # a few small tables: Spark's 200 shuffle partitions and Delta's 50 snapshot partitions are 250 tasks of
+        # nothing per query on two cores
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        "--conf",
+        "spark.databricks.delta.snapshotPartitions=2",
     ]
 
 
