@@ -96,7 +96,7 @@ def _run(args: list[str], env: dict[str, str], log: Path, cwd: Path) -> dict[str
 
 
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
-    work: Path = ctx["work_dir"]
+    work: Path = Path(ctx["work_dir"]).resolve()
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     logs = fleet_logs(work, CLUSTERS, RECORDS, TOPICS)
