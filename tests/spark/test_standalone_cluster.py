@@ -147,11 +147,12 @@ warehouse, at = sys.argv[1], json.loads(sys.argv[2])
 assert main(["--warehouse", warehouse, *sys.argv[3:]]) == 0
 spark = SparkSession.builder.getOrCreate()
 register(spark, warehouse)
-for name, n in at.items():
-    for table in ENTITIES:
-        for row in spark.sql(f"SELECT * FROM {table}_at({n}, '{name}')").drop("from_offset").collect():
-            doc = {"cluster": name, "table": table, "row": row.asDict(recursive=True)}
-            print("ROW " + json.dumps(doc, default=str))
+for table in ENTITIES:
+    # one query a table: every cluster's answer, tagged with its name
+    sql = " UNION ALL ".join(f"SELECT '{name}' AS _c, * FROM {table}_at({n}, '{name}')" for name, n in at.items())
+    for row in spark.sql(sql).drop("from_offset").collect():
+        d = row.asDict(recursive=True)
+        print("ROW " + json.dumps({"cluster": d.pop("_c"), "table": table, "row": d}, default=str))
 spark.stop()
 """
 
