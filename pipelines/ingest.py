@@ -67,23 +67,62 @@ _RESUME: dict[tuple[int, str, str], Resume] = {}
 """A cluster's replayed state kept between ``ingest`` calls of one process."""
 
 
-def ingest(
+@dataclass
+class ClusterWriter:
+    """One cluster's writer of an ingest: its resume state, its log leg and its slices' commit, which counts
+    what it committed in ``result``."""
+
+    spark: SparkSession
+    warehouse: str | Path
+    log_dir: Path
+    state: Resume
+    written: dict[str, int] | None
+    batch_records: int
+    result: IngestResult
+    t0: float
+    progress: Callable[[IngestResult], None] | None = None
+    key: tuple[int, str, str] = (0, "", "")
+
+    def _append_log(self, first: int, last: int) -> None:
+        df = (
+            self.spark.read.format("kraftlake-log")
+            .option("startOffset", first)
+            .option("endOffset", last)
+            .option("recordsPerPartition", max(self.batch_records // 2, 1))
+            .load(str(self.log_dir))
+        )
+        append(to_stored_log(df, self.result.cluster), self.warehouse, LOG, last, self.result.cluster)
+
+    def _write_log(self, first: int, last: int) -> None:
+        self.state.log.append(first, last, self._append_log)
+
+    def commit(self, batch: HistoryBatch, records: int) -> None:
+        """Commit one slice (:func:`pipelines.commit.commit_slice`), then report the result so far."""
+        result = self.result
+        commit_slice(self.spark, self.warehouse, result.cluster, batch, self._write_log, self.written)
+        result.gaps.extend(crossed_gaps(batch))
+        self.state.committed = batch.last_offset
+        result.records += records
+        result.slices += 1
+        if result.first_offset < 0:
+            result.first_offset = batch.first_offset
+        result.last_offset = batch.last_offset
+        result.seconds = time.monotonic() - self.t0
+        if self.progress is not None:
+            self.progress(result)
+
+
+def open_writer(
     spark: SparkSession,
     log_dir: str | Path,
     warehouse: str | Path,
-    batch_records: int = 500_000,
+    batch_records: int,
+    cluster: str | None,
     progress: Callable[[IngestResult], None] | None = None,
-    fold: bool = True,
-    cluster: str | None = None,
-) -> IngestResult:
-    """Import (or resume importing) a metadata log directory into ``warehouse``, as the cluster ``cluster``
-    (else named by the cluster id of the log dir's ``meta.properties``:
+) -> ClusterWriter:
+    """The writer of a log dir's cluster (named ``cluster``, else by the cluster id of its ``meta.properties``:
     :func:`kraftlake.spark.tables.creation.open_for_writer`, which refuses a name or an id that would mix two
-    clusters before anything is written).
-
-    ``progress`` is called with the result so far after each slice's commit point.
-    ``fold``: fold the slices' closes into the history tables at the end (else they stay pending in ``closes``).
-    """
+    clusters before anything is written), resumed at its commit point."""
     t0 = time.monotonic()
     d = partition_dir(log_dir)
     logsource.register(spark)
@@ -94,49 +133,42 @@ def ingest(
     )
     # a killed run's writes past the commit point: the history is appended only above them (without_written)
     written = max_from_offsets(spark, warehouse, name) if state.log.logged > state.committed else None
+    return ClusterWriter(
+        spark, warehouse, d, state, written, batch_records, IngestResult(cluster=name), t0, progress, key
+    )
 
-    def append_log(first: int, last: int) -> None:
-        df = (
-            spark.read.format("kraftlake-log")
-            .option("startOffset", first)
-            .option("endOffset", last)
-            .option("recordsPerPartition", max(batch_records // 2, 1))
-            .load(str(d))
-        )
-        append(to_stored_log(df, name), warehouse, LOG, last, name)
 
-    def write_log(first: int, last: int) -> None:
-        state.log.append(first, last, append_log)
+def ingest(
+    spark: SparkSession,
+    log_dir: str | Path,
+    warehouse: str | Path,
+    batch_records: int = 500_000,
+    progress: Callable[[IngestResult], None] | None = None,
+    fold: bool = True,
+    cluster: str | None = None,
+) -> IngestResult:
+    """Import (or resume importing) a metadata log directory into ``warehouse``, as the cluster ``cluster``
+    (see :func:`open_writer`), the history replayed in the driver.
 
-    result = IngestResult(cluster=name)
-
-    def commit(batch: HistoryBatch, records: int) -> None:
-        commit_slice(spark, warehouse, name, batch, write_log, written)
-        result.gaps.extend(crossed_gaps(batch))
-        state.committed = batch.last_offset
-        result.records += records
-        result.slices += 1
-        if result.first_offset < 0:
-            result.first_offset = batch.first_offset
-        result.last_offset = batch.last_offset
-        result.seconds = time.monotonic() - t0
-        if progress is not None:
-            progress(result)
-
+    ``progress`` is called with the result so far after each slice's commit point.
+    ``fold``: fold the slices' closes into the history tables at the end (else they stay pending in ``closes``).
+    """
+    writer = open_writer(spark, log_dir, warehouse, batch_records, cluster, progress)
+    state, result = writer.state, writer.result
     # one writer thread: slice k is written while the driver replays slice k+1; commits stay in order
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-ingest") as writer:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraftlake-ingest") as pool:
         pending: Future[None] | None = None
-        for chunk in slices(log_records(d, state.start), batch_records):
+        for chunk in slices(log_records(writer.log_dir, state.start), batch_records):
             batch = state.builder.feed(chunk)
             if pending is not None:
                 pending.result()
-            pending = writer.submit(commit, batch, len(chunk))
+            pending = pool.submit(writer.commit, batch, len(chunk))
         if pending is not None:
             pending.result()
     # the slices appended their closes; one fold writes them all into the tables (one MERGE per table)
     if fold:
         result.folded = fold_closes(spark, warehouse)
     wait_checkpoints()
-    _RESUME[key] = state
-    result.seconds = time.monotonic() - t0
+    _RESUME[writer.key] = state
+    result.seconds = time.monotonic() - writer.t0
     return result

@@ -231,6 +231,11 @@ class PMap(Mapping[K, V], Generic[K, V]):
     def __len__(self) -> int:
         return self._len
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled as its items: the trie's layout follows hash(), which differs between processes for str keys
+        # (a map rebuilt in an executor from the driver's nodes would not find its own keys)
+        return (_from_items, (type(self), list(self.items())))
+
     def __getitem__(self, key: K) -> V:
         # Any: the walk tests ``type(node)`` once into ``t``, which mypy does not narrow ``node`` through
         node: Any = self._root
@@ -354,3 +359,8 @@ class PMap(Mapping[K, V], Generic[K, V]):
 
     def __repr__(self) -> str:
         return f"PMap({dict(self.items())!r})"
+
+
+def _from_items(cls: type[PMap[Any, Any]], items: list[tuple[Any, Any]]) -> PMap[Any, Any]:
+    """A map unpickled: built again from its items with this process's hashes."""
+    return cls(dict(items))

@@ -1,6 +1,9 @@
-"""``PMap.set_many`` agrees with repeated ``set`` (and with a dict), collisions and deep tries included."""
+"""``PMap.set_many`` agrees with repeated ``set`` (and with a dict), collisions and deep tries included; a map
+pickled in one process is whole in another (other ``str`` hashes)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,3 +58,26 @@ def test_set_many_on_a_large_map() -> None:
     assert len(changed) == 20_000 + len(range(20_001, 40_000, 3))
     assert all(changed[f"topic-{i}"] == (-i if i % 3 == 0 else i) for i in range(20_000))
     assert m["topic-3"] == 3
+
+
+def test_a_pickled_map_finds_its_keys_in_a_process_with_other_str_hashes(tmp_path: Path) -> None:
+    """A map travels pickled to a Spark executor, whose ``str`` hashes differ: it is rebuilt there."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    m = PMap({f"topic-{i}": i for i in range(500)}).set(("t", 3), "tuple key")
+    blob = tmp_path / "map.pickle"
+    blob.write_bytes(pickle.dumps(m, pickle.HIGHEST_PROTOCOL))
+    check = (
+        "import pickle, sys\n"
+        f"m = pickle.loads(open({str(blob)!r}, 'rb').read())\n"
+        "assert len(m) == 501 and m[('t', 3)] == 'tuple key'\n"
+        "assert all(m[f'topic-{i}'] == i for i in range(500)), 'a key is lost'\n"
+        "assert m.set('topic-7', 0)['topic-7'] == 0 and len(m.delete('topic-8')) == 500\n"
+    )
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr

@@ -1,42 +1,44 @@
-"""The jobs on a Spark standalone cluster (master + one worker on 127.0.0.1), shipped as the built package.
+"""The jobs on a Spark standalone cluster (master + two 1-core workers on 127.0.0.1, one cluster for the module),
+shipped as the built package (:mod:`kraftlake.bench.standalone`).
 
 ``ingest`` and a ``partitions_at`` query run through ``spark-submit --master spark://...`` with the package
 built from the sources (what ``make dist`` builds: a wheel with ``schemas/`` packed as ``kraftlake/_schemas``).
-The cluster's ``sql`` job must print the partitions the oracle (the image) holds at that offset. The test needs
-no local session (it runs beside the Spark tests' worker). Executors run a Python that cannot see the editable
-install: a virtualenv whose ``sys.path`` holds the main venv's site-packages through a ``.pth`` line, which
-does not process that directory's own ``.pth`` files (the editable-install hook lives there). So every
-``kraftlake`` import on an executor is the shipped package's, and a probe job asserts it.
-
-Spark puts ``--py-files`` entries on the executors' ``sys.path`` only for ``.zip``, ``.egg`` and ``.jar``
-(``pyspark.core.context.SparkContext.PACKAGE_EXTENSIONS``); a ``.whl`` is copied to executors but never
-imported from, so the wheel ships under a ``.zip`` name (a wheel is a zip archive).
+The cluster's ``sql`` job must print the partitions the oracle (the image) holds at that offset; a fleet of four
+clusters ingested by one ``spark-submit`` (their histories replayed on both workers) must answer each cluster's
+image. The tests need no local session (they run beside the Spark tests' worker). Every ``kraftlake`` import on
+an executor is the shipped package's (:func:`kraftlake.bench.standalone.isolated_python`), and a probe job asserts
+it.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kraftlake.bench.standalone import (
+    REPO,
+    build_package,
+    isolated_python,
+    standalone_cluster,
+    submit,
+    submit_env,
+    submit_options,
+)
+
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(3600),  # three spark-submits and a cluster: ~3 min on a quiet 2-core machine
+    pytest.mark.timeout(
+        3600
+    ),  # four spark-submits and a cluster of two workers: ~4 min on a quiet 2-core machine
 ]
 
-REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import sys
 from pyspark.sql import SparkSession
@@ -51,269 +53,77 @@ spark.stop()
 """
 
 
-def _pyspark_home() -> Path:
-    import pyspark
+@dataclass
+class Cluster:
+    url: str
+    works: list[Path]
+    package: Path
+    python: Path
+    env: dict[str, str]
+    root: Path
+    log: Path
+    timings: dict[str, float]
 
-    return Path(pyspark.__file__).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(check: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}; log:\n{log.read_text()[-3000:]}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-@contextmanager
-def standalone_cluster(root: Path, env: dict[str, str]) -> Iterator[tuple[str, Path]]:
-    """A master and a 1-core worker; yields the master URL and the worker's work dir. Both stop at exit."""
-    spark_class = str(_pyspark_home() / "bin" / "spark-class")
-    port = _free_port()
-    url = f"spark://127.0.0.1:{port}"
-    work = root / "worker-work"
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        master_log = root / "master.log"
-        with master_log.open("wb") as out:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.master.Master",
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(port),
-                        "--webui-port",
-                        "0",
-                    ],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
-            )
-        _wait_for(
-            lambda: "I have been elected leader" in master_log.read_text(), 120, "the master", master_log
+    def submit(self, args: list[str], cores: int) -> str:
+        return submit(
+            [*submit_options(self.url, self.package, self.python, cores), *args],
+            self.env,
+            self.log,
+            self.root,
         )
-        worker_log = root / "worker.log"
-        with worker_log.open("wb") as out:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.worker.Worker",
-                        url,
-                        "--cores",
-                        "1",
-                        "--memory",
-                        "1g",
-                        "--host",
-                        "127.0.0.1",
-                        "--webui-port",
-                        "0",
-                        "--work-dir",
-                        str(work),
-                    ],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
-            )
-        _wait_for(
-            lambda: "Successfully registered with master" in worker_log.read_text(),
-            120,
-            "the worker",
-            worker_log,
-        )
-        yield url, work
-    finally:
-        for proc in reversed(procs):
-            _stop(proc)
+
+    def apps(self) -> set[Path]:
+        return {app for work in self.works for app in work.glob("app-*")}
 
 
-def _build_package(root: Path) -> Path:
-    """Build the wheel from a copy of the sources (the tree is shared), return it under a ``.zip`` name."""
-    src = root / "src"
-    ignore = shutil.ignore_patterns("__pycache__", "_schemas", "*.pyc")
-    for pkg in ("kraftlake", "pipelines", "jobs", "udfs"):
-        if (REPO / pkg).is_dir():
-            shutil.copytree(REPO / pkg, src / pkg, ignore=ignore)
-    shutil.copytree(REPO / "schemas", src / "kraftlake" / "_schemas")
-    for f in ("pyproject.toml", "README.md", "LICENSE"):
-        if (REPO / f).exists():
-            shutil.copy(REPO / f, src / f)
-    dist = root / "dist"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(dist),
-            str(src),
-        ],
-        check=True,
-        cwd=src,
-    )
-    (wheel,) = dist.glob("kraftlake-*.whl")
-    shipped = dist / (wheel.name.removesuffix(".whl") + ".zip")
-    shutil.copy(wheel, shipped)
-    return shipped
-
-
-def _isolated_python(root: Path) -> Path:
-    """A venv python that sees the main venv's site-packages but not its editable ``kraftlake``."""
-    venv = root / "executor-venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    import sysconfig
-
-    site = Path(sysconfig.get_paths()["purelib"])
-    (next(venv.glob("lib/python*/site-packages")) / "main-venv.pth").write_text(f"{site}\n")
-    python = venv / "bin" / "python"
-    check = subprocess.run(
-        [str(python), "-c", "import pyspark, pyarrow\nimport kraftlake"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-    assert "No module named 'kraftlake'" in check.stderr, check.stderr
-    return python
-
-
-def _submit(args: list[str], env: dict[str, str], log: Path, cwd: Path) -> str:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The package, the executors' Python and a master with two 1-core workers, for the module."""
+    root = tmp_path_factory.mktemp("standalone")
     t0 = time.monotonic()
-    proc = subprocess.run(
-        [str(_pyspark_home() / "bin" / "spark-submit"), *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    with log.open("a") as f:
-        f.write(
-            f"$ spark-submit {' '.join(args)}\n{proc.stdout}\n{proc.stderr}\n"
-            f"({time.monotonic() - t0:.1f}s, exit {proc.returncode})\n"
-        )
-    assert proc.returncode == 0, f"spark-submit failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-5000:]}"
-    return proc.stdout
+    package = build_package(root)
+    python = isolated_python(root)
+    timings = {"build": time.monotonic() - t0}
+    env = submit_env()
+    t1 = time.monotonic()
+    with standalone_cluster(root, env, workers=2) as (url, works):
+        timings["cluster_start"] = time.monotonic() - t1
+        yield Cluster(url, works, package, python, env, root, root / "submit.log", timings)
+    print("standalone cluster timings (s):", {k: round(v, 1) for k, v in timings.items()})
 
 
 def _jsonl_rows(rows: list[dict[str, Any]]) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True) for r in rows)
 
 
-def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path) -> None:
+def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path, cluster: Cluster) -> None:
     from kraftlake.image import image_at
     from kraftlake.image.render import image_json
     from kraftlake.image.source import log_records
     from kraftlake.sim.workloads.entities import write_synthetic_log
-    from kraftlake.spark.session import delta_jars, jar_cache
 
-    timings: dict[str, float] = {}
-    t0 = time.monotonic()
     log_dir = write_synthetic_log(tmp_path / "log", seed=3, steps=60)
     last = max(r.offset for r in log_records(log_dir))
-    package = _build_package(tmp_path)
-    python = _isolated_python(tmp_path)
-    timings["build"] = time.monotonic() - t0
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(_pyspark_home()),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "KRAFTLAKE_JARS": str(jar_cache()),
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
-    env.pop("PYTHONPATH", None)
-    jars = ",".join(str(j) for j in delta_jars())
     query = f"SELECT * FROM partitions_at({last // 2}) ORDER BY topic, partition"
-    submit_log = tmp_path / "submit.log"
-
-    t1 = time.monotonic()
-    with standalone_cluster(tmp_path, env) as (url, work):
-        timings["cluster_start"] = time.monotonic() - t1
-        common = [
-            "--master",
-            url,
-            "--py-files",
-            str(package),
-            "--jars",
-            jars,
-            "--conf",
-            f"spark.pyspark.python={python}",
-            "--conf",
-            f"spark.pyspark.driver.python={sys.executable}",
-            "--conf",
-            "spark.executor.memory=768m",
-            "--conf",
-            "spark.cores.max=1",
-        ]
-        t2 = time.monotonic()
-        probe = tmp_path / "probe.py"
-        probe.write_text(PROBE)
-        out = _submit([*common, str(probe)], env, submit_log, tmp_path)
-        assert f"MASTER {url}" in out
-        files = ast.literal_eval(next(line for line in out.splitlines() if line.startswith("PROBE "))[6:])
-        assert len(files) == 2
-        for path, _ in files:
-            # the executor imported kraftlake from the shipped archive, fetched into its work dir
-            assert f"{package.name}/kraftlake/__init__.py" in path and str(REPO) not in path, path
-        cluster_w = tmp_path / "cluster-warehouse"
-        _submit(
-            [
-                *common,
-                str(REPO / "jobs" / "ingest.py"),
-                "--log-dir",
-                str(log_dir),
-                "--warehouse",
-                str(cluster_w),
-            ],
-            env,
-            submit_log,
-            tmp_path,
-        )
-        remote = _submit(
-            [
-                *common,
-                str(REPO / "jobs" / "sql.py"),
-                "--warehouse",
-                str(cluster_w),
-                "--format",
-                "jsonl",
-                query,
-            ],
-            env,
-            submit_log,
-            tmp_path,
-        )
-        timings["cluster_jobs"] = time.monotonic() - t2
-        # the applications ran on the worker's executors (one app dir per spark-submit)
-        assert len(list(work.glob("app-*"))) == 3
+    before = cluster.apps()
+    t2 = time.monotonic()
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    out = cluster.submit([str(probe)], cores=1)
+    assert f"MASTER {cluster.url}" in out
+    files = ast.literal_eval(next(line for line in out.splitlines() if line.startswith("PROBE "))[6:])
+    assert len(files) == 2
+    for path, _ in files:
+        # the executor imported kraftlake from the shipped archive, fetched into its work dir
+        assert f"{cluster.package.name}/kraftlake/__init__.py" in path and str(REPO) not in path, path
+    cluster_w = tmp_path / "cluster-warehouse"
+    ingest = [str(REPO / "jobs" / "ingest.py"), "--log-dir", str(log_dir), "--warehouse", str(cluster_w)]
+    cluster.submit(ingest, cores=1)
+    sql = [str(REPO / "jobs" / "sql.py"), "--warehouse", str(cluster_w), "--format", "jsonl", query]
+    remote = cluster.submit(sql, cores=1)
+    cluster.timings["cluster_jobs"] = time.monotonic() - t2
+    # the applications ran on the workers' executors (one app dir per spark-submit)
+    assert len(cluster.apps() - before) == 3
     # the oracle: the image at that offset, its partitions as `kraftlake image` renders them
     doc = image_json(image_at(log_dir, last // 2))
     want = [
@@ -323,4 +133,63 @@ def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path) -> Non
     for row in got:
         assert row.pop("from_offset") <= last // 2
     assert want and _jsonl_rows(got) == _jsonl_rows(want)
-    print("standalone cluster timings (s):", {k: round(v, 1) for k, v in timings.items()})
+
+
+#: The fleet test's job: ``jobs/ingest.py`` with the ``--log-dir`` flags given, then in the same application each
+#: cluster's entity tables at an offset, as JSON lines (one ``spark-submit``: the JVM's start is the cost).
+FLEET_JOB = """
+import json, sys
+from pyspark.sql import SparkSession
+from jobs.ingest import main
+from kraftlake.history import ENTITIES
+from udfs.sql import register
+warehouse, at = sys.argv[1], json.loads(sys.argv[2])
+assert main(["--warehouse", warehouse, *sys.argv[3:]]) == 0
+spark = SparkSession.builder.getOrCreate()
+register(spark, warehouse)
+for table in ENTITIES:
+    # one query a table: every cluster's answer, tagged with its name
+    sql = " UNION ALL ".join(f"SELECT '{name}' AS _c, * FROM {table}_at({n}, '{name}')" for name, n in at.items())
+    for row in spark.sql(sql).drop("from_offset").collect():
+        d = row.asDict(recursive=True)
+        print("ROW " + json.dumps({"cluster": d.pop("_c"), "table": table, "row": d}, default=str))
+spark.stop()
+"""
+
+
+def test_a_fleet_replayed_on_two_workers(tmp_path: Path, cluster: Cluster) -> None:
+    from warehouse_states import canon
+
+    from kraftlake.history import ENTITIES, entity_rows
+    from kraftlake.image import image_at
+    from kraftlake.image.source import log_records
+    from kraftlake.sim.workloads.entities import write_synthetic_log
+
+    logs = {
+        f"c{i}": write_synthetic_log(tmp_path / f"c{i}", seed=40 + i, steps=50 + 10 * i) for i in range(4)
+    }
+    at = {name: max(r.offset for r in log_records(d)) // 2 for name, d in logs.items()}
+    flags = [arg for name, d in logs.items() for arg in ("--log-dir", f"{name}={d}")]
+    script = tmp_path / "fleet_job.py"
+    script.write_text(FLEET_JOB)
+    before = cluster.apps()
+    t0 = time.monotonic()
+    out = cluster.submit(
+        [str(script), str(tmp_path / "fleet-warehouse"), json.dumps(at), *flags, "--batch-records", "200"],
+        cores=2,
+    )
+    cluster.timings["fleet_job"] = time.monotonic() - t0
+    for name in logs:
+        assert f"of cluster {name} " in out, out
+    # the application had an executor on each worker
+    assert {app.parent for app in cluster.apps() - before} == set(cluster.works)
+    got: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for line in out.splitlines():
+        if line.startswith("ROW "):
+            doc = json.loads(line[4:])
+            got.setdefault((doc["cluster"], doc["table"]), []).append(doc["row"])
+    for name, d in logs.items():
+        rows = entity_rows(image_at(d, at[name]))
+        assert rows["partitions"], name
+        for table in ENTITIES:
+            assert canon(got.get((name, table), [])) == canon(rows[table]), (name, table)

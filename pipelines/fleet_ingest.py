@@ -1,0 +1,108 @@
+"""``ingest`` of a fleet: several log dirs into one warehouse, each cluster's history replayed on the executors.
+
+Each cluster's writer is opened in the driver (:func:`pipelines.ingest.open_writer`: its name checked against the
+registry, its resume image rebuilt from the warehouse at its commit point). The image goes to one Spark task per
+cluster, pickled in the task's row (:mod:`pipelines.replay_task`), which replays the cluster's log serially where
+the task runs and sends back each slice's history as Arrow rows; the driver commits the slices of each cluster
+in order through the same per-cluster commit as the driver's replay (:meth:`pipelines.ingest.ClusterWriter.commit`:
+``txnAppId`` per cluster, ``offsets`` last). One driver thread per cluster submits its task and commits what it
+returns, so N clusters replay on N cores at once and one cluster's commits overlap the others' replays. The
+slices are cut at the same offsets as the driver's replay cuts them, so both give the same tables.
+
+A cluster whose replay fails (a record the image refuses, a hole no snapshot covers) keeps the slices committed
+before the failure; the other clusters go on, and the first failure is raised once all have finished.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from kraftlake.spark.tables.fold import fold_closes
+from kraftlake.spark.tables.layout import WarehouseError
+from kraftlake.spark.tables.writes import wait_checkpoints
+from pipelines.ingest import ClusterWriter, IngestResult, open_writer
+from pipelines.replay_task import SLICE_SCHEMA, TASK_SCHEMA, replay_tasks
+
+#: Clusters replayed at once (one driver thread and one Spark task each).
+MAX_PARALLEL = 16
+
+
+def ingest_fleet(
+    spark: SparkSession,
+    log_dirs: Sequence[tuple[str | None, str | Path]],
+    warehouse: str | Path,
+    batch_records: int = 500_000,
+    progress: Callable[[IngestResult], None] | None = None,
+    fold: bool = True,
+) -> list[IngestResult]:
+    """Import (or resume importing) the log dirs ``(cluster name or None, dir)`` into ``warehouse``, each as its
+    cluster, the histories replayed on the executors; the results in the order of ``log_dirs``.
+
+    ``progress`` is called (from one thread at a time) with a cluster's result after each of its commits.
+    ``fold``: fold the closes into the history tables once at the end (the count folded on the first result).
+    Raises :class:`WarehouseError` for a cluster given twice (before any replay).
+    """
+    lock = threading.Lock()
+
+    def report(result: IngestResult) -> None:
+        if progress is not None:
+            with lock:
+                progress(result)
+
+    writers: list[ClusterWriter] = []
+    for name, d in log_dirs:
+        writer = open_writer(spark, d, warehouse, batch_records, name, report)
+        if any(w.result.cluster == writer.result.cluster for w in writers):
+            raise WarehouseError(
+                f"cluster {writer.result.cluster!r} is given twice (log dir {writer.log_dir}): one log dir a cluster"
+            )
+        writers.append(writer)
+    errors: list[BaseException] = []
+    with ThreadPoolExecutor(
+        max_workers=max(1, min(len(writers), MAX_PARALLEL)), thread_name_prefix="kraftlake-fleet"
+    ) as pool:
+        for future in [pool.submit(replay_and_commit, spark, w) for w in writers]:
+            exc = future.exception()
+            if exc is not None:
+                errors.append(exc)
+    if errors:
+        raise errors[0]
+    results = [w.result for w in writers]
+    if fold and results:
+        results[0].folded = fold_closes(spark, warehouse)
+    wait_checkpoints()
+    for w in writers:
+        w.result.seconds = time.monotonic() - w.t0
+    return results
+
+
+def task_row(writer: ClusterWriter) -> dict[str, Any]:
+    """The task row of a writer's cluster: where its replay starts, with its resume image."""
+    state = writer.state
+    return {
+        "cluster": writer.result.cluster,
+        "log_dir": str(writer.log_dir),
+        "start": state.start,
+        "batch_records": writer.batch_records,
+        "image": pickle.dumps(state.builder.image, pickle.HIGHEST_PROTOCOL),
+    }
+
+
+def replay_and_commit(spark: SparkSession, writer: ClusterWriter) -> None:
+    """One cluster: its replay in one Spark task, then each slice it returns committed in order; a replay that
+    failed raises its error after the slices before it are committed."""
+    spark.sparkContext.setLocalProperty("spark.job.description", f"kraftlake replay {writer.result.cluster}")
+    tasks = spark.createDataFrame([task_row(writer)], TASK_SCHEMA).coalesce(1)
+    replayed = tasks.mapInArrow(replay_tasks, SLICE_SCHEMA).toArrow()
+    for row in sorted(replayed.to_pylist(), key=lambda r: int(r["slice"])):
+        if row["error"] is not None:
+            raise pickle.loads(row["error"])
+        writer.commit(pickle.loads(row["batch"]), int(row["records"]))

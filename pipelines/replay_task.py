@@ -1,0 +1,76 @@
+"""The executor side of a fleet ingest (:mod:`pipelines.fleet_ingest`): one cluster's history replayed in a
+Spark task, from the cluster's resume image shipped with the task, over the records of its log dir read where
+the task runs.
+
+A task row names the cluster, its log dir, the first offset to read, the slice size and the resume image
+(pickled); the task replays the log serially with :class:`kraftlake.history.HistoryBuilder` (holes crossed from
+the log's snapshots, :func:`kraftlake.image.gaps.gap_resolver`), cut into the slices the driver's replay cuts,
+and yields one Arrow row per slice: its :class:`kraftlake.history.HistoryBatch` (pickled) and its record count.
+A record the replay refuses (or a hole no snapshot covers) ends the task with one more row carrying that error
+(pickled), after the slices before it, so the driver commits those and raises the error typed as the replay
+raised it. Nothing here imports pyspark: the function runs in the executors' Python workers.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from kraftlake.errors import KraftlakeError
+from kraftlake.history import HistoryBuilder
+from kraftlake.image.gaps import gap_resolver
+from kraftlake.image.source import log_records
+
+#: One task row per cluster (Spark DDL).
+TASK_SCHEMA = "cluster string, log_dir string, start long, batch_records long, image binary"
+#: One row per replayed slice, or the error that ended the replay (Spark DDL).
+SLICE_SCHEMA = "cluster string, slice long, records long, batch binary, error binary"
+
+
+def _slice_row(cluster: str, index: int, records: int, batch: Any, error: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pydict(
+        {
+            "cluster": [cluster],
+            "slice": [index],
+            "records": [records],
+            "batch": [None if batch is None else pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)],
+            "error": [None if error is None else pickle.dumps(error, pickle.HIGHEST_PROTOCOL)],
+        },
+        schema=pa.schema(
+            [
+                ("cluster", pa.string()),
+                ("slice", pa.int64()),
+                ("records", pa.int64()),
+                ("batch", pa.binary()),
+                ("error", pa.binary()),
+            ]
+        ),
+    )
+
+
+def replay_cluster(task: dict[str, Any]) -> Iterator[Any]:
+    """The slices of one task row's cluster, as Arrow record batches of :data:`SLICE_SCHEMA`."""
+    d = Path(task["log_dir"])
+    cluster, size = task["cluster"], int(task["batch_records"])
+    index = 0
+    try:
+        builder = HistoryBuilder(pickle.loads(task["image"]), gap_resolver(d))
+        records = log_records(d, int(task["start"]))
+        while chunk := list(islice(records, size)):
+            batch = builder.feed(chunk)
+            yield _slice_row(cluster, index, len(chunk), batch, None)
+            index += 1
+    except (KraftlakeError, OSError) as exc:
+        yield _slice_row(cluster, index, 0, None, exc)
+
+
+def replay_tasks(batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` over task rows: every cluster of the partition replayed, one after another."""
+    for rb in batches:
+        for task in rb.to_pylist():
+            yield from replay_cluster(task)
