@@ -76,7 +76,7 @@ def _sorted(entity: str, rows: Any) -> Any:
     import pyarrow.compute as pc
 
     keys = ENTITIES[entity].key or ("from_offset",)
-    order = pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in keys], null_placement="at_start")
+    order = pc.sort_indices(rows, sort_keys=[(k, "ascending", "at_start") for k in keys])
     return rows.take(order)
 
 

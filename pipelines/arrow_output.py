@@ -152,19 +152,21 @@ def _cells(values: pa.Array, name: str, fmt: str, style: _Style) -> pa.Array:
     return _python_texts(values, lambda v: cell_text(plain(v)))
 
 
-def _joined(lines: pa.Array) -> str:
-    """The lines, each ended by a newline, as one string."""
+def _write_lines(lines: pa.Array, out: TextIO) -> None:
+    """Write the lines, each ended by a newline: the bytes of the strings' data buffer as they lie, to the
+    binary stream under ``out`` when it has one (a terminal, a pipe, a file), else decoded."""
     if len(lines) == 0:
-        return ""
-    whole = pa.ListArray.from_arrays(_ints([0, len(lines)]), lines)
-    text: str = pc.binary_join(whole, _text("\n"))[0].as_py()
-    return text + "\n"
-
-
-def _ints(values: list[int]) -> pa.Array:
-    return pa.Array.from_buffers(
-        pa.int32(), len(values), [None, pa.py_buffer(np.array(values, dtype=np.int32).tobytes())]
-    )
+        return
+    ended = _concat(lines, _text("\n"))
+    offsets = np.frombuffer(ended.buffers()[1], dtype=np.int32, count=len(ended) + 1, offset=ended.offset * 4)
+    data = memoryview(ended.buffers()[2])[int(offsets[0]) : int(offsets[-1])]
+    binary = getattr(out, "buffer", None)
+    if binary is None:
+        out.write(bytes(data).decode("utf-8"))
+        return
+    out.flush()  # what the text layer holds goes first
+    binary.write(data)
+    binary.flush()
 
 
 #: Trailing characters ``str.rstrip`` removes that Arrow's ASCII-space trim would keep (a table's last column).
@@ -186,7 +188,7 @@ def write_table(table: pa.Table, fmt: str, out: TextIO | None = None) -> None:
         for i, (name, texts) in enumerate(zip(columns, cells, strict=True)):
             parts += [_text(("{" if i == 0 else ",") + json.dumps(name) + ":"), texts]
         parts.append(_text("}"))
-        out.write(_joined(_concat(*parts)))
+        _write_lines(_concat(*parts), out)
         return
     last = cells[-1] if cells else None
     if (
@@ -209,6 +211,6 @@ def write_table(table: pa.Table, fmt: str, out: TextIO | None = None) -> None:
             if i:
                 padded.append(_text(" | "))
             padded.append(pc.utf8_rpad(t, width=w, padding=" "))
-        out.write(_joined(pc.utf8_rtrim(_concat(*padded), characters=" ")))
+        _write_lines(pc.utf8_rtrim(_concat(*padded), characters=" "), out)
     n = table.num_rows
     out.write(f"({n} row{'s' if n != 1 else ''})\n")
