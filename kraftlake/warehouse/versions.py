@@ -30,8 +30,16 @@ def key_texts(rows: pa.Table, table: str) -> pa.Array:
     texts = [pc.cast(rows.column(k), pa.string()).combine_chunks() for k in keys]
     if len(texts) == 1:
         return texts[0]
-    joined: pa.Array = pc.binary_join_element_wise(*texts, KEY_SEP)
+    joined: pa.Array = pc.binary_join_element_wise(*texts, _text(KEY_SEP))
     return joined
+
+
+def _text(value: str) -> pa.Scalar:
+    """A string scalar made from its bytes (a Python value handed to pyarrow makes it import pandas)."""
+    data = value.encode("utf-8")
+    offsets = np.array([0, len(data)], dtype=np.int32)
+    array = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)])
+    return array[0]
 
 
 def pending_closes(wh: Warehouse, table: str, at_most: int | None = None) -> dict[str, list[int]]:
@@ -52,10 +60,11 @@ def _closed_candidates(
     """(row index, key, from_offset) of the open rows whose key has a pending close."""
     if not closes or rows.num_rows == 0:
         return []
-    is_open = pc.is_null(rows.column("to_offset")).to_numpy(zero_copy_only=False)
+    # Python lists, not to_numpy: pyarrow's conversion to numpy imports pandas
+    is_open = pc.is_null(rows.column("to_offset")).to_pylist()
     keys = key_texts(rows, table).to_pylist()
-    starts = rows.column("from_offset").to_numpy()
-    return [(int(i), keys[i], int(starts[i])) for i in np.flatnonzero(is_open) if keys[i] in closes]
+    starts = rows.column("from_offset").to_pylist()
+    return [(i, keys[i], int(starts[i])) for i, unset in enumerate(is_open) if unset and keys[i] in closes]
 
 
 def versions(
