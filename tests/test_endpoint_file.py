@@ -50,7 +50,7 @@ def test_the_client_registers_the_record_udfs_only_for_a_query_naming_one() -> N
     from pipelines.serve import RECORD_UDFS, calls_record_udfs
     from udfs.records import UDFS
 
-    assert RECORD_UDFS == tuple(UDFS)
+    assert tuple(UDFS) == RECORD_UDFS
     assert calls_record_udfs("SELECT decode_record(value) FROM metadata_log")
     assert calls_record_udfs("select KAFKA_JSON (value) from metadata_log")
     assert not calls_record_udfs("SELECT count(*) FROM partitions_at(5)")
