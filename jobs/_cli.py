@@ -177,15 +177,15 @@ def add_remote(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(warehouse=None)
 
 
-def query_session(app: str, args: argparse.Namespace, local: bool = False) -> Any:
+def query_session(app: str, args: argparse.Namespace, local: bool = False, record_udfs: bool = True) -> Any:
     """The session a query command runs on: a ``kraftlake serve`` endpoint (``--remote`` or ``$SPARK_REMOTE``),
-    whose functions are registered already, else (or when ``local``) a local session with the functions
-    registered for the warehouse."""
+    whose functions are registered already (the record UDFs only with ``record_udfs``: each is a round trip),
+    else (or when ``local``) a local session with the functions registered for the warehouse."""
     from pipelines.serve import connect_session, remote_url
 
     url = None if local else remote_url(args.remote)
     if url is not None:
-        return connect_session(url, args.warehouse)
+        return connect_session(url, args.warehouse, record_udfs)
     from udfs.sql import register
 
     warehouse = args.warehouse or "./warehouse"

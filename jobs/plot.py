@@ -1,5 +1,10 @@
 """``plot --warehouse W KIND [--from/--to offset or time] [--topic T --partition P] [--broker B]
-[--resource TYPE:NAME] --out F.html``: a figure of the metadata history, written as a self-contained HTML page, PNG or SVG."""
+[--resource TYPE:NAME] --out F.html``: a figure of the metadata history, written as a self-contained HTML page, PNG or SVG.
+
+Its data is read from the warehouse's Delta tables without Spark by default
+(:mod:`kraftlake.warehouse.plot_frames`, no JVM), through Spark SQL with ``--spark`` (:mod:`pipelines.plots`),
+or when a table needs what the reader without a JVM does not implement (said on stderr).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobs._cli import READ_CLUSTER, add_cluster, add_warehouse, main_of, session
 from kraftlake.commands._args import non_negative_int
 from kraftlake.plot.options import KINDS, PlotError, PlotRequest, parse_bound, parse_resource
+
+if TYPE_CHECKING:
+    from kraftlake.plot.frames import PlotResult
 
 
 def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -62,6 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the file to write: .html (opens offline), .png or .svg (default: KIND.html)",
     )
+    parser.add_argument(
+        "--spark",
+        action="store_true",
+        help="compute the figure's data through Spark SQL (default: read the Delta tables without a JVM)",
+    )
 
 
 def request_of(args: argparse.Namespace) -> PlotRequest:
@@ -70,22 +83,40 @@ def request_of(args: argparse.Namespace) -> PlotRequest:
     ).check()
 
 
+def _without_jvm(args: argparse.Namespace, request: PlotRequest, out: Path) -> PlotResult | None:
+    """The figure drawn from the Delta tables read without Spark; None (nothing written) when a table needs
+    Spark."""
+    from kraftlake.plot.frames import write_figure
+    from kraftlake.warehouse.plot_frames import WarehouseFrames, resolve_range
+    from kraftlake.warehouse.tables import NeedsSpark, Warehouse
+
+    wh = Warehouse(Path(args.warehouse), args.cluster)
+    try:
+        rng = resolve_range(wh, request.start, request.end, where=args.warehouse)
+        return write_figure(WarehouseFrames(wh), request, rng, out)
+    except NeedsSpark as exc:
+        print(f"kraftlake plot: {exc}: drawing through Spark", file=sys.stderr)
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     from kraftlake.plot.output import check_output
-    from kraftlake.spark.tables.layout import OFFSETS, WarehouseError, table_path
+    from kraftlake.warehouse.tables import OFFSETS, WarehouseError
 
     # everything that can be refused is refused before Spark starts
     request = request_of(args)
     out = check_output(args.out or f"{args.kind}.html")
-    if not Path(table_path(args.warehouse, OFFSETS), "_delta_log").is_dir():
+    if not Path(args.warehouse, OFFSETS, "_delta_log").is_dir():
         raise WarehouseError(
             f"{args.warehouse} is not a kraftlake warehouse (no {OFFSETS} table): run ingest first"
         )
 
-    from pipelines.plots import write_plot
+    result = None if args.spark else _without_jvm(args, request, out)
+    if result is None:
+        from pipelines.plots import write_plot
 
-    spark = session("plot", args.warehouse, args.verbose)
-    result = write_plot(spark, args.warehouse, request, out, args.cluster)
+        spark = session("plot", args.warehouse, args.verbose)
+        result = write_plot(spark, args.warehouse, request, out, args.cluster)
     print(
         f"{result.path}: {result.title}, offsets {result.range.lo}..{result.range.hi} "
         f"({len(result.data)} rows)"

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.endpoint_file import running_endpoint
     from pipelines.output import print_frame
-    from pipelines.serve import remote_url
+    from pipelines.serve import calls_record_udfs, remote_url
 
     if not args.query.strip():
         raise CommandError("the query is empty")
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             args.remote = url
     if args.local and args.remote:
         raise CommandError("--local and --remote: choose one")
-    spark = query_session("sql", args, local=args.local)
+    spark = query_session("sql", args, local=args.local, record_udfs=calls_record_udfs(args.query))
     # an offset before the retained history, a parse or analysis error: one line, exit 2
     with spark_errors():
         print_frame(spark.sql(args.query), args.format)

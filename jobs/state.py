@@ -70,10 +70,14 @@ def state_query(
     return f"SELECT * FROM {source}" + (f" WHERE {where}" if where else "") + f" ORDER BY {keys}"
 
 
-def _sort_key(entity: str) -> Any:
-    """The ``ORDER BY`` of :func:`state_query` in Python: ascending, NULLs first (Spark's default)."""
+def _sorted(entity: str, rows: Any) -> Any:
+    """``rows`` (an Arrow table) in :func:`state_query`'s ``ORDER BY``: ascending, NULLs first (Spark's
+    default)."""
+    import pyarrow.compute as pc
+
     keys = ENTITIES[entity].key or ("from_offset",)
-    return lambda row: tuple((row[k] is not None, row[k]) for k in keys)
+    order = pc.sort_indices(rows, sort_keys=[(k, "ascending", "at_start") for k in keys])
+    return rows.take(order)
 
 
 def without_jvm(args: argparse.Namespace) -> bool:
@@ -84,30 +88,41 @@ def without_jvm(args: argparse.Namespace) -> bool:
 
 def answer_without_jvm(args: argparse.Namespace) -> bool:
     """Print the answer read from the Delta tables; False (nothing printed) when a table needs Spark."""
-    from kraftlake.warehouse.answers import state_at, state_at_time
+    from kraftlake.warehouse.answers import state_table, state_table_at_time
     from kraftlake.warehouse.tables import NeedsSpark, Warehouse, WarehouseError, check_warehouse
-    from pipelines.output import write_rows
+    from pipelines.arrow_output import write_table
 
     wh = Warehouse(check_warehouse(args.warehouse or "./warehouse"), getattr(args, "cluster", None))
     try:
         if args.offset is not None:
-            answer = state_at(wh, args.entity, args.offset)
-            columns, rows = answer.columns, answer.rows
+            rows = state_table(wh, args.entity, args.offset)
         else:
             if wh.cluster is None and wh.has_clusters():
                 try:
                     wh.resolve_cluster()
                 except WarehouseError:
                     return False  # --time answers every cluster of a fleet: Spark's functions do that
-            answer = state_at_time(wh, args.entity, args.time)
+            rows = state_table_at_time(wh, args.entity, args.time)
             # as <entity>_at_time: the cluster first
-            columns = ["cluster", *answer.columns]
-            rows = [{"cluster": wh.cluster, **row} for row in answer.rows]
+            rows = rows.add_column(0, "cluster", _repeated(wh.cluster, rows.num_rows))
     except NeedsSpark as exc:
         print(f"kraftlake state: {exc}: answering through Spark", file=sys.stderr)
         return False
-    write_rows(sorted(rows, key=_sort_key(args.entity)), columns, args.format)
+    write_table(_sorted(args.entity, rows), args.format)
     return True
+
+
+def _repeated(text: str | None, n: int) -> Any:
+    """``text`` (NULL when None) ``n`` times, as an Arrow string array built without pandas."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = (text or "").encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+    validity = None if text is not None else pa.py_buffer(np.zeros((n + 7) // 8, dtype=np.uint8).tobytes())
+    return pa.Array.from_buffers(
+        pa.string(), n, [validity, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data * n)]
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,8 +17,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pipelines.serve import TOKEN_ENV
-
+#: The variable a client's Connect token is read from (and the server's, :mod:`pipelines.serve`).
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 #: Under the warehouse: beside its tables, a directory no table or command reads.
 ENDPOINT_FILE = Path("_serve") / "endpoint.json"
 

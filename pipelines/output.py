@@ -16,13 +16,14 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A value of a row as JSON holds it: structs as dicts, lists, bytes as base64, times as ISO-8601."""
     if hasattr(value, "asDict"):
-        return {k: _plain(v) for k, v in value.asDict().items()}
+        return {k: plain(v) for k, v in value.asDict().items()}
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(bytes(value)).decode("ascii")
     if hasattr(value, "isoformat"):
@@ -50,7 +51,17 @@ def with_time(value: Any) -> str:
 
 
 def rows_of(df: DataFrame) -> list[dict[str, Any]]:
-    return [_plain(r.asDict(recursive=False)) for r in df.collect()]
+    return [plain(r.asDict(recursive=False)) for r in df.collect()]
+
+
+def cell_text(value: Any, timed: bool = False) -> str:
+    """A value of a row (:func:`rows_of`) as a table's cell: lists and structs as JSON, epoch milliseconds of a
+    ``timed`` column with their time, NULL."""
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    if timed:
+        return with_time(value)
+    return "NULL" if value is None else str(value)
 
 
 def write_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, out: TextIO | None = None) -> None:
@@ -60,19 +71,7 @@ def write_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, out: Te
             out.write(json.dumps(r, separators=(",", ":")) + "\n")
         return
     timed = {c for c in columns if is_epoch_ms_column(c)}
-    cells = [
-        [
-            json.dumps(r[c])
-            if isinstance(r[c], list | dict)
-            else with_time(r[c])
-            if c in timed
-            else "NULL"
-            if r[c] is None
-            else str(r[c])
-            for c in columns
-        ]
-        for r in rows
-    ]
+    cells = [[cell_text(r[c], c in timed) for c in columns] for r in rows]
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
     out.write(" | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
     out.write("-+-".join("-" * w for w in widths) + "\n")

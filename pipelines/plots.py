@@ -22,61 +22,14 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from kraftlake.plot import figures
+from kraftlake.plot.frames import PlotRange, PlotResult, frame_of, running_counts
+from kraftlake.plot.frames import figure_data as figure_of
 from kraftlake.plot.options import Bound, PlotError, PlotRequest
 from kraftlake.plot.output import save
 from kraftlake.spark.tables.creation import open_cluster
 from kraftlake.spark.tables.layout import OFFSETS, WarehouseError, cluster_rows
-from kraftlake.spark.tables.queries import BEFORE_RETAINED, bounds_relation, cluster_sql, history_query
-
-
-@dataclass(frozen=True)
-class PlotRange:
-    """The offsets of a cluster a figure covers, both included, and their record timestamps (epoch ms)."""
-
-    cluster: str
-    lo: int
-    hi: int
-    lo_ms: int | None = None
-    hi_ms: int | None = None
-
-    def text(self) -> str:
-        return figures.range_text(self.lo, self.hi, self.lo_ms, self.hi_ms)
-
-
-@dataclass(frozen=True)
-class PlotResult:
-    """A figure written: where, what range, and the frame behind it."""
-
-    path: Path
-    kind: str
-    range: PlotRange
-    data: pd.DataFrame
-    title: str
-
-
-def _offset_of(
-    bound: Bound, which: str, first: int, last: int, retained: int | None, at_time: int | None
-) -> int:
-    """A bound as an offset: itself, or the last offset at or before its time (``at_time``)."""
-    if bound.offset is not None:
-        offset = bound.offset
-    elif at_time is not None:
-        offset = at_time
-    elif which == "--from" and retained is None:
-        return first  # before the first record of a warehouse holding the whole log: plot from its start
-    else:
-        raise WarehouseError(
-            f"{which} {bound.text} is before the warehouse's first record kept "
-            f"(offset {max(first, retained or 0)})"
-        )
-    if retained is not None and offset < retained:
-        raise WarehouseError(
-            f"{which} {bound.text} (offset {offset}) lies {BEFORE_RETAINED}: the warehouse "
-            f"holds the states from offset {retained} on"
-        )
-    if offset > last:
-        raise WarehouseError(f"{which} {bound.text} is past the warehouse's last offset {last}")
-    return max(offset, first)
+from kraftlake.spark.tables.queries import bounds_relation, cluster_sql, history_query
+from kraftlake.warehouse.plot_frames import range_offsets
 
 
 def resolve_range(
@@ -117,10 +70,7 @@ def resolve_range(
         value = row.asDict().get(name)
         return None if value is None else int(value)
 
-    lo = first if start is None else _offset_of(start, "--from", first, last, retained, at("t0"))
-    hi = last if end is None else _offset_of(end, "--to", first, last, retained, at("t1"))
-    if lo > hi:
-        raise WarehouseError(f"the range is empty: --from is offset {lo}, --to offset {hi}")
+    lo, hi = range_offsets(start, end, first, last, retained, (at("t0"), at("t1")), WarehouseError)
     stamps = {
         int(r["offset"]): int(r["timestamp"])
         for r in spark.sql(
@@ -137,12 +87,8 @@ def _text(value: str) -> str:
 
 
 def _frame(spark: SparkSession, sql: str, columns: tuple[str, ...]) -> pd.DataFrame:
-    """The rows of ``sql`` as a frame of ``columns``; offsets, times and broker ids as nullable integers."""
-    frame = pd.DataFrame([tuple(r) for r in spark.sql(sql).collect()], columns=list(columns))
-    for col in columns:
-        if col.endswith("_ms") or col.endswith("offset") or col == "broker":
-            frame[col] = frame[col].astype("Int64")
-    return frame
+    """The rows of ``sql`` as a frame of ``columns`` (:func:`kraftlake.plot.frames.frame_of`)."""
+    return frame_of((tuple(r) for r in spark.sql(sql).collect()), columns)
 
 
 def _clipped(warehouse: str | Path, segments: str, rng: PlotRange, columns: tuple[str, ...]) -> str:
@@ -182,13 +128,8 @@ def under_replicated(spark: SparkSession, warehouse: str | Path, rng: PlotRange)
               UNION ALL SELECT {lo}, 0, 0, 0 UNION ALL SELECT {hi}, 0, 0, 0)
         SELECT g.at, o.timestamp, sum(g.ur), sum(g.off), sum(g.n)
         FROM g LEFT JOIN {cluster_rows(warehouse, OFFSETS, rng.cluster)} o ON o.`offset` = g.at GROUP BY g.at, o.timestamp"""
-    steps = _frame(spark, sql, figures.COUNT_COLUMNS).sort_values("offset", ignore_index=True)
-    counts = ["under_replicated", "offline", "partitions"]
-    deltas = steps[counts].astype("int64")
-    steps[counts] = deltas.cumsum()
     # a point where a count changed, and both ends (lo and hi: the zero rows above make sure they are there)
-    keep = (deltas != 0).any(axis=1) | steps["offset"].isin([lo, hi])
-    return steps[keep].reset_index(drop=True)
+    return running_counts(_frame(spark, sql, figures.COUNT_COLUMNS), lo, hi)
 
 
 def partition_segments(
@@ -253,49 +194,32 @@ def config_segments(
     return _frame(spark, _clipped(warehouse, sql, rng, figures.CONFIG_COLUMNS), figures.CONFIG_COLUMNS)
 
 
+@dataclass(frozen=True)
+class SparkFrames:
+    """The figures' frames through Spark SQL (:class:`kraftlake.plot.frames.FrameSource`)."""
+
+    spark: SparkSession
+    warehouse: str | Path
+
+    def under_replicated(self, rng: PlotRange) -> pd.DataFrame:
+        return under_replicated(self.spark, self.warehouse, rng)
+
+    def partition_segments(self, topic: str, partition: int, rng: PlotRange) -> pd.DataFrame:
+        return partition_segments(self.spark, self.warehouse, topic, partition, rng)
+
+    def broker_segments(self, rng: PlotRange, broker: int | None = None) -> pd.DataFrame:
+        return broker_segments(self.spark, self.warehouse, rng, broker)
+
+    def config_segments(self, resource_type: str, resource_name: str, rng: PlotRange) -> pd.DataFrame:
+        return config_segments(self.spark, self.warehouse, resource_type, resource_name, rng)
+
+
 def figure_data(
     spark: SparkSession, warehouse: str | Path, request: PlotRequest, rng: PlotRange
 ) -> tuple[pd.DataFrame, Any, str]:
-    """The frame behind ``request``'s figure, the figure, and its title.
-
-    Raises ``PlotError`` when the range holds nothing of what the request names (an unknown topic, broker or
-    resource).
-    """
-    sub = rng.text()
-    if request.kind == "under-replicated":
-        data = under_replicated(spark, warehouse, rng)
-        chart = figures.under_replicated_figure(data, subtitle=sub)
-        return data, chart, "under-replicated and offline partitions"
-    if request.kind == "partition":
-        assert request.topic is not None and request.partition is not None
-        data = partition_segments(spark, warehouse, request.topic, request.partition, rng)
-        if data.empty:
-            raise PlotError(
-                f"partition {request.topic}-{request.partition} does not exist in offsets {rng.lo}..{rng.hi}"
-            )
-        return (
-            data,
-            figures.partition_figure(data, request.topic, request.partition, subtitle=sub),
-            f"leader and ISR of {request.topic}-{request.partition}",
-        )
-    if request.kind == "brokers":
-        data = broker_segments(spark, warehouse, rng, request.broker)
-        if data.empty:
-            which = "no broker" if request.broker is None else f"broker {request.broker}"
-            raise PlotError(f"{which} is registered in offsets {rng.lo}..{rng.hi}")
-        return data, figures.broker_figure(data, subtitle=sub), "broker states"
-    assert request.kind == "configs" and request.resource is not None
-    rtype, rname = request.resource
-    data = config_segments(spark, warehouse, rtype, rname, rng)
-    if data.empty:
-        raise PlotError(
-            f"{rtype.lower()} {rname or '<default>'} has no configs in offsets {rng.lo}..{rng.hi}"
-        )
-    return (
-        data,
-        figures.config_figure(data, rtype, rname, subtitle=sub),
-        f"configs of {rtype.lower()} {rname or '<default>'}",
-    )
+    """The frame behind ``request``'s figure, the figure, and its title (:func:`kraftlake.plot.frames.figure_data`
+    over Spark's frames)."""
+    return figure_of(SparkFrames(spark, warehouse), request, rng)
 
 
 def write_plot(

@@ -40,9 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.errors import KraftlakeError
-from kraftlake.service.request_server import is_loopback
+from pipelines.endpoint_file import TOKEN_ENV
 
-TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 #: Spark Connect's and HiveServer2's usual ports.
 DEFAULT_PORT = 15002
 DEFAULT_JDBC_PORT = 10000
@@ -52,6 +51,24 @@ WAREHOUSE_CONF = "spark.kraftlake.warehouse"
 #: place they could move the JDBC server to another port, address or transport than the one checked here.
 _HIVE_ENV = ("HIVE_SERVER2_THRIFT_PORT", "HIVE_SERVER2_THRIFT_BIND_HOST", "HIVE_SERVER2_TRANSPORT_MODE")
 _CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService"
+
+
+#: The Python UDFs a client session registers (:data:`udfs.records.UDFS`), named here so that a client whose
+#: query calls neither does not import them.
+RECORD_UDFS = ("decode_record", "kafka_json")
+
+
+def is_loopback(host: str) -> bool:
+    """:func:`kraftlake.service.request_server.is_loopback` (imported when asked: the service's modules are a
+    fifth of a second of a client's start)."""
+    from kraftlake.service.request_server import is_loopback as loopback
+
+    return loopback(host)
+
+
+def calls_record_udfs(query: str) -> bool:
+    """Whether ``query`` names one of :data:`RECORD_UDFS` (function names are case-insensitive)."""
+    return re.search(rf"\b(?:{'|'.join(RECORD_UDFS)})\b", query, re.IGNORECASE) is not None
 
 
 class EndpointError(KraftlakeError):
@@ -306,13 +323,12 @@ def _reachable(url: str, host: str, port: int, timeout: float = 5.0) -> None:
         ) from None
 
 
-def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
+def connect_session(url: str, warehouse: str | Path | None = None, record_udfs: bool = True) -> Any:
     """A Spark Connect session on a ``kraftlake serve`` endpoint; with ``warehouse``, checks that the server
-    serves that warehouse. Raises :class:`EndpointError` when nothing listens or the server refuses us."""
+    serves that warehouse; with ``record_udfs``, registers :data:`RECORD_UDFS` for the session. Raises
+    :class:`EndpointError` when nothing listens or the server refuses us."""
     from pyspark.errors.exceptions.connect import SparkConnectGrpcException
     from pyspark.sql.connect.session import SparkSession as RemoteSession
-
-    from udfs.records import register_udfs
 
     channel = _channel(url)
     host, port = channel.host, int(channel.endpoint.rsplit(":", 1)[1])
@@ -352,7 +368,10 @@ def connect_session(url: str, warehouse: str | Path | None = None) -> Any:
         raise EndpointError(f"{_shown(url)} serves the warehouse {served}, not {Path(warehouse).resolve()}")
     # Python UDFs live in one session, never in the server's catalog: each client session registers its own
     # (they run in the server's Python workers)
-    register_udfs(spark)
+    if record_udfs:
+        from udfs.records import register_udfs
+
+        register_udfs(spark)
     return spark
 
 

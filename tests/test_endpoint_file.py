@@ -44,3 +44,22 @@ def test_a_live_listener_is_found_a_stale_record_is_not(
     endpoint_path(tmp_path).parent.mkdir(exist_ok=True)
     endpoint_path(tmp_path).write_text('{"url": "sc://x:1", "ho')  # cut short: not a record
     assert running_endpoint(tmp_path) is None
+
+
+def test_the_client_registers_the_record_udfs_only_for_a_query_naming_one() -> None:
+    from pipelines.serve import RECORD_UDFS, calls_record_udfs
+    from udfs.records import UDFS
+
+    assert tuple(UDFS) == RECORD_UDFS
+    assert calls_record_udfs("SELECT decode_record(value) FROM metadata_log")
+    assert calls_record_udfs("select KAFKA_JSON (value) from metadata_log")
+    assert not calls_record_udfs("SELECT count(*) FROM partitions_at(5)")
+    assert not calls_record_udfs("SELECT my_kafka_json_x FROM t")
+
+
+def test_reading_the_record_imports_nothing_of_the_server() -> None:
+    probe = "import sys, pipelines.endpoint_file; print(sorted(m for m in sys.modules if m.startswith(('kraftlake.service', 'pyspark', 'pipelines.serve'))))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"

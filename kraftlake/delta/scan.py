@@ -180,14 +180,27 @@ def _mask(rows: pa.Table, bounds: tuple[Bound, ...]) -> pa.Array | None:
     return mask
 
 
-def _read_one(snap: Snapshot, add: dict[str, Any], bounds: tuple[Bound, ...]) -> pa.Table:
+def _read_one(
+    snap: Snapshot, add: dict[str, Any], bounds: tuple[Bound, ...], columns: list[str] | None = None
+) -> pa.Table:
     """A live file's rows that satisfy ``bounds``: the row groups their statistics exclude left unread, the
-    rows its deletion vector marks dropped (row positions count the whole file), then the filter."""
+    rows its deletion vector marks dropped (row positions count the whole file), then the filter. With
+    ``columns``, only those (of the file's) and the filter's are read, the strings the filter does not compare
+    as dictionaries (each distinct value decoded once; :func:`_conform` casts the rows kept)."""
     path = _data_file(snap, add)
     try:
         file = pq.ParquetFile(path)
         groups = _row_groups(file.metadata, bounds)
-        rows = file.read_row_groups(groups)
+        if columns is None:
+            rows = file.read_row_groups(groups)
+        else:
+            held = file.schema_arrow
+            wanted = [c for c in dict.fromkeys([*columns, *(b.column for b in bounds)]) if c in held.names]
+            compared = {b.column for b in bounds}
+            texts = [c for c in wanted if c not in compared and pa.types.is_string(held.field(c).type)]
+            if texts:
+                file = pq.ParquetFile(path, read_dictionary=texts)
+            rows = file.read_row_groups(groups, columns=wanted)
     except FileNotFoundError:
         raise DeltaAppendError(f"{path}: a live data file of the table is missing") from None
     except (OSError, pa.ArrowException) as exc:
@@ -221,7 +234,8 @@ def read_rows(
         stats = stats_of(add)
         if stats is not None and not all(b.may_match(stats) for b in bounds):
             continue
-        parts.append(_conform(_read_one(snap, add, bounds), wanted, _data_file(snap, add)))
+        rows = _read_one(snap, add, bounds, [f.name for f in wanted])
+        parts.append(_conform(rows, wanted, _data_file(snap, add)))
     if not parts:
         return pa.Table.from_arrays([pa.nulls(0, f.type) for f in wanted], schema=wanted)
     return pa.concat_tables(parts)

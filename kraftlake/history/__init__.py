@@ -10,10 +10,36 @@ The data-at-risk windows: :mod:`kraftlake.history.risk` (the oracle, replaying a
 
 from __future__ import annotations
 
-from kraftlake.history.builder import HistoryBatch, HistoryBuilder, HistoryReplayError, without_written
-from kraftlake.history.changes import Change, changes
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kraftlake.history.entities import ENTITIES, Entity
-from kraftlake.history.rows import entity_rows, quota_entity_key
+
+if TYPE_CHECKING:
+    from kraftlake.history.builder import HistoryBatch, HistoryBuilder, HistoryReplayError, without_written
+    from kraftlake.history.changes import Change, changes
+    from kraftlake.history.rows import entity_rows, quota_entity_key
+
+# the builder imports the image and the record codecs (half a second of a cold command): a reader that needs
+# only ENTITIES (``kraftlake state`` without a JVM) does not load them
+_LAZY = {
+    "HistoryBatch": "builder",
+    "HistoryBuilder": "builder",
+    "HistoryReplayError": "builder",
+    "without_written": "builder",
+    "Change": "changes",
+    "changes": "changes",
+    "entity_rows": "rows",
+    "quota_entity_key": "rows",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "ENTITIES",

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from kraftlake.delta.scan import Bound
 from kraftlake.history import ENTITIES
 from kraftlake.warehouse.tables import BOUNDS, CLOSES, OFFSETS, Warehouse, WarehouseError, close_key
+from kraftlake.warehouse.versions import state_rows
 
 # the messages' parts, as kraftlake.spark.tables.queries has them (tests check that both agree)
 BEFORE_RETAINED = "before the retained history"
@@ -145,31 +146,35 @@ def _rows(table: pa.Table, columns: list[str]) -> list[dict[str, Any]]:
 
 def state_at(wh: Warehouse, table: str, at: int) -> Answer:
     """``<table>_at(at)``: the entity's attributes and ``from_offset``."""
-    check_offset(limits(wh), at)
-    return _state(wh, table, at)
+    return _answer(state_table(wh, table, at))
 
 
 def state_at_time(wh: Warehouse, table: str, at_time: datetime | str) -> Answer:
     """``<table>_at_time(at_time)``."""
+    return _answer(state_table_at_time(wh, table, at_time))
+
+
+def _answer(rows: pa.Table) -> Answer:
+    return Answer(rows.column_names, _rows(rows, rows.column_names))
+
+
+def state_table(wh: Warehouse, table: str, at: int) -> pa.Table:
+    """:func:`state_at`'s rows as an Arrow table, its columns in the function's order."""
+    check_offset(limits(wh), at)
+    return _state(wh, table, at)
+
+
+def state_table_at_time(wh: Warehouse, table: str, at_time: datetime | str) -> pa.Table:
+    """:func:`state_at_time`'s rows as an Arrow table."""
     offset = offset_at_time(wh, at_time)
     check_time(limits(wh), offset, wh.cluster)
     if offset is None:
-        return Answer([*ENTITIES[table].names, "from_offset"], [])
+        return _state(wh, table, -1)  # before the first record: no version is valid
     return _state(wh, table, offset)
 
 
-def _state(wh: Warehouse, table: str, at: int) -> Answer:
-    columns = [*ENTITIES[table].names, "from_offset"]
-    found = wh.read(table, (Bound("from_offset", "<=", at), Bound("to_offset", ">", at, or_null=True)))
-    closes = _pending(wh, table, at)
-    rows = []
-    for row in _rows(found, [*columns, "to_offset"]):
-        pending = closes.get(_key(table, row), ()) if row["to_offset"] is None else ()
-        if any(row["from_offset"] < x <= at for x in pending):
-            continue
-        del row["to_offset"]
-        rows.append(row)
-    return Answer(columns, rows)
+def _state(wh: Warehouse, table: str, at: int) -> pa.Table:
+    return state_rows(wh, table, at).select([*ENTITIES[table].names, "from_offset"])
 
 
 def history(wh: Warehouse, table: str, bounds: tuple[Bound, ...]) -> Answer:

@@ -226,19 +226,21 @@ def test_state_prints_what_the_spark_path_prints_without_importing_spark(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
 ) -> None:
     from jobs.state import state_query
-    from pipelines.output import print_frame
+    from pipelines.output import print_frame, rows_of, write_rows
     from udfs.sql import register
 
     warehouse, times, _, nxt, last = gapped
     register(spark, warehouse)
-    for entity in ("partitions", "brokers", "configs", "producer_ids"):
+    for entity in ENTITIES:  # every column type the printer meets, in both formats
+        frame = spark.sql(state_query(entity, nxt, None, None))
+        rows = rows_of(frame)
         for fmt in ("table", "jsonl"):
             code, printed, _ = _run_state(
                 ["--warehouse", str(warehouse), "--offset", str(nxt), "--entity", entity, "--format", fmt]
             )
             assert code == 0
             expected = io.StringIO()
-            print_frame(spark.sql(state_query(entity, nxt, None, None)), fmt, expected)
+            write_rows(rows, frame.columns, fmt, expected)
             assert printed == expected.getvalue(), (entity, fmt)
     when = _ts(times[nxt])
     code, printed, _ = _run_state(["--warehouse", str(warehouse), "--time", when])

@@ -357,3 +357,56 @@ def test_the_command_writes_the_file_and_refuses_what_it_cannot(
     )
     assert f"past the warehouse's last offset {built.last}" in capsys.readouterr().err
     assert not (tmp_path / "p.html").exists() and not (tmp_path / "u.html").exists()
+
+
+def test_the_frames_read_without_a_jvm_equal_sparks(spark: Any, built: Built, tmp_path: Path) -> None:
+    """Each figure's frame from the Delta tables read without Spark (``kraftlake.warehouse.plot_frames``, the
+    pending closes applied) equals Spark's, over the whole log and a range by time; the range and its refusals
+    too; and the command draws without importing pyspark."""
+    from test_cli_startup import _imports
+
+    from kraftlake.plot.frames import figure_data
+    from kraftlake.plot.options import PlotError, PlotRequest
+    from kraftlake.spark.tables.layout import WarehouseError as SparkWarehouseError
+    from kraftlake.warehouse import plot_frames
+    from kraftlake.warehouse.tables import Warehouse, WarehouseError
+    from pipelines.plots import SparkFrames, busiest_config_resource, resolve_range
+
+    topic, index = _busiest_partition(built)
+    resource = busiest_config_resource(spark, built.warehouse, "default")
+    assert resource is not None
+    whole = [
+        PlotRequest("under-replicated"),
+        PlotRequest("partition", topic=topic, partition=index),
+        PlotRequest("brokers"),
+        PlotRequest("configs", resource=resource),
+    ]
+    third = built.last // 3
+    # a range by time inside the log: every segment clipped at both ends, a broker alone
+    middle = [PlotRequest("under-replicated"), PlotRequest("brokers", broker=1)]
+    between = (Bound(time_ms=built.stamps[third] + 1), Bound(time_ms=built.stamps[2 * third]))
+    spark_frames = SparkFrames(spark, built.warehouse)
+    for (start, end), requests in (((None, None), whole), (between, middle)):
+        theirs = resolve_range(spark, built.warehouse, start, end)
+        wh = Warehouse(built.warehouse)
+        mine = plot_frames.resolve_range(wh, start, end)
+        assert mine == theirs, (start, end)
+        for request in requests:
+            expected, _, title = figure_data(spark_frames, request, theirs)
+            got, _, same_title = figure_data(plot_frames.WarehouseFrames(wh), request, mine)
+            assert not expected.empty and title == same_title
+            pd.testing.assert_frame_equal(got, expected, obj=f"{request.kind} {start}..{end}")
+    gone = PlotRequest("partition", topic="nope", partition=0)
+    rng = plot_frames.resolve_range(Warehouse(built.warehouse))
+    with pytest.raises(PlotError, match="partition nope-0 does not exist"):
+        figure_data(plot_frames.WarehouseFrames(Warehouse(built.warehouse)), gone, rng)
+    past = Bound(offset=built.last + 1, text=str(built.last + 1))
+    with pytest.raises(SparkWarehouseError) as spark_refused:
+        resolve_range(spark, built.warehouse, None, past)
+    with pytest.raises(WarehouseError) as refused:
+        plot_frames.resolve_range(Warehouse(built.warehouse), None, past)
+    assert str(refused.value) == str(spark_refused.value)
+    out = tmp_path / "u.html"
+    seen = _imports(["plot", "--warehouse", str(built.warehouse), "under-replicated", "--out", str(out)])
+    assert seen["code"] == 0 and seen["printed"] and out.exists()
+    assert [m for m in seen["heavy"] if m.split(".")[0] in ("pyspark", "py4j", "delta")] == []
