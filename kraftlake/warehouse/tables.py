@@ -89,10 +89,10 @@ class Warehouse:
         if self._resolved:
             return
         if not self.has_clusters():
-            if self.cluster is not None:
-                raise WarehouseError(
-                    f"warehouse {self.path} holds one cluster and names none: no cluster {self.cluster!r}"
-                )
+            # made by an earlier kraftlake: Spark's readers migrate it once, in place, then this reader reads it
+            raise NeedsSpark(
+                f"{self.path} was made by an earlier kraftlake (its tables have no {CLUSTER} column)"
+            )
         else:
             names = read_rows(self.snapshot(BOUNDS), arrow_schema(self.snapshot(BOUNDS)), columns=[CLUSTER])
             known = sorted({c for c in names.column(CLUSTER).to_pylist() if c is not None})

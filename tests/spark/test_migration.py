@@ -107,3 +107,34 @@ def test_a_migration_cut_short_is_finished_by_the_next_writer(
     assert _answers(spark, old) == old
     assert_entities_match(spark, log_dir, old["offsets"])
     assert_entities_match(spark, log_dir, old["offsets"], "old")
+
+
+def test_state_on_an_old_warehouse_goes_through_spark_once_then_without_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    import contextlib
+    import io
+
+    from kraftlake.cli import main
+
+    warehouse, old = _unpack(tmp_path)
+    argv = [
+        "state",
+        "--warehouse",
+        str(warehouse),
+        "--offset",
+        str(old["offsets"][-1]),
+        "--entity",
+        "brokers",
+    ]
+
+    def run() -> tuple[str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert main(argv) == 0
+        return out.getvalue(), err.getvalue()
+
+    through_spark, said = run()
+    assert "made by an earlier kraftlake" in said and "answering through Spark" in said
+    again, said = run()  # migrated by Spark's readers: answered from the tables, the same lines
+    assert said == "" and again == through_spark and again.count("\n") > 2
