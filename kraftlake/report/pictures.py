@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kraftlake.report.intervals import by_entity, rows_of, runs
+from kraftlake.history import ENTITIES
+from kraftlake.report.intervals import runs
 from kraftlake.report.model import ReportInput
 from kraftlake.report.sections import broker_state
 
@@ -30,8 +31,7 @@ def broker_segments(data: ReportInput) -> pd.DataFrame:
     """Each broker's runs of one state within the window (the broker figure's frame), with the times at the
     window's edges where a run began before it or holds past it; ``unregistered`` from a registration's end with
     none after it."""
-    frame = data.versions.get("brokers")
-    groups = by_entity([] if frame is None else rows_of(frame), ("id",))
+    groups = data.groups("brokers", ENTITIES["brokers"].key)
     lo, hi = data.window.lo, data.window.hi
     out = []
     for state, name in _FIGURE_STATE.items():
@@ -67,10 +67,10 @@ def broker_segments(data: ReportInput) -> pd.DataFrame:
 def availability_counts(data: ReportInput) -> pd.DataFrame:
     """The under-replicated, offline and existing partitions from each offset of the window where a count
     changes, and at both ends (the counts figure's frame)."""
-    frame = data.versions.get("partitions")
     lo, hi = data.window.lo, data.window.hi
     deltas: dict[int, list[int]] = {lo: [0, 0, 0], hi: [0, 0, 0]}
-    for v in [] if frame is None else rows_of(frame):
+    versions = data.groups("partitions", ENTITIES["partitions"].key).values()
+    for v in (v for group in versions for v in group):
         if v["to_offset"] is not None and v["to_offset"] <= lo:
             continue  # ended by the window's first record: not in force at any offset of the window
         # as the plot's counts: under-replicated whatever the leader, offline without one

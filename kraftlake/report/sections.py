@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import pandas as pd
+
 from kraftlake.history import ENTITIES
 from kraftlake.history.risk import EVENT_KINDS
 from kraftlake.history.risk_intervals import risk_windows_from_history
@@ -25,7 +27,7 @@ from kraftlake.image.render import (
     enum_name,
 )
 from kraftlake.report import sql
-from kraftlake.report.intervals import Row, Run, by_entity, changes, in_window, rows_of, runs, successive
+from kraftlake.report.intervals import Row, Run, changes, in_window, runs, successive
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 
 RUN_COLUMNS = [
@@ -44,9 +46,7 @@ RECOVERING = 1
 
 
 def _groups(data: ReportInput, entity: str) -> dict[Hashable, list[Row]]:
-    frame = data.versions.get(entity)
-    rows = [] if frame is None else rows_of(frame)
-    return by_entity(rows, ENTITIES[entity].key)
+    return data.groups(entity, ENTITIES[entity].key)
 
 
 def _run_cells(data: ReportInput, run: Run) -> dict[str, Any]:
@@ -568,14 +568,15 @@ class _Times(dict[int, int]):
         return None
 
 
-def _from_window(data: ReportInput, entity: str) -> list[Row]:
+def _from_window(data: ReportInput, entity: str) -> pd.DataFrame:
     """The versions of ``entity`` in force from ``lo - 1`` on, each starting no earlier than ``lo - 1``: what
     the risk windows are judged on (a version's first offset is where its piece is judged, and from ``lo - 1``
     the configs and brokers deciding it are all in the input)."""
     frame = data.versions.get(entity)
-    rows = [] if frame is None else rows_of(frame)
+    if frame is None:
+        return pd.DataFrame()
     first = data.window.lo - 1
-    return [{**r, "from_offset": max(r["from_offset"], first)} for r in rows]
+    return frame.assign(from_offset=frame["from_offset"].where(frame["from_offset"] >= first, first))
 
 
 RISK_KINDS = ("under_min_isr", "isr_leader_only", "offline", "recovering", "unclean_election", "elr_election")
