@@ -305,30 +305,35 @@ def _merged(v: _Versions, kind: str, p: _Pieces, timestamps: Mapping[int, int]) 
     first = np.flatnonzero(np.concatenate([[True], ~same]))
     last = np.concatenate([first[1:] - 1, [len(which) - 1]]).astype(np.int64)
     rows = v.rows
-    topics, tids, pids = rows["topic"].to_numpy(), rows["topic_id"].to_numpy(), rows["partition"].to_numpy()
-    out = []
-    for i, j in zip(first.tolist(), last.tolist(), strict=True):
-        at = int(which[i])
-        f = int(lo[i]) - _SHIFT
-        t = None if hi[j] == _OPEN else int(hi[j]) - _SHIFT
-        m = None if mi[i] == _NONE else int(mi[i])
-        out.append(
-            RiskWindow(
-                kind,
-                topics[at],
-                tids[at],
-                int(pids[at]),
-                f,
-                t,
-                timestamps[f],
-                None if t is None else timestamps.get(t),
-                int(leader[i]),
-                v.isr[at],
-                m,
-                None if source[i] == _NONE else _SOURCES[int(source[i])],
-            )
+    at = which[first]
+    topics = rows["topic"].to_numpy()[at].tolist()
+    tids = rows["topic_id"].to_numpy()[at].tolist()
+    pids = rows["partition"].to_numpy()[at].tolist()
+    starts = (lo[first] - _SHIFT).tolist()
+    ends = np.where(hi[last] == _OPEN, -1, hi[last] - _SHIFT).tolist()
+    leaders = leader[first].tolist()
+    isrs = [v.isr[x] for x in at.tolist()]
+    values = [None if x == _NONE else x for x in mi[first].tolist()]
+    sources = [None if x == _NONE else _SOURCES[x] for x in source[first].tolist()]
+    return [
+        RiskWindow(
+            kind,
+            topic,
+            tid,
+            pid,
+            f,
+            None if t == -1 else t,
+            timestamps[f],
+            None if t == -1 else timestamps.get(t),
+            ld,
+            isr_,
+            m,
+            src,
         )
-    return out
+        for topic, tid, pid, f, t, ld, isr_, m, src in zip(
+            topics, tids, pids, starts, ends, leaders, isrs, values, sources, strict=True
+        )
+    ]
 
 
 def _elections(v: _Versions, timestamps: Mapping[int, int]) -> list[RiskWindow]:

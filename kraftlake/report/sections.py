@@ -598,16 +598,18 @@ def risk_section(data: ReportInput) -> Section:
     windows = risk_windows_from_history(
         _from_window(data, "partitions"), _from_window(data, "configs"), _from_window(data, "brokers"), times
     )
+    end_ms = data.window.hi_ms
     rows = []
     for w in windows:
-        if w.from_offset > hi or (w.to_offset is not None and w.to_offset <= lo):
+        f, t, event = w.from_offset, w.to_offset, w.kind in EVENT_KINDS
+        if f > hi or (t is not None and t <= lo) or (event and f < lo):
             continue
-        if w.kind in EVENT_KINDS and not lo <= w.from_offset <= hi:
-            continue
-        run = Run((w.topic_id, w.partition), w.from_offset, w.to_offset, {}, {})
-        cells = _run_cells(data, run)
-        if w.kind in EVENT_KINDS:
-            cells.update(to_offset=None, to_time_ms=None, duration_ms=None, ongoing=False)
+        # the run's cells (_run_cells), inline: a whole history holds millions of windows
+        start = f if f > lo else lo
+        end = t if t is not None and t <= hi and not event else None
+        start_ms = times[start]
+        to_ms = times[end] if end is not None else None
+        stop_ms = to_ms if end is not None else end_ms
         rows.append(
             {
                 "kind": w.kind,
@@ -618,21 +620,37 @@ def risk_section(data: ReportInput) -> Section:
                 "min_isr": w.min_isr,
                 "min_isr_source": w.min_isr_source,
                 "previous_leader": w.previous_leader,
-                **cells,
+                "from_offset": start,
+                "to_offset": end,
+                "from_time_ms": start_ms,
+                "to_time_ms": to_ms,
+                "duration_ms": None
+                if event or start_ms is None or stop_ms is None
+                else stop_ms - start_ms,
+                "before_window": f < lo,
+                "ongoing": end is None and not event,
             }
         )
     rows.sort(key=lambda r: (r["from_offset"], r["topic"], r["partition"], r["kind"]))
     summary = []
     if rows:
-        parts = {(r["topic"], r["partition"]) for r in rows}
-        summary.append(f"{len(parts)} partition(s) could have lost acknowledged writes or refused them")
+        parts: dict[str, set[tuple[str, int]]] = {}
+        counts: Counter[str] = Counter()
+        longest: dict[str, int] = {}
+        for r in rows:
+            kind = r["kind"]
+            parts.setdefault(kind, set()).add((r["topic"], r["partition"]))
+            counts[kind] += 1
+            if r["duration_ms"] is not None and r["duration_ms"] > longest.get(kind, -1):
+                longest[kind] = r["duration_ms"]
+        every = set().union(*parts.values())
+        summary.append(f"{len(every)} partition(s) could have lost acknowledged writes or refused them")
         for kind in RISK_KINDS:
-            mine = [r for r in rows if r["kind"] == kind]
-            if mine:
-                longest = "" if kind in EVENT_KINDS else f", longest {_longest(mine)}"
+            if counts[kind]:
+                most = duration_text(longest[kind]) if kind in longest else "?"
+                extra = "" if kind in EVENT_KINDS else f", longest {most}"
                 summary.append(
-                    f"{_RISK_TEXT[kind]}: {len({(r['topic'], r['partition']) for r in mine})} partition(s), "
-                    f"{len(mine)} window(s){longest}"
+                    f"{_RISK_TEXT[kind]}: {len(parts[kind])} partition(s), {counts[kind]} window(s){extra}"
                 )
     return Section(
         "risk",
