@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from kraftlake.history import ENTITIES
@@ -68,21 +69,20 @@ def availability_counts(data: ReportInput) -> pd.DataFrame:
     """The under-replicated, offline and existing partitions from each offset of the window where a count
     changes, and at both ends (the counts figure's frame)."""
     lo, hi = data.window.lo, data.window.hi
-    deltas: dict[int, list[int]] = {lo: [0, 0, 0], hi: [0, 0, 0]}
-    versions = data.groups("partitions", ENTITIES["partitions"].key).values()
-    for v in (v for group in versions for v in group):
-        if v["to_offset"] is not None and v["to_offset"] <= lo:
-            continue  # ended by the window's first record: not in force at any offset of the window
-        # as the plot's counts: under-replicated whatever the leader, offline without one
-        flags = [int(len(v["isr"] or ()) < len(v["replicas"] or ())), int(v["leader"] == -1), 1]
-        d = deltas.setdefault(max(v["from_offset"], lo), [0, 0, 0])
-        for i, f in enumerate(flags):
-            d[i] += f
-        end = v["to_offset"]
-        if end is not None and end <= hi:
-            d = deltas.setdefault(end, [0, 0, 0])
-            for i, f in enumerate(flags):
-                d[i] -= f
+    pc = data.partition_columns()
+    # ended by the window's first record: not in force at any offset of the window
+    live = (pc.end == -1) | (pc.end > lo)
+    # as the plot's counts: under-replicated whatever the leader, offline without one
+    flags = np.stack([pc.isr_len < pc.replicas_len, pc.leader == -1, np.ones(len(pc.leader), dtype=bool)], axis=1)
+    flags = flags[live].astype(np.int64)
+    starts, ends = np.maximum(pc.start[live], lo), pc.end[live]
+    closing = (ends != -1) & (ends <= hi)
+    at = np.concatenate([starts, ends[closing], [lo, hi]])
+    step = np.concatenate([flags, -flags[closing], np.zeros((2, 3), dtype=np.int64)])
+    offsets, where = np.unique(at, return_inverse=True)
+    sums = np.zeros((len(offsets), 3), dtype=np.int64)
+    np.add.at(sums, where, step)
+    deltas = {int(o): [int(x) for x in d] for o, d in zip(offsets.tolist(), sums, strict=True)}
     rows, totals = [], [0, 0, 0]
     for offset in sorted(deltas):
         change = deltas[offset]

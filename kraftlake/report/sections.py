@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kraftlake.history import ENTITIES
@@ -27,7 +28,8 @@ from kraftlake.image.render import (
     enum_name,
 )
 from kraftlake.report import sql
-from kraftlake.report.intervals import Row, Run, changes, in_window, runs, successive
+from kraftlake.report.intervals import Row, Run, changes, in_window, plain, runs
+from kraftlake.report.partition_columns import PartitionColumns
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 
 RUN_COLUMNS = [
@@ -175,18 +177,21 @@ def partition_state(v: Row) -> str:
 def availability_section(data: ReportInput) -> Section:
     """Runs in which a partition was under-replicated or offline, with their durations, summed up per topic."""
     lo, hi = data.window.lo, data.window.hi
-    groups = _groups(data, "partitions")
+    pc = data.partition_columns()
     rows: list[dict[str, Any]] = []
-    for state in ("under-replicated", "offline"):
-        for run in runs(groups, lambda v, s=state: partition_state(v) == s):  # type: ignore[misc]
+    offline = pc.leader == -1
+    under = ~offline & (pc.isr_len < pc.replicas_len)
+    for state, holds in (("under-replicated", under), ("offline", offline)):
+        for first, last in pc.runs(holds):
+            run = Run(None, int(pc.start[first]), pc.to_offset(last), {}, {})
             if in_window(run, lo, hi):
                 rows.append(
                     {
-                        "topic": run.first["topic"],
-                        "partition": run.first["partition"],
+                        "topic": pc.value("topic", first),
+                        "partition": pc.value("partition", first),
                         "state": state,
-                        "isr": list(run.first["isr"] or ()),
-                        "replicas": list(run.first["replicas"] or ()),
+                        "isr": list(pc.value("isr", first) or ()),
+                        "replicas": list(pc.value("replicas", first) or ()),
                         **_run_cells(data, run),
                     }
                 )
@@ -243,24 +248,26 @@ def election_kind(prev: Row, v: Row) -> str:
 def elections_section(data: ReportInput) -> Section:
     """Every change of a partition's leader in the window, and how the new one was chosen."""
     lo, hi = data.window.lo, data.window.hi
+    pc = data.partition_columns()
+    changed = np.zeros(len(pc.leader), dtype=bool)
+    changed[1:] = pc.leader[1:] != pc.leader[:-1]
+    inside = (pc.start >= lo) & (pc.start <= hi)
     rows = []
-    for versions in _groups(data, "partitions").values():
-        for prev, v in successive(versions):
-            if prev is None or prev["leader"] == v["leader"] or not lo <= v["from_offset"] <= hi:
-                continue
-            rows.append(
-                {
-                    "offset": v["from_offset"],
-                    "time_ms": data.time_of(v["from_offset"]),
-                    "topic": v["topic"],
-                    "partition": v["partition"],
-                    "previous_leader": prev["leader"],
-                    "leader": v["leader"],
-                    "kind": election_kind(prev, v),
-                    "leader_epoch": v["leader_epoch"],
-                    "previous_isr": list(prev["isr"] or ()),
-                }
-            )
+    for i in np.flatnonzero(pc.follows & changed & inside).tolist():
+        prev, v = _version(pc, i - 1), _version(pc, i)
+        rows.append(
+            {
+                "offset": v["from_offset"],
+                "time_ms": data.time_of(v["from_offset"]),
+                "topic": v["topic"],
+                "partition": v["partition"],
+                "previous_leader": prev["leader"],
+                "leader": v["leader"],
+                "kind": election_kind(prev, v),
+                "leader_epoch": v["leader_epoch"],
+                "previous_isr": list(prev["isr"] or ()),
+            }
+        )
     rows.sort(key=lambda r: (r["offset"], r["topic"], r["partition"]))
     kinds = Counter(r["kind"] for r in rows)
     summary = (
@@ -300,19 +307,18 @@ def isr_section(data: ReportInput) -> Section:
     members."""
     lo, hi = data.window.lo, data.window.hi
     per_topic: dict[str, dict[str, Any]] = {}
-    for versions in _groups(data, "partitions").values():
-        for prev, v in successive(versions):
-            if prev is None or not lo <= v["from_offset"] <= hi:
-                continue
-            before, after = set(prev["isr"] or ()), set(v["isr"] or ())
-            if before == after:
-                continue
-            t = per_topic.setdefault(
-                v["topic"], {"topic": v["topic"], "shrinks": 0, "expands": 0, "parts": set()}
-            )
-            t["shrinks"] += bool(before - after)
-            t["expands"] += bool(after - before)
-            t["parts"].add(v["partition"])
+    pc = data.partition_columns()
+    inside = pc.follows & (pc.start >= lo) & (pc.start <= hi)
+    isr = pc.frame["isr"] if len(pc.frame) else pd.Series([], dtype=object)
+    for i in np.flatnonzero(inside).tolist():
+        before, after = set(plain(isr.iat[i - 1]) or ()), set(plain(isr.iat[i]) or ())
+        if before == after:
+            continue
+        topic = pc.value("topic", i)
+        t = per_topic.setdefault(topic, {"topic": topic, "shrinks": 0, "expands": 0, "parts": set()})
+        t["shrinks"] += bool(before - after)
+        t["expands"] += bool(after - before)
+        t["parts"].add(pc.value("partition", i))
     rows = [
         {"topic": t["topic"], "shrinks": t["shrinks"], "expands": t["expands"], "partitions": len(t["parts"])}
         for t in sorted(per_topic.values(), key=lambda t: (-(t["shrinks"] + t["expands"]), t["topic"]))
@@ -333,20 +339,29 @@ def isr_section(data: ReportInput) -> Section:
     )
 
 
-def _moving(v: Row) -> bool:
-    return bool(v["adding_replicas"]) or bool(v["removing_replicas"])
+def _lengths(frame: pd.DataFrame, column: str) -> np.ndarray:
+    if not len(frame):
+        return np.zeros(0, dtype=np.int64)
+    return np.fromiter((0 if v is None else len(v) for v in frame[column].tolist()), dtype=np.int64)
+
+
+def _version(pc: PartitionColumns, i: int) -> Row:
+    """One partition version as a plain row."""
+    return {c: pc.value(c, i) for c in pc.frame.columns}
 
 
 def reassignments_section(data: ReportInput) -> Section:
     """Runs in which a partition had replicas being added or removed, with the assignment before and the
     target."""
     lo, hi = data.window.lo, data.window.hi
-    groups = _groups(data, "partitions")
+    pc = data.partition_columns()
+    moving = (_lengths(pc.frame, "adding_replicas") > 0) | (_lengths(pc.frame, "removing_replicas") > 0)
     rows = []
-    for run in runs(groups, _moving):
+    for i, j in pc.runs(moving):
+        run = Run(None, int(pc.start[i]), pc.to_offset(j), {}, {})
         if not in_window(run, lo, hi):
             continue
-        first, last = run.first, run.last
+        first, last = _version(pc, i), _version(pc, j)
         original = [r for r in first["replicas"] if r not in (first["adding_replicas"] or ())]
         target = [r for r in last["replicas"] if r not in (last["removing_replicas"] or ())]
         rows.append(
