@@ -4,7 +4,7 @@ turned into rows first."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ class PartitionColumns:
     isr_len: np.ndarray
     replicas_len: np.ndarray
     follows: np.ndarray
+    _cells: dict[str, list[Any]] = field(default_factory=dict, repr=False)
 
     @staticmethod
     def of(versions: pd.DataFrame | None) -> PartitionColumns:
@@ -61,7 +62,10 @@ class PartitionColumns:
 
     def value(self, column: str, i: int) -> Any:
         """One cell as a plain value (tuples for arrays)."""
-        return plain(self.frame[column].iat[i])
+        cells = self._cells.get(column)
+        if cells is None:
+            cells = self._cells[column] = self.frame[column].tolist()
+        return plain(cells[i])
 
     def to_offset(self, i: int) -> int | None:
         return None if self.end[i] == _OPEN else int(self.end[i])
