@@ -74,8 +74,9 @@ def _positions(column: Any, open_end: bool) -> np.ndarray:
     """Offsets as positions; a NULL ``to_offset`` is the open end."""
     numbers = pd.to_numeric(pd.Series(column), errors="coerce")
     if open_end:
-        return numbers.fillna(_OPEN - _SHIFT).to_numpy(dtype=np.int64) + _SHIFT
-    return numbers.to_numpy(dtype=np.int64) + _SHIFT
+        numbers = numbers.fillna(_OPEN - _SHIFT)
+    positions: np.ndarray = numbers.to_numpy(dtype=np.int64) + _SHIFT
+    return positions
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,9 @@ class _Cover:
         inner[inner] = hi[:-1][inner[:-1]] < lo[1:][inner[:-1]]
         empty = np.setdiff1d(np.arange(keys), key)
         gap_key = np.concatenate([key[first], key[inner], key[last], empty])
-        gap_lo = np.concatenate([np.zeros(first.sum(), np.int64), hi[inner], hi[last], np.zeros(len(empty), np.int64)])
+        gap_lo = np.concatenate(
+            [np.zeros(first.sum(), np.int64), hi[inner], hi[last], np.zeros(len(empty), np.int64)]
+        )
         gap_hi = np.concatenate(
             [lo[first], lo[1:][inner[:-1]], np.full(last.sum(), _OPEN), np.full(len(empty), _OPEN)]
         )
@@ -193,7 +196,9 @@ class _Pieces:
 
 def _min_isr_cover(configs: pd.DataFrame, resource_type: str, names: dict[str, int]) -> _Cover:
     """The integer ``min.insync.replicas`` of each resource of ``resource_type`` named in ``names`` over time."""
-    keys, lo, hi, values = [], [], [], []
+    keys: list[int] = []
+    values: list[int] = []
+    lo = hi = np.zeros(0, dtype=np.int64)
     if len(configs):
         mine = configs[
             (configs["name"] == "min.insync.replicas")
@@ -272,7 +277,9 @@ def _offline(v: _Versions, brokers: pd.DataFrame) -> _Pieces:
     else:
         key = lo = hi = np.zeros(0, dtype=np.int64)
     led = np.flatnonzero(v.leader != -1)
-    leader_code = np.fromiter((ids.setdefault(int(x), len(ids)) for x in v.leader[led].tolist()), dtype=np.int64)
+    leader_code = np.fromiter(
+        (ids.setdefault(int(x), len(ids)) for x in v.leader[led].tolist()), dtype=np.int64
+    )
     cover = _Cover.of(len(ids), key, lo, hi, np.ones(len(key), dtype=np.int64))
     at, plo, phi, value = cover.join(leader_code, v.lo[led], v.hi[led])
     down = value == _NONE

@@ -16,7 +16,9 @@ _OPEN = -1
 
 
 def _lengths(column: pd.Series) -> np.ndarray:
-    return np.fromiter((0 if v is None else len(v) for v in column.tolist()), dtype=np.int64, count=len(column))
+    return np.fromiter(
+        (0 if v is None else len(v) for v in column.tolist()), dtype=np.int64, count=len(column)
+    )
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,9 @@ def availability_counts(data: ReportInput) -> pd.DataFrame:
     # ended by the window's first record: not in force at any offset of the window
     live = (pc.end == -1) | (pc.end > lo)
     # as the plot's counts: under-replicated whatever the leader, offline without one
-    flags = np.stack([pc.isr_len < pc.replicas_len, pc.leader == -1, np.ones(len(pc.leader), dtype=bool)], axis=1)
+    flags = np.stack(
+        [pc.isr_len < pc.replicas_len, pc.leader == -1, np.ones(len(pc.leader), dtype=bool)], axis=1
+    )
     flags = flags[live].astype(np.int64)
     starts, ends = np.maximum(pc.start[live], lo), pc.end[live]
     closing = (ends != -1) & (ends <= hi)

@@ -54,8 +54,10 @@ def to_json(report: Report) -> str:
     sections = []
     for s in report.sections:
         about = json.dumps({"key": s.key, "title": s.title, "summary": s.summary, "columns": s.columns})
-        rows = ",\n    ".join(json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows)
-        body = f'[\n    {rows}\n  ]' if rows else "[]"
+        rows = ",\n    ".join(
+            json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows
+        )
+        body = f"[\n    {rows}\n  ]" if rows else "[]"
         sections.append(f'{about[:-1]}, "rows": {body}, "sql": {json.dumps(s.sql)}}}')
     return json.dumps(head)[:-1] + ', "sections": [\n  ' + ",\n  ".join(sections) + "\n]}\n"
 

@@ -29,8 +29,8 @@ from kraftlake.image.render import (
 )
 from kraftlake.report import sql
 from kraftlake.report.intervals import Row, Run, changes, in_window, plain, runs
-from kraftlake.report.partition_columns import PartitionColumns
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
+from kraftlake.report.partition_columns import PartitionColumns
 
 RUN_COLUMNS = [
     "from_offset",
@@ -614,7 +614,7 @@ def risk_section(data: ReportInput) -> Section:
         _from_window(data, "partitions"), _from_window(data, "configs"), _from_window(data, "brokers"), times
     )
     end_ms = data.window.hi_ms
-    rows = []
+    rows: list[dict[str, Any]] = []
     for w in windows:
         f, t, event = w.from_offset, w.to_offset, w.kind in EVENT_KINDS
         if f > hi or (t is not None and t <= lo) or (event and f < lo):
@@ -639,9 +639,7 @@ def risk_section(data: ReportInput) -> Section:
                 "to_offset": end,
                 "from_time_ms": start_ms,
                 "to_time_ms": to_ms,
-                "duration_ms": None
-                if event or start_ms is None or stop_ms is None
-                else stop_ms - start_ms,
+                "duration_ms": None if event or start_ms is None or stop_ms is None else stop_ms - start_ms,
                 "before_window": f < lo,
                 "ongoing": end is None and not event,
             }

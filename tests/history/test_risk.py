@@ -312,7 +312,9 @@ def _config_churn(seed: int, steps: int) -> list[Any]:
                 isr = (leader, *isr[1:])
             pid = rng.randrange(2)
             records.append(
-                m.PartitionChangeRecord(partition_id=pid, topic_id=rng.choice(list(topics)), leader=leader, isr=isr)
+                m.PartitionChangeRecord(
+                    partition_id=pid, topic_id=rng.choice(list(topics)), leader=leader, isr=isr
+                )
             )
     return records
 
