@@ -4,8 +4,9 @@ tables.
 It answers which partitions could have lost acknowledged writes, and when: one row per risk window (kinds,
 attributes and definitions are those of the oracle, :mod:`kraftlake.history.risk`) that overlaps the offsets
 ``[range_from, range_to]``, with its whole range (``to_offset`` NULL: still open at the commit point) and the
-timestamps of the records at its ends (an election, one offset: its own record's, twice). It is computed as
-:mod:`kraftlake.history.risk_intervals` computes it, by interval intersection: each partition version is cut
+timestamps of the records at its ends (an election, one offset: its own record's, twice). It is computed by
+interval intersection (:mod:`kraftlake.history.risk_intervals` gives the same windows, cutting each kind only
+where its attributes can change): each partition version is cut
 where a version of a config that decides its ``min.insync.replicas`` (the topic's, its leader's BROKER
 resource, the cluster default) or of its leader's registration starts or ends inside it, each piece is judged
 at its first offset, consecutive pieces with the same attributes are merged (gaps and islands); elections

@@ -1,29 +1,66 @@
 """Risk windows from the history tables' rows, by interval intersection (no replay): the computation a report
-without a JVM makes from the warehouse's tables, and the one the SQL function ``risk_windows`` (``udfs.risk``)
-makes in Spark, step for step.
+without a JVM makes from the warehouse's tables, in column operations (numpy) rather than row by row.
 
-Each partition version ``[from_offset, to_offset)`` is cut at every start and end, inside it, of a version of
-the configs that decide its effective ``min.insync.replicas`` (the topic's, the leader's BROKER resource, the
-cluster default) and of the leader's broker registration; each piece is judged at its first offset, and
-consecutive pieces of one partition and kind with equal attributes merge into one window. The elections come
-from consecutive versions of a partition. The definitions are :mod:`kraftlake.history.risk`'s (the oracle,
-which replays the log and shares no code with this module); the results are equal to its ``risk_windows``.
+Each kind is cut only where its attributes can change:
+
+- ``isr_leader_only`` and ``recovering`` are conditions of a partition version alone;
+- ``offline``: a version without a leader, or the parts of a version during which its leader's broker is not
+  live (no registration, or a fenced one), an as-of join of the versions with the brokers' live spans;
+- ``under_min_isr``: the effective ``min.insync.replicas`` is an as-of join in three stages: each version is cut
+  by its topic's config spans (and the gaps between them); the pieces without a topic value by the leader's
+  BROKER config spans; those still without one by the cluster default's; Kafka's 1 for the rest. A piece is
+  judged by its value and source, and the version's leader and ISR.
+
+Consecutive pieces of one partition and kind with equal attributes (leader, ISR, and for ``under_min_isr`` the
+value and its source) merge into one window. The elections come from consecutive versions of a partition. The
+definitions are :mod:`kraftlake.history.risk`'s (the oracle, which replays the log and shares no code with this
+module); the results are equal to its ``risk_windows``. The SQL function ``risk_windows`` (``udfs.risk``)
+answers the same by cutting each version at every boundary of its deciding configs and its leader's
+registration, then merging.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from kraftlake.history.risk import RiskWindow
+import numpy as np
+import pandas as pd
+
+from kraftlake.history.risk import KAFKA_DEFAULT_MIN_ISR, RECOVERING, RiskWindow
 
 Row = Mapping[str, Any]
-_Span = tuple[int, "int | None"]
+
+# Positions on one line per key: an offset o is at o + _SHIFT (a window's ``lo - 1`` can be -1), 0 is before
+# every offset and _OPEN after every one (an end still open). A key's position range is key * _SPAN + position.
+_SHIFT = 2
+_SPAN = 1 << 42
+_OPEN = _SPAN - 1
+_MAX_KEYS = 1 << 20
+_NONE = np.iinfo(np.int64).min
+_SOURCES = ("topic", "broker", "cluster", "default")
+_PARTITION_COLUMNS = (
+    "topic",
+    "topic_id",
+    "partition",
+    "replicas",
+    "isr",
+    "leader",
+    "leader_recovery_state",
+    "eligible_leader_replicas",
+    "last_known_elr",
+    "from_offset",
+    "to_offset",
+)
 
 
-def _covers(span: _Span, at: int) -> bool:
-    return span[0] <= at and (span[1] is None or span[1] > at)
+def _tuple(value: Any) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, np.ndarray):
+        return tuple(value.tolist())
+    return tuple(value)
 
 
 def _int(value: Any) -> int | None:
@@ -33,150 +70,350 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _value_at(versions: Sequence[tuple[_Span, Any]], at: int) -> Any:
-    for span, value in versions:
-        if _covers(span, at):
-            return value
-    return None
+def _positions(column: Any, open_end: bool) -> np.ndarray:
+    """Offsets as positions; a NULL ``to_offset`` is the open end."""
+    numbers = pd.to_numeric(pd.Series(column), errors="coerce")
+    if open_end:
+        numbers = numbers.fillna(_OPEN - _SHIFT)
+    positions: np.ndarray = numbers.to_numpy(dtype=np.int64) + _SHIFT
+    return positions
 
 
-def _cuts(spans: Iterable[_Span], lo: int, hi: int | None) -> set[int]:
-    """The ends of ``spans`` strictly inside ``(lo, hi)``."""
-    out = set()
-    for f, t in spans:
-        for x in (f, t):
-            if x is not None and x > lo and (hi is None or x < hi):
-                out.add(x)
+@dataclass(frozen=True)
+class _Cover:
+    """Per key, disjoint spans covering the whole line, sorted by key and start, each with a value
+    (``_NONE`` where no span of the input holds one)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    value: np.ndarray
+
+    @staticmethod
+    def of(keys: int, key: np.ndarray, lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> _Cover:
+        """The cover of ``keys`` keys by the spans ``[lo, hi)`` of ``key`` (disjoint within a key) and the gaps
+        around them."""
+        if keys >= _MAX_KEYS:
+            raise ValueError(f"{keys} keys: at most {_MAX_KEYS - 1} are joined at once")
+        order = np.lexsort((lo, key))
+        key, lo, hi, value = key[order], lo[order], hi[order], value[order]
+        first = np.ones(len(key), dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        last = np.ones(len(key), dtype=bool)
+        last[:-1] = key[1:] != key[:-1]
+        inner = ~last
+        inner[inner] = hi[:-1][inner[:-1]] < lo[1:][inner[:-1]]
+        empty = np.setdiff1d(np.arange(keys), key)
+        gap_key = np.concatenate([key[first], key[inner], key[last], empty])
+        gap_lo = np.concatenate(
+            [np.zeros(first.sum(), np.int64), hi[inner], hi[last], np.zeros(len(empty), np.int64)]
+        )
+        gap_hi = np.concatenate(
+            [lo[first], lo[1:][inner[:-1]], np.full(last.sum(), _OPEN), np.full(len(empty), _OPEN)]
+        )
+        real = gap_lo < gap_hi
+        all_key = np.concatenate([key, gap_key[real]])
+        all_lo = np.concatenate([lo, gap_lo[real]])
+        all_hi = np.concatenate([hi, gap_hi[real]])
+        all_value = np.concatenate([value, np.full(int(real.sum()), _NONE)])
+        order = np.lexsort((all_lo, all_key))
+        base = all_key[order] * _SPAN
+        return _Cover(base + all_lo[order], base + all_hi[order], all_value[order])
+
+    def join(self, key: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The pieces of the spans ``[lo, hi)`` of ``key`` cut by this cover: for each, the index of its span,
+        its start, its end and the cover's value there."""
+        base = key * _SPAN
+        first = np.searchsorted(self.end, base + lo, side="right")
+        stop = np.searchsorted(self.start, base + hi, side="left")
+        counts = np.maximum(stop - first, 0)
+        which = np.repeat(np.arange(len(key)), counts)
+        step = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        seg = first[which] + step
+        start = np.maximum(lo[which], self.start[seg] - base[which])
+        end = np.minimum(hi[which], self.end[seg] - base[which])
+        return which, start, end, self.value[seg]
+
+
+def _codes(values: Iterable[Any]) -> tuple[np.ndarray, dict[Any, int]]:
+    table: dict[Any, int] = {}
+    codes = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64)
+    return codes, table
+
+
+@dataclass(frozen=True)
+class _Versions:
+    """The partition versions as columns, sorted by partition and start."""
+
+    rows: pd.DataFrame
+    part: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    leader: np.ndarray
+    isr: list[tuple[int, ...]]
+    isr_code: np.ndarray
+    isr_len: np.ndarray
+    replicas_len: np.ndarray
+    recovery: np.ndarray
+
+    @staticmethod
+    def of(partitions: pd.DataFrame) -> _Versions:
+        lo = _positions(partitions["from_offset"], open_end=False)
+        rows = partitions.assign(_lo=lo).sort_values(["topic_id", "partition", "_lo"], kind="stable")
+        rows = rows.reset_index(drop=True)
+        part, _ = _codes(zip(rows["topic_id"], rows["partition"], strict=True))
+        isr = [_tuple(v) for v in rows["isr"]]
+        isr_code, _ = _codes(isr)
+        return _Versions(
+            rows,
+            part,
+            rows["_lo"].to_numpy(dtype=np.int64),
+            _positions(rows["to_offset"], open_end=True),
+            rows["leader"].to_numpy(dtype=np.int64),
+            isr,
+            isr_code,
+            np.fromiter((len(t) for t in isr), dtype=np.int64, count=len(isr)),
+            np.fromiter((len(_tuple(v)) for v in rows["replicas"]), dtype=np.int64, count=len(rows)),
+            rows["leader_recovery_state"].to_numpy(dtype=np.int64),
+        )
+
+
+@dataclass
+class _Pieces:
+    """Pieces of versions of one kind: the version, the range, and the attributes besides leader and ISR."""
+
+    version: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    min_isr: np.ndarray
+    source: np.ndarray
+
+    @staticmethod
+    def whole(v: _Versions, where: np.ndarray) -> _Pieces:
+        at = np.flatnonzero(where)
+        none = np.full(len(at), _NONE)
+        return _Pieces(at, v.lo[at], v.hi[at], none, none)
+
+
+def _min_isr_cover(configs: pd.DataFrame, resource_type: str, names: dict[str, int]) -> _Cover:
+    """The integer ``min.insync.replicas`` of each resource of ``resource_type`` named in ``names`` over time."""
+    keys: list[int] = []
+    values: list[int] = []
+    lo = hi = np.zeros(0, dtype=np.int64)
+    if len(configs):
+        mine = configs[
+            (configs["name"] == "min.insync.replicas")
+            & (configs["resource_type"] == resource_type)
+            & configs["resource_name"].isin(list(names))
+        ]
+        if len(mine):
+            parsed = [_int(x) for x in mine["value"]]
+            good = np.array([p is not None for p in parsed], dtype=bool)
+            keys = [names[n] for n in mine["resource_name"][good]]
+            lo = _positions(mine["from_offset"][good], open_end=False)
+            hi = _positions(mine["to_offset"][good], open_end=True)
+            values = [p for p in parsed if p is not None]
+    return _Cover.of(
+        len(names),
+        np.asarray(keys, dtype=np.int64),
+        np.asarray(lo, dtype=np.int64),
+        np.asarray(hi, dtype=np.int64),
+        np.asarray(values, dtype=np.int64),
+    )
+
+
+def _stage(
+    cover: _Cover,
+    key: np.ndarray,
+    span: tuple[np.ndarray, np.ndarray, np.ndarray],
+    source: int,
+    found: list[tuple[np.ndarray, ...]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cut the pieces ``span`` (version, start, end) of ``key`` by ``cover``: those with a value go to ``found``
+    with ``source``, the others are returned for the next level."""
+    which, lo, hi = span
+    at, lo, hi, value = cover.join(key, lo, hi)
+    which = which[at]
+    has = value != _NONE
+    found.append((which[has], lo[has], hi[has], value[has], np.full(int(has.sum()), source)))
+    return which[~has], lo[~has], hi[~has]
+
+
+def _under_min_isr(v: _Versions, configs: pd.DataFrame) -> _Pieces:
+    """The pieces of every version with the effective ``min.insync.replicas`` and its source (topic, the
+    leader's broker, cluster, Kafka's default), kept where the partition has no leader or fewer replicas in its
+    ISR than that."""
+    found: list[tuple[np.ndarray, ...]] = []
+    topic_code, topics = _codes(v.rows["topic"])
+    span = (np.arange(len(v.lo)), v.lo, v.hi)
+    which, lo, hi = _stage(_min_isr_cover(configs, "TOPIC", topics), topic_code, span, 0, found)
+    led = v.leader[which] != -1
+    brokers: dict[str, int] = {}
+    broker_code = np.fromiter(
+        (brokers.setdefault(str(x), len(brokers)) for x in v.leader[which][led].tolist()), dtype=np.int64
+    )
+    led_span = (which[led], lo[led], hi[led])
+    bw, blo, bhi = _stage(_min_isr_cover(configs, "BROKER", brokers), broker_code, led_span, 1, found)
+    span = (
+        np.concatenate([which[~led], bw]),
+        np.concatenate([lo[~led], blo]),
+        np.concatenate([hi[~led], bhi]),
+    )
+    cluster = _min_isr_cover(configs, "BROKER", {"": 0})
+    which, lo, hi = _stage(cluster, np.zeros(len(span[0]), dtype=np.int64), span, 2, found)
+    found.append((which, lo, hi, np.full(len(which), KAFKA_DEFAULT_MIN_ISR), np.full(len(which), 3)))
+    which, lo, hi, value, source = (np.concatenate(c) for c in zip(*found, strict=True))
+    held = (v.leader[which] == -1) | (v.isr_len[which] < value)
+    return _Pieces(which[held], lo[held], hi[held], value[held], source[held])
+
+
+def _offline(v: _Versions, brokers: pd.DataFrame) -> _Pieces:
+    """Versions without a leader, and the parts of the others during which the leader's broker is not live."""
+    ids: dict[int, int] = {}
+    if len(brokers):
+        live = brokers[~brokers["fenced"].astype(bool)]
+        key = np.fromiter((ids.setdefault(int(b), len(ids)) for b in live["id"]), dtype=np.int64)
+        lo = _positions(live["from_offset"], open_end=False)
+        hi = _positions(live["to_offset"], open_end=True)
+    else:
+        key = lo = hi = np.zeros(0, dtype=np.int64)
+    led = np.flatnonzero(v.leader != -1)
+    leader_code = np.fromiter(
+        (ids.setdefault(int(x), len(ids)) for x in v.leader[led].tolist()), dtype=np.int64
+    )
+    cover = _Cover.of(len(ids), key, lo, hi, np.ones(len(key), dtype=np.int64))
+    at, plo, phi, value = cover.join(leader_code, v.lo[led], v.hi[led])
+    down = value == _NONE
+    leaderless = _Pieces.whole(v, v.leader == -1)
+    return _Pieces(
+        np.concatenate([leaderless.version, led[at][down]]),
+        np.concatenate([leaderless.lo, plo[down]]),
+        np.concatenate([leaderless.hi, phi[down]]),
+        np.full(len(leaderless.lo) + int(down.sum()), _NONE),
+        np.full(len(leaderless.lo) + int(down.sum()), _NONE),
+    )
+
+
+def _merged(v: _Versions, kind: str, p: _Pieces, timestamps: Mapping[int, int]) -> list[RiskWindow]:
+    """The pieces of one kind merged where one ends where the next of its partition starts with the same
+    attributes, as windows."""
+    if not len(p.version):
+        return []
+    order = np.lexsort((p.lo, v.part[p.version]))
+    which, lo, hi, mi, source = p.version[order], p.lo[order], p.hi[order], p.min_isr[order], p.source[order]
+    part, leader, isr = v.part[which], v.leader[which], v.isr_code[which]
+    same = (
+        (part[1:] == part[:-1])
+        & (hi[:-1] == lo[1:])
+        & (leader[1:] == leader[:-1])
+        & (isr[1:] == isr[:-1])
+        & (mi[1:] == mi[:-1])
+        & (source[1:] == source[:-1])
+    )
+    first = np.flatnonzero(np.concatenate([[True], ~same]))
+    last = np.concatenate([first[1:] - 1, [len(which) - 1]]).astype(np.int64)
+    rows = v.rows
+    at = which[first]
+    topics = rows["topic"].to_numpy()[at].tolist()
+    tids = rows["topic_id"].to_numpy()[at].tolist()
+    pids = rows["partition"].to_numpy()[at].tolist()
+    starts = (lo[first] - _SHIFT).tolist()
+    ends = np.where(hi[last] == _OPEN, -1, hi[last] - _SHIFT).tolist()
+    leaders = leader[first].tolist()
+    isrs = [v.isr[x] for x in at.tolist()]
+    values = [None if x == _NONE else x for x in mi[first].tolist()]
+    sources = [None if x == _NONE else _SOURCES[x] for x in source[first].tolist()]
+    return [
+        RiskWindow(
+            kind,
+            topic,
+            tid,
+            pid,
+            f,
+            None if t == -1 else t,
+            timestamps[f],
+            None if t == -1 else timestamps.get(t),
+            ld,
+            isr_,
+            m,
+            src,
+        )
+        for topic, tid, pid, f, t, ld, isr_, m, src in zip(
+            topics, tids, pids, starts, ends, leaders, isrs, values, sources, strict=True
+        )
+    ]
+
+
+def _elections(v: _Versions, timestamps: Mapping[int, int]) -> list[RiskWindow]:
+    """Unclean and ELR elections between consecutive versions of a partition."""
+    n = len(v.lo)
+    if n < 2:
+        return []
+    after = np.arange(1, n)
+    follows = (v.part[1:] == v.part[:-1]) & (v.hi[:-1] == v.lo[1:])
+    leader, before_leader = v.leader[1:], v.leader[:-1]
+    elected = (leader != -1) & (leader != before_leader)
+    recovering = v.recovery[1:] == RECOVERING
+    became = recovering & ((v.recovery[:-1] != RECOVERING) | elected)
+    rows = v.rows
+    out = []
+    for i in after[follows & (became | elected)].tolist():
+        prev = i - 1
+        new_leader = int(v.leader[i])
+        if became[prev]:
+            event = "unclean_election"
+        elif new_leader in v.isr[prev]:
+            continue
+        else:
+            eligible = (
+                *_tuple(rows["eligible_leader_replicas"].iat[prev]),
+                *_tuple(rows["last_known_elr"].iat[prev]),
+            )
+            event = "elr_election" if new_leader in eligible else "unclean_election"
+        f = int(v.lo[i]) - _SHIFT
+        ts = timestamps[f]
+        out.append(
+            RiskWindow(
+                event,
+                rows["topic"].iat[i],
+                rows["topic_id"].iat[i],
+                int(rows["partition"].iat[i]),
+                f,
+                f + 1,
+                ts,
+                ts,
+                new_leader,
+                v.isr[i],
+                previous_leader=int(v.leader[prev]),
+                previous_isr=v.isr[prev],
+            )
+        )
     return out
 
 
-def _tuple(value: Any) -> tuple[int, ...]:
-    return tuple(value) if value is not None else ()
+def _frame(rows: Iterable[Row] | pd.DataFrame) -> pd.DataFrame:
+    return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
 
 
 def risk_windows_from_history(
-    partitions: Iterable[Row], configs: Iterable[Row], brokers: Iterable[Row], timestamps: Mapping[int, int]
+    partitions: Iterable[Row] | pd.DataFrame,
+    configs: Iterable[Row] | pd.DataFrame,
+    brokers: Iterable[Row] | pd.DataFrame,
+    timestamps: Mapping[int, int],
 ) -> list[RiskWindow]:
     """The risk windows of the history tables' rows (``partitions``, ``configs``, ``brokers`` with their
-    ``from_offset`` and ``to_offset``; ``timestamps``: a record's timestamp by offset, the ``offsets`` table),
-    sorted as :func:`kraftlake.history.risk.risk_windows` sorts them."""
-    min_isr: dict[tuple[str, str], list[tuple[_Span, int]]] = defaultdict(list)
-    for c in configs:
-        value = _int(c["value"]) if c["name"] == "min.insync.replicas" else None
-        if value is not None and c["resource_type"] in ("TOPIC", "BROKER"):
-            min_isr[(c["resource_type"], c["resource_name"])].append(
-                ((c["from_offset"], c["to_offset"]), value)
-            )
-    fenced: dict[int, list[tuple[_Span, bool]]] = defaultdict(list)
-    for b in brokers:
-        fenced[b["id"]].append(((b["from_offset"], b["to_offset"]), bool(b["fenced"])))
-    versions: dict[tuple[str, int], list[Row]] = defaultdict(list)
-    for p in partitions:
-        versions[(p["topic_id"], p["partition"])].append(p)
-
-    pieces: dict[tuple[str, int, str], list[tuple[int, int | None, str, tuple[Any, ...]]]] = defaultdict(list)
-    events: list[RiskWindow] = []
-    for key, rows in versions.items():
-        rows.sort(key=lambda r: r["from_offset"])
-        previous: Row | None = None
-        for p in rows:
-            if previous is not None and previous["to_offset"] == p["from_offset"]:
-                event = _election(previous, p)
-                if event is not None:
-                    ts = timestamps[p["from_offset"]]
-                    events.append(
-                        RiskWindow(
-                            event,
-                            p["topic"],
-                            key[0],
-                            key[1],
-                            p["from_offset"],
-                            p["from_offset"] + 1,
-                            ts,
-                            ts,
-                            p["leader"],
-                            _tuple(p["isr"]),
-                            previous_leader=previous["leader"],
-                            previous_isr=_tuple(previous["isr"]),
-                        )
-                    )
-            previous = p
-            for kind, f, t, attrs in _pieces(p, min_isr, fenced):
-                pieces[(*key, kind)].append((f, t, p["topic"], attrs))
-
-    out = events
-    for (tid, pid, kind), runs in pieces.items():
-        runs.sort(key=lambda r: r[0])
-        merged: list[list[Any]] = []
-        for f, t, topic, attrs in runs:
-            last = merged[-1] if merged else None
-            if last is not None and last[1] == f and last[3] == attrs:
-                last[1] = t
-            else:
-                merged.append([f, t, topic, attrs])
-        for f, t, topic, (leader, isr, mi, source) in merged:
-            out.append(
-                RiskWindow(
-                    kind,
-                    topic,
-                    tid,
-                    pid,
-                    f,
-                    t,
-                    timestamps[f],
-                    None if t is None else timestamps.get(t),
-                    leader,
-                    isr,
-                    mi,
-                    source,
-                )
-            )
+    ``from_offset`` and ``to_offset``, as rows or frames; ``timestamps``: a record's timestamp by offset, the
+    ``offsets`` table), sorted as :func:`kraftlake.history.risk.risk_windows` sorts them."""
+    frame = _frame(partitions)
+    if not len(frame):
+        return []
+    v = _Versions.of(frame[list(_PARTITION_COLUMNS)])
+    configs_frame, brokers_frame = _frame(configs), _frame(brokers)
+    leader_only = (v.replicas_len > 1) & (v.leader != -1) & (v.isr_len == 1)
+    leader_only[leader_only] = [v.isr[i][0] == v.leader[i] for i in np.flatnonzero(leader_only).tolist()]
+    out = _elections(v, timestamps)
+    out += _merged(v, "under_min_isr", _under_min_isr(v, configs_frame), timestamps)
+    out += _merged(v, "isr_leader_only", _Pieces.whole(v, leader_only), timestamps)
+    out += _merged(v, "offline", _offline(v, brokers_frame), timestamps)
+    out += _merged(v, "recovering", _Pieces.whole(v, v.recovery == RECOVERING), timestamps)
     out.sort(key=RiskWindow.sort_key)
     return out
-
-
-def _pieces(
-    p: Row,
-    min_isr: Mapping[tuple[str, str], list[tuple[_Span, int]]],
-    fenced: Mapping[int, list[tuple[_Span, bool]]],
-) -> Iterable[tuple[str, int, int | None, tuple[Any, ...]]]:
-    """``(kind, from, to, attrs)`` of one partition version cut where a config or the leader's broker changes."""
-    lo, hi = p["from_offset"], p["to_offset"]
-    leader, isr = p["leader"], _tuple(p["isr"])
-    levels = [(("TOPIC", p["topic"]), "topic")]
-    if leader != -1:
-        levels.append((("BROKER", str(leader)), "broker"))
-    levels.append((("BROKER", ""), "cluster"))
-    cuts = {lo}
-    for level, _ in levels:
-        cuts |= _cuts((span for span, _ in min_isr.get(level, ())), lo, hi)
-    cuts |= _cuts((span for span, _ in fenced.get(leader, ())), lo, hi)
-    starts = sorted(cuts)
-    for i, s in enumerate(starts):
-        e = starts[i + 1] if i + 1 < len(starts) else hi
-        mi, source = 1, "default"
-        for level, name in levels:
-            v = _value_at(min_isr.get(level, ()), s)
-            if v is not None:
-                mi, source = v, name
-                break
-        if leader == -1 or len(isr) < mi:
-            yield "under_min_isr", s, e, (leader, isr, mi, source)
-        if len(_tuple(p["replicas"])) > 1 and leader != -1 and isr == (leader,):
-            yield "isr_leader_only", s, e, (leader, isr, None, None)
-        live = _value_at(fenced.get(leader, ()), s) is False
-        if leader == -1 or not live:
-            yield "offline", s, e, (leader, isr, None, None)
-        if p["leader_recovery_state"] == 1:
-            yield "recovering", s, e, (leader, isr, None, None)
-
-
-def _election(before: Row, after: Row) -> str | None:
-    new_leader = after["leader"]
-    elected = new_leader not in (-1, before["leader"])
-    if after["leader_recovery_state"] == 1 and (before["leader_recovery_state"] != 1 or elected):
-        return "unclean_election"
-    if not elected or new_leader in _tuple(before["isr"]):
-        return None
-    eligible = (*_tuple(before["eligible_leader_replicas"]), *_tuple(before["last_known_elr"]))
-    return "elr_election" if new_leader in eligible else "unclean_election"

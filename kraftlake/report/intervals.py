@@ -18,6 +18,8 @@ def plain(value: Any) -> Any:
     """A cell as a plain Python value: arrays as tuples (of plain values), NA as None, numpy scalars unwrapped."""
     if value is None:
         return None
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iub":
+        return tuple(value.tolist())
     if isinstance(value, list | tuple | np.ndarray):
         return tuple(plain(v) for v in value)
     if isinstance(value, dict):
@@ -32,12 +34,21 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _plain_column(column: pd.Series) -> list[Any]:
+    """A column's cells as plain values (:func:`plain`), the common dtypes converted as a whole."""
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iub":
+        values: list[Any] = column.tolist()
+        return values
+    if isinstance(column.dtype, pd.api.extensions.ExtensionDtype) and column.dtype.kind in "iub":
+        return [None if v is pd.NA else v for v in column.tolist()]
+    return [plain(v) for v in column.tolist()]
+
+
 def rows_of(frame: pd.DataFrame) -> list[Row]:
     """A frame's rows as dicts of plain values."""
     cols = list(frame.columns)
-    return [
-        {c: plain(v) for c, v in zip(cols, values, strict=True)} for values in frame.itertuples(index=False)
-    ]
+    columns = [_plain_column(frame[c]) for c in cols]
+    return [dict(zip(cols, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
 def by_entity(rows: Sequence[Row], key: Sequence[str]) -> dict[Hashable, list[Row]]:

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+
+import numpy as np
 
 from kraftlake.image.gaps import gap_resolver
 from kraftlake.image.source import log_records, log_start, partition_dir
@@ -14,32 +17,39 @@ from kraftlake.report.model import ReportInput
 
 
 def window_offsets(
-    times: list[tuple[int, int]], start: Bound | None, end: Bound | None, where: str
+    offsets: Sequence[int] | np.ndarray,
+    stamps: Sequence[int] | np.ndarray,
+    start: Bound | None,
+    end: Bound | None,
+    where: str,
 ) -> tuple[int, int]:
-    """The offsets ``[lo, hi]`` that ``start``/``end`` name among ``times`` (offset, timestamp) in offset
-    order: an offset itself, for ``start`` a time the first record at or after it, for ``end`` the last at or
-    before it.
+    """The offsets ``[lo, hi]`` that ``start``/``end`` name among the records ``offsets`` (in offset order) of
+    timestamps ``stamps``: an offset itself, for ``start`` a time the first record at or after it, for ``end``
+    the last at or before it.
 
     Raises
     ------
     ReportError
         Nothing to report on: no record, a bound outside the records, a window without a record.
     """
-    if not times:
+    if not len(offsets):
         raise ReportError(f"{where} holds no record")
-    first, last = times[0][0], times[-1][0]
+    held, times = np.asarray(offsets, dtype=np.int64), np.asarray(stamps, dtype=np.int64)
+    first, last = int(held[0]), int(held[-1])
     if start is None:
         lo = first
     elif start.offset is not None:
         lo = start.offset
     else:
-        lo = min((o for o, t in times if t >= (start.time_ms or 0)), default=last + 1)
+        after = held[times >= (start.time_ms or 0)]
+        lo = int(after.min()) if len(after) else last + 1
     if end is None:
         hi = last
     elif end.offset is not None:
         hi = end.offset
     else:
-        hi = max((o for o, t in times if t <= (end.time_ms or 0)), default=first - 1)
+        before = held[times <= (end.time_ms or 0)]
+        hi = int(before.max()) if len(before) else first - 1
     if lo < first:
         raise ReportError(f"--from {start.text if start else ''}: {where} holds offsets {first}..{last}")
     if hi > last:
@@ -60,5 +70,5 @@ def report_input(
     image, first = log_start(d)
     bounds = [parse_bound(t) if t is not None else None for t in (start, end)]
     times = [(r.offset, r.timestamp) for r in log_records(d, first)]
-    lo, hi = window_offsets(times, bounds[0], bounds[1], str(d))
+    lo, hi = window_offsets([o for o, _ in times], [t for _, t in times], bounds[0], bounds[1], str(d))
     return input_from_records(log_records(d, first), lo, hi, cluster, start=image, on_gap=gap_resolver(d))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from kraftlake.plot.time_axis import utc_text
+from kraftlake.report.intervals import Row, by_entity, rows_of
+from kraftlake.report.partition_columns import PartitionColumns
 
 #: The history tables a report reads (``kraftlake.history.ENTITIES`` names their columns).
 REPORT_ENTITIES = (
@@ -72,11 +74,27 @@ class ReportInput:
     leader_changes: pd.DataFrame
     cluster: str | None = None
     _stamps: dict[int, int] = field(default_factory=dict, repr=False)
+    _groups: dict[str, dict[Hashable, list[Row]]] = field(default_factory=dict, repr=False)
+    _partitions: list[PartitionColumns] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self._stamps = dict(
             zip(self.times["offset"].astype(int), self.times["timestamp"].astype(int), strict=True)
         )
+
+    def groups(self, entity: str, key: Sequence[str]) -> dict[Hashable, list[Row]]:
+        """The versions of ``entity`` as plain rows grouped by ``key`` (:func:`~.intervals.by_entity`), made
+        once for every section that reads them."""
+        if entity not in self._groups:
+            frame = self.versions.get(entity)
+            self._groups[entity] = by_entity([] if frame is None else rows_of(frame), key)
+        return self._groups[entity]
+
+    def partition_columns(self) -> PartitionColumns:
+        """The partition versions as columns, made once for every section that reads them."""
+        if not self._partitions:
+            self._partitions.append(PartitionColumns.of(self.versions.get("partitions")))
+        return self._partitions[0]
 
     def time_of(self, offset: int | None) -> int | None:
         """The record timestamp of ``offset``; None when ``times`` does not hold it."""

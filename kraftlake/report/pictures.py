@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from kraftlake.report.intervals import by_entity, rows_of, runs
+from kraftlake.history import ENTITIES
+from kraftlake.report.intervals import runs
 from kraftlake.report.model import ReportInput
 from kraftlake.report.sections import broker_state
 
@@ -30,8 +32,7 @@ def broker_segments(data: ReportInput) -> pd.DataFrame:
     """Each broker's runs of one state within the window (the broker figure's frame), with the times at the
     window's edges where a run began before it or holds past it; ``unregistered`` from a registration's end with
     none after it."""
-    frame = data.versions.get("brokers")
-    groups = by_entity([] if frame is None else rows_of(frame), ("id",))
+    groups = data.groups("brokers", ENTITIES["brokers"].key)
     lo, hi = data.window.lo, data.window.hi
     out = []
     for state, name in _FIGURE_STATE.items():
@@ -67,22 +68,23 @@ def broker_segments(data: ReportInput) -> pd.DataFrame:
 def availability_counts(data: ReportInput) -> pd.DataFrame:
     """The under-replicated, offline and existing partitions from each offset of the window where a count
     changes, and at both ends (the counts figure's frame)."""
-    frame = data.versions.get("partitions")
     lo, hi = data.window.lo, data.window.hi
-    deltas: dict[int, list[int]] = {lo: [0, 0, 0], hi: [0, 0, 0]}
-    for v in [] if frame is None else rows_of(frame):
-        if v["to_offset"] is not None and v["to_offset"] <= lo:
-            continue  # ended by the window's first record: not in force at any offset of the window
-        # as the plot's counts: under-replicated whatever the leader, offline without one
-        flags = [int(len(v["isr"] or ()) < len(v["replicas"] or ())), int(v["leader"] == -1), 1]
-        d = deltas.setdefault(max(v["from_offset"], lo), [0, 0, 0])
-        for i, f in enumerate(flags):
-            d[i] += f
-        end = v["to_offset"]
-        if end is not None and end <= hi:
-            d = deltas.setdefault(end, [0, 0, 0])
-            for i, f in enumerate(flags):
-                d[i] -= f
+    pc = data.partition_columns()
+    # ended by the window's first record: not in force at any offset of the window
+    live = (pc.end == -1) | (pc.end > lo)
+    # as the plot's counts: under-replicated whatever the leader, offline without one
+    flags = np.stack(
+        [pc.isr_len < pc.replicas_len, pc.leader == -1, np.ones(len(pc.leader), dtype=bool)], axis=1
+    )
+    flags = flags[live].astype(np.int64)
+    starts, ends = np.maximum(pc.start[live], lo), pc.end[live]
+    closing = (ends != -1) & (ends <= hi)
+    at = np.concatenate([starts, ends[closing], [lo, hi]])
+    step = np.concatenate([flags, -flags[closing], np.zeros((2, 3), dtype=np.int64)])
+    offsets, where = np.unique(at, return_inverse=True)
+    sums = np.zeros((len(offsets), 3), dtype=np.int64)
+    np.add.at(sums, where, step)
+    deltas = {int(o): [int(x) for x in d] for o, d in zip(offsets.tolist(), sums, strict=True)}
     rows, totals = [], [0, 0, 0]
     for offset in sorted(deltas):
         change = deltas[offset]

@@ -40,33 +40,26 @@ def _heading(column: str) -> str:
     }.get(column, column.replace("_", " "))
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
 def to_json(report: Report) -> str:
-    """The whole report as JSON: the window, and per section its summary, columns, every row and its SQL."""
+    """The whole report as JSON: the window, and per section its summary, columns, every row and its SQL; one
+    row a line (a window can hold hundreds of thousands: each row is encoded by json's C encoder, which an
+    indented document would not use, and tuples are JSON arrays as they are)."""
     w = report.window
-    doc = {
+    head = {
         "cluster": report.cluster,
         "warehouse": report.warehouse,
         "window": {"from_offset": w.lo, "to_offset": w.hi, "from_time_ms": w.lo_ms, "to_time_ms": w.hi_ms},
         "headlines": report.headlines(),
-        "sections": [
-            {
-                "key": s.key,
-                "title": s.title,
-                "summary": s.summary,
-                "columns": s.columns,
-                "rows": [{c: _plain(r.get(c)) for c in s.columns} for r in s.rows],
-                "sql": s.sql,
-            }
-            for s in report.sections
-        ],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    sections = []
+    for s in report.sections:
+        about = json.dumps({"key": s.key, "title": s.title, "summary": s.summary, "columns": s.columns})
+        rows = ",\n    ".join(
+            json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows
+        )
+        body = f"[\n    {rows}\n  ]" if rows else "[]"
+        sections.append(f'{about[:-1]}, "rows": {body}, "sql": {json.dumps(s.sql)}}}')
+    return json.dumps(head)[:-1] + ', "sections": [\n  ' + ",\n  ".join(sections) + "\n]}\n"
 
 
 def _md_escape(text: str) -> str:

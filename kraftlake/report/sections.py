@@ -13,6 +13,9 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from kraftlake.history import ENTITIES
 from kraftlake.history.risk import EVENT_KINDS
 from kraftlake.history.risk_intervals import risk_windows_from_history
@@ -25,8 +28,9 @@ from kraftlake.image.render import (
     enum_name,
 )
 from kraftlake.report import sql
-from kraftlake.report.intervals import Row, Run, by_entity, changes, in_window, rows_of, runs, successive
+from kraftlake.report.intervals import Row, Run, changes, in_window, plain, runs
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
+from kraftlake.report.partition_columns import PartitionColumns
 
 RUN_COLUMNS = [
     "from_offset",
@@ -44,9 +48,7 @@ RECOVERING = 1
 
 
 def _groups(data: ReportInput, entity: str) -> dict[Hashable, list[Row]]:
-    frame = data.versions.get(entity)
-    rows = [] if frame is None else rows_of(frame)
-    return by_entity(rows, ENTITIES[entity].key)
+    return data.groups(entity, ENTITIES[entity].key)
 
 
 def _run_cells(data: ReportInput, run: Run) -> dict[str, Any]:
@@ -175,18 +177,21 @@ def partition_state(v: Row) -> str:
 def availability_section(data: ReportInput) -> Section:
     """Runs in which a partition was under-replicated or offline, with their durations, summed up per topic."""
     lo, hi = data.window.lo, data.window.hi
-    groups = _groups(data, "partitions")
+    pc = data.partition_columns()
     rows: list[dict[str, Any]] = []
-    for state in ("under-replicated", "offline"):
-        for run in runs(groups, lambda v, s=state: partition_state(v) == s):  # type: ignore[misc]
+    offline = pc.leader == -1
+    under = ~offline & (pc.isr_len < pc.replicas_len)
+    for state, holds in (("under-replicated", under), ("offline", offline)):
+        for first, last in pc.runs(holds):
+            run = Run(None, int(pc.start[first]), pc.to_offset(last), {}, {})
             if in_window(run, lo, hi):
                 rows.append(
                     {
-                        "topic": run.first["topic"],
-                        "partition": run.first["partition"],
+                        "topic": pc.value("topic", first),
+                        "partition": pc.value("partition", first),
                         "state": state,
-                        "isr": list(run.first["isr"] or ()),
-                        "replicas": list(run.first["replicas"] or ()),
+                        "isr": list(pc.value("isr", first) or ()),
+                        "replicas": list(pc.value("replicas", first) or ()),
                         **_run_cells(data, run),
                     }
                 )
@@ -243,24 +248,26 @@ def election_kind(prev: Row, v: Row) -> str:
 def elections_section(data: ReportInput) -> Section:
     """Every change of a partition's leader in the window, and how the new one was chosen."""
     lo, hi = data.window.lo, data.window.hi
+    pc = data.partition_columns()
+    changed = np.zeros(len(pc.leader), dtype=bool)
+    changed[1:] = pc.leader[1:] != pc.leader[:-1]
+    inside = (pc.start >= lo) & (pc.start <= hi)
     rows = []
-    for versions in _groups(data, "partitions").values():
-        for prev, v in successive(versions):
-            if prev is None or prev["leader"] == v["leader"] or not lo <= v["from_offset"] <= hi:
-                continue
-            rows.append(
-                {
-                    "offset": v["from_offset"],
-                    "time_ms": data.time_of(v["from_offset"]),
-                    "topic": v["topic"],
-                    "partition": v["partition"],
-                    "previous_leader": prev["leader"],
-                    "leader": v["leader"],
-                    "kind": election_kind(prev, v),
-                    "leader_epoch": v["leader_epoch"],
-                    "previous_isr": list(prev["isr"] or ()),
-                }
-            )
+    for i in np.flatnonzero(pc.follows & changed & inside).tolist():
+        prev, v = _version(pc, i - 1), _version(pc, i)
+        rows.append(
+            {
+                "offset": v["from_offset"],
+                "time_ms": data.time_of(v["from_offset"]),
+                "topic": v["topic"],
+                "partition": v["partition"],
+                "previous_leader": prev["leader"],
+                "leader": v["leader"],
+                "kind": election_kind(prev, v),
+                "leader_epoch": v["leader_epoch"],
+                "previous_isr": list(prev["isr"] or ()),
+            }
+        )
     rows.sort(key=lambda r: (r["offset"], r["topic"], r["partition"]))
     kinds = Counter(r["kind"] for r in rows)
     summary = (
@@ -300,19 +307,18 @@ def isr_section(data: ReportInput) -> Section:
     members."""
     lo, hi = data.window.lo, data.window.hi
     per_topic: dict[str, dict[str, Any]] = {}
-    for versions in _groups(data, "partitions").values():
-        for prev, v in successive(versions):
-            if prev is None or not lo <= v["from_offset"] <= hi:
-                continue
-            before, after = set(prev["isr"] or ()), set(v["isr"] or ())
-            if before == after:
-                continue
-            t = per_topic.setdefault(
-                v["topic"], {"topic": v["topic"], "shrinks": 0, "expands": 0, "parts": set()}
-            )
-            t["shrinks"] += bool(before - after)
-            t["expands"] += bool(after - before)
-            t["parts"].add(v["partition"])
+    pc = data.partition_columns()
+    inside = pc.follows & (pc.start >= lo) & (pc.start <= hi)
+    isr = pc.frame["isr"] if len(pc.frame) else pd.Series([], dtype=object)
+    for i in np.flatnonzero(inside).tolist():
+        before, after = set(plain(isr.iat[i - 1]) or ()), set(plain(isr.iat[i]) or ())
+        if before == after:
+            continue
+        topic = pc.value("topic", i)
+        t = per_topic.setdefault(topic, {"topic": topic, "shrinks": 0, "expands": 0, "parts": set()})
+        t["shrinks"] += bool(before - after)
+        t["expands"] += bool(after - before)
+        t["parts"].add(pc.value("partition", i))
     rows = [
         {"topic": t["topic"], "shrinks": t["shrinks"], "expands": t["expands"], "partitions": len(t["parts"])}
         for t in sorted(per_topic.values(), key=lambda t: (-(t["shrinks"] + t["expands"]), t["topic"]))
@@ -333,20 +339,29 @@ def isr_section(data: ReportInput) -> Section:
     )
 
 
-def _moving(v: Row) -> bool:
-    return bool(v["adding_replicas"]) or bool(v["removing_replicas"])
+def _lengths(frame: pd.DataFrame, column: str) -> np.ndarray:
+    if not len(frame):
+        return np.zeros(0, dtype=np.int64)
+    return np.fromiter((0 if v is None else len(v) for v in frame[column].tolist()), dtype=np.int64)
+
+
+def _version(pc: PartitionColumns, i: int) -> Row:
+    """One partition version as a plain row."""
+    return {c: pc.value(c, i) for c in pc.frame.columns}
 
 
 def reassignments_section(data: ReportInput) -> Section:
     """Runs in which a partition had replicas being added or removed, with the assignment before and the
     target."""
     lo, hi = data.window.lo, data.window.hi
-    groups = _groups(data, "partitions")
+    pc = data.partition_columns()
+    moving = (_lengths(pc.frame, "adding_replicas") > 0) | (_lengths(pc.frame, "removing_replicas") > 0)
     rows = []
-    for run in runs(groups, _moving):
+    for i, j in pc.runs(moving):
+        run = Run(None, int(pc.start[i]), pc.to_offset(j), {}, {})
         if not in_window(run, lo, hi):
             continue
-        first, last = run.first, run.last
+        first, last = _version(pc, i), _version(pc, j)
         original = [r for r in first["replicas"] if r not in (first["adding_replicas"] or ())]
         target = [r for r in last["replicas"] if r not in (last["removing_replicas"] or ())]
         rows.append(
@@ -568,14 +583,15 @@ class _Times(dict[int, int]):
         return None
 
 
-def _from_window(data: ReportInput, entity: str) -> list[Row]:
+def _from_window(data: ReportInput, entity: str) -> pd.DataFrame:
     """The versions of ``entity`` in force from ``lo - 1`` on, each starting no earlier than ``lo - 1``: what
     the risk windows are judged on (a version's first offset is where its piece is judged, and from ``lo - 1``
     the configs and brokers deciding it are all in the input)."""
     frame = data.versions.get(entity)
-    rows = [] if frame is None else rows_of(frame)
+    if frame is None:
+        return pd.DataFrame()
     first = data.window.lo - 1
-    return [{**r, "from_offset": max(r["from_offset"], first)} for r in rows]
+    return frame.assign(from_offset=frame["from_offset"].where(frame["from_offset"] >= first, first))
 
 
 RISK_KINDS = ("under_min_isr", "isr_leader_only", "offline", "recovering", "unclean_election", "elr_election")
@@ -597,16 +613,18 @@ def risk_section(data: ReportInput) -> Section:
     windows = risk_windows_from_history(
         _from_window(data, "partitions"), _from_window(data, "configs"), _from_window(data, "brokers"), times
     )
-    rows = []
+    end_ms = data.window.hi_ms
+    rows: list[dict[str, Any]] = []
     for w in windows:
-        if w.from_offset > hi or (w.to_offset is not None and w.to_offset <= lo):
+        f, t, event = w.from_offset, w.to_offset, w.kind in EVENT_KINDS
+        if f > hi or (t is not None and t <= lo) or (event and f < lo):
             continue
-        if w.kind in EVENT_KINDS and not lo <= w.from_offset <= hi:
-            continue
-        run = Run((w.topic_id, w.partition), w.from_offset, w.to_offset, {}, {})
-        cells = _run_cells(data, run)
-        if w.kind in EVENT_KINDS:
-            cells.update(to_offset=None, to_time_ms=None, duration_ms=None, ongoing=False)
+        # the run's cells (_run_cells), inline: a whole history holds millions of windows
+        start = f if f > lo else lo
+        end = t if t is not None and t <= hi and not event else None
+        start_ms = times[start]
+        to_ms = times[end] if end is not None else None
+        stop_ms = to_ms if end is not None else end_ms
         rows.append(
             {
                 "kind": w.kind,
@@ -617,21 +635,35 @@ def risk_section(data: ReportInput) -> Section:
                 "min_isr": w.min_isr,
                 "min_isr_source": w.min_isr_source,
                 "previous_leader": w.previous_leader,
-                **cells,
+                "from_offset": start,
+                "to_offset": end,
+                "from_time_ms": start_ms,
+                "to_time_ms": to_ms,
+                "duration_ms": None if event or start_ms is None or stop_ms is None else stop_ms - start_ms,
+                "before_window": f < lo,
+                "ongoing": end is None and not event,
             }
         )
     rows.sort(key=lambda r: (r["from_offset"], r["topic"], r["partition"], r["kind"]))
     summary = []
     if rows:
-        parts = {(r["topic"], r["partition"]) for r in rows}
-        summary.append(f"{len(parts)} partition(s) could have lost acknowledged writes or refused them")
+        parts: dict[str, set[tuple[str, int]]] = {}
+        counts: Counter[str] = Counter()
+        longest: dict[str, int] = {}
+        for r in rows:
+            kind = r["kind"]
+            parts.setdefault(kind, set()).add((r["topic"], r["partition"]))
+            counts[kind] += 1
+            if r["duration_ms"] is not None and r["duration_ms"] > longest.get(kind, -1):
+                longest[kind] = r["duration_ms"]
+        every = set().union(*parts.values())
+        summary.append(f"{len(every)} partition(s) could have lost acknowledged writes or refused them")
         for kind in RISK_KINDS:
-            mine = [r for r in rows if r["kind"] == kind]
-            if mine:
-                longest = "" if kind in EVENT_KINDS else f", longest {_longest(mine)}"
+            if counts[kind]:
+                most = duration_text(longest[kind]) if kind in longest else "?"
+                extra = "" if kind in EVENT_KINDS else f", longest {most}"
                 summary.append(
-                    f"{_RISK_TEXT[kind]}: {len({(r['topic'], r['partition']) for r in mine})} partition(s), "
-                    f"{len(mine)} window(s){longest}"
+                    f"{_RISK_TEXT[kind]}: {len(parts[kind])} partition(s), {counts[kind]} window(s){extra}"
                 )
     return Section(
         "risk",

@@ -15,21 +15,54 @@ from kraftlake.plot.options import parse_bound
 from kraftlake.report.errors import ReportError
 from kraftlake.report.log_dir import window_offsets
 from kraftlake.report.model import REPORT_ENTITIES, ReportInput, Window
-from kraftlake.warehouse.answers import check_offset, history, limits
-from kraftlake.warehouse.tables import LOG, OFFSETS, Warehouse, WarehouseError, check_warehouse
+from kraftlake.warehouse.answers import check_offset, limits
+from kraftlake.warehouse.tables import (
+    CLOSES,
+    LOG,
+    OFFSETS,
+    Warehouse,
+    WarehouseError,
+    check_warehouse,
+    close_key,
+)
 
 #: The ``metadata_log`` column of the controller's LeaderChange records (``kraftlake.records.layout``).
 LEADER_CHANGE = "leader_change_message"
 
 
+def _pending_closes(wh: Warehouse, entity: str) -> dict[str, list[int]]:
+    """The ``to_offset`` of every pending close of ``entity``'s keys (``closes``: a version's end not yet
+    written into its row)."""
+    rows = wh.read(CLOSES, (Bound("entity", "==", entity),), columns=["key", "to_offset"])
+    out: dict[str, list[int]] = {}
+    for key, to in zip(rows.column("key").to_pylist(), rows.column("to_offset").to_pylist(), strict=True):
+        out.setdefault(key, []).append(int(to))
+    return out
+
+
 def _versions(wh: Warehouse, entity: str, lo: int, hi: int) -> pd.DataFrame:
-    """The versions of ``entity`` valid at some offset of ``[lo - 1, hi]``."""
+    """The versions of ``entity`` valid at some offset of ``[lo - 1, hi]``, a still open one ending at the first
+    pending close of its key after its start (as ``warehouse.answers.history``), read as columns."""
     bounds = (Bound("from_offset", "<=", hi), Bound("to_offset", ">=", lo, or_null=True))
-    answer = history(wh, entity, bounds)
-    rows = [r for r in answer.rows if r["to_offset"] is None or r["to_offset"] >= lo]
     columns = [*ENTITIES[entity].names, "from_offset", "to_offset"]
-    frame = pd.DataFrame([[r[c] for c in columns] for r in rows], columns=columns)
-    return frame.astype({"from_offset": "Int64", "to_offset": "Int64"})
+    frame = wh.read(entity, bounds, columns=columns).to_pandas(integer_object_nulls=True)
+    frame = frame.astype({"from_offset": "Int64", "to_offset": "Int64"})
+    closes = _pending_closes(wh, entity) if len(frame) else {}
+    if closes:
+        key = ENTITIES[entity].key
+        open_rows = frame.index[frame["to_offset"].isna()]
+        for i in open_rows:
+            start = frame.at[i, "from_offset"]
+            later = [x for x in closes.get(close_key(tuple(frame.at[i, k] for k in key)), ()) if x > start]
+            if later:
+                frame.at[i, "to_offset"] = min(later)
+        frame = frame[frame["to_offset"].isna() | (frame["to_offset"] >= lo)]
+    return frame.reset_index(drop=True)
+
+
+def _stamp(times: pd.DataFrame, offset: int) -> int | None:
+    found = times["timestamp"][times["offset"] == offset]
+    return int(found.iloc[0]) if len(found) else None
 
 
 def report_input(
@@ -51,20 +84,23 @@ def report_input(
     bounds = [parse_bound(t) if t is not None else None for t in (start, end)]
     lim = limits(wh)
     held = wh.read(OFFSETS, columns=["offset", "timestamp"]).sort_by("offset")
-    offsets, stamps = held.column("offset").to_pylist(), held.column("timestamp").to_pylist()
-    first = max(offsets[0], lim.retained) if offsets else 0
-    times = [(o, t) for o, t in zip(offsets, stamps, strict=True) if o >= first]
+    offsets = held.column("offset").to_numpy()
+    stamps = held.column("timestamp").to_numpy()
+    first = max(int(offsets[0]), lim.retained) if len(offsets) else 0
+    keep = offsets >= first
     if lim.committed is not None:
-        times = [(o, t) for o, t in times if o <= lim.committed]
+        keep &= offsets <= lim.committed
+    offsets, stamps = offsets[keep], stamps[keep]
     where = f"warehouse {warehouse}" + (f" (cluster {cluster})" if cluster else "")
-    lo, hi = window_offsets(times, bounds[0], bounds[1], where)
+    lo, hi = window_offsets(offsets, stamps, bounds[0], bounds[1], where)
     for at in (lo, hi):
         try:
             check_offset(lim, at)
         except WarehouseError as exc:
             raise ReportError(str(exc)) from None
     versions = {entity: _versions(wh, entity, lo, hi) for entity in REPORT_ENTITIES}
-    in_window = {o: t for o, t in times if lo - 1 <= o <= hi}
+    inside = (offsets >= lo - 1) & (offsets <= hi)
+    times = pd.DataFrame({"offset": offsets[inside], "timestamp": stamps[inside]})
     log = wh.read(
         LOG,
         (Bound("type", "==", "LeaderChangeMessage"), Bound("offset", ">=", lo), Bound("offset", "<=", hi)),
@@ -80,9 +116,9 @@ def report_input(
         )
     ]
     return ReportInput(
-        Window(lo, hi, in_window.get(lo), in_window.get(hi)),
+        Window(lo, hi, _stamp(times, lo), _stamp(times, hi)),
         versions,
-        pd.DataFrame(sorted(in_window.items()), columns=["offset", "timestamp"]),
+        times,
         pd.DataFrame(sorted(elections), columns=["offset", "epoch", "leader_id"]),
         cluster,
     )

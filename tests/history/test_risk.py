@@ -3,6 +3,7 @@ interval computation over the history tables' rows against it."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -277,4 +278,55 @@ def test_intervals_equal_the_oracle_on_random_logs(seed: int) -> None:
     log = envelopes([_min_isr_configs(r) for r in synthetic_records(seed, 600)])
     windows = risk_windows(log)
     assert {x.kind for x in windows} >= {"under_min_isr", "offline", "unclean_election"}
+    assert via_history(log) == windows
+
+
+def _config_churn(seed: int, steps: int) -> list[Any]:
+    """Three brokers, two topics of two partitions whose ISRs stay small, and at every step one of: the
+    topic's, a broker's or the cluster's ``min.insync.replicas`` set (1-3, or not a number) or deleted, a broker
+    fenced or unfenced, a partition's ISR or leader changed."""
+    rng = random.Random(seed)
+    topics = {T0: "orders", T1: "payments"}
+    records: list[Any] = [broker(b) for b in range(3)]
+    for tid, name in topics.items():
+        records.append(m.TopicRecord(name=name, topic_id=tid))
+        records += [partition(tid, pid, (0, 1, 2), (pid,), pid) for pid in range(2)]
+    values = ["1", "2", "3", "x", None]
+    for _ in range(steps):
+        step = rng.randrange(6)
+        if step == 0:
+            records.append(config(2, rng.choice(list(topics.values())), rng.choice(values)))
+        elif step == 1:
+            records.append(config(4, str(rng.randrange(3)), rng.choice(values)))
+        elif step == 2:
+            records.append(config(4, "", rng.choice(values)))
+        elif step == 3:
+            fenced = rng.choice((1, -1))
+            records.append(
+                m.BrokerRegistrationChangeRecord(broker_id=rng.randrange(3), broker_epoch=10, fenced=fenced)
+            )
+        else:
+            leader = rng.choice((-1, 0, 1, 2))
+            isr = tuple(sorted(rng.sample(range(3), rng.randrange(1, 3))))
+            if leader != -1 and leader not in isr:
+                isr = (leader, *isr[1:])
+            pid = rng.randrange(2)
+            records.append(
+                m.PartitionChangeRecord(
+                    partition_id=pid, topic_id=rng.choice(list(topics)), leader=leader, isr=isr
+                )
+            )
+    return records
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_intervals_equal_the_oracle_with_configs_changing_at_every_level_inside_windows(seed: int) -> None:
+    """The column computation cuts an under-min-ISR window at each change of the topic's, the leader's broker's
+    or the cluster's value (and where a level's value is not a number), and an offline one where the leader's
+    broker is fenced or unfenced, as the replay judges them."""
+    log = envelopes(_config_churn(seed, 400))
+    windows = risk_windows(log)
+    sources = {x.min_isr_source for x in windows if x.kind == "under_min_isr"}
+    assert sources == {"topic", "broker", "cluster", "default"}
+    assert sum(x.kind == "offline" for x in windows) > 10
     assert via_history(log) == windows

@@ -1,0 +1,85 @@
+"""The window's partition versions as columns: what the partition sections (availability, elections, ISR,
+reassignments) and the counts picture compute from, so a window with a hundred thousand partitions is not
+turned into rows first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kraftlake.report.intervals import plain
+
+_OPEN = -1
+
+
+def _lengths(column: pd.Series) -> np.ndarray:
+    return np.fromiter(
+        (0 if v is None else len(v) for v in column.tolist()), dtype=np.int64, count=len(column)
+    )
+
+
+@dataclass(frozen=True)
+class PartitionColumns:
+    """``frame``: the versions sorted by topic id, partition and start; ``start``/``end`` their offsets (``end``
+    -1 while open); ``follows``: the version before it, of the same partition, ended where it starts."""
+
+    frame: pd.DataFrame
+    start: np.ndarray
+    end: np.ndarray
+    leader: np.ndarray
+    isr_len: np.ndarray
+    replicas_len: np.ndarray
+    follows: np.ndarray
+    _cells: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+
+    @staticmethod
+    def of(versions: pd.DataFrame | None) -> PartitionColumns:
+        frame = pd.DataFrame() if versions is None else versions
+        if len(frame):
+            frame = frame.sort_values(["topic_id", "partition", "from_offset"], kind="stable")
+        frame = frame.reset_index(drop=True)
+        n = len(frame)
+        if not n:
+            empty = np.zeros(0, dtype=np.int64)
+            return PartitionColumns(frame, empty, empty, empty, empty, empty, np.zeros(0, dtype=bool))
+        start = frame["from_offset"].to_numpy(dtype=np.int64)
+        end = pd.to_numeric(frame["to_offset"]).fillna(_OPEN).to_numpy(dtype=np.int64)
+        same = (frame["topic_id"].to_numpy()[1:] == frame["topic_id"].to_numpy()[:-1]) & (
+            frame["partition"].to_numpy()[1:] == frame["partition"].to_numpy()[:-1]
+        )
+        follows = np.zeros(n, dtype=bool)
+        follows[1:] = same & (end[:-1] == start[1:])
+        return PartitionColumns(
+            frame,
+            start,
+            end,
+            frame["leader"].to_numpy(dtype=np.int64),
+            _lengths(frame["isr"]),
+            _lengths(frame["replicas"]),
+            follows,
+        )
+
+    def value(self, column: str, i: int) -> Any:
+        """One cell as a plain value (tuples for arrays)."""
+        cells = self._cells.get(column)
+        if cells is None:
+            cells = self._cells[column] = self.frame[column].tolist()
+        return plain(cells[i])
+
+    def to_offset(self, i: int) -> int | None:
+        return None if self.end[i] == _OPEN else int(self.end[i])
+
+    def runs(self, holds: np.ndarray) -> list[tuple[int, int]]:
+        """The first and last version of each maximal run of consecutive versions of a partition (each starting
+        where the one before ended) for which ``holds``, in version order."""
+        begins = holds & ~(self.follows & np.concatenate([[False], holds[:-1]]))
+        firsts = np.flatnonzero(begins)
+        if not len(firsts):
+            return []
+        # a run goes on while the next version holds and follows
+        goes_on = np.concatenate([holds[1:] & self.follows[1:], [False]])
+        ends = np.flatnonzero(holds & ~goes_on)
+        return list(zip(firsts.tolist(), ends.tolist(), strict=True))
