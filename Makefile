@@ -78,8 +78,9 @@ run: setup ## the main job on embedded defaults: local quorum, simulated cluster
 test: setup ## the whole test suite (pure layers, Spark, the real Kafka peer), on two workers (a Spark session each)
 	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=25
 
-test-fleet: setup ## a fleet of two live Kafka clusters and a dead address streamed into one warehouse (minutes)
-	KRAFTLAKE_FLEET_KAFKA=1 $(PY) -m pytest -q -n 0 -p no:cacheprovider --durations=5 tests/spark/test_stream_fleet.py
+test-fleet: setup ## the fleet at full size (minutes): two live Kafka clusters and a dead address streamed into one warehouse; four clusters replayed on a standalone Spark cluster's two workers
+	KRAFTLAKE_FLEET=1 $(PY) -m pytest -q -n 0 -p no:cacheprovider --durations=5 tests/spark/test_stream_fleet.py \
+		tests/spark/test_standalone_cluster.py
 
 test-fast: setup ## the tests that need neither Spark nor Kafka
 	$(PY) -m pytest -q -m "not spark and not kafka and not slow"

@@ -60,8 +60,9 @@ def _ts(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
-#: The tables whose refusals are asked of Spark (the guard is the same for every table).
-REFUSALS_ASKED = ("partitions", "brokers", "producer_ids")
+#: The table whose refusals are asked of Spark (the guard is the same for every table, from bounds alone: the
+#: other tables' refusals must equal its).
+REFUSALS_ASKED = ("partitions",)
 
 
 def _lateral(spark: Any, call: str, args: list[int]) -> dict[int, list[str]]:
@@ -88,11 +89,11 @@ def _union(spark: Any, query: str, args: list[int]) -> dict[int, list[str]]:
 
 
 def assert_answers_equal(
-    spark: Any, warehouse: Path, offsets: list[int], times: list[int], partitions: int = 3
+    spark: Any, warehouse: Path, offsets: list[int], times: list[int], partitions: int = 2
 ) -> int:
-    """Every entity at each offset and time (epoch ms), the history views of ``partitions`` partitions (and of
-    one that does not exist) and of every broker, equal on both sides (rows or refusal, word for word); returns
-    how many answers were refusals. The answers Spark gives as rows come from one action per entity, each
+    """Every entity at each offset and time (epoch ms), the history views of ``partitions`` partitions and two
+    brokers (and of one of each that does not exist), equal on both sides (rows or refusal, word for word);
+    returns how many answers were refusals. The answers Spark gives as rows come from one action per entity, each
     refusal from a query of its own (a refusal fails the whole query)."""
     from udfs.sql import register
 
@@ -141,7 +142,9 @@ def assert_answers_equal(
                 p,
             )
             refused += isinstance(mine_rows, str)
-    brokers = spark.sql(f"SELECT DISTINCT id FROM delta.`{warehouse / 'brokers'}`").collect()
+    brokers = spark.sql(
+        f"SELECT DISTINCT id FROM delta.`{warehouse / 'brokers'}` ORDER BY id LIMIT 2"
+    ).collect()
     for b in [*(r["id"] for r in brokers), 999]:
         mine_rows = _mine(answers.broker_history, warehouse, b)
         assert mine_rows == _theirs(spark, f"SELECT * FROM broker_history({b})"), b

@@ -5,7 +5,7 @@ shipped as the built package (:mod:`kraftlake.bench.standalone`).
 built from the sources (what ``make dist`` builds: a wheel with ``schemas/`` packed as ``kraftlake/_schemas``).
 The cluster's ``sql`` job must print the partitions the oracle (the image) holds at that offset; a fleet of four
 clusters ingested by one ``spark-submit`` (their histories replayed on both workers) must answer each cluster's
-image. The tests need no local session (they run beside the Spark tests' worker). Every ``kraftlake`` import on
+image (``make test-fleet``: minutes; ``make test`` covers the executor replay in local mode). The tests need no local session (they run beside the Spark tests' worker). Every ``kraftlake`` import on
 an executor is the shipped package's (:func:`kraftlake.bench.standalone.isolated_python`), and a probe job asserts
 it.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -157,6 +158,10 @@ spark.stop()
 """
 
 
+@pytest.mark.skipif(
+    os.environ.get("KRAFTLAKE_FLEET") != "1",
+    reason="four clusters on the standalone cluster take minutes: KRAFTLAKE_FLEET=1 (make test-fleet)",
+)
 def test_a_fleet_replayed_on_two_workers(tmp_path: Path, cluster: Cluster) -> None:
     from warehouse_states import canon
 

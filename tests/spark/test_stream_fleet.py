@@ -4,7 +4,7 @@ In ``make test`` (cheap, no Kafka): a fleet of an address where nothing listens 
 holds: the first recorded ``unreachable`` with its error, the second refused naming the holder,
 ``fleet_status()`` and ``kraftlake fleet status`` telling so.
 
-With ``KRAFTLAKE_FLEET_KAFKA=1`` (``make test-fleet``: two Kafka JVMs and three streaming queries, minutes on a
+With ``KRAFTLAKE_FLEET=1`` (``make test-fleet``: two Kafka JVMs and three streaming queries, minutes on a
 loaded machine): two live Kafka 4.3.1 clusters (one combined node each) and an address where nothing listens.
 One run follows ``east`` and the dead one (given in a fleet file), a second run adds
 ``west`` to the warehouse while the first goes on (a lock per cluster, nothing rebuilt); each live cluster's
@@ -39,8 +39,8 @@ WAIT_S = 300.0
 #: micro-batch takes a second or two to commit, so "0" is seen only when a commit is quicker than that.
 CAUGHT_UP_LAG = 3
 live_kafka = pytest.mark.skipif(
-    os.environ.get("KRAFTLAKE_FLEET_KAFKA") != "1",
-    reason="two Kafka JVMs: KRAFTLAKE_FLEET_KAFKA=1 (make test-fleet)",
+    os.environ.get("KRAFTLAKE_FLEET") != "1",
+    reason="two Kafka JVMs: KRAFTLAKE_FLEET=1 (make test-fleet)",
 )
 
 
