@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from kraftlake.delta.scan import Bound
 from kraftlake.history import ENTITIES
 from kraftlake.warehouse.tables import BOUNDS, CLOSES, OFFSETS, Warehouse, WarehouseError, close_key
-from kraftlake.warehouse.versions import state_rows
+from kraftlake.warehouse.versions import pending_closes, state_rows
 
 # the messages' parts, as kraftlake.spark.tables.queries has them (tests check that both agree)
 BEFORE_RETAINED = "before the retained history"
@@ -123,18 +123,6 @@ def offset_at_time(wh: Warehouse, at_time: datetime | str) -> int | None:
     return None if top is None else int(top)
 
 
-def _pending(wh: Warehouse, table: str, at_most: int | None = None) -> dict[str, list[int]]:
-    """Every pending close's ``to_offset`` per key of ``table`` (those up to ``at_most``)."""
-    bounds = [Bound("entity", "==", table)]
-    if at_most is not None:
-        bounds.append(Bound("to_offset", "<=", at_most))
-    rows = wh.read(CLOSES, tuple(bounds), columns=["key", "to_offset"])
-    out: dict[str, list[int]] = {}
-    for key, to in zip(rows.column("key").to_pylist(), rows.column("to_offset").to_pylist(), strict=True):
-        out.setdefault(key, []).append(int(to))
-    return out
-
-
 def _key(table: str, row: dict[str, Any]) -> str:
     return close_key(tuple(row[k] for k in ENTITIES[table].key))
 
@@ -182,7 +170,7 @@ def history(wh: Warehouse, table: str, bounds: tuple[Bound, ...]) -> Answer:
     the first pending close of its key after its ``from_offset`` (:func:`~kraftlake.spark.tables.queries.history_query`)."""
     columns = [*ENTITIES[table].names, "from_offset", "to_offset"]
     found = wh.read(table, bounds)
-    closes = _pending(wh, table)
+    closes = pending_closes(wh, table)
     rows = _rows(found, columns)
     for row in rows:
         if row["to_offset"] is None:
