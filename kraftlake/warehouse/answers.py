@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from kraftlake.delta.scan import Bound
 from kraftlake.history import ENTITIES
-from kraftlake.warehouse.tables import BOUNDS, CLOSES, OFFSETS, Warehouse, WarehouseError, close_key
+from kraftlake.warehouse.tables import BOUNDS, OFFSETS, Warehouse, WarehouseError, close_key
 from kraftlake.warehouse.versions import pending_closes, state_rows
 
 # the messages' parts, as kraftlake.spark.tables.queries has them (tests check that both agree)
