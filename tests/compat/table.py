@@ -4,8 +4,9 @@
 
 Rows are releases, columns the cases of ``tests/compat`` (single node static / dynamic, its log in a warehouse, a
 late follower that installs a snapshot, three controllers with a leader kill, a delegation token, a ZooKeeper
-migration's log); a cell is ``pass``, ``FAIL`` (with the first line of the failure) or ``-`` (not run: no dynamic
-quorum before 3.9). The table replaces what is between the ``compat-table`` markers of the README.
+migration's log); a cell is ``pass``, ``FAIL`` (with the first line of the failure), ``n/a`` (the case skipped
+itself: the release cannot have it; its reason is listed under the table) or ``-`` (no such case for
+the release: no dynamic quorum before 3.9, a ZooKeeper migration in 3.4-3.9 only). The table replaces what is between the ``compat-table`` markers of the README.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ the module's other tests share the module's."""
 _CASE = re.compile(r"\[(?P<version>\d+\.\d+\.\d+)-(?P<quorum>static|dynamic)\]$")
 
 
-def results(junit: Path) -> dict[str, dict[str, str]]:
-    """release -> column -> cell."""
+def results(junit: Path, reasons: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """release -> column -> cell; ``reasons`` gets each skipped case's reason, by release and column."""
     out: dict[str, dict[str, str]] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         m = _CASE.search(case.get("name", ""))
@@ -57,8 +58,11 @@ def results(junit: Path) -> dict[str, dict[str, str]]:
         if failure is not None:
             first = (failure.get("message") or "failed").splitlines()[0][:80].replace("|", "/")
             cell = f"FAIL: {first}"
-        elif case.find("skipped") is not None:
-            cell = "skipped"
+        elif (skipped := case.find("skipped")) is not None:
+            cell = "n/a"
+            if reasons is not None:
+                reason = (skipped.get("message") or "skipped").removeprefix("Skipped: ").splitlines()[0]
+                reasons[f"{m['version']}, {column}"] = reason
         else:
             cell = "pass"
         cells = out.setdefault(m["version"], {})
@@ -69,7 +73,7 @@ def results(junit: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-def table(rows: dict[str, dict[str, str]], when: str) -> str:
+def table(rows: dict[str, dict[str, str]], when: str, reasons: dict[str, str] | None = None) -> str:
     cols = list(COLUMNS.values())
     lines = [
         f"Last `make compat` run: {when}.",
@@ -80,12 +84,16 @@ def table(rows: dict[str, dict[str, str]], when: str) -> str:
     for version in sorted(rows, key=lambda v: tuple(int(p) for p in v.split("."))):
         cells = [rows[version].get(c, "-") for c in cols]
         lines.append(f"| {version} | " + " | ".join(cells) + " |")
+    if reasons:
+        lines.append("")
+        lines.extend(f"- n/a ({where}): {why}" for where, why in reasons.items())
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
     junit, readme = Path(argv[0]), Path(argv[1])
-    rows = results(junit)
+    reasons: dict[str, str] = {}
+    rows = results(junit, reasons)
     if not rows:
         print(f"{junit}: no compatibility cases in it; README left as it was", file=sys.stderr)
         return 1
@@ -96,7 +104,7 @@ def main(argv: list[str]) -> int:
         return 1
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{table(rows, when)}\n{END}{tail}")
+    readme.write_text(f"{head}{START}\n{table(rows, when, reasons)}\n{END}{tail}")
     print(f"{readme}: compatibility table of {len(rows)} releases written")
     return 0
 
