@@ -72,14 +72,15 @@ class PartitionColumns:
     def to_offset(self, i: int) -> int | None:
         return None if self.end[i] == _OPEN else int(self.end[i])
 
-    def runs(self, holds: np.ndarray) -> list[tuple[int, int]]:
+    def run_bounds(self, holds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first and last version of each maximal run of consecutive versions of a partition (each starting
-        where the one before ended) for which ``holds``, in version order."""
+        where the one before ended) for which ``holds``, in version order, as two arrays."""
         begins = holds & ~(self.follows & np.concatenate([[False], holds[:-1]]))
-        firsts = np.flatnonzero(begins)
-        if not len(firsts):
-            return []
         # a run goes on while the next version holds and follows
         goes_on = np.concatenate([holds[1:] & self.follows[1:], [False]])
-        ends = np.flatnonzero(holds & ~goes_on)
+        return np.flatnonzero(begins), np.flatnonzero(holds & ~goes_on)
+
+    def runs(self, holds: np.ndarray) -> list[tuple[int, int]]:
+        """:meth:`run_bounds` as pairs."""
+        firsts, ends = self.run_bounds(holds)
         return list(zip(firsts.tolist(), ends.tolist(), strict=True))

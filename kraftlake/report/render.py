@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from kraftlake.plot.time_axis import utc_text
+from kraftlake.report.column_rows import ROW_SEPARATOR, ColumnRows, json_lines
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 
 FORMATS = ("html", "md", "json")
@@ -42,8 +43,9 @@ def _heading(column: str) -> str:
 
 def to_json(report: Report) -> str:
     """The whole report as JSON: the window, and per section its summary, columns, every row and its SQL; one
-    row a line (a window can hold hundreds of thousands: each row is encoded by json's C encoder, which an
-    indented document would not use, and tuples are JSON arrays as they are)."""
+    row a line (a window can hold hundreds of thousands: rows held as columns are written by column
+    (:func:`~.column_rows.json_lines`), the others each by json's C encoder, which an indented document would
+    not use; tuples are JSON arrays as they are)."""
     w = report.window
     head = {
         "cluster": report.cluster,
@@ -54,9 +56,12 @@ def to_json(report: Report) -> str:
     sections = []
     for s in report.sections:
         about = json.dumps({"key": s.key, "title": s.title, "summary": s.summary, "columns": s.columns})
-        rows = ",\n    ".join(
-            json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows
-        )
+        if isinstance(s.rows, ColumnRows):
+            rows = json_lines(s.rows, s.columns)
+        else:
+            rows = ROW_SEPARATOR.join(
+                json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows
+            )
         body = f"[\n    {rows}\n  ]" if rows else "[]"
         sections.append(f'{about[:-1]}, "rows": {body}, "sql": {json.dumps(s.sql)}}}')
     return json.dumps(head)[:-1] + ', "sections": [\n  ' + ",\n  ".join(sections) + "\n]}\n"

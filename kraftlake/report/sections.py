@@ -18,7 +18,7 @@ import pandas as pd
 
 from kraftlake.history import ENTITIES
 from kraftlake.history.risk import EVENT_KINDS
-from kraftlake.history.risk_intervals import risk_windows_from_history
+from kraftlake.history.risk_intervals import risk_columns_from_history
 from kraftlake.image.render import (
     ACL_OPERATIONS,
     ACL_PATTERN_TYPES,
@@ -31,16 +31,8 @@ from kraftlake.report import sql
 from kraftlake.report.intervals import Row, Run, changes, in_window, plain, runs
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 from kraftlake.report.partition_columns import PartitionColumns
+from kraftlake.report.run_columns import RUN_COLUMNS, availability_rows, risk_rows
 
-RUN_COLUMNS = [
-    "from_offset",
-    "to_offset",
-    "from_time_ms",
-    "to_time_ms",
-    "duration_ms",
-    "before_window",
-    "ongoing",
-]
 #: Topics (brokers) named one by one in a section's summary; the table has them all.
 TOP = 10
 #: ``LeaderRecoveryState.RECOVERING``: a leader elected uncleanly that has not yet recovered its log.
@@ -175,50 +167,27 @@ def partition_state(v: Row) -> str:
 
 
 def availability_section(data: ReportInput) -> Section:
-    """Runs in which a partition was under-replicated or offline, with their durations, summed up per topic."""
-    lo, hi = data.window.lo, data.window.hi
-    pc = data.partition_columns()
-    rows: list[dict[str, Any]] = []
-    offline = pc.leader == -1
-    under = ~offline & (pc.isr_len < pc.replicas_len)
-    for state, holds in (("under-replicated", under), ("offline", offline)):
-        for first, last in pc.runs(holds):
-            run = Run(None, int(pc.start[first]), pc.to_offset(last), {}, {})
-            if in_window(run, lo, hi):
-                rows.append(
-                    {
-                        "topic": pc.value("topic", first),
-                        "partition": pc.value("partition", first),
-                        "state": state,
-                        "isr": list(pc.value("isr", first) or ()),
-                        "replicas": list(pc.value("replicas", first) or ()),
-                        **_run_cells(data, run),
-                    }
-                )
-    rows.sort(key=lambda r: (r["from_offset"], r["topic"], r["partition"], r["state"]))
-    per_topic: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        per_topic.setdefault(r["topic"], []).append(r)
+    """Runs in which a partition was under-replicated or offline, with their durations, summed up per topic
+    (built as columns, :func:`~.run_columns.availability_rows`)."""
+    found = availability_rows(data, data.partition_columns(), TOP)
+    rows = found.rows
     summary = []
-    if rows:
-        offline = {(r["topic"], r["partition"]) for r in rows if r["state"] == "offline"}
-        under = {(r["topic"], r["partition"]) for r in rows if r["state"] == "under-replicated"}
+    if len(rows):
         summary.append(
-            f"{len(offline)} partition(s) offline and {len(under)} under-replicated at some point, "
-            f"in {len(per_topic)} topic(s)"
+            f"{found.offline} partition(s) offline and {found.under} under-replicated at some point, "
+            f"in {found.topic_count} topic(s)"
         )
     # the topics with the longest windows first: what an operator looks at
-    worst = sorted(per_topic.items(), key=lambda kv: -max(r["duration_ms"] or 0 for r in kv[1]))
-    for topic, mine in worst[:TOP]:
+    for topic, about in found.topics:
         parts = []
         for state in ("offline", "under-replicated"):
-            spans = [r for r in mine if r["state"] == state]
-            if spans:
-                partitions = len({r["partition"] for r in spans})
-                parts.append(f"{partitions} partition(s) {state}, longest {_longest(spans)}")
+            if state in about:
+                partitions, longest = about[state]
+                most = "?" if longest is None else duration_text(longest)
+                parts.append(f"{partitions} partition(s) {state}, longest {most}")
         summary.append(f"{topic}: " + "; ".join(parts))
-    if len(worst) > TOP:
-        summary.append(f"... and {len(worst) - TOP} more topic(s) (the table has every window)")
+    if found.topic_count > TOP:
+        summary.append(f"... and {found.topic_count - TOP} more topic(s) (the table has every window)")
     return Section(
         "availability",
         "Under-replicated and offline partitions",
@@ -576,13 +545,6 @@ def tokens_section(data: ReportInput) -> Section:
     )
 
 
-class _Times(dict[int, int]):
-    """Timestamps by offset, None for an offset the window does not know."""
-
-    def __missing__(self, offset: int) -> None:
-        return None
-
-
 def _from_window(data: ReportInput, entity: str) -> pd.DataFrame:
     """The versions of ``entity`` in force from ``lo - 1`` on, each starting no earlier than ``lo - 1``: what
     the risk windows are judged on (a version's first offset is where its piece is judged, and from ``lo - 1``
@@ -607,63 +569,25 @@ _RISK_TEXT = {
 
 def risk_section(data: ReportInput) -> Section:
     """Windows in which a partition could lose acknowledged writes (:mod:`kraftlake.history.risk`), through the
-    window as the other runs are; elections as points."""
-    lo, hi = data.window.lo, data.window.hi
-    times = _Times(zip(data.times["offset"].astype(int), data.times["timestamp"].astype(int), strict=True))
-    windows = risk_windows_from_history(
-        _from_window(data, "partitions"), _from_window(data, "configs"), _from_window(data, "brokers"), times
+    window as the other runs are; elections as points. Built as columns (:mod:`~.run_columns`): a day of a
+    large cluster holds hundreds of thousands of windows."""
+    found = risk_rows(
+        data,
+        risk_columns_from_history(
+            _from_window(data, "partitions"), _from_window(data, "configs"), _from_window(data, "brokers")
+        ),
     )
-    end_ms = data.window.hi_ms
-    rows: list[dict[str, Any]] = []
-    for w in windows:
-        f, t, event = w.from_offset, w.to_offset, w.kind in EVENT_KINDS
-        if f > hi or (t is not None and t <= lo) or (event and f < lo):
-            continue
-        # the run's cells (_run_cells), inline: a whole history holds millions of windows
-        start = f if f > lo else lo
-        end = t if t is not None and t <= hi and not event else None
-        start_ms = times[start]
-        to_ms = times[end] if end is not None else None
-        stop_ms = to_ms if end is not None else end_ms
-        rows.append(
-            {
-                "kind": w.kind,
-                "topic": w.topic,
-                "partition": w.partition,
-                "leader": w.leader,
-                "isr": list(w.isr),
-                "min_isr": w.min_isr,
-                "min_isr_source": w.min_isr_source,
-                "previous_leader": w.previous_leader,
-                "from_offset": start,
-                "to_offset": end,
-                "from_time_ms": start_ms,
-                "to_time_ms": to_ms,
-                "duration_ms": None if event or start_ms is None or stop_ms is None else stop_ms - start_ms,
-                "before_window": f < lo,
-                "ongoing": end is None and not event,
-            }
-        )
-    rows.sort(key=lambda r: (r["from_offset"], r["topic"], r["partition"], r["kind"]))
+    rows = found.rows
     summary = []
-    if rows:
-        parts: dict[str, set[tuple[str, int]]] = {}
-        counts: Counter[str] = Counter()
-        longest: dict[str, int] = {}
-        for r in rows:
-            kind = r["kind"]
-            parts.setdefault(kind, set()).add((r["topic"], r["partition"]))
-            counts[kind] += 1
-            if r["duration_ms"] is not None and r["duration_ms"] > longest.get(kind, -1):
-                longest[kind] = r["duration_ms"]
-        every = set().union(*parts.values())
-        summary.append(f"{len(every)} partition(s) could have lost acknowledged writes or refused them")
+    if len(rows):
+        summary.append(f"{found.partitions} partition(s) could have lost acknowledged writes or refused them")
         for kind in RISK_KINDS:
-            if counts[kind]:
-                most = duration_text(longest[kind]) if kind in longest else "?"
-                extra = "" if kind in EVENT_KINDS else f", longest {most}"
+            if found.counts.get(kind):
+                most = found.longest.get(kind)
+                extra = "" if kind in EVENT_KINDS else f", longest {'?' if most is None else duration_text(most)}"
                 summary.append(
-                    f"{_RISK_TEXT[kind]}: {len(parts[kind])} partition(s), {counts[kind]} window(s){extra}"
+                    f"{_RISK_TEXT[kind]}: {found.partitions_of[kind]} partition(s), {found.counts[kind]} window(s)"
+                    f"{extra}"
                 )
     return Section(
         "risk",
