@@ -43,7 +43,7 @@ def output_format(out: str | None, fmt: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.report.render import render
+    from kraftlake.report.render import render_bytes
     from kraftlake.report.sections import build_report
 
     fmt = output_format(args.out, args.format)
@@ -57,12 +57,18 @@ def run(args: argparse.Namespace) -> int:
 
         data = log_dir.report_input(args.log_dir, args.start, args.end, args.cluster)
         source = str(args.log_dir)
-    text = render(build_report(data, source), fmt, data)
+    text = render_bytes(build_report(data, source), fmt, data)
     if args.out is None:
-        sys.stdout.write(text)
+        binary = getattr(sys.stdout, "buffer", None)
+        if binary is None:  # a text stream only (an embedding's)
+            sys.stdout.write(text.decode("utf-8"))
+        else:
+            sys.stdout.flush()
+            binary.write(text)
+            binary.flush()
     else:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        out.write_bytes(text)
         print(f"kraftlake report: wrote {out} ({data.window.text()})", file=sys.stderr)
     return 0

@@ -136,9 +136,10 @@ class _Cover:
 
 
 def _codes(values: Iterable[Any]) -> tuple[np.ndarray, dict[Any, int]]:
-    table: dict[Any, int] = {}
-    codes = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64)
-    return codes, table
+    """A code per value (equal values, equal codes; numbered in order of first appearance), and the table."""
+    column = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    codes, uniques = pd.factorize(column, sort=False)
+    return codes.astype(np.int64), {u: i for i, u in enumerate(uniques.tolist())}
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,9 @@ class _Versions:
         lo = _positions(partitions["from_offset"], open_end=False)
         rows = partitions.assign(_lo=lo).sort_values(["topic_id", "partition", "_lo"], kind="stable")
         rows = rows.reset_index(drop=True)
-        part, _ = _codes(zip(rows["topic_id"], rows["partition"], strict=True))
+        topic_code, _ = _codes(rows["topic_id"])
+        index = rows["partition"].to_numpy(dtype=np.int64)
+        part = topic_code * (int(index.max()) + 1 if len(index) else 1) + index
         isr = [_tuple(v) for v in rows["isr"]]
         isr_code, _ = _codes(isr)
         return _Versions(
@@ -173,7 +176,7 @@ class _Versions:
             isr,
             isr_code,
             np.fromiter((len(t) for t in isr), dtype=np.int64, count=len(isr)),
-            np.fromiter((len(_tuple(v)) for v in rows["replicas"]), dtype=np.int64, count=len(rows)),
+            np.fromiter((0 if v is None else len(v) for v in rows["replicas"]), dtype=np.int64, count=len(rows)),
             rows["leader_recovery_state"].to_numpy(dtype=np.int64),
         )
 

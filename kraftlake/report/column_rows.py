@@ -109,12 +109,20 @@ def _json_values(column: pa.Array) -> pa.Array:
     return pc.fill_null(pc.cast(text, pa.large_string()), "null")
 
 
-def json_lines(rows: ColumnRows, columns: Sequence[str]) -> str:
+def _separators(n: int) -> pa.Array:
+    """:data:`ROW_SEPARATOR` after each of ``n`` rows but the last, made from its bytes."""
+    sep = ROW_SEPARATOR.encode()
+    offsets = np.minimum(np.arange(n + 1, dtype=np.int64), n - 1) * len(sep)
+    data = sep * (n - 1)
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def json_lines(rows: ColumnRows, columns: Sequence[str]) -> memoryview:
     """The rows as ``json.dumps`` writes each as a dict of ``columns`` (a missing column's values ``null``),
-    joined by :data:`ROW_SEPARATOR`; empty for no rows."""
+    joined by :data:`ROW_SEPARATOR`, as ASCII bytes (a view of Arrow's buffer); empty for no rows."""
     n = len(rows)
     if not n:
-        return ""
+        return memoryview(b"")
     held = rows.table
     parts: list[Any] = []
     for k, name in enumerate(columns):
@@ -124,11 +132,10 @@ def json_lines(rows: ColumnRows, columns: Sequence[str]) -> str:
         else:
             parts.append(_text("null"))
     parts.append(_text("}"))
-    ends = pa.array([ROW_SEPARATOR] * (n - 1) + [""], pa.large_string())
-    text = pc.binary_join_element_wise(*parts, ends, _text(""))
+    text = pc.binary_join_element_wise(*parts, _separators(n), _text(""))
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
     offsets = np.frombuffer(text.buffers()[1], dtype=np.int64, count=n + 1, offset=text.offset * 8)
     data = text.buffers()[2]
     assert data is not None
-    return data.to_pybytes()[int(offsets[0]) : int(offsets[-1])].decode("utf-8")
+    return memoryview(data)[int(offsets[0]) : int(offsets[-1])]

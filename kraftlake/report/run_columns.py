@@ -108,7 +108,8 @@ def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
     v = c.versions
     kind, at, f, t = c.kind[keep], c.at[keep], c.start[keep], c.end[keep]
     min_isr, source, previous, event = c.min_isr[keep], c.source[keep], c.previous[keep], event[keep]
-    names, topic_code = np.unique(v.rows["topic"].to_numpy()[at].astype(str), return_inverse=True)
+    names, topic_of = np.unique(v.rows["topic"].to_numpy().astype(str), return_inverse=True)
+    topic_code = topic_of[at]
     partition = v.rows["partition"].to_numpy(dtype=np.int64)[at]
     kind_rank = np.argsort(np.argsort(np.array(KINDS, dtype=str)))[kind]
     order = np.lexsort((kind_rank, partition, topic_code, np.maximum(f, lo)))
@@ -183,8 +184,9 @@ def availability_rows(data: ReportInput, pc: PartitionColumns, top: int) -> Avai
     start, end = pc.start[first], pc.end[last]
     inside = (start <= hi) & ((end == -1) | (end > lo))
     first, state, start, end = first[inside], state[inside], start[inside], end[inside]
-    topic_names = pc.frame["topic"].to_numpy()[first].astype(str) if len(first) else np.zeros(0, dtype=str)
-    names, topic = np.unique(topic_names, return_inverse=True)
+    held = pc.frame["topic"].to_numpy().astype(str) if len(pc.frame) else np.zeros(0, dtype=str)
+    names, topic_of = np.unique(held, return_inverse=True)
+    topic = topic_of[first] if len(first) else first
     partition = pc.frame["partition"].to_numpy(dtype=np.int64)[first] if len(first) else first
     order = np.lexsort((state, partition, topic, np.maximum(start, lo)))
     first, state, start, end, topic, partition = (
@@ -212,8 +214,9 @@ def availability_rows(data: ReportInput, pc: PartitionColumns, top: int) -> Avai
     np.maximum.at(worst, topic, spans)
     seen = np.full(len(names), len(topic), dtype=np.int64)
     np.minimum.at(seen, topic, np.arange(len(topic)))
+    present = seen < len(topic)
     topics = []
-    for t in np.lexsort((seen, -worst))[:top].tolist():
+    for t in [t for t in np.lexsort((seen, -worst)).tolist() if present[t]][:top]:
         about: dict[str, tuple[int, int | None]] = {}
         for code, name in enumerate(STATES):
             mine = (topic == t) & (state == code)
@@ -229,5 +232,5 @@ def availability_rows(data: ReportInput, pc: PartitionColumns, top: int) -> Avai
         len(np.unique(pair[state == 0])),
         len(np.unique(pair[state == 1])),
         topics,
-        len(names),
+        int(present.sum()),
     )

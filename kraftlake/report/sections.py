@@ -28,7 +28,7 @@ from kraftlake.image.render import (
     enum_name,
 )
 from kraftlake.report import sql
-from kraftlake.report.intervals import Row, Run, changes, in_window, plain, runs
+from kraftlake.report.intervals import Row, Run, changes, in_window, plain, rows_of, runs
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 from kraftlake.report.partition_columns import PartitionColumns
 from kraftlake.report.run_columns import RUN_COLUMNS, availability_rows, risk_rows
@@ -214,6 +214,20 @@ def election_kind(prev: Row, v: Row) -> str:
     return "unclean"
 
 
+#: The partition version cells an election's row and kind are made of.
+_ELECTION_CELLS = (
+    "from_offset",
+    "topic",
+    "partition",
+    "leader",
+    "leader_epoch",
+    "leader_recovery_state",
+    "isr",
+    "eligible_leader_replicas",
+    "last_known_elr",
+)
+
+
 def elections_section(data: ReportInput) -> Section:
     """Every change of a partition's leader in the window, and how the new one was chosen."""
     lo, hi = data.window.lo, data.window.hi
@@ -222,8 +236,11 @@ def elections_section(data: ReportInput) -> Section:
     changed[1:] = pc.leader[1:] != pc.leader[:-1]
     inside = (pc.start >= lo) & (pc.start <= hi)
     rows = []
-    for i in np.flatnonzero(pc.follows & changed & inside).tolist():
-        prev, v = _version(pc, i - 1), _version(pc, i)
+    at = np.flatnonzero(pc.follows & changed & inside)
+    befores, afters = (
+        rows_of(pc.frame.iloc[i][list(_ELECTION_CELLS)]) if len(at) else [] for i in (at - 1, at)
+    )
+    for prev, v in zip(befores, afters, strict=True):
         rows.append(
             {
                 "offset": v["from_offset"],
