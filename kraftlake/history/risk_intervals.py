@@ -175,7 +175,7 @@ class _Versions:
             rows["leader"].to_numpy(dtype=np.int64),
             isr,
             isr_code,
-            np.fromiter((len(t) for t in isr), dtype=np.int64, count=len(isr)),
+            np.fromiter(map(len, isr), dtype=np.int64, count=len(isr)),
             np.fromiter((0 if v is None else len(v) for v in rows["replicas"]), dtype=np.int64, count=len(rows)),
             rows["leader_recovery_state"].to_numpy(dtype=np.int64),
         )
@@ -251,10 +251,8 @@ def _under_min_isr(v: _Versions, configs: pd.DataFrame) -> _Pieces:
     span = (np.arange(len(v.lo)), v.lo, v.hi)
     which, lo, hi = _stage(_min_isr_cover(configs, "TOPIC", topics), topic_code, span, 0, found)
     led = v.leader[which] != -1
-    brokers: dict[str, int] = {}
-    broker_code = np.fromiter(
-        (brokers.setdefault(str(x), len(brokers)) for x in v.leader[which][led].tolist()), dtype=np.int64
-    )
+    ids, broker_code = np.unique(v.leader[which][led], return_inverse=True)
+    brokers = {str(b): i for i, b in enumerate(ids.tolist())}
     led_span = (which[led], lo[led], hi[led])
     bw, blo, bhi = _stage(_min_isr_cover(configs, "BROKER", brokers), broker_code, led_span, 1, found)
     span = (
@@ -272,18 +270,18 @@ def _under_min_isr(v: _Versions, configs: pd.DataFrame) -> _Pieces:
 
 def _offline(v: _Versions, brokers: pd.DataFrame) -> _Pieces:
     """Versions without a leader, and the parts of the others during which the leader's broker is not live."""
-    ids: dict[int, int] = {}
+    led = np.flatnonzero(v.leader != -1)
     if len(brokers):
         live = brokers[~brokers["fenced"].astype(bool)]
-        key = np.fromiter((ids.setdefault(int(b), len(ids)) for b in live["id"]), dtype=np.int64)
+        live_ids = live["id"].to_numpy(dtype=np.int64)
         lo = _positions(live["from_offset"], open_end=False)
         hi = _positions(live["to_offset"], open_end=True)
     else:
-        key = lo = hi = np.zeros(0, dtype=np.int64)
-    led = np.flatnonzero(v.leader != -1)
-    leader_code = np.fromiter(
-        (ids.setdefault(int(x), len(ids)) for x in v.leader[led].tolist()), dtype=np.int64
-    )
+        live_ids = lo = hi = np.zeros(0, dtype=np.int64)
+    # one code per broker id, live or only leading
+    ids = np.unique(np.concatenate([live_ids, v.leader[led]]))
+    key = np.searchsorted(ids, live_ids).astype(np.int64)
+    leader_code = np.searchsorted(ids, v.leader[led]).astype(np.int64)
     cover = _Cover.of(len(ids), key, lo, hi, np.ones(len(key), dtype=np.int64))
     at, plo, phi, value = cover.join(leader_code, v.lo[led], v.hi[led])
     down = value == NONE

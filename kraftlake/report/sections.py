@@ -288,27 +288,45 @@ def elections_section(data: ReportInput) -> Section:
     )
 
 
+def _members(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The members of each array cell (None: empty) as (cell position, member) pairs."""
+    parts = [np.asarray(() if x is None else x, dtype=np.int64) for x in cells.tolist()]
+    sizes = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return np.repeat(np.arange(len(parts)), sizes), flat
+
+
 def isr_section(data: ReportInput) -> Section:
     """ISR shrinks and expansions per topic: a new version whose ISR lost (shrink) or gained (expansion)
-    members."""
+    members, found by column operations over the window's changes (members as (change, broker) pairs)."""
     lo, hi = data.window.lo, data.window.hi
-    per_topic: dict[str, dict[str, Any]] = {}
     pc = data.partition_columns()
-    inside = pc.follows & (pc.start >= lo) & (pc.start <= hi)
-    isr = pc.frame["isr"] if len(pc.frame) else pd.Series([], dtype=object)
-    for i in np.flatnonzero(inside).tolist():
-        before, after = set(plain(isr.iat[i - 1]) or ()), set(plain(isr.iat[i]) or ())
-        if before == after:
-            continue
-        topic = pc.value("topic", i)
-        t = per_topic.setdefault(topic, {"topic": topic, "shrinks": 0, "expands": 0, "parts": set()})
-        t["shrinks"] += bool(before - after)
-        t["expands"] += bool(after - before)
-        t["parts"].add(pc.value("partition", i))
-    rows = [
-        {"topic": t["topic"], "shrinks": t["shrinks"], "expands": t["expands"], "partitions": len(t["parts"])}
-        for t in sorted(per_topic.values(), key=lambda t: (-(t["shrinks"] + t["expands"]), t["topic"]))
-    ]
+    at = np.flatnonzero(pc.follows & (pc.start >= lo) & (pc.start <= hi))
+    rows: list[dict[str, Any]] = []
+    if len(at):
+        cells = pc.frame["isr"].to_numpy()
+        (was, old), (now, new) = _members(cells[at - 1]), _members(cells[at])
+        low = min(int(old.min(initial=0)), int(new.min(initial=0)))
+        width = max(int(old.max(initial=0)), int(new.max(initial=0))) - low + 1
+        before, after = was * width + (old - low), now * width + (new - low)
+        shrink = np.bincount(was[~np.isin(before, after)], minlength=len(at)) > 0
+        expand = np.bincount(now[~np.isin(after, before)], minlength=len(at)) > 0
+        changed = shrink | expand
+        names, topic = np.unique(pc.frame["topic"].to_numpy()[at][changed].astype(str), return_inverse=True)
+        partition = pc.frame["partition"].to_numpy(dtype=np.int64)[at][changed]
+        shrinks = np.bincount(topic, weights=shrink[changed], minlength=len(names)).astype(np.int64)
+        expands = np.bincount(topic, weights=expand[changed], minlength=len(names)).astype(np.int64)
+        pairs = np.unique(topic * (int(partition.max(initial=0)) + 1) + partition)
+        parts = np.bincount(pairs // (int(partition.max(initial=0)) + 1), minlength=len(names))
+        for t in np.lexsort((np.arange(len(names)), -(shrinks + expands))).tolist():
+            rows.append(
+                {
+                    "topic": str(names[t]),
+                    "shrinks": int(shrinks[t]),
+                    "expands": int(expands[t]),
+                    "partitions": int(parts[t]),
+                }
+            )
     shrinks, expands = sum(r["shrinks"] for r in rows), sum(r["expands"] for r in rows)
     summary = (
         [f"{shrinks} ISR shrink(s) and {expands} expansion(s) over {len(rows)} topic(s)"]
