@@ -43,7 +43,7 @@ def output_format(out: str | None, fmt: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraftlake.report.render import render_bytes
+    from kraftlake.report.render import render_chunks
     from kraftlake.report.sections import build_report
 
     fmt = output_format(args.out, args.format)
@@ -57,18 +57,21 @@ def run(args: argparse.Namespace) -> int:
 
         data = log_dir.report_input(args.log_dir, args.start, args.end, args.cluster)
         source = str(args.log_dir)
-    text = render_bytes(build_report(data, source), fmt, data)
+    chunks = render_chunks(build_report(data, source), fmt, data)
     if args.out is None:
         binary = getattr(sys.stdout, "buffer", None)
         if binary is None:  # a text stream only (an embedding's)
-            sys.stdout.write(text.decode("utf-8"))
+            sys.stdout.write(b"".join(chunks).decode("utf-8"))
         else:
             sys.stdout.flush()
-            binary.write(text)
+            for chunk in chunks:
+                binary.write(chunk)
             binary.flush()
     else:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(text)
+        with out.open("wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
         print(f"kraftlake report: wrote {out} ({data.window.text()})", file=sys.stderr)
     return 0

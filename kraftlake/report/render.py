@@ -47,10 +47,15 @@ def to_json(report: Report) -> str:
 
 
 def json_bytes(report: Report) -> bytes:
-    """The whole report as JSON (ASCII): the window, and per section its summary, columns, every row and its
-    SQL; one row a line (a window can hold hundreds of thousands: rows held as columns are written by column,
-    :func:`~.column_rows.json_lines`, the others each by json's C encoder, which an indented document would not
-    use; tuples are JSON arrays as they are). The rows' bytes are copied once, into the document."""
+    """The whole report as JSON (ASCII): :func:`json_chunks` joined."""
+    return b"".join(json_chunks(report))
+
+
+def json_chunks(report: Report) -> list[bytes | memoryview]:
+    """The whole report as JSON (ASCII), in pieces to write one after the other: the window, and per section its
+    summary, columns, every row and its SQL; one row a line (a window can hold hundreds of thousands: rows held
+    as columns are written by column, :func:`~.column_rows.json_lines`, the others each by json's C encoder,
+    which an indented document would not use; tuples are JSON arrays as they are)."""
     w = report.window
     head = {
         "cluster": report.cluster,
@@ -71,7 +76,7 @@ def json_bytes(report: Report) -> bytes:
         parts.extend((b"[\n    ", rows, b"\n  ]") if len(rows) else (b"[]",))
         parts.append(f', "sql": {json.dumps(s.sql)}}}'.encode())
     parts.append(b"\n]}\n")
-    return b"".join(parts)
+    return parts
 
 
 def _md_escape(text: str) -> str:
@@ -200,11 +205,12 @@ def to_html(report: Report, data: ReportInput | None = None) -> str:
     return "".join(parts)
 
 
-def render_bytes(report: Report, fmt: str, data: ReportInput | None = None) -> bytes:
-    """``report`` in ``fmt`` (:data:`FORMATS`) as UTF-8, what a command writes (JSON without a text copy)."""
+def render_chunks(report: Report, fmt: str, data: ReportInput | None = None) -> list[bytes | memoryview]:
+    """``report`` in ``fmt`` (:data:`FORMATS`) as UTF-8 pieces, what a command writes one after the other (the
+    JSON's rows never copied into one document)."""
     if fmt == "json":
-        return json_bytes(report)
-    return render(report, fmt, data).encode("utf-8")
+        return json_chunks(report)
+    return [render(report, fmt, data).encode("utf-8")]
 
 
 def render(report: Report, fmt: str, data: ReportInput | None = None) -> str:
