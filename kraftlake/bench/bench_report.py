@@ -10,7 +10,8 @@ bench's work dir. The day timed is the log's last whole UTC day (``T1 = 00:00:00
 
 Figures (medians of ``RUNS`` runs, wall time of the whole process; env ``KRAFTLAKE_BENCH_REPORT_RUNS``):
 
-- ``report_day_<fmt>_s``: ``kraftlake report --warehouse W --from T1 --to T2 --format json|md|html``;
+- ``report_day_<fmt>_s``: ``kraftlake report --warehouse W --from T1 --to T2 --format json|md|html --out F``
+  (a file, as a user keeps a report; the bench reads it afterwards); ``report_day_json_mb`` its JSON's size;
   ``report_day_offsets``/``report_day_records``: the day's first and last offset and how many records it holds;
   ``report_day_risk_rows``: the data-at-risk rows it found;
 - ``report_<n>_s``: the same in JSON over the last ``n`` offsets (``--from``/``--to`` their ISO-8601 times);
@@ -104,8 +105,10 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     figures: dict[str, Any] = {"records": last + 1, "days": DAYS, "runs": RUNS, "day": f"{day[1]} .. {day[3]}"}
     report = ["report", "--warehouse", str(warehouse)]
     for name, bounds in windows.items():
-        took, printed = _median([*report, *bounds, "--format", "json"])
+        out = work / f"report-{name}.json"
+        took, _ = _median([*report, *bounds, "--format", "json", "--out", str(out)])
         figures[f"report_{name}_json_s" if name == "day" else f"report_{name}_s"] = round(took, 2)
+        printed = out.read_text(encoding="utf-8")
         shown = json.loads(printed)["window"]
         lo, hi = shown["from_offset"], shown["to_offset"]
         rows = _risk(printed)
@@ -113,8 +116,10 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         if name == "day":
             figures["report_day_offsets"] = f"{lo}..{hi}"
             figures["report_day_records"] = hi - lo + 1
+            figures["report_day_json_mb"] = round(len(printed) / 1e6, 1)
             for fmt in ("md", "html"):
-                took, _ = _median([*report, *bounds, "--format", fmt])
+                page = work / f"report-{name}.{fmt}"
+                took, _ = _median([*report, *bounds, "--format", fmt, "--out", str(page)])
                 figures[f"report_day_{fmt}_s"] = round(took, 2)
         # a time names the first record of its batch: the SQL takes the offsets the report chose
         sql = ["sql", "--warehouse", str(warehouse), "--local", "--format", "jsonl", query(RISK, lo, hi)]

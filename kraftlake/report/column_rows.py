@@ -88,25 +88,26 @@ def _text(value: str) -> pa.Scalar:
 
 
 def _json_values(column: pa.Array) -> pa.Array:
-    """Each cell as the JSON ``json.dumps`` writes for it (``null`` for a missing one), as large strings."""
+    """Each cell as the JSON ``json.dumps`` writes for it (``null`` for a missing one), as large strings (each
+    kernel made to give that type at once: a cast of the result would copy every value again)."""
     t = column.type
     if pa.types.is_null(t):
-        text = pa.array(["null"] * len(column), pa.large_string())
-    elif pa.types.is_boolean(t):
-        text = pc.if_else(column, "true", "false")
+        return pa.array(["null"] * len(column), pa.large_string())
+    if pa.types.is_boolean(t):
+        text = pc.if_else(column, _text("true"), _text("false"))
     elif pa.types.is_integer(t):
-        text = pc.cast(column, pa.string())
+        text = pc.cast(column, pa.large_string())
     elif pa.types.is_string(t) or pa.types.is_large_string(t):
         # few distinct names: each encoded once by json itself (its escapes, ASCII only)
         coded = pc.dictionary_encode(column)
         words = pa.array([json.dumps(w) for w in coded.dictionary.to_pylist()], pa.large_string())
         text = pc.take(words, coded.indices)
     elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type):
-        inner = pc.binary_join(pc.cast(column, pa.list_(pa.string())), ", ")
-        text = pc.binary_join_element_wise("[", inner, "]", "")
+        inner = pc.binary_join(pc.cast(column, pa.list_(pa.large_string())), _text(", "))
+        text = pc.binary_join_element_wise(_text("["), inner, _text("]"), _text(""))
     else:
         raise TypeError(f"a {t} column is not written as JSON columns")
-    return pc.fill_null(pc.cast(text, pa.large_string()), "null")
+    return pc.fill_null(text, _text("null"))
 
 
 def _separators(n: int) -> pa.Array:
