@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kraftlake.report.errors import ReportError
@@ -57,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
         data = log_dir.report_input(args.log_dir, args.start, args.end, args.cluster)
         source = str(args.log_dir)
-    chunks = render_chunks(build_report(data, source), fmt, data)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the large sections' JSON is written by Arrow (without the GIL) while the next sections are computed
+        chunks = render_chunks(build_report(data, source, pool if fmt == "json" else None), fmt, data)
     if args.out is None:
         binary = getattr(sys.stdout, "buffer", None)
         if binary is None:  # a text stream only (an embedding's)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from typing import Any, overload
 
 import numpy as np
@@ -27,6 +28,13 @@ class ColumnRows(Sequence[dict[str, Any]]):
     def __init__(self, table: pa.Table) -> None:
         self.table = table
         self._rows: list[dict[str, Any]] | None = None
+        self._ahead: tuple[tuple[str, ...], Future[memoryview]] | None = None
+
+    def encode_ahead(self, columns: Sequence[str], pool: Executor) -> None:
+        """Start writing the rows' JSON (:func:`json_lines` of ``columns``) on ``pool``: Arrow's kernels run
+        without the GIL, so the rows are written while the rest of the report is computed."""
+        names = tuple(columns)
+        self._ahead = (names, pool.submit(_json_lines, self.table, names))
 
     @staticmethod
     def of(columns: Mapping[str, pa.Array | np.ndarray | list[Any]]) -> ColumnRows:
@@ -120,11 +128,18 @@ def _separators(n: int) -> pa.Array:
 
 def json_lines(rows: ColumnRows, columns: Sequence[str]) -> memoryview:
     """The rows as ``json.dumps`` writes each as a dict of ``columns`` (a missing column's values ``null``),
-    joined by :data:`ROW_SEPARATOR`, as ASCII bytes (a view of Arrow's buffer); empty for no rows."""
-    n = len(rows)
+    joined by :data:`ROW_SEPARATOR`, as ASCII bytes (a view of Arrow's buffer); empty for no rows. Written
+    ahead (:meth:`ColumnRows.encode_ahead`) when it was started for these columns."""
+    names = tuple(columns)
+    if rows._ahead is not None and rows._ahead[0] == names:
+        return rows._ahead[1].result()
+    return _json_lines(rows.table, names)
+
+
+def _json_lines(held: pa.Table, columns: tuple[str, ...]) -> memoryview:
+    n = held.num_rows
     if not n:
         return memoryview(b"")
-    held = rows.table
     parts: list[Any] = []
     for k, name in enumerate(columns):
         parts.append(_text(("{" if k == 0 else ", ") + json.dumps(name) + ": "))
