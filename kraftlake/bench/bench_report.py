@@ -101,8 +101,15 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     day_end = stamps[last] // _DAY_MS * _DAY_MS
     day = ["--from", _iso(day_end - _DAY_MS), "--to", _iso(day_end - 1)]
     windows: dict[str, list[str]] = {"day": day}
-    windows.update({str(n): ["--from", _iso(stamps[last - n + 1]), "--to", _iso(stamps[last])] for n in SPANS})
-    figures: dict[str, Any] = {"records": last + 1, "days": DAYS, "runs": RUNS, "day": f"{day[1]} .. {day[3]}"}
+    windows.update(
+        {str(n): ["--from", _iso(stamps[last - n + 1]), "--to", _iso(stamps[last])] for n in SPANS}
+    )
+    figures: dict[str, Any] = {
+        "records": last + 1,
+        "days": DAYS,
+        "runs": RUNS,
+        "day": f"{day[1]} .. {day[3]}",
+    }
     report = ["report", "--warehouse", str(warehouse)]
     for name, bounds in windows.items():
         out = work / f"report-{name}.json"

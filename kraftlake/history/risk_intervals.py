@@ -176,7 +176,9 @@ class _Versions:
             isr,
             isr_code,
             np.fromiter(map(len, isr), dtype=np.int64, count=len(isr)),
-            np.fromiter((0 if v is None else len(v) for v in rows["replicas"]), dtype=np.int64, count=len(rows)),
+            np.fromiter(
+                (0 if v is None else len(v) for v in rows["replicas"]), dtype=np.int64, count=len(rows)
+            ),
             rows["leader_recovery_state"].to_numpy(dtype=np.int64),
         )
 

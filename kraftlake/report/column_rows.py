@@ -47,7 +47,7 @@ class ColumnRows(Sequence[dict[str, Any]]):
         return self._rows
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return int(self.table.num_rows)
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -59,7 +59,8 @@ class ColumnRows(Sequence[dict[str, Any]]):
         if isinstance(i, slice):
             if self._rows is None and (i.step in (None, 1)):
                 start, stop, _ = i.indices(len(self))
-                return self.table.slice(start, max(0, stop - start)).to_pylist()
+                part: list[dict[str, Any]] = self.table.slice(start, max(0, stop - start)).to_pylist()
+                return part
             return self.rows()[i]
         return self.rows()[i]
 

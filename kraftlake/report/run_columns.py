@@ -5,6 +5,7 @@ runs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,7 +77,7 @@ class RiskRows:
     longest: dict[str, int | None]
 
 
-def _names(names: list[str] | np.ndarray, codes: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+def _names(names: Sequence[str] | np.ndarray, codes: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     """``names[codes]`` as strings (null where not ``valid``)."""
     words = pc.take(pa.array(list(names), pa.string()), pa.array(np.where(codes >= 0, codes, 0), pa.int64()))
     if valid is None:
@@ -199,7 +200,9 @@ def availability_rows(data: ReportInput, pc: PartitionColumns, top: int) -> Avai
             "topic": _names(names, topic),
             "partition": _ints(partition),
             "state": _names(STATES, state),
-            "isr": _lists(frame["isr"].to_numpy()[first]) if len(first) else _lists(np.zeros(0, dtype=object)),
+            "isr": _lists(frame["isr"].to_numpy()[first])
+            if len(first)
+            else _lists(np.zeros(0, dtype=object)),
             "replicas": _lists(frame["replicas"].to_numpy()[first])
             if len(first)
             else _lists(np.zeros(0, dtype=object)),

@@ -30,7 +30,7 @@ from kraftlake.image.render import (
 )
 from kraftlake.report import sql
 from kraftlake.report.column_rows import ColumnRows
-from kraftlake.report.intervals import Row, Run, changes, in_window, plain, rows_of, runs
+from kraftlake.report.intervals import Row, Run, changes, in_window, rows_of, runs
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 from kraftlake.report.partition_columns import PartitionColumns
 from kraftlake.report.run_columns import RUN_COLUMNS, availability_rows, risk_rows
@@ -621,7 +621,9 @@ def risk_section(data: ReportInput) -> Section:
         for kind in RISK_KINDS:
             if found.counts.get(kind):
                 most = found.longest.get(kind)
-                extra = "" if kind in EVENT_KINDS else f", longest {'?' if most is None else duration_text(most)}"
+                extra = (
+                    "" if kind in EVENT_KINDS else f", longest {'?' if most is None else duration_text(most)}"
+                )
                 summary.append(
                     f"{_RISK_TEXT[kind]}: {found.partitions_of[kind]} partition(s), {found.counts[kind]} window(s)"
                     f"{extra}"

@@ -29,7 +29,7 @@ def test_cells_of_every_kind_written_as_json_writes_them() -> None:
     columns = ["name", "n", "flag", "ids", "gone", "absent"]
     assert bytes(json_lines(held, columns)).decode("ascii") == _dumps(rows, columns)
     assert held == rows and list(held) == rows and len(held) == 3
-    assert held[1] == rows[1] and held[1:] == rows[1:] and held + [] == rows
+    assert held[1] == rows[1] and held[1:] == rows[1:] and held + rows[:1] == [*rows, rows[0]]
     assert bytes(json_lines(ColumnRows(pa.Table.from_pylist(rows[:0], held.table.schema)), columns)) == b""
 
 

@@ -29,7 +29,13 @@ DIURNAL = 0.5
 """How far the hour of the day moves the calm gap from its mean, as a share of it."""
 
 _DAY_MS = 86_400_000
-_COMMAND = (m.TopicRecord, m.PartitionRecord, m.RemoveTopicRecord, m.RegisterBrokerRecord, m.FeatureLevelRecord)
+_COMMAND = (
+    m.TopicRecord,
+    m.PartitionRecord,
+    m.RemoveTopicRecord,
+    m.RegisterBrokerRecord,
+    m.FeatureLevelRecord,
+)
 
 
 class ClusterClock:
