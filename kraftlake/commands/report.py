@@ -9,6 +9,7 @@ a time stands for the last record at or before it, as ``<entity>_at_time``).
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -44,6 +45,18 @@ def output_format(out: str | None, fmt: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # a report allocates hundreds of thousands of small containers (cells, tuples, rows) and keeps them to the
+    # end: the cyclic collector's passes over them would find nothing to free
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
     from kraftlake.report.render import render_chunks
     from kraftlake.report.sections import build_report
 
