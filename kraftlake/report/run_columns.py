@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,6 +30,12 @@ RUN_COLUMNS = [
     "ongoing",
 ]
 _EVENTS = np.array([k in EVENT_KINDS for k in KINDS])
+
+
+def sorted_codes(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``names`` in order, and each one's index among them (by hashing, not a sort of them all)."""
+    codes, distinct = pd.factorize(names, sort=True)
+    return np.asarray(distinct, dtype=object), codes.astype(np.int64)
 
 
 def _ints(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
@@ -109,7 +116,7 @@ def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
     v = c.versions
     kind, at, f, t = c.kind[keep], c.at[keep], c.start[keep], c.end[keep]
     min_isr, source, previous, event = c.min_isr[keep], c.source[keep], c.previous[keep], event[keep]
-    names, topic_of = np.unique(v.rows["topic"].to_numpy().astype(str), return_inverse=True)
+    names, topic_of = sorted_codes(v.rows["topic"].to_numpy())
     topic_code = topic_of[at]
     partition = v.rows["partition"].to_numpy(dtype=np.int64)[at]
     kind_rank = np.argsort(np.argsort(np.array(KINDS, dtype=str)))[kind]
@@ -169,32 +176,33 @@ class AvailabilityRows:
     topic_count: int
 
 
-def availability_rows(data: ReportInput, pc: PartitionColumns, top: int) -> AvailabilityRows:
+def availability_rows(data: ReportInput, versions: PartitionColumns, top: int) -> AvailabilityRows:
     """Runs of partition versions offline (no leader) or under-replicated (fewer in the ISR than assigned)
     holding in the window, sorted by start, topic, partition and state; the ``top`` topics summed up."""
     lo, hi = data.window.lo, data.window.hi
-    offline = pc.leader == -1
-    under = ~offline & (pc.isr_len < pc.replicas_len)
+    offline = versions.leader == -1
+    under = ~offline & (versions.isr_len < versions.replicas_len)
     firsts, lasts, states = [], [], []
     for code, holds in ((1, under), (0, offline)):
-        first, last = pc.run_bounds(holds)
+        first, last = versions.run_bounds(holds)
         firsts.append(first)
         lasts.append(last)
         states.append(np.full(len(first), code, dtype=np.int64))
     first, last, state = (np.concatenate(x).astype(np.int64) for x in (firsts, lasts, states))
-    start, end = pc.start[first], pc.end[last]
+    start, end = versions.start[first], versions.end[last]
     inside = (start <= hi) & ((end == -1) | (end > lo))
     first, state, start, end = first[inside], state[inside], start[inside], end[inside]
-    held = pc.frame["topic"].to_numpy().astype(str) if len(pc.frame) else np.zeros(0, dtype=str)
-    names, topic_of = np.unique(held, return_inverse=True)
+    names, topic_of = sorted_codes(
+        versions.frame["topic"].to_numpy() if len(versions.frame) else np.zeros(0, dtype=object)
+    )
     topic = topic_of[first] if len(first) else first
-    partition = pc.frame["partition"].to_numpy(dtype=np.int64)[first] if len(first) else first
+    partition = versions.frame["partition"].to_numpy(dtype=np.int64)[first] if len(first) else first
     order = np.lexsort((state, partition, topic, np.maximum(start, lo)))
     first, state, start, end, topic, partition = (
         x[order] for x in (first, state, start, end, topic, partition)
     )
     runs = run_columns(data, start, end)
-    frame = pc.frame
+    frame = versions.frame
     rows = ColumnRows.of(
         {
             "topic": _names(names, topic),

@@ -33,7 +33,7 @@ from kraftlake.report.column_rows import ColumnRows
 from kraftlake.report.intervals import Row, Run, changes, in_window, rows_of, runs
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 from kraftlake.report.partition_columns import PartitionColumns
-from kraftlake.report.run_columns import RUN_COLUMNS, availability_rows, risk_rows
+from kraftlake.report.run_columns import RUN_COLUMNS, availability_rows, risk_rows, sorted_codes
 
 #: Topics (brokers) named one by one in a section's summary; the table has them all.
 TOP = 10
@@ -314,7 +314,7 @@ def isr_section(data: ReportInput) -> Section:
         shrink = np.bincount(was[~np.isin(before, after)], minlength=len(at)) > 0
         expand = np.bincount(now[~np.isin(after, before)], minlength=len(at)) > 0
         changed = shrink | expand
-        names, topic = np.unique(pc.frame["topic"].to_numpy()[at][changed].astype(str), return_inverse=True)
+        names, topic = sorted_codes(pc.frame["topic"].to_numpy()[at][changed])
         partition = pc.frame["partition"].to_numpy(dtype=np.int64)[at][changed]
         shrinks = np.bincount(topic, weights=shrink[changed], minlength=len(names)).astype(np.int64)
         expands = np.bincount(topic, weights=expand[changed], minlength=len(names)).astype(np.int64)
