@@ -100,10 +100,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     stamps = dict(zip(offsets, held.column("timestamp").to_pylist(), strict=True))
     day_end = stamps[last] // _DAY_MS * _DAY_MS
     day = ["--from", _iso(day_end - _DAY_MS), "--to", _iso(day_end - 1)]
-    windows: dict[str, list[str]] = {"day": day}
-    windows.update(
-        {str(n): ["--from", _iso(stamps[last - n + 1]), "--to", _iso(stamps[last])] for n in SPANS}
-    )
+    windows = {str(n): ["--from", _iso(stamps[last - n + 1]), "--to", _iso(stamps[last])] for n in SPANS}
+    windows["day"] = day
     figures: dict[str, Any] = {
         "records": last + 1,
         "days": DAYS,
