@@ -15,10 +15,13 @@ from kraftlake.report.intervals import plain
 _OPEN = -1
 
 
-def _lengths(column: pd.Series) -> np.ndarray:
-    return np.fromiter(
-        (0 if v is None else len(v) for v in column.tolist()), dtype=np.int64, count=len(column)
-    )
+def lengths(column: pd.Series) -> np.ndarray:
+    """The length of each array cell, 0 for a missing one."""
+    cells = column.to_numpy(dtype=object)
+    held = np.fromiter((v is not None for v in cells), dtype=bool, count=len(cells))
+    out = np.zeros(len(cells), dtype=np.int64)
+    out[held] = np.fromiter(map(len, cells[held]), dtype=np.int64, count=int(held.sum()))
+    return out
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,8 @@ class PartitionColumns:
             start,
             end,
             frame["leader"].to_numpy(dtype=np.int64),
-            _lengths(frame["isr"]),
-            _lengths(frame["replicas"]),
+            lengths(frame["isr"]),
+            lengths(frame["replicas"]),
             follows,
         )
 

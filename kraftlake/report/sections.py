@@ -32,7 +32,7 @@ from kraftlake.report import sql
 from kraftlake.report.column_rows import ColumnRows
 from kraftlake.report.intervals import Row, Run, changes, in_window, rows_of, runs
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
-from kraftlake.report.partition_columns import PartitionColumns
+from kraftlake.report.partition_columns import PartitionColumns, lengths
 from kraftlake.report.run_columns import RUN_COLUMNS, availability_rows, risk_rows, sorted_codes
 
 #: Topics (brokers) named one by one in a section's summary; the table has them all.
@@ -345,12 +345,6 @@ def isr_section(data: ReportInput) -> Section:
     )
 
 
-def _lengths(frame: pd.DataFrame, column: str) -> np.ndarray:
-    if not len(frame):
-        return np.zeros(0, dtype=np.int64)
-    return np.fromiter((0 if v is None else len(v) for v in frame[column].tolist()), dtype=np.int64)
-
-
 def _version(pc: PartitionColumns, i: int) -> Row:
     """One partition version as a plain row."""
     return {c: pc.value(c, i) for c in pc.frame.columns}
@@ -361,7 +355,9 @@ def reassignments_section(data: ReportInput) -> Section:
     target."""
     lo, hi = data.window.lo, data.window.hi
     pc = data.partition_columns()
-    moving = (_lengths(pc.frame, "adding_replicas") > 0) | (_lengths(pc.frame, "removing_replicas") > 0)
+    moving = np.zeros(len(pc.start), dtype=bool)
+    if len(pc.frame):
+        moving = (lengths(pc.frame["adding_replicas"]) > 0) | (lengths(pc.frame["removing_replicas"]) > 0)
     rows = []
     for i, j in pc.runs(moving):
         run = Run(None, int(pc.start[i]), pc.to_offset(j), {}, {})
