@@ -60,14 +60,15 @@ def _median_run(argv: list[str]) -> tuple[float, str, str]:
     return statistics.median(t for t, _, _ in runs), runs[0][1], runs[0][2]
 
 
-def warehouse_of(work: Path) -> tuple[Path, int]:
-    """The bench's warehouse (ingested on first use) and its last offset."""
+def warehouse_of(work: Path, days: float | None = None) -> tuple[Path, int]:
+    """The bench's warehouse (ingested on first use) and its last offset; with ``days``, of the same log on a
+    real cluster's clock over about that many days (``cached_log``), in a warehouse of its own."""
     from kraftlake.bench.bench_image import cached_log
     from kraftlake.spark.session import build_session
     from pipelines.ingest import ingest
 
-    log_dir = cached_log(work, RECORDS, TOPICS)
-    warehouse = work / f"warehouse-{RECORDS}-{TOPICS}"
+    log_dir = cached_log(work, RECORDS, TOPICS, days)
+    warehouse = work / f"warehouse-{RECORDS}-{TOPICS}{'' if days is None else f'-{days:g}d'}"
     spark = build_session("kraftlake-bench-answers")
     try:
         ingest(spark, log_dir, warehouse)

@@ -48,9 +48,11 @@ SNAPSHOT_TOPICS = 20_000
 _FORMAT = 1  # bump when the generated log changes, so a cached one is regenerated
 
 
-def cached_log(work: Path, records: int, topics: int) -> Path:
-    """The synthetic log for these sizes under ``work``, generated on first use."""
-    d = work / f"log-v{_FORMAT}-{records}-{topics}" / "__cluster_metadata-0"
+def cached_log(work: Path, records: int, topics: int, days: float | None = None) -> Path:
+    """The synthetic log for these sizes under ``work``, generated on first use; with ``days``, the same records
+    at a real cluster's pace over about that many days (another directory: the others' log keeps its clock)."""
+    clocked = "" if days is None else f"-{days:g}d"
+    d = work / f"log-v{_FORMAT}-{records}-{topics}{clocked}" / "__cluster_metadata-0"
     done = d.parent / "complete.json"
     if not done.exists():
         if d.parent.exists():
@@ -58,7 +60,7 @@ def cached_log(work: Path, records: int, topics: int) -> Path:
 
             shutil.rmtree(d.parent)
         t0 = time.perf_counter()
-        n = generate_log(d, records, topics)
+        n = generate_log(d, records, topics, days=days)
         done.write_text(json.dumps({"records": n, "generate_seconds": round(time.perf_counter() - t0, 1)}))
     return d
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kraftlake.history.risk import KAFKA_DEFAULT_MIN_ISR, RECOVERING, RiskWindow
+from kraftlake.history.risk import EVENT_KINDS, KAFKA_DEFAULT_MIN_ISR, KINDS, RECOVERING, RiskWindow
 
 Row = Mapping[str, Any]
 
@@ -38,8 +38,9 @@ _SHIFT = 2
 _SPAN = 1 << 42
 _OPEN = _SPAN - 1
 _MAX_KEYS = 1 << 20
-_NONE = np.iinfo(np.int64).min
-_SOURCES = ("topic", "broker", "cluster", "default")
+NONE = np.iinfo(np.int64).min
+"""A missing ``min_isr`` or ``source`` in :class:`RiskColumns`."""
+SOURCES = ("topic", "broker", "cluster", "default")
 _PARTITION_COLUMNS = (
     "topic",
     "topic_id",
@@ -82,7 +83,7 @@ def _positions(column: Any, open_end: bool) -> np.ndarray:
 @dataclass(frozen=True)
 class _Cover:
     """Per key, disjoint spans covering the whole line, sorted by key and start, each with a value
-    (``_NONE`` where no span of the input holds one)."""
+    (``NONE`` where no span of the input holds one)."""
 
     start: np.ndarray
     end: np.ndarray
@@ -114,7 +115,7 @@ class _Cover:
         all_key = np.concatenate([key, gap_key[real]])
         all_lo = np.concatenate([lo, gap_lo[real]])
         all_hi = np.concatenate([hi, gap_hi[real]])
-        all_value = np.concatenate([value, np.full(int(real.sum()), _NONE)])
+        all_value = np.concatenate([value, np.full(int(real.sum()), NONE)])
         order = np.lexsort((all_lo, all_key))
         base = all_key[order] * _SPAN
         return _Cover(base + all_lo[order], base + all_hi[order], all_value[order])
@@ -135,9 +136,10 @@ class _Cover:
 
 
 def _codes(values: Iterable[Any]) -> tuple[np.ndarray, dict[Any, int]]:
-    table: dict[Any, int] = {}
-    codes = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64)
-    return codes, table
+    """A code per value (equal values, equal codes; numbered in order of first appearance), and the table."""
+    column = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    codes, uniques = pd.factorize(column, sort=False)
+    return codes.astype(np.int64), {u: i for i, u in enumerate(uniques.tolist())}
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,9 @@ class _Versions:
         lo = _positions(partitions["from_offset"], open_end=False)
         rows = partitions.assign(_lo=lo).sort_values(["topic_id", "partition", "_lo"], kind="stable")
         rows = rows.reset_index(drop=True)
-        part, _ = _codes(zip(rows["topic_id"], rows["partition"], strict=True))
+        topic_code, _ = _codes(rows["topic_id"])
+        index = rows["partition"].to_numpy(dtype=np.int64)
+        part = topic_code * (int(index.max()) + 1 if len(index) else 1) + index
         isr = [_tuple(v) for v in rows["isr"]]
         isr_code, _ = _codes(isr)
         return _Versions(
@@ -171,8 +175,10 @@ class _Versions:
             rows["leader"].to_numpy(dtype=np.int64),
             isr,
             isr_code,
-            np.fromiter((len(t) for t in isr), dtype=np.int64, count=len(isr)),
-            np.fromiter((len(_tuple(v)) for v in rows["replicas"]), dtype=np.int64, count=len(rows)),
+            np.fromiter(map(len, isr), dtype=np.int64, count=len(isr)),
+            np.fromiter(
+                (0 if v is None else len(v) for v in rows["replicas"]), dtype=np.int64, count=len(rows)
+            ),
             rows["leader_recovery_state"].to_numpy(dtype=np.int64),
         )
 
@@ -190,7 +196,7 @@ class _Pieces:
     @staticmethod
     def whole(v: _Versions, where: np.ndarray) -> _Pieces:
         at = np.flatnonzero(where)
-        none = np.full(len(at), _NONE)
+        none = np.full(len(at), NONE)
         return _Pieces(at, v.lo[at], v.hi[at], none, none)
 
 
@@ -233,7 +239,7 @@ def _stage(
     which, lo, hi = span
     at, lo, hi, value = cover.join(key, lo, hi)
     which = which[at]
-    has = value != _NONE
+    has = value != NONE
     found.append((which[has], lo[has], hi[has], value[has], np.full(int(has.sum()), source)))
     return which[~has], lo[~has], hi[~has]
 
@@ -247,10 +253,8 @@ def _under_min_isr(v: _Versions, configs: pd.DataFrame) -> _Pieces:
     span = (np.arange(len(v.lo)), v.lo, v.hi)
     which, lo, hi = _stage(_min_isr_cover(configs, "TOPIC", topics), topic_code, span, 0, found)
     led = v.leader[which] != -1
-    brokers: dict[str, int] = {}
-    broker_code = np.fromiter(
-        (brokers.setdefault(str(x), len(brokers)) for x in v.leader[which][led].tolist()), dtype=np.int64
-    )
+    ids, broker_code = np.unique(v.leader[which][led], return_inverse=True)
+    brokers = {str(b): i for i, b in enumerate(ids.tolist())}
     led_span = (which[led], lo[led], hi[led])
     bw, blo, bhi = _stage(_min_isr_cover(configs, "BROKER", brokers), broker_code, led_span, 1, found)
     span = (
@@ -268,36 +272,57 @@ def _under_min_isr(v: _Versions, configs: pd.DataFrame) -> _Pieces:
 
 def _offline(v: _Versions, brokers: pd.DataFrame) -> _Pieces:
     """Versions without a leader, and the parts of the others during which the leader's broker is not live."""
-    ids: dict[int, int] = {}
+    led = np.flatnonzero(v.leader != -1)
     if len(brokers):
         live = brokers[~brokers["fenced"].astype(bool)]
-        key = np.fromiter((ids.setdefault(int(b), len(ids)) for b in live["id"]), dtype=np.int64)
+        live_ids = live["id"].to_numpy(dtype=np.int64)
         lo = _positions(live["from_offset"], open_end=False)
         hi = _positions(live["to_offset"], open_end=True)
     else:
-        key = lo = hi = np.zeros(0, dtype=np.int64)
-    led = np.flatnonzero(v.leader != -1)
-    leader_code = np.fromiter(
-        (ids.setdefault(int(x), len(ids)) for x in v.leader[led].tolist()), dtype=np.int64
-    )
+        live_ids = lo = hi = np.zeros(0, dtype=np.int64)
+    # one code per broker id, live or only leading
+    ids = np.unique(np.concatenate([live_ids, v.leader[led]]))
+    key = np.searchsorted(ids, live_ids).astype(np.int64)
+    leader_code = np.searchsorted(ids, v.leader[led]).astype(np.int64)
     cover = _Cover.of(len(ids), key, lo, hi, np.ones(len(key), dtype=np.int64))
     at, plo, phi, value = cover.join(leader_code, v.lo[led], v.hi[led])
-    down = value == _NONE
+    down = value == NONE
     leaderless = _Pieces.whole(v, v.leader == -1)
     return _Pieces(
         np.concatenate([leaderless.version, led[at][down]]),
         np.concatenate([leaderless.lo, plo[down]]),
         np.concatenate([leaderless.hi, phi[down]]),
-        np.full(len(leaderless.lo) + int(down.sum()), _NONE),
-        np.full(len(leaderless.lo) + int(down.sum()), _NONE),
+        np.full(len(leaderless.lo) + int(down.sum()), NONE),
+        np.full(len(leaderless.lo) + int(down.sum()), NONE),
     )
 
 
-def _merged(v: _Versions, kind: str, p: _Pieces, timestamps: Mapping[int, int]) -> list[RiskWindow]:
+@dataclass(frozen=True)
+class RiskColumns:
+    """Risk windows as columns over the partition versions ``versions`` (sorted by partition and start): the
+    ``kind`` (an index into ``KINDS``), the version ``at`` which the window starts (its partition, topic, leader
+    and ISR; an election's new version), ``start`` and ``end`` offsets (``end`` -1 while open), the effective
+    ``min_isr`` and its ``source`` (an index into ``SOURCES``; both ``NONE`` where the kind has none), and an
+    election's ``previous`` version (-1 for the other kinds)."""
+
+    versions: _Versions
+    kind: np.ndarray
+    at: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    min_isr: np.ndarray
+    source: np.ndarray
+    previous: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+def _merged(v: _Versions, kind: str, p: _Pieces) -> tuple[np.ndarray, ...]:
     """The pieces of one kind merged where one ends where the next of its partition starts with the same
-    attributes, as windows."""
+    attributes: the windows' columns (see :class:`RiskColumns`)."""
     if not len(p.version):
-        return []
+        return _no_columns()
     order = np.lexsort((p.lo, v.part[p.version]))
     which, lo, hi, mi, source = p.version[order], p.lo[order], p.hi[order], p.min_isr[order], p.source[order]
     part, leader, isr = v.part[which], v.leader[which], v.isr_code[which]
@@ -311,43 +336,27 @@ def _merged(v: _Versions, kind: str, p: _Pieces, timestamps: Mapping[int, int]) 
     )
     first = np.flatnonzero(np.concatenate([[True], ~same]))
     last = np.concatenate([first[1:] - 1, [len(which) - 1]]).astype(np.int64)
-    rows = v.rows
-    at = which[first]
-    topics = rows["topic"].to_numpy()[at].tolist()
-    tids = rows["topic_id"].to_numpy()[at].tolist()
-    pids = rows["partition"].to_numpy()[at].tolist()
-    starts = (lo[first] - _SHIFT).tolist()
-    ends = np.where(hi[last] == _OPEN, -1, hi[last] - _SHIFT).tolist()
-    leaders = leader[first].tolist()
-    isrs = [v.isr[x] for x in at.tolist()]
-    values = [None if x == _NONE else x for x in mi[first].tolist()]
-    sources = [None if x == _NONE else _SOURCES[x] for x in source[first].tolist()]
-    return [
-        RiskWindow(
-            kind,
-            topic,
-            tid,
-            pid,
-            f,
-            None if t == -1 else t,
-            timestamps[f],
-            None if t == -1 else timestamps.get(t),
-            ld,
-            isr_,
-            m,
-            src,
-        )
-        for topic, tid, pid, f, t, ld, isr_, m, src in zip(
-            topics, tids, pids, starts, ends, leaders, isrs, values, sources, strict=True
-        )
-    ]
+    n = len(first)
+    return (
+        np.full(n, KINDS.index(kind), dtype=np.int64),
+        which[first],
+        lo[first] - _SHIFT,
+        np.where(hi[last] == _OPEN, -1, hi[last] - _SHIFT),
+        mi[first],
+        source[first],
+        np.full(n, -1, dtype=np.int64),
+    )
 
 
-def _elections(v: _Versions, timestamps: Mapping[int, int]) -> list[RiskWindow]:
-    """Unclean and ELR elections between consecutive versions of a partition."""
+def _no_columns() -> tuple[np.ndarray, ...]:
+    return tuple(np.zeros(0, dtype=np.int64) for _ in range(7))
+
+
+def _elections(v: _Versions) -> tuple[np.ndarray, ...]:
+    """Unclean and ELR elections between consecutive versions of a partition, as columns."""
     n = len(v.lo)
     if n < 2:
-        return []
+        return _no_columns()
     after = np.arange(1, n)
     follows = (v.part[1:] == v.part[:-1]) & (v.hi[:-1] == v.lo[1:])
     leader, before_leader = v.leader[1:], v.leader[:-1]
@@ -355,12 +364,14 @@ def _elections(v: _Versions, timestamps: Mapping[int, int]) -> list[RiskWindow]:
     recovering = v.recovery[1:] == RECOVERING
     became = recovering & ((v.recovery[:-1] != RECOVERING) | elected)
     rows = v.rows
-    out = []
+    found: list[int] = []
+    kinds: list[int] = []
+    unclean, elr = KINDS.index("unclean_election"), KINDS.index("elr_election")
     for i in after[follows & (became | elected)].tolist():
         prev = i - 1
         new_leader = int(v.leader[i])
         if became[prev]:
-            event = "unclean_election"
+            event = unclean
         elif new_leader in v.isr[prev]:
             continue
         else:
@@ -368,30 +379,42 @@ def _elections(v: _Versions, timestamps: Mapping[int, int]) -> list[RiskWindow]:
                 *_tuple(rows["eligible_leader_replicas"].iat[prev]),
                 *_tuple(rows["last_known_elr"].iat[prev]),
             )
-            event = "elr_election" if new_leader in eligible else "unclean_election"
-        f = int(v.lo[i]) - _SHIFT
-        ts = timestamps[f]
-        out.append(
-            RiskWindow(
-                event,
-                rows["topic"].iat[i],
-                rows["topic_id"].iat[i],
-                int(rows["partition"].iat[i]),
-                f,
-                f + 1,
-                ts,
-                ts,
-                new_leader,
-                v.isr[i],
-                previous_leader=int(v.leader[prev]),
-                previous_isr=v.isr[prev],
-            )
-        )
-    return out
+            event = elr if new_leader in eligible else unclean
+        found.append(i)
+        kinds.append(event)
+    at = np.asarray(found, dtype=np.int64)
+    start = v.lo[at] - _SHIFT
+    none = np.full(len(at), NONE)
+    return np.asarray(kinds, dtype=np.int64), at, start, start + 1, none, none, at - 1
 
 
 def _frame(rows: Iterable[Row] | pd.DataFrame) -> pd.DataFrame:
     return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+
+
+def risk_columns_from_history(
+    partitions: Iterable[Row] | pd.DataFrame,
+    configs: Iterable[Row] | pd.DataFrame,
+    brokers: Iterable[Row] | pd.DataFrame,
+) -> RiskColumns | None:
+    """The risk windows of the history tables' rows (``partitions``, ``configs``, ``brokers`` with their
+    ``from_offset`` and ``to_offset``, as rows or frames) as columns, in no particular order; None without
+    partitions."""
+    frame = _frame(partitions)
+    if not len(frame):
+        return None
+    v = _Versions.of(frame[list(_PARTITION_COLUMNS)])
+    configs_frame, brokers_frame = _frame(configs), _frame(brokers)
+    leader_only = (v.replicas_len > 1) & (v.leader != -1) & (v.isr_len == 1)
+    leader_only[leader_only] = [v.isr[i][0] == v.leader[i] for i in np.flatnonzero(leader_only).tolist()]
+    parts = [
+        _elections(v),
+        _merged(v, "under_min_isr", _under_min_isr(v, configs_frame)),
+        _merged(v, "isr_leader_only", _Pieces.whole(v, leader_only)),
+        _merged(v, "offline", _offline(v, brokers_frame)),
+        _merged(v, "recovering", _Pieces.whole(v, v.recovery == RECOVERING)),
+    ]
+    return RiskColumns(v, *(np.concatenate(c).astype(np.int64) for c in zip(*parts, strict=True)))
 
 
 def risk_windows_from_history(
@@ -400,20 +423,49 @@ def risk_windows_from_history(
     brokers: Iterable[Row] | pd.DataFrame,
     timestamps: Mapping[int, int],
 ) -> list[RiskWindow]:
-    """The risk windows of the history tables' rows (``partitions``, ``configs``, ``brokers`` with their
-    ``from_offset`` and ``to_offset``, as rows or frames; ``timestamps``: a record's timestamp by offset, the
-    ``offsets`` table), sorted as :func:`kraftlake.history.risk.risk_windows` sorts them."""
-    frame = _frame(partitions)
-    if not len(frame):
+    """The risk windows of the history tables' rows (:func:`risk_columns_from_history`; ``timestamps``: a
+    record's timestamp by offset, the ``offsets`` table), sorted as :func:`kraftlake.history.risk.risk_windows`
+    sorts them."""
+    c = risk_columns_from_history(partitions, configs, brokers)
+    if c is None:
         return []
-    v = _Versions.of(frame[list(_PARTITION_COLUMNS)])
-    configs_frame, brokers_frame = _frame(configs), _frame(brokers)
-    leader_only = (v.replicas_len > 1) & (v.leader != -1) & (v.isr_len == 1)
-    leader_only[leader_only] = [v.isr[i][0] == v.leader[i] for i in np.flatnonzero(leader_only).tolist()]
-    out = _elections(v, timestamps)
-    out += _merged(v, "under_min_isr", _under_min_isr(v, configs_frame), timestamps)
-    out += _merged(v, "isr_leader_only", _Pieces.whole(v, leader_only), timestamps)
-    out += _merged(v, "offline", _offline(v, brokers_frame), timestamps)
-    out += _merged(v, "recovering", _Pieces.whole(v, v.recovery == RECOVERING), timestamps)
+    v, rows = c.versions, c.versions.rows
+    topics = rows["topic"].to_numpy()[c.at].tolist()
+    tids = rows["topic_id"].to_numpy()[c.at].tolist()
+    pids = rows["partition"].to_numpy()[c.at].tolist()
+    out = []
+    for k, i, f, t, m, src, prev, topic, tid, pid in zip(
+        c.kind.tolist(),
+        c.at.tolist(),
+        c.start.tolist(),
+        c.end.tolist(),
+        c.min_isr.tolist(),
+        c.source.tolist(),
+        c.previous.tolist(),
+        topics,
+        tids,
+        pids,
+        strict=True,
+    ):
+        kind = KINDS[k]
+        event = kind in EVENT_KINDS
+        out.append(
+            RiskWindow(
+                kind,
+                topic,
+                tid,
+                pid,
+                f,
+                None if t == -1 else t,
+                timestamps[f],
+                timestamps[f] if event else None if t == -1 else timestamps.get(t),
+                int(v.leader[i]),
+                v.isr[i],
+                None if m == NONE else m,
+                None if src == NONE else SOURCES[src],
+                int(v.leader[prev]) if prev >= 0 else None,
+                v.isr[prev] if prev >= 0 else None,
+            )
+        )
     out.sort(key=RiskWindow.sort_key)
     return out

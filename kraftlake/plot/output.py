@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -48,13 +49,41 @@ def _vl_version() -> str:
     return "_".join(SCHEMA_VERSION.split(".")[:2])
 
 
+#: Where a bundle made once is kept: ``$KRAFTLAKE_WEB`` (the web files ``make setup`` installs) or
+#: ``<repo>/.cache/web``, under ``vega/``.
+WEB_ENV = "KRAFTLAKE_WEB"
+
+
+def _bundle_file(vl_version: str, converter: str) -> Path:
+    root = Path(os.environ.get(WEB_ENV) or Path(__file__).resolve().parents[2] / ".cache" / "web")
+    return root / "vega" / f"vl-convert-{converter}-vega-lite-{vl_version}.js"
+
+
 @cache
 def vega_script() -> str:
-    """Vega, Vega-Lite and vega-embed as one classic script defining ``vegaEmbed`` (about 900 kB)."""
+    """Vega, Vega-Lite and vega-embed as one classic script defining ``vegaEmbed`` (about 900 kB).
+
+    ``vl-convert`` bundles it in seconds: the bundle of a ``vl-convert`` release and Vega-Lite version is kept
+    in a file (:func:`_bundle_file`) and read from there afterwards; where that file cannot be written the
+    bundle is made each time."""
     import vl_convert as vlc
 
+    vl_version = _vl_version()
+    kept = _bundle_file(vl_version, str(getattr(vlc, "__version__", "unknown")))
+    try:
+        return kept.read_text(encoding="utf-8")
+    except OSError:
+        pass
     # the snippet is optional (its default assigns the globals), though vl-convert's stub requires it
-    return str(vlc.javascript_bundle(vl_version=_vl_version()))  # type: ignore[call-arg]
+    script = str(vlc.javascript_bundle(vl_version=vl_version))  # type: ignore[call-arg]
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        part = kept.with_name(f"{kept.name}.{os.getpid()}.part")
+        part.write_text(script, encoding="utf-8")
+        part.replace(kept)
+    except OSError:
+        pass
+    return script
 
 
 def spec(chart: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kraftlake.plot.time_axis import utc_text
@@ -100,21 +101,32 @@ class ReportInput:
         """The record timestamp of ``offset``; None when ``times`` does not hold it."""
         return None if offset is None else self._stamps.get(offset)
 
+    def times_of(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The record timestamps of ``offsets`` and where ``times`` holds them (elsewhere the stamp is 0)."""
+        held = self.times["offset"].to_numpy(dtype=np.int64)
+        stamps = self.times["timestamp"].to_numpy(dtype=np.int64)
+        order = np.argsort(held, kind="stable")
+        held, stamps = held[order], stamps[order]
+        at = np.minimum(np.searchsorted(held, offsets), max(len(held) - 1, 0))
+        found = held[at] == offsets if len(held) else np.zeros(len(offsets), dtype=bool)
+        return np.where(found, stamps[at] if len(held) else 0, 0), found
+
 
 @dataclass
 class Section:
     """One part of the report: a title, lines that sum it up, a table (``columns`` in order, rows of plain
-    values), and the SQL over the warehouse's functions that gives the same rows."""
+    values; a large table's held as columns, :class:`~.column_rows.ColumnRows`), and the SQL over the warehouse's
+    functions that gives the same rows."""
 
     key: str
     title: str
     summary: list[str]
     columns: list[str]
-    rows: list[dict[str, Any]]
+    rows: Sequence[dict[str, Any]]
     sql: str
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows, columns=self.columns)
+        return pd.DataFrame(list(self.rows), columns=self.columns)
 
 
 @dataclass

@@ -15,10 +15,13 @@ from kraftlake.report.intervals import plain
 _OPEN = -1
 
 
-def _lengths(column: pd.Series) -> np.ndarray:
-    return np.fromiter(
-        (0 if v is None else len(v) for v in column.tolist()), dtype=np.int64, count=len(column)
-    )
+def lengths(column: pd.Series) -> np.ndarray:
+    """The length of each array cell, 0 for a missing one."""
+    cells = column.to_numpy(dtype=object)
+    held = np.fromiter((v is not None for v in cells), dtype=bool, count=len(cells))
+    out = np.zeros(len(cells), dtype=np.int64)
+    out[held] = np.fromiter(map(len, cells[held]), dtype=np.int64, count=int(held.sum()))
+    return out
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,8 @@ class PartitionColumns:
             start,
             end,
             frame["leader"].to_numpy(dtype=np.int64),
-            _lengths(frame["isr"]),
-            _lengths(frame["replicas"]),
+            lengths(frame["isr"]),
+            lengths(frame["replicas"]),
             follows,
         )
 
@@ -72,14 +75,15 @@ class PartitionColumns:
     def to_offset(self, i: int) -> int | None:
         return None if self.end[i] == _OPEN else int(self.end[i])
 
-    def runs(self, holds: np.ndarray) -> list[tuple[int, int]]:
+    def run_bounds(self, holds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first and last version of each maximal run of consecutive versions of a partition (each starting
-        where the one before ended) for which ``holds``, in version order."""
+        where the one before ended) for which ``holds``, in version order, as two arrays."""
         begins = holds & ~(self.follows & np.concatenate([[False], holds[:-1]]))
-        firsts = np.flatnonzero(begins)
-        if not len(firsts):
-            return []
         # a run goes on while the next version holds and follows
         goes_on = np.concatenate([holds[1:] & self.follows[1:], [False]])
-        ends = np.flatnonzero(holds & ~goes_on)
+        return np.flatnonzero(begins), np.flatnonzero(holds & ~goes_on)
+
+    def runs(self, holds: np.ndarray) -> list[tuple[int, int]]:
+        """:meth:`run_bounds` as pairs."""
+        firsts, ends = self.run_bounds(holds)
         return list(zip(firsts.tolist(), ends.tolist(), strict=True))

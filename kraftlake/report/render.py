@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from kraftlake.plot.time_axis import utc_text
+from kraftlake.report.column_rows import ROW_SEPARATOR, ColumnRows, json_lines
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 
 FORMATS = ("html", "md", "json")
@@ -41,9 +42,20 @@ def _heading(column: str) -> str:
 
 
 def to_json(report: Report) -> str:
-    """The whole report as JSON: the window, and per section its summary, columns, every row and its SQL; one
-    row a line (a window can hold hundreds of thousands: each row is encoded by json's C encoder, which an
-    indented document would not use, and tuples are JSON arrays as they are)."""
+    """The whole report as JSON (:func:`json_bytes`, as text)."""
+    return json_bytes(report).decode("ascii")
+
+
+def json_bytes(report: Report) -> bytes:
+    """The whole report as JSON (ASCII): :func:`json_chunks` joined."""
+    return b"".join(json_chunks(report))
+
+
+def json_chunks(report: Report) -> list[bytes | memoryview]:
+    """The whole report as JSON (ASCII), in pieces to write one after the other: the window, and per section its
+    summary, columns, every row and its SQL; one row a line (a window can hold hundreds of thousands: rows held
+    as columns are written by column, :func:`~.column_rows.json_lines`, the others each by json's C encoder,
+    which an indented document would not use; tuples are JSON arrays as they are)."""
     w = report.window
     head = {
         "cluster": report.cluster,
@@ -51,15 +63,20 @@ def to_json(report: Report) -> str:
         "window": {"from_offset": w.lo, "to_offset": w.hi, "from_time_ms": w.lo_ms, "to_time_ms": w.hi_ms},
         "headlines": report.headlines(),
     }
-    sections = []
-    for s in report.sections:
+    parts: list[bytes | memoryview] = [json.dumps(head)[:-1].encode(), b', "sections": [\n  ']
+    for k, s in enumerate(report.sections):
         about = json.dumps({"key": s.key, "title": s.title, "summary": s.summary, "columns": s.columns})
-        rows = ",\n    ".join(
-            json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows
-        )
-        body = f"[\n    {rows}\n  ]" if rows else "[]"
-        sections.append(f'{about[:-1]}, "rows": {body}, "sql": {json.dumps(s.sql)}}}')
-    return json.dumps(head)[:-1] + ', "sections": [\n  ' + ",\n  ".join(sections) + "\n]}\n"
+        if isinstance(s.rows, ColumnRows):
+            rows: bytes | memoryview = json_lines(s.rows, s.columns)
+        else:
+            rows = ROW_SEPARATOR.join(
+                json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows
+            ).encode()
+        parts.append(((",\n  " if k else "") + about[:-1] + ', "rows": ').encode())
+        parts.extend((b"[\n    ", rows, b"\n  ]") if len(rows) else (b"[]",))
+        parts.append(f', "sql": {json.dumps(s.sql)}}}'.encode())
+    parts.append(b"\n]}\n")
+    return parts
 
 
 def _md_escape(text: str) -> str:
@@ -186,6 +203,14 @@ def to_html(report: Report, data: ReportInput | None = None) -> str:
         )
     parts.append("</body>\n</html>\n")
     return "".join(parts)
+
+
+def render_chunks(report: Report, fmt: str, data: ReportInput | None = None) -> list[bytes | memoryview]:
+    """``report`` in ``fmt`` (:data:`FORMATS`) as UTF-8 pieces, what a command writes one after the other (the
+    JSON's rows never copied into one document)."""
+    if fmt == "json":
+        return json_chunks(report)
+    return [render(report, fmt, data).encode("utf-8")]
 
 
 def render(report: Report, fmt: str, data: ReportInput | None = None) -> str:

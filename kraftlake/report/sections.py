@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ import pandas as pd
 
 from kraftlake.history import ENTITIES
 from kraftlake.history.risk import EVENT_KINDS
-from kraftlake.history.risk_intervals import risk_windows_from_history
+from kraftlake.history.risk_intervals import risk_columns_from_history
 from kraftlake.image.render import (
     ACL_OPERATIONS,
     ACL_PATTERN_TYPES,
@@ -28,19 +29,12 @@ from kraftlake.image.render import (
     enum_name,
 )
 from kraftlake.report import sql
-from kraftlake.report.intervals import Row, Run, changes, in_window, plain, runs
+from kraftlake.report.column_rows import ColumnRows
+from kraftlake.report.intervals import Row, Run, changes, in_window, rows_of, runs
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
-from kraftlake.report.partition_columns import PartitionColumns
+from kraftlake.report.partition_columns import PartitionColumns, lengths
+from kraftlake.report.run_columns import RUN_COLUMNS, availability_rows, risk_rows, sorted_codes
 
-RUN_COLUMNS = [
-    "from_offset",
-    "to_offset",
-    "from_time_ms",
-    "to_time_ms",
-    "duration_ms",
-    "before_window",
-    "ongoing",
-]
 #: Topics (brokers) named one by one in a section's summary; the table has them all.
 TOP = 10
 #: ``LeaderRecoveryState.RECOVERING``: a leader elected uncleanly that has not yet recovered its log.
@@ -175,50 +169,27 @@ def partition_state(v: Row) -> str:
 
 
 def availability_section(data: ReportInput) -> Section:
-    """Runs in which a partition was under-replicated or offline, with their durations, summed up per topic."""
-    lo, hi = data.window.lo, data.window.hi
-    pc = data.partition_columns()
-    rows: list[dict[str, Any]] = []
-    offline = pc.leader == -1
-    under = ~offline & (pc.isr_len < pc.replicas_len)
-    for state, holds in (("under-replicated", under), ("offline", offline)):
-        for first, last in pc.runs(holds):
-            run = Run(None, int(pc.start[first]), pc.to_offset(last), {}, {})
-            if in_window(run, lo, hi):
-                rows.append(
-                    {
-                        "topic": pc.value("topic", first),
-                        "partition": pc.value("partition", first),
-                        "state": state,
-                        "isr": list(pc.value("isr", first) or ()),
-                        "replicas": list(pc.value("replicas", first) or ()),
-                        **_run_cells(data, run),
-                    }
-                )
-    rows.sort(key=lambda r: (r["from_offset"], r["topic"], r["partition"], r["state"]))
-    per_topic: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        per_topic.setdefault(r["topic"], []).append(r)
+    """Runs in which a partition was under-replicated or offline, with their durations, summed up per topic
+    (built as columns, :func:`~.run_columns.availability_rows`)."""
+    found = availability_rows(data, data.partition_columns(), TOP)
+    rows = found.rows
     summary = []
-    if rows:
-        offline = {(r["topic"], r["partition"]) for r in rows if r["state"] == "offline"}
-        under = {(r["topic"], r["partition"]) for r in rows if r["state"] == "under-replicated"}
+    if len(rows):
         summary.append(
-            f"{len(offline)} partition(s) offline and {len(under)} under-replicated at some point, "
-            f"in {len(per_topic)} topic(s)"
+            f"{found.offline} partition(s) offline and {found.under} under-replicated at some point, "
+            f"in {found.topic_count} topic(s)"
         )
     # the topics with the longest windows first: what an operator looks at
-    worst = sorted(per_topic.items(), key=lambda kv: -max(r["duration_ms"] or 0 for r in kv[1]))
-    for topic, mine in worst[:TOP]:
+    for topic, about in found.topics:
         parts = []
         for state in ("offline", "under-replicated"):
-            spans = [r for r in mine if r["state"] == state]
-            if spans:
-                partitions = len({r["partition"] for r in spans})
-                parts.append(f"{partitions} partition(s) {state}, longest {_longest(spans)}")
+            if state in about:
+                partitions, longest = about[state]
+                most = "?" if longest is None else duration_text(longest)
+                parts.append(f"{partitions} partition(s) {state}, longest {most}")
         summary.append(f"{topic}: " + "; ".join(parts))
-    if len(worst) > TOP:
-        summary.append(f"... and {len(worst) - TOP} more topic(s) (the table has every window)")
+    if found.topic_count > TOP:
+        summary.append(f"... and {found.topic_count - TOP} more topic(s) (the table has every window)")
     return Section(
         "availability",
         "Under-replicated and offline partitions",
@@ -245,6 +216,20 @@ def election_kind(prev: Row, v: Row) -> str:
     return "unclean"
 
 
+#: The partition version cells an election's row and kind are made of.
+_ELECTION_CELLS = (
+    "from_offset",
+    "topic",
+    "partition",
+    "leader",
+    "leader_epoch",
+    "leader_recovery_state",
+    "isr",
+    "eligible_leader_replicas",
+    "last_known_elr",
+)
+
+
 def elections_section(data: ReportInput) -> Section:
     """Every change of a partition's leader in the window, and how the new one was chosen."""
     lo, hi = data.window.lo, data.window.hi
@@ -253,8 +238,11 @@ def elections_section(data: ReportInput) -> Section:
     changed[1:] = pc.leader[1:] != pc.leader[:-1]
     inside = (pc.start >= lo) & (pc.start <= hi)
     rows = []
-    for i in np.flatnonzero(pc.follows & changed & inside).tolist():
-        prev, v = _version(pc, i - 1), _version(pc, i)
+    at = np.flatnonzero(pc.follows & changed & inside)
+    befores, afters = (
+        rows_of(pc.frame.iloc[i][list(_ELECTION_CELLS)]) if len(at) else [] for i in (at - 1, at)
+    )
+    for prev, v in zip(befores, afters, strict=True):
         rows.append(
             {
                 "offset": v["from_offset"],
@@ -302,27 +290,45 @@ def elections_section(data: ReportInput) -> Section:
     )
 
 
+def _members(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The members of each array cell (None: empty) as (cell position, member) pairs."""
+    parts = [np.asarray(() if x is None else x, dtype=np.int64) for x in cells.tolist()]
+    sizes = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return np.repeat(np.arange(len(parts)), sizes), flat
+
+
 def isr_section(data: ReportInput) -> Section:
     """ISR shrinks and expansions per topic: a new version whose ISR lost (shrink) or gained (expansion)
-    members."""
+    members, found by column operations over the window's changes (members as (change, broker) pairs)."""
     lo, hi = data.window.lo, data.window.hi
-    per_topic: dict[str, dict[str, Any]] = {}
     pc = data.partition_columns()
-    inside = pc.follows & (pc.start >= lo) & (pc.start <= hi)
-    isr = pc.frame["isr"] if len(pc.frame) else pd.Series([], dtype=object)
-    for i in np.flatnonzero(inside).tolist():
-        before, after = set(plain(isr.iat[i - 1]) or ()), set(plain(isr.iat[i]) or ())
-        if before == after:
-            continue
-        topic = pc.value("topic", i)
-        t = per_topic.setdefault(topic, {"topic": topic, "shrinks": 0, "expands": 0, "parts": set()})
-        t["shrinks"] += bool(before - after)
-        t["expands"] += bool(after - before)
-        t["parts"].add(pc.value("partition", i))
-    rows = [
-        {"topic": t["topic"], "shrinks": t["shrinks"], "expands": t["expands"], "partitions": len(t["parts"])}
-        for t in sorted(per_topic.values(), key=lambda t: (-(t["shrinks"] + t["expands"]), t["topic"]))
-    ]
+    at = np.flatnonzero(pc.follows & (pc.start >= lo) & (pc.start <= hi))
+    rows: list[dict[str, Any]] = []
+    if len(at):
+        cells = pc.frame["isr"].to_numpy()
+        (was, old), (now, new) = _members(cells[at - 1]), _members(cells[at])
+        low = min(int(old.min(initial=0)), int(new.min(initial=0)))
+        width = max(int(old.max(initial=0)), int(new.max(initial=0))) - low + 1
+        before, after = was * width + (old - low), now * width + (new - low)
+        shrink = np.bincount(was[~np.isin(before, after)], minlength=len(at)) > 0
+        expand = np.bincount(now[~np.isin(after, before)], minlength=len(at)) > 0
+        changed = shrink | expand
+        names, topic = sorted_codes(pc.frame["topic"].to_numpy()[at][changed])
+        partition = pc.frame["partition"].to_numpy(dtype=np.int64)[at][changed]
+        shrinks = np.bincount(topic, weights=shrink[changed], minlength=len(names)).astype(np.int64)
+        expands = np.bincount(topic, weights=expand[changed], minlength=len(names)).astype(np.int64)
+        pairs = np.unique(topic * (int(partition.max(initial=0)) + 1) + partition)
+        parts = np.bincount(pairs // (int(partition.max(initial=0)) + 1), minlength=len(names))
+        for t in np.lexsort((np.arange(len(names)), -(shrinks + expands))).tolist():
+            rows.append(
+                {
+                    "topic": str(names[t]),
+                    "shrinks": int(shrinks[t]),
+                    "expands": int(expands[t]),
+                    "partitions": int(parts[t]),
+                }
+            )
     shrinks, expands = sum(r["shrinks"] for r in rows), sum(r["expands"] for r in rows)
     summary = (
         [f"{shrinks} ISR shrink(s) and {expands} expansion(s) over {len(rows)} topic(s)"]
@@ -339,12 +345,6 @@ def isr_section(data: ReportInput) -> Section:
     )
 
 
-def _lengths(frame: pd.DataFrame, column: str) -> np.ndarray:
-    if not len(frame):
-        return np.zeros(0, dtype=np.int64)
-    return np.fromiter((0 if v is None else len(v) for v in frame[column].tolist()), dtype=np.int64)
-
-
 def _version(pc: PartitionColumns, i: int) -> Row:
     """One partition version as a plain row."""
     return {c: pc.value(c, i) for c in pc.frame.columns}
@@ -355,7 +355,9 @@ def reassignments_section(data: ReportInput) -> Section:
     target."""
     lo, hi = data.window.lo, data.window.hi
     pc = data.partition_columns()
-    moving = (_lengths(pc.frame, "adding_replicas") > 0) | (_lengths(pc.frame, "removing_replicas") > 0)
+    moving = np.zeros(len(pc.start), dtype=bool)
+    if len(pc.frame):
+        moving = (lengths(pc.frame["adding_replicas"]) > 0) | (lengths(pc.frame["removing_replicas"]) > 0)
     rows = []
     for i, j in pc.runs(moving):
         run = Run(None, int(pc.start[i]), pc.to_offset(j), {}, {})
@@ -576,13 +578,6 @@ def tokens_section(data: ReportInput) -> Section:
     )
 
 
-class _Times(dict[int, int]):
-    """Timestamps by offset, None for an offset the window does not know."""
-
-    def __missing__(self, offset: int) -> None:
-        return None
-
-
 def _from_window(data: ReportInput, entity: str) -> pd.DataFrame:
     """The versions of ``entity`` in force from ``lo - 1`` on, each starting no earlier than ``lo - 1``: what
     the risk windows are judged on (a version's first offset is where its piece is judged, and from ``lo - 1``
@@ -607,63 +602,27 @@ _RISK_TEXT = {
 
 def risk_section(data: ReportInput) -> Section:
     """Windows in which a partition could lose acknowledged writes (:mod:`kraftlake.history.risk`), through the
-    window as the other runs are; elections as points."""
-    lo, hi = data.window.lo, data.window.hi
-    times = _Times(zip(data.times["offset"].astype(int), data.times["timestamp"].astype(int), strict=True))
-    windows = risk_windows_from_history(
-        _from_window(data, "partitions"), _from_window(data, "configs"), _from_window(data, "brokers"), times
+    window as the other runs are; elections as points. Built as columns (:mod:`~.run_columns`): a day of a
+    large cluster holds hundreds of thousands of windows."""
+    found = risk_rows(
+        data,
+        risk_columns_from_history(
+            _from_window(data, "partitions"), _from_window(data, "configs"), _from_window(data, "brokers")
+        ),
     )
-    end_ms = data.window.hi_ms
-    rows: list[dict[str, Any]] = []
-    for w in windows:
-        f, t, event = w.from_offset, w.to_offset, w.kind in EVENT_KINDS
-        if f > hi or (t is not None and t <= lo) or (event and f < lo):
-            continue
-        # the run's cells (_run_cells), inline: a whole history holds millions of windows
-        start = f if f > lo else lo
-        end = t if t is not None and t <= hi and not event else None
-        start_ms = times[start]
-        to_ms = times[end] if end is not None else None
-        stop_ms = to_ms if end is not None else end_ms
-        rows.append(
-            {
-                "kind": w.kind,
-                "topic": w.topic,
-                "partition": w.partition,
-                "leader": w.leader,
-                "isr": list(w.isr),
-                "min_isr": w.min_isr,
-                "min_isr_source": w.min_isr_source,
-                "previous_leader": w.previous_leader,
-                "from_offset": start,
-                "to_offset": end,
-                "from_time_ms": start_ms,
-                "to_time_ms": to_ms,
-                "duration_ms": None if event or start_ms is None or stop_ms is None else stop_ms - start_ms,
-                "before_window": f < lo,
-                "ongoing": end is None and not event,
-            }
-        )
-    rows.sort(key=lambda r: (r["from_offset"], r["topic"], r["partition"], r["kind"]))
+    rows = found.rows
     summary = []
-    if rows:
-        parts: dict[str, set[tuple[str, int]]] = {}
-        counts: Counter[str] = Counter()
-        longest: dict[str, int] = {}
-        for r in rows:
-            kind = r["kind"]
-            parts.setdefault(kind, set()).add((r["topic"], r["partition"]))
-            counts[kind] += 1
-            if r["duration_ms"] is not None and r["duration_ms"] > longest.get(kind, -1):
-                longest[kind] = r["duration_ms"]
-        every = set().union(*parts.values())
-        summary.append(f"{len(every)} partition(s) could have lost acknowledged writes or refused them")
+    if len(rows):
+        summary.append(f"{found.partitions} partition(s) could have lost acknowledged writes or refused them")
         for kind in RISK_KINDS:
-            if counts[kind]:
-                most = duration_text(longest[kind]) if kind in longest else "?"
-                extra = "" if kind in EVENT_KINDS else f", longest {most}"
+            if found.counts.get(kind):
+                most = found.longest.get(kind)
+                extra = (
+                    "" if kind in EVENT_KINDS else f", longest {'?' if most is None else duration_text(most)}"
+                )
                 summary.append(
-                    f"{_RISK_TEXT[kind]}: {len(parts[kind])} partition(s), {counts[kind]} window(s){extra}"
+                    f"{_RISK_TEXT[kind]}: {found.partitions_of[kind]} partition(s), {found.counts[kind]} window(s)"
+                    f"{extra}"
                 )
     return Section(
         "risk",
@@ -706,9 +665,14 @@ SECTIONS: tuple[Callable[[ReportInput], Section], ...] = (
 )
 
 
-def build_report(data: ReportInput, warehouse: str = "") -> Report:
-    """Every section of the window ``data`` describes."""
-    sections = [make(data) for make in SECTIONS]
-    for s in sections:
+def build_report(data: ReportInput, warehouse: str = "", json_pool: Executor | None = None) -> Report:
+    """Every section of the window ``data`` describes. With ``json_pool``, the JSON of the sections held as
+    columns is written on it while the next sections are computed (:meth:`ColumnRows.encode_ahead`)."""
+    sections = []
+    for make in SECTIONS:
+        s = make(data)
         s.sql = sql.query(s.sql, data.window.lo, data.window.hi, data.cluster)
+        if json_pool is not None and isinstance(s.rows, ColumnRows):
+            s.rows.encode_ahead(s.columns, json_pool)
+        sections.append(s)
     return Report(data.window, sections, data.cluster, warehouse)

@@ -26,6 +26,9 @@ from kraftlake.warehouse.tables import (
     close_key,
 )
 
+#: Columns no section reads, left in the files: a partition's log directories are three UUIDs a version, the
+#: largest column of the largest table.
+UNREAD = {"partitions": ("directories", "partition_epoch")}
 #: The ``metadata_log`` column of the controller's LeaderChange records (``kraftlake.records.layout``).
 LEADER_CHANGE = "leader_change_message"
 
@@ -44,7 +47,8 @@ def _versions(wh: Warehouse, entity: str, lo: int, hi: int) -> pd.DataFrame:
     """The versions of ``entity`` valid at some offset of ``[lo - 1, hi]``, a still open one ending at the first
     pending close of its key after its start (as ``warehouse.answers.history``), read as columns."""
     bounds = (Bound("from_offset", "<=", hi), Bound("to_offset", ">=", lo, or_null=True))
-    columns = [*ENTITIES[entity].names, "from_offset", "to_offset"]
+    unread = UNREAD.get(entity, ())
+    columns = [*(c for c in ENTITIES[entity].names if c not in unread), "from_offset", "to_offset"]
     frame = wh.read(entity, bounds, columns=columns).to_pandas(integer_object_nulls=True)
     frame = frame.astype({"from_offset": "Int64", "to_offset": "Int64"})
     closes = _pending_closes(wh, entity) if len(frame) else {}

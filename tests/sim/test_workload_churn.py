@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from itertools import pairwise
 from pathlib import Path
 
 from kraftlake.image.source import load_log, log_records
@@ -38,3 +39,23 @@ def test_the_log_replays_to_every_topic_and_partition(tmp_path: Path) -> None:
     for t in image.topics_by_id.values():
         for p in t.partitions.values():
             assert p.leader in p.isr and set(p.isr) <= set(p.replicas)
+
+
+def test_on_a_cluster_clock_the_same_records_spread_over_the_days_asked(tmp_path: Path) -> None:
+    from kraftlake.logformat import scan_batch_headers
+    from kraftlake.sim.workloads.churn import BASE_TIMESTAMP
+
+    plain, clocked = tmp_path / "plain", tmp_path / "clocked"
+    generate_log(plain, 30_000, 20, brokers=7, per_topic=10, seed=4)
+    assert generate_log(clocked, 30_000, 20, brokers=7, per_topic=10, seed=4, days=3) == 30_000
+    a, b = list(log_records(plain)), list(log_records(clocked))
+    assert [(r.offset, r.batch_offset, r.raw) for r in a] == [(r.offset, r.batch_offset, r.raw) for r in b]
+    data = b"".join(p.read_bytes() for p in sorted(clocked.glob("*.log")))
+    stamps = [h.max_timestamp for h in scan_batch_headers(data, verify_crc=True)]
+    assert all(x < y for x, y in pairwise(stamps)) and stamps[0] > BASE_TIMESTAMP
+    # about three days, the topics' creation a burst of seconds
+    days = (stamps[-1] - stamps[0]) / 86_400_000
+    assert 2.4 < days < 3.6, days
+    creation = next(r.offset for r in b if r.type == "PartitionChangeRecord")
+    created_by = next(r.timestamp for r in b if r.offset == creation - 1)
+    assert created_by - stamps[0] < 60_000

@@ -5,7 +5,8 @@ replay, and the replay fast-path tests.
 partitions (RF 3, directories assigned) are created first, then churn as a controller writes it: ISR shrink and
 expand (sometimes moving the leader), NoOps, topic configs set and deleted, brokers fenced and unfenced, topics
 deleted and created again under a new id; batches of 1-20 records. Seeded: the same arguments give the same
-bytes. Every record replays cleanly (the generator tracks each partition's ISR and leader as the controller
+bytes. Batch times are one millisecond an offset apart, or, with ``days``, at a real cluster's pace
+(:mod:`kraftlake.sim.workloads.cluster_clock`) over about that many days. Every record replays cleanly (the generator tracks each partition's ISR and leader as the controller
 would).
 """
 
@@ -19,11 +20,14 @@ from typing import Any
 from kraftlake.logformat import SegmentedLog, build_data_batch
 from kraftlake.protocol import messages as m
 from kraftlake.records.serde import encode_metadata_record
+from kraftlake.sim.workloads.cluster_clock import BURST, ClusterClock, spread_over
 
 BROKERS = 100
 PARTITIONS_PER_TOPIC = 100
 BASE_TIMESTAMP = 1_700_000_000_000
-"""The timestamp of the log's first batch (each next batch's is its base offset later, in ms)."""
+"""The timestamp of the log's first batch (without a clock, each next batch's is its base offset later, in ms)."""
+#: The share of churn iterations that fence or unfence a broker (see ``generate_log``'s draw).
+_FENCE_SHARE = 0.9995 - 0.97
 
 
 def _uuid(rng: random.Random) -> str:
@@ -36,21 +40,24 @@ def _uuid(rng: random.Random) -> str:
 class _LogWriter:
     """Appends records in batches to a segmented log, counting offsets."""
 
-    def __init__(self, directory: Path, rng: random.Random) -> None:
+    def __init__(self, directory: Path, rng: random.Random, clock: ClusterClock | None = None) -> None:
         self.log = SegmentedLog(directory, segment_bytes=256 * 1024 * 1024)
         self.rng = rng
+        self.clock = clock
         self.pending: list[bytes] = []
         self.offset = 0
         self.limit = 1
 
     def add(self, record: Any, version: int = 0) -> None:
         self.pending.append(encode_metadata_record(record, version))
+        if self.clock is not None:
+            self.clock.tick(record)
         if len(self.pending) >= self.limit:
             self.flush()
 
     def flush(self) -> None:
         if self.pending:
-            ts = BASE_TIMESTAMP + self.offset
+            ts = BASE_TIMESTAMP + self.offset if self.clock is None else self.clock.now
             self.log.append(build_data_batch(self.offset, 1, ts, self.pending))
             self.offset += len(self.pending)
             self.pending = []
@@ -139,15 +146,21 @@ def generate_log(
     brokers: int = BROKERS,
     per_topic: int = PARTITIONS_PER_TOPIC,
     seed: int = 0,
+    days: float | None = None,
 ) -> int:
     """Write a synthetic, replayable cluster log of about ``records`` records; return how many it wrote.
 
     Records are valid in replay order (partitions exist, broker epochs match): the generator tracks the
-    ISR and leader of every partition as the controller would.
+    ISR and leader of every partition as the controller would. With ``days``, the records are spread over
+    about that many days by a :class:`ClusterClock` (the same records as without).
     """
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
-    w = _LogWriter(directory, rng)
+    clock = None
+    if days is not None:
+        setup = 1 + brokers + topics * (per_topic + 1)
+        clock = ClusterClock(BASE_TIMESTAMP, spread_over(days, records, setup, BURST * _FENCE_SHARE), seed)
+    w = _LogWriter(directory, rng, clock)
     w.limit = 100
     w.add(m.FeatureLevelRecord(name="metadata.version", feature_level=27))
     dirs, epochs = _register_brokers(w, rng, brokers)

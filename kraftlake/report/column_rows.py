@@ -1,0 +1,158 @@
+"""A section's rows held as columns: the large tables of a report (risk windows, under-replicated runs: hundreds
+of thousands of rows in a day of a large cluster) built by column operations and written to JSON as columns,
+never as one Python dict a row unless a reader asks for the rows one by one.
+
+:class:`ColumnRows` is a read-only sequence of plain-value dicts (``int``, ``bool``, ``str``, ``None``, lists of
+``int``), as the other sections' lists are; :func:`json_lines` writes each row as ``json.dumps`` would write
+that dict, one row a line, the whole section's text made by Arrow's string kernels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future
+from typing import Any, overload
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: Between two rows of a section in the JSON (``render.to_json``'s layout).
+ROW_SEPARATOR = ",\n    "
+
+
+class ColumnRows(Sequence[dict[str, Any]]):
+    """Rows whose values are the cells of ``table`` (its column order is the rows' key order)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self._rows: list[dict[str, Any]] | None = None
+        self._ahead: tuple[tuple[str, ...], Future[memoryview]] | None = None
+
+    def encode_ahead(self, columns: Sequence[str], pool: Executor) -> None:
+        """Start writing the rows' JSON (:func:`json_lines` of ``columns``) on ``pool``: Arrow's kernels run
+        without the GIL, so the rows are written while the rest of the report is computed."""
+        names = tuple(columns)
+        self._ahead = (names, pool.submit(_json_lines, self.table, names))
+
+    @staticmethod
+    def of(columns: Mapping[str, pa.Array | np.ndarray | list[Any]]) -> ColumnRows:
+        """Rows from named columns of equal length (numpy arrays, Arrow arrays or lists of plain values)."""
+        return ColumnRows(pa.table({name: _array(values) for name, values in columns.items()}))
+
+    def rows(self) -> list[dict[str, Any]]:
+        if self._rows is None:
+            self._rows = self.table.to_pylist()
+        return self._rows
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            if self._rows is None and (i.step in (None, 1)):
+                start, stop, _ = i.indices(len(self))
+                part: list[dict[str, Any]] = self.table.slice(start, max(0, stop - start)).to_pylist()
+                return part
+            return self.rows()[i]
+        return self.rows()[i]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows())
+
+    def __add__(self, other: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [*self.rows(), *other]
+
+    def __radd__(self, other: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [*other, *self.rows()]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ColumnRows):
+            return self.rows() == other.rows()
+        return isinstance(other, list) and self.rows() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ColumnRows({self.table.num_rows} rows: {', '.join(self.table.column_names)})"
+
+
+def _array(values: pa.Array | pa.ChunkedArray | np.ndarray | list[Any]) -> pa.Array | pa.ChunkedArray:
+    if isinstance(values, pa.Array | pa.ChunkedArray):
+        return values
+    if isinstance(values, np.ndarray):
+        return pa.array(values)
+    return pa.array(values)
+
+
+def _text(value: str) -> pa.Scalar:
+    return pa.scalar(value, pa.large_string())
+
+
+def _json_values(column: pa.Array) -> pa.Array:
+    """Each cell as the JSON ``json.dumps`` writes for it (``null`` for a missing one), as large strings (each
+    kernel made to give that type at once: a cast of the result would copy every value again)."""
+    t = column.type
+    if pa.types.is_null(t):
+        return pa.array(["null"] * len(column), pa.large_string())
+    if pa.types.is_boolean(t):
+        text = pc.if_else(column, _text("true"), _text("false"))
+    elif pa.types.is_integer(t):
+        text = pc.cast(column, pa.large_string())
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        # few distinct names: each encoded once by json itself (its escapes, ASCII only)
+        coded = pc.dictionary_encode(column)
+        words = pa.array([json.dumps(w) for w in coded.dictionary.to_pylist()], pa.large_string())
+        text = pc.take(words, coded.indices)
+    elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type):
+        inner = pc.binary_join(pc.cast(column, pa.list_(pa.large_string())), _text(", "))
+        text = pc.binary_join_element_wise(_text("["), inner, _text("]"), _text(""))
+    else:
+        raise TypeError(f"a {t} column is not written as JSON columns")
+    return pc.fill_null(text, _text("null"))
+
+
+def _separators(n: int) -> pa.Array:
+    """:data:`ROW_SEPARATOR` after each of ``n`` rows but the last, made from its bytes."""
+    sep = ROW_SEPARATOR.encode()
+    offsets = np.minimum(np.arange(n + 1, dtype=np.int64), n - 1) * len(sep)
+    data = sep * (n - 1)
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def json_lines(rows: ColumnRows, columns: Sequence[str]) -> memoryview:
+    """The rows as ``json.dumps`` writes each as a dict of ``columns`` (a missing column's values ``null``),
+    joined by :data:`ROW_SEPARATOR`, as ASCII bytes (a view of Arrow's buffer); empty for no rows. Written
+    ahead (:meth:`ColumnRows.encode_ahead`) when it was started for these columns."""
+    names = tuple(columns)
+    if rows._ahead is not None and rows._ahead[0] == names:
+        return rows._ahead[1].result()
+    return _json_lines(rows.table, names)
+
+
+def _json_lines(held: pa.Table, columns: tuple[str, ...]) -> memoryview:
+    n = held.num_rows
+    if not n:
+        return memoryview(b"")
+    parts: list[Any] = []
+    for k, name in enumerate(columns):
+        parts.append(_text(("{" if k == 0 else ", ") + json.dumps(name) + ": "))
+        if name in held.column_names:
+            parts.append(_json_values(held.column(name).combine_chunks()))
+        else:
+            parts.append(_text("null"))
+    parts.append(_text("}"))
+    text = pc.binary_join_element_wise(*parts, _separators(n), _text(""))
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64, count=n + 1, offset=text.offset * 8)
+    data = text.buffers()[2]
+    assert data is not None
+    return memoryview(data)[int(offsets[0]) : int(offsets[-1])]
