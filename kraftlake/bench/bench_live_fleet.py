@@ -33,9 +33,12 @@ import statistics
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftlake.bench.commit_latency import Commit, behind_at, latencies, summary
+
+if TYPE_CHECKING:
+    from pipelines.stream import StreamProgress
 
 _ENV = "KRAFTLAKE_BENCH_LIVE_FLEET_"
 CLUSTERS = int(os.environ.get(_ENV + "CLUSTERS", "8"))
@@ -122,7 +125,11 @@ def _follow(sources: _Sources, stop: threading.Event, deadline: float) -> None:
 
 
 def _cluster_figures(
-    name: str, commits: list[Commit], seconds: list[tuple[float, float]], appended: dict[int, float], s: _Sources
+    name: str,
+    commits: list[Commit],
+    batches: list[tuple[float, StreamProgress]],
+    appended: dict[int, float],
+    s: _Sources,
 ) -> dict[str, Any]:
     lat = latencies(commits, appended)
     phases = s.phases[name]
@@ -134,8 +141,14 @@ def _cluster_figures(
         out.update(summary(steady, "steady_"))
         out["behind"] = behind_at(commits, appended, ended)
         start = appended.get(first, 0.0)
-        during = [sec for at, sec in seconds if start <= at <= ended]
-        out["steady_batch_seconds_p50"] = round(statistics.median(during), 2) if during else None
+        during = [p for at, p in batches if start <= at <= ended]
+        if during:
+            out["steady_batch_seconds_p50"] = round(statistics.median(p.seconds for p in during), 2)
+            out["steady_batch_records_p50"] = round(statistics.median(p.records for p in during))
+            # where a micro-batch's time goes (the phases of pipelines.stream.StreamProgress)
+            for phase in sorted({k for p in during for k in p.phases}):
+                seconds = [p.phases.get(phase, 0.0) for p in during]
+                out[f"steady_{phase}_seconds_p50"] = round(statistics.median(seconds), 2)
     for phase in ("creation", "burst"):
         if phase in phases:
             last = phases[phase][1]
@@ -152,7 +165,6 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     from kraftlake.spark.tables.layout import CLUSTER, LOG, table_ref
     from kraftlake.warehouse.fleet import FleetMember
     from pipelines.fleet import stream_fleet
-    from pipelines.stream import StreamProgress
 
     work = Path(ctx["work_dir"]).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -161,13 +173,13 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     shutil.rmtree(warehouse, ignore_errors=True)
     sources = _Sources(work, logs)
     commits: dict[str, list[Commit]] = {name: [] for name, _ in logs}
-    seconds: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in logs}
+    batches: dict[str, list[tuple[float, StreamProgress]]] = {name: [] for name, _ in logs}
     loads: list[float] = []
 
     def progress(name: str, p: StreamProgress) -> None:
         at = time.time()
         commits[name].append(Commit(p.first_offset, p.last_offset, at))
-        seconds[name].append((at, p.seconds))
+        batches[name].append((at, p))
         sources.committed[name].value = p.last_offset
 
     try:
@@ -182,7 +194,10 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         stop = threading.Event()
         limit = SECONDS + 1200
         watcher = threading.Thread(
-            target=_follow, args=(sources, stop, time.monotonic() + limit), name="bench-live-fleet", daemon=True
+            target=_follow,
+            args=(sources, stop, time.monotonic() + limit),
+            name="bench-live-fleet",
+            daemon=True,
         )
         watcher.start()
         t0 = time.monotonic()
@@ -205,7 +220,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     for r in rows:
         appended[r[CLUSTER]][r["offset"]] = r["timestamp"] / 1000
     clusters = {
-        name: _cluster_figures(name, commits[name], seconds[name], appended[name], sources) for name, _ in logs
+        name: _cluster_figures(name, commits[name], batches[name], appended[name], sources)
+        for name, _ in logs
     }
     for name, outcome in result.clusters.items():
         if outcome.error:
