@@ -56,12 +56,14 @@ from kraftlake.spark.tables.fold import fold_closes, pending_closes
 from kraftlake.spark.tables.layout import LOG, to_stored_log
 from kraftlake.spark.tables.writes import (
     append,
+    append_arrow,
     append_frame,
+    collect_rows,
     conflict_errors,
     retry_conflicts,
     wait_checkpoints,
 )
-from kraftlake.spark.validate import quarantine, validate_records
+from kraftlake.spark.validate import REASONS, quarantine, validate_records, with_reasons
 from pipelines.commit import Resume, commit_replayed, crossed_gaps, gap_line, resume, starting_point
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
@@ -282,19 +284,43 @@ class BatchCommitter:
         so a replayed batch redoes it (``quarantine`` is idempotent by offset).
         """
         t = time.monotonic()
-        self.result.quarantined += quarantine(
-            self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
-        )
+        write: Callable[[int, int], None]
+        if last - first < DRIVER_APPEND_ROWS:
+            write = self._collected_log(fresh)
+        else:
+            self.result.quarantined += quarantine(
+                self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
+            )
 
-        def write(start: int, end: int) -> None:
-            rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {end}"), self.cluster)
-            if end - start < DRIVER_APPEND_ROWS:
-                append_frame(self.spark, rows, self.warehouse, LOG, end, self.cluster)
-            else:
-                append(rows, self.warehouse, LOG, end, self.cluster)
+            def write(start: int, end: int) -> None:
+                rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {end}"), self.cluster)
+                if end - start < DRIVER_APPEND_ROWS:
+                    append_frame(self.spark, rows, self.warehouse, LOG, end, self.cluster)
+                else:
+                    append(rows, self.warehouse, LOG, end, self.cluster)
 
         if self.log.append(first, last, write):
             self._log_seconds = time.monotonic() - t
+
+    def _collected_log(self, fresh: DataFrame) -> Callable[[int, int], None]:
+        """A small batch's log leg: its ``metadata_log`` rows and the record-level suite's verdicts in one collect
+        (one Spark job where the suite and the append took two or three: with a fleet's streams in one driver,
+        a live micro-batch's cost is mostly its Spark jobs); the failing rows, if any, go to ``quarantine``
+        through :func:`quarantine`. Returns the append of the rows of an offset range, from the collect."""
+        import pyarrow.compute as pc
+
+        rows, apart = collect_rows(to_stored_log(with_reasons(fresh), self.cluster), LOG, REASONS)
+        if pc.any(pc.greater(pc.list_value_length(apart[REASONS]), 0)).as_py():
+            self.result.quarantined += quarantine(
+                self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
+            )
+
+        def write(start: int, end: int) -> None:
+            offsets = rows.column("offset")
+            wanted = pc.and_(pc.greater_equal(offsets, start), pc.less_equal(offsets, end))
+            append_arrow(self.spark, self.warehouse, LOG, rows.filter(wanted), end, self.cluster)
+
+        return write
 
     def _report(self, batch: HistoryBatch, records: list[Any], phases: dict[str, float], t0: float) -> None:
         """Move the commit point, count the batch, fold when enough closes wait, and report its progress."""

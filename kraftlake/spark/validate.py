@@ -121,6 +121,16 @@ def _reasons(df: DataFrame) -> Column:
     return F.filter(F.array(*failed), lambda x: x.isNotNull())
 
 
+#: The column :func:`with_reasons` adds.
+REASONS = "_reasons"
+
+
+def with_reasons(df: DataFrame) -> DataFrame:
+    """``df`` with the rules each row fails (:data:`REASONS`, an ``ARRAY<STRING>``, empty when valid): the suite's
+    verdicts collected with the rows themselves, so a small batch pays one Spark job for both."""
+    return df.withColumn(REASONS, _reasons(df))
+
+
 def validate_records(df: DataFrame) -> tuple[DataFrame, DataFrame]:
     """Split ``metadata_log`` rows into ``(good, bad)``: ``bad`` has ``reasons`` and ``reason`` columns.
 

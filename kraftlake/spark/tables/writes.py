@@ -76,12 +76,24 @@ def append_frame(
 ) -> None:
     """:func:`append_arrow` of a DataFrame's rows, collected to the driver: for small ones (a live micro-batch),
     where Spark's own Delta write costs more than the rows."""
+    append_arrow(spark, warehouse, name, collect_rows(df, name)[0], txn_version, cluster)
+
+
+def collect_rows(df: DataFrame, name: str, *extra: str) -> tuple[Any, dict[str, Any]]:
+    """A DataFrame's rows as a ``pyarrow.Table`` of table ``name``'s schema, collected to the driver, and the
+    columns ``extra`` of the same collect apart (by name), row for row."""
+    from pyspark.sql import types as T
+
+    schema = schema_of(name)
     # to the table's schema first: pyspark's own conversion refuses a null struct whose fields are NOT NULL
-    rows = df.to(schema_of(name)).toArrow()
+    wanted = T.StructType([*schema.fields, *(df.schema[c] for c in extra)])
+    rows = df.to(wanted).toArrow()
+    apart = {c: rows.column(c) for c in extra}
+    rows = rows.drop_columns(list(extra))
     target = arrow_schema_of(name)
     if rows.schema != target:
         rows = rows.cast(target)
-    append_arrow(spark, warehouse, name, rows, txn_version, cluster)
+    return rows, apart
 
 
 _CHECKPOINTER: ThreadPoolExecutor | None = None
