@@ -229,17 +229,39 @@ class BatchCommitter:
     def _commit(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.monotonic()
         done = self.done
+        fresh = df.where(f"offset > {done}")
+        if self._known_small():
+            # one Spark job for the whole micro-batch: with a fleet's streams in one driver, a live micro-batch
+            # costs mostly its Spark jobs, not its few rows
+            rows = collect_rows(to_stored_log(with_reasons(fresh), self.cluster), LOG, REASONS)
+            self._commit_fresh(fresh, batch_id, t0, rows)
+            return
         # cached: the source is read once for both the driver's replay and the metadata_log append
-        fresh = df.where(f"offset > {done}").persist()
+        fresh = fresh.persist()
         try:
             self._commit_fresh(fresh, batch_id, t0)
         finally:
             fresh.unpersist()
 
-    def _commit_fresh(self, fresh: DataFrame, batch_id: int, t0: float) -> None:
-        """Commit the batch's rows past the commit point (``fresh``, cached) through :func:`commit_replayed`:
-        the log leg from the cached rows beside the driver's decoding and replay, then the report."""
-        table = fresh.select(*_ENVELOPE).toArrow()  # the first action: fills the cache
+    def _known_small(self) -> bool:
+        """Whether fewer records than :data:`DRIVER_APPEND_ROWS` are available past the commit point (so the
+        micro-batch, planned before, holds fewer): its rows are then collected once, whole, for the replay and
+        the log leg alike."""
+        # a batch holds at least one record, so 0 available means the probe does not know (then the batch is
+        # cached and collected in parts, whatever its size)
+        return self.lag_probe is not None and 0 < self.lag_probe(self.done + 1) < DRIVER_APPEND_ROWS
+
+    def _commit_fresh(
+        self, fresh: DataFrame, batch_id: int, t0: float, collected: tuple[Any, dict[str, Any]] | None = None
+    ) -> None:
+        """Commit the batch's rows past the commit point through :func:`commit_replayed`: the log leg beside
+        the driver's decoding and replay, then the report. ``collected``: the batch's ``metadata_log`` rows and
+        the suite's verdicts (:meth:`_collected_log`), already in the driver; else ``fresh`` is cached and its
+        envelope collected here."""
+        if collected is not None:
+            table = collected[0].select(list(_ENVELOPE))
+        else:
+            table = fresh.select(*_ENVELOPE).toArrow()  # the first action: fills the cache
         offsets = sorted(table.column("offset").to_pylist())
         if not offsets:
             return
@@ -257,7 +279,7 @@ class BatchCommitter:
             return batch
 
         self._log_seconds = 0.0
-        log_leg = partial(self._log_leg, fresh, offsets[0], offsets[-1])
+        log_leg = partial(self._log_leg, fresh, offsets[0], offsets[-1], collected)
         batch = commit_replayed(self.spark, self.warehouse, self.cluster, log_leg, replay, phases)
         phases["log"] = self._log_seconds
         self._report(batch, records, phases, t0)
@@ -276,7 +298,9 @@ class BatchCommitter:
             if b != a + 1:
                 raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a} to {b}")
 
-    def _log_leg(self, fresh: DataFrame, first: int, last: int) -> None:
+    def _log_leg(
+        self, fresh: DataFrame, first: int, last: int, collected: tuple[Any, dict[str, Any]] | None
+    ) -> None:
         """The record-level suite, then the ``metadata_log`` append of the rows past what it holds.
 
         Rows failing the suite are also set aside with their reasons and the batch commits whole (``metadata_log``
@@ -285,8 +309,8 @@ class BatchCommitter:
         """
         t = time.monotonic()
         write: Callable[[int, int], None]
-        if last - first < DRIVER_APPEND_ROWS:
-            write = self._collected_log(fresh)
+        if collected is not None or last - first < DRIVER_APPEND_ROWS:
+            write = self._collected_log(fresh, collected)
         else:
             self.result.quarantined += quarantine(
                 self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
@@ -302,14 +326,18 @@ class BatchCommitter:
         if self.log.append(first, last, write):
             self._log_seconds = time.monotonic() - t
 
-    def _collected_log(self, fresh: DataFrame) -> Callable[[int, int], None]:
+    def _collected_log(
+        self, fresh: DataFrame, collected: tuple[Any, dict[str, Any]] | None
+    ) -> Callable[[int, int], None]:
         """A small batch's log leg: its ``metadata_log`` rows and the record-level suite's verdicts in one collect
-        (one Spark job where the suite and the append took two or three: with a fleet's streams in one driver,
-        a live micro-batch's cost is mostly its Spark jobs); the failing rows, if any, go to ``quarantine``
-        through :func:`quarantine`. Returns the append of the rows of an offset range, from the collect."""
+        (``collected``, or collected here: one Spark job where the suite and the append took two or three); the
+        failing rows, if any, go to ``quarantine`` through :func:`quarantine`. Returns the append of the rows of
+        an offset range, from the collect."""
         import pyarrow.compute as pc
 
-        rows, apart = collect_rows(to_stored_log(with_reasons(fresh), self.cluster), LOG, REASONS)
+        rows, apart = collected or collect_rows(
+            to_stored_log(with_reasons(fresh), self.cluster), LOG, REASONS
+        )
         if pc.any(pc.greater(pc.list_value_length(apart[REASONS]), 0)).as_py():
             self.result.quarantined += quarantine(
                 self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
