@@ -32,6 +32,7 @@ import shutil
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,8 @@ TRIGGER = float(os.environ.get(_ENV + "TRIGGER", "1.0"))
 GOAL_P99_S = 5.0
 #: Seconds the sources may take to elect their leaders.
 READY_S = 120.0
+#: Seconds between two reads of the queries' progress (Spark keeps each query's last 100).
+SAMPLE_S = 5.0
 
 
 def _logs(work: Path) -> list[tuple[str, Path]]:
@@ -117,11 +120,44 @@ class _Sources:
                 p.join(timeout=10)
 
 
-def _follow(sources: _Sources, stop: threading.Event, deadline: float) -> None:
-    """Read the sources' reports until every one is done or failed (then stop the fleet) or the deadline."""
+def _follow(sources: _Sources, stop: threading.Event, deadline: float, sample: Callable[[], None]) -> None:
+    """Read the sources' reports until every one is done or failed (then stop the fleet) or the deadline;
+    ``sample()`` every few seconds meanwhile."""
+    sampled = 0.0
     while time.monotonic() < deadline and len(sources.done) + len(sources.failed) < len(sources.processes):
         sources.take(1.0)
+        if time.monotonic() - sampled >= SAMPLE_S:
+            sample()
+            sampled = time.monotonic()
+    sample()
     stop.set()
+
+
+class _EngineTimes:
+    """The streaming engine's own timings of the fleet's micro-batches (Spark's ``durationMs`` of each query's
+    progress: ``addBatch`` is the ``foreachBatch`` commit, ``latestOffset`` and ``queryPlanning`` the planning,
+    ``walCommit`` and ``commitOffsets`` the checkpoint's files), read from the active queries' recent progress
+    before it rolls over."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self.seen: dict[tuple[str, int], dict[str, int]] = {}
+
+    def sample(self) -> None:
+        for q in self.spark.streams.active:
+            try:
+                progresses = q.recentProgress
+            except Exception:  # a query stopping meanwhile
+                continue
+            for p in progresses:
+                if p.numInputRows > 0:
+                    self.seen[(p.id, p.batchId)] = dict(p.durationMs)
+
+    def figures(self) -> dict[str, float]:
+        keys = sorted({k for d in self.seen.values() for k in d})
+        return {
+            f"{k}_ms_p50": round(statistics.median(d.get(k, 0) for d in self.seen.values())) for k in keys
+        }
 
 
 def _cluster_figures(
@@ -193,9 +229,10 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         members = [FleetMember(name, sources.bootstrap[name]) for name, _ in logs]
         stop = threading.Event()
         limit = SECONDS + 1200
+        engine = _EngineTimes(spark)
         watcher = threading.Thread(
             target=_follow,
-            args=(sources, stop, time.monotonic() + limit),
+            args=(sources, stop, time.monotonic() + limit, engine.sample),
             name="bench-live-fleet",
             daemon=True,
         )
@@ -237,6 +274,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "live_fleet_trigger_s": TRIGGER,
         "live_fleet_run_s": round(wall, 1),
         "live_fleet_by_cluster": clusters,
+        "live_fleet_engine": engine.figures(),
         "live_fleet_worst_steady_p99_s": worst,
         "live_fleet_goal_p99_s": GOAL_P99_S,
         "live_fleet_goal_met": worst is not None and worst < GOAL_P99_S,
