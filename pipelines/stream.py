@@ -53,7 +53,7 @@ from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables.clusters import log_dir_cluster_id
 from kraftlake.spark.tables.creation import open_for_writer
 from kraftlake.spark.tables.fold import fold_closes, pending_closes
-from kraftlake.spark.tables.layout import LOG, to_stored_log
+from kraftlake.spark.tables.layout import LOG, stored_log_exprs, to_stored_log
 from kraftlake.spark.tables.writes import (
     append,
     append_arrow,
@@ -63,7 +63,7 @@ from kraftlake.spark.tables.writes import (
     retry_conflicts,
     wait_checkpoints,
 )
-from kraftlake.spark.validate import REASONS, quarantine, validate_records, with_reasons
+from kraftlake.spark.validate import REASONS, quarantine, reasons_sql, validate_records
 from pipelines.commit import Resume, commit_replayed, crossed_gaps, gap_line, resume, starting_point
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
@@ -186,6 +186,7 @@ class BatchCommitter:
         self.refused = 0
         self.fold_at = fold_at
         self.pending = pending_closes(spark, warehouse) if fold_at is not None else 0
+        self._collected_exprs: list[str] | None = None
         #: Committed micro-batches that held a metadata record other than a NoOp (what ``idle_stop_s`` watches)
         self.active_batches = 0
 
@@ -233,8 +234,7 @@ class BatchCommitter:
         if self._known_small():
             # one Spark job for the whole micro-batch: with a fleet's streams in one driver, a live micro-batch
             # costs mostly its Spark jobs, not its few rows
-            rows = collect_rows(to_stored_log(with_reasons(fresh), self.cluster), LOG, REASONS)
-            self._commit_fresh(fresh, batch_id, t0, rows)
+            self._commit_fresh(fresh, batch_id, t0, self._collect(fresh))
             return
         # cached: the source is read once for both the driver's replay and the metadata_log append
         fresh = fresh.persist()
@@ -242,6 +242,21 @@ class BatchCommitter:
             self._commit_fresh(fresh, batch_id, t0)
         finally:
             fresh.unpersist()
+
+    def _collect(self, fresh: DataFrame) -> tuple[Any, dict[str, Any]]:
+        """``fresh`` in ``metadata_log``'s layout with the record-level suite's verdicts (:data:`REASONS`),
+        collected: one projection of SQL expressions, built at the first batch (a source's schema does not
+        change between micro-batches; reading it is a round trip and a parse of the wide schema)."""
+        from pyspark.sql import types as T
+
+        if self._collected_exprs is None:
+            schema = fresh.schema
+            self._collected_exprs = [
+                *stored_log_exprs(schema, self.cluster),
+                f"{reasons_sql(schema.names)} AS {REASONS}",
+            ]
+        reasons = T.StructField(REASONS, T.ArrayType(T.StringType()), True)
+        return collect_rows(fresh.selectExpr(*self._collected_exprs), LOG, reasons)
 
     def _known_small(self) -> bool:
         """Whether fewer records than :data:`DRIVER_APPEND_ROWS` are available past the commit point (so the
@@ -335,9 +350,7 @@ class BatchCommitter:
         an offset range, from the collect."""
         import pyarrow.compute as pc
 
-        rows, apart = collected or collect_rows(
-            to_stored_log(with_reasons(fresh), self.cluster), LOG, REASONS
-        )
+        rows, apart = collected or self._collect(fresh)
         if pc.any(pc.greater(pc.list_value_length(apart[REASONS]), 0)).as_py():
             self.result.quarantined += quarantine(
                 self.spark, self.warehouse, validate_records(fresh)[1], self.cluster

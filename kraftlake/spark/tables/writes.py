@@ -79,17 +79,16 @@ def append_frame(
     append_arrow(spark, warehouse, name, collect_rows(df, name)[0], txn_version, cluster)
 
 
-def collect_rows(df: DataFrame, name: str, *extra: str) -> tuple[Any, dict[str, Any]]:
+def collect_rows(df: DataFrame, name: str, *extra: Any) -> tuple[Any, dict[str, Any]]:
     """A DataFrame's rows as a ``pyarrow.Table`` of table ``name``'s schema, collected to the driver, and the
-    columns ``extra`` of the same collect apart (by name), row for row."""
+    columns ``extra`` (``StructField`` s of ``df``) of the same collect apart (by name), row for row."""
     from pyspark.sql import types as T
 
-    schema = schema_of(name)
     # to the table's schema first: pyspark's own conversion refuses a null struct whose fields are NOT NULL
-    wanted = T.StructType([*schema.fields, *(df.schema[c] for c in extra)])
-    rows = df.to(wanted).toArrow()
-    apart = {c: rows.column(c) for c in extra}
-    rows = rows.drop_columns(list(extra))
+    rows = df.to(T.StructType([*schema_of(name).fields, *extra])).toArrow()
+    names = [f.name for f in extra]
+    apart = {c: rows.column(c) for c in names}
+    rows = rows.drop_columns(names)
     target = arrow_schema_of(name)
     if rows.schema != target:
         rows = rows.cast(target)
