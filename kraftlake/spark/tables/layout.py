@@ -298,6 +298,13 @@ def stored_log_exprs(schema: T.StructType, cluster: str) -> list[str]:
 
 
 @cache
+def schema_json(name: str) -> str:
+    """:func:`schema_of` as Delta's schema string (serialized once: ``metadata_log``'s takes milliseconds of
+    Python, which every live micro-batch's appends paid under the GIL)."""
+    return schema_of(name).json()
+
+
+@cache
 def schema_of(name: str) -> T.StructType:
     """A warehouse table's schema (its DDL parsed by Spark: a session must be active)."""
     if name == LOG:

@@ -23,6 +23,7 @@ from kraftlake.spark.tables.layout import (
     arrow_schema_of,
     close_key,
     engine_info,
+    schema_json,
     schema_of,
     table_path,
 )
@@ -59,7 +60,7 @@ def append_arrow(
         done = delta_append.append(
             path,
             rows,
-            schema_string=schema.json(),
+            schema_string=schema_json(name),
             app_id=app_id(cluster),
             txn_version=txn_version,
             engine_info=engine_info(spark),
