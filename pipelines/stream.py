@@ -53,15 +53,17 @@ from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables.clusters import log_dir_cluster_id
 from kraftlake.spark.tables.creation import open_for_writer
 from kraftlake.spark.tables.fold import fold_closes, pending_closes
-from kraftlake.spark.tables.layout import LOG, to_stored_log
+from kraftlake.spark.tables.layout import LOG, stored_log_exprs, to_stored_log
 from kraftlake.spark.tables.writes import (
     append,
+    append_arrow,
     append_frame,
+    collect_rows,
     conflict_errors,
     retry_conflicts,
     wait_checkpoints,
 )
-from kraftlake.spark.validate import quarantine, validate_records
+from kraftlake.spark.validate import REASONS, quarantine, reasons_sql, validate_records
 from pipelines.commit import Resume, commit_replayed, crossed_gaps, gap_line, resume, starting_point
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
@@ -184,6 +186,7 @@ class BatchCommitter:
         self.refused = 0
         self.fold_at = fold_at
         self.pending = pending_closes(spark, warehouse) if fold_at is not None else 0
+        self._collected_exprs: list[str] | None = None
         #: Committed micro-batches that held a metadata record other than a NoOp (what ``idle_stop_s`` watches)
         self.active_batches = 0
 
@@ -227,17 +230,53 @@ class BatchCommitter:
     def _commit(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.monotonic()
         done = self.done
+        fresh = df.where(f"offset > {done}")
+        if self._known_small():
+            # one Spark job for the whole micro-batch: with a fleet's streams in one driver, a live micro-batch
+            # costs mostly its Spark jobs, not its few rows
+            self._commit_fresh(fresh, batch_id, t0, self._collect(fresh))
+            return
         # cached: the source is read once for both the driver's replay and the metadata_log append
-        fresh = df.where(f"offset > {done}").persist()
+        fresh = fresh.persist()
         try:
             self._commit_fresh(fresh, batch_id, t0)
         finally:
             fresh.unpersist()
 
-    def _commit_fresh(self, fresh: DataFrame, batch_id: int, t0: float) -> None:
-        """Commit the batch's rows past the commit point (``fresh``, cached) through :func:`commit_replayed`:
-        the log leg from the cached rows beside the driver's decoding and replay, then the report."""
-        table = fresh.select(*_ENVELOPE).toArrow()  # the first action: fills the cache
+    def _collect(self, fresh: DataFrame) -> tuple[Any, dict[str, Any]]:
+        """``fresh`` in ``metadata_log``'s layout with the record-level suite's verdicts (:data:`REASONS`),
+        collected: one projection of SQL expressions, built at the first batch (a source's schema does not
+        change between micro-batches; reading it is a round trip and a parse of the wide schema)."""
+        from pyspark.sql import types as T
+
+        if self._collected_exprs is None:
+            schema = fresh.schema
+            self._collected_exprs = [
+                *stored_log_exprs(schema, self.cluster),
+                f"{reasons_sql(schema.names)} AS {REASONS}",
+            ]
+        reasons = T.StructField(REASONS, T.ArrayType(T.StringType()), True)
+        return collect_rows(fresh.selectExpr(*self._collected_exprs), LOG, reasons)
+
+    def _known_small(self) -> bool:
+        """Whether fewer records than :data:`DRIVER_APPEND_ROWS` are available past the commit point (so the
+        micro-batch, planned before, holds fewer): its rows are then collected once, whole, for the replay and
+        the log leg alike."""
+        # a batch holds at least one record, so 0 available means the probe does not know (then the batch is
+        # cached and collected in parts, whatever its size)
+        return self.lag_probe is not None and 0 < self.lag_probe(self.done + 1) < DRIVER_APPEND_ROWS
+
+    def _commit_fresh(
+        self, fresh: DataFrame, batch_id: int, t0: float, collected: tuple[Any, dict[str, Any]] | None = None
+    ) -> None:
+        """Commit the batch's rows past the commit point through :func:`commit_replayed`: the log leg beside
+        the driver's decoding and replay, then the report. ``collected``: the batch's ``metadata_log`` rows and
+        the suite's verdicts (:meth:`_collected_log`), already in the driver; else ``fresh`` is cached and its
+        envelope collected here."""
+        if collected is not None:
+            table = collected[0].select(list(_ENVELOPE))
+        else:
+            table = fresh.select(*_ENVELOPE).toArrow()  # the first action: fills the cache
         offsets = sorted(table.column("offset").to_pylist())
         if not offsets:
             return
@@ -255,7 +294,7 @@ class BatchCommitter:
             return batch
 
         self._log_seconds = 0.0
-        log_leg = partial(self._log_leg, fresh, offsets[0], offsets[-1])
+        log_leg = partial(self._log_leg, fresh, offsets[0], offsets[-1], collected)
         batch = commit_replayed(self.spark, self.warehouse, self.cluster, log_leg, replay, phases)
         phases["log"] = self._log_seconds
         self._report(batch, records, phases, t0)
@@ -274,7 +313,9 @@ class BatchCommitter:
             if b != a + 1:
                 raise StreamSourceError(f"micro-batch {batch_id}: offsets jump from {a} to {b}")
 
-    def _log_leg(self, fresh: DataFrame, first: int, last: int) -> None:
+    def _log_leg(
+        self, fresh: DataFrame, first: int, last: int, collected: tuple[Any, dict[str, Any]] | None
+    ) -> None:
         """The record-level suite, then the ``metadata_log`` append of the rows past what it holds.
 
         Rows failing the suite are also set aside with their reasons and the batch commits whole (``metadata_log``
@@ -282,19 +323,45 @@ class BatchCommitter:
         so a replayed batch redoes it (``quarantine`` is idempotent by offset).
         """
         t = time.monotonic()
-        self.result.quarantined += quarantine(
-            self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
-        )
+        write: Callable[[int, int], None]
+        if collected is not None or last - first < DRIVER_APPEND_ROWS:
+            write = self._collected_log(fresh, collected)
+        else:
+            self.result.quarantined += quarantine(
+                self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
+            )
 
-        def write(start: int, end: int) -> None:
-            rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {end}"), self.cluster)
-            if end - start < DRIVER_APPEND_ROWS:
-                append_frame(self.spark, rows, self.warehouse, LOG, end, self.cluster)
-            else:
-                append(rows, self.warehouse, LOG, end, self.cluster)
+            def write(start: int, end: int) -> None:
+                rows = to_stored_log(fresh.where(f"offset >= {start} AND offset <= {end}"), self.cluster)
+                if end - start < DRIVER_APPEND_ROWS:
+                    append_frame(self.spark, rows, self.warehouse, LOG, end, self.cluster)
+                else:
+                    append(rows, self.warehouse, LOG, end, self.cluster)
 
         if self.log.append(first, last, write):
             self._log_seconds = time.monotonic() - t
+
+    def _collected_log(
+        self, fresh: DataFrame, collected: tuple[Any, dict[str, Any]] | None
+    ) -> Callable[[int, int], None]:
+        """A small batch's log leg: its ``metadata_log`` rows and the record-level suite's verdicts in one collect
+        (``collected``, or collected here: one Spark job where the suite and the append took two or three); the
+        failing rows, if any, go to ``quarantine`` through :func:`quarantine`. Returns the append of the rows of
+        an offset range, from the collect."""
+        import pyarrow.compute as pc
+
+        rows, apart = collected or self._collect(fresh)
+        if pc.any(pc.greater(pc.list_value_length(apart[REASONS]), 0)).as_py():
+            self.result.quarantined += quarantine(
+                self.spark, self.warehouse, validate_records(fresh)[1], self.cluster
+            )
+
+        def write(start: int, end: int) -> None:
+            offsets = rows.column("offset")
+            wanted = pc.and_(pc.greater_equal(offsets, start), pc.less_equal(offsets, end))
+            append_arrow(self.spark, self.warehouse, LOG, rows.filter(wanted), end, self.cluster)
+
+        return write
 
     def _report(self, batch: HistoryBatch, records: list[Any], phases: dict[str, float], t0: float) -> None:
         """Move the commit point, count the batch, fold when enough closes wait, and report its progress."""

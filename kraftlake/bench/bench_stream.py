@@ -235,26 +235,20 @@ def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     }
 
 
-def _append_all(q: Any, values: list[bytes], chunk: int = 5000) -> tuple[int, int]:
-    """Append ``values`` as fast as the quorum commits them (batches of ``chunk``); their first and last offset."""
-    pending = [q.append(values[i : i + chunk]) for i in range(0, len(values), chunk)]
-    offsets = [f.result(timeout=300) for f in pending]
-    return offsets[0][0], offsets[-1][1]
-
-
 def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     """Commit-to-queryable at the rate a real cluster writes, and a burst, through ``stream --source service``.
 
-    A 3-voter ``LocalQuorum`` (fsync on) gets, in order: the cluster's creation (the bench log's brokers, topics
-    and ``PARTITIONS`` partitions) at once, waited for until queryable; ``SECONDS`` of steady state, a NoOp every
-    500 ms (as a controller writes them) plus ISR and config churn at ``CHURN_RATE`` records/s (the bench log's
-    own churn records, in order); then ``BURST`` churn records at once (a broker failure at 2M partitions writes
-    about 120k); a NoOp every 500 ms runs beside all of it until the burst is queryable. The stream runs
-    throughout with its defaults (1 s trigger, no batch cap). Latency per record
-    as in :func:`latency`. Figures: the steady state's p50/p99, the time until the burst's last record and the
-    creation's last record were queryable (from their append).
+    A 3-voter ``LocalQuorum`` (fsync on) gets, in order (:mod:`kraftlake.bench.cluster_rate`): the cluster's
+    creation (the bench log's brokers, topics and ``PARTITIONS`` partitions) at once, waited for until queryable;
+    ``SECONDS`` of steady state, a NoOp every 500 ms (as a controller writes them) plus ISR and config churn at
+    ``CHURN_RATE`` records/s (the bench log's own churn records, in order); then ``BURST`` churn records at once
+    (a broker failure at 2M partitions writes about 120k); a NoOp every 500 ms runs beside all of it until the
+    burst is queryable. The stream runs throughout with its defaults (1 s trigger, no batch cap). Latency per
+    record as in :func:`latency`. Figures: the steady state's p50/p99, the time until the burst's last record and
+    the creation's last record were queryable (from their append).
     """
-    from kraftlake.image.source import log_records
+    from kraftlake.bench.cluster_rate import Phase, cluster_records, write_noops, write_phases
+    from kraftlake.bench.commit_latency import Commit, latencies, summary
     from kraftlake.protocol import messages as m
     from kraftlake.records import encode_metadata_record
     from kraftlake.service import LocalQuorum
@@ -266,24 +260,14 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     quorum_dir = work / "quorum-cluster"
     for d in (warehouse, quorum_dir):
         shutil.rmtree(d, ignore_errors=True)
-    creation: list[bytes] = []
-    churn: list[bytes] = []
     steady = int(CHURN_RATE * SECONDS)
-    for mr in log_records(log_dir):
-        if mr.is_control or mr.type == "NoOpRecord":
-            continue  # the steady state writes its own NoOps, on a controller's schedule
-        if not churn and mr.type not in ("PartitionChangeRecord", "ConfigRecord"):
-            creation.append(mr.raw)  # brokers, topics, partitions: everything before the first change
-        else:
-            churn.append(mr.raw)  # in log order, so every record replays onto the ones before it
-            if len(churn) >= steady + BURST:
-                break
+    creation, churn = cluster_records(log_dir, steady, BURST)
     noop = encode_metadata_record(m.NoOpRecord(), 0)
     ensure_tables(spark, warehouse)
     q = LocalQuorum(3, quorum_dir, CLUSTER, fsync=True)
     q.start()
     commits: list[tuple[StreamProgress, float]] = []
-    phases: dict[str, tuple[int, int]] = {}  # phase -> (first offset, last offset)
+    phases: dict[str, Phase] = {}
     stop = threading.Event()
     noops_done = threading.Event()
 
@@ -294,29 +278,18 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
                 return
             time.sleep(0.05)
 
-    def noops() -> None:
-        # the active controller's NoOp every 500 ms, whatever else it writes
-        while not noops_done.wait(0.5):
-            q.append([noop]).result(timeout=300)
-
     def produce() -> None:
         try:
-            phases["creation"] = _append_all(q, creation)
-            committed_to(phases["creation"][1])
-            t0 = time.monotonic()
-            sent = 0
-            offsets: list[int] = []
-            while sent < steady and not stop.is_set():
-                due = min(steady, int((time.monotonic() - t0) * CHURN_RATE))
-                if due > sent:
-                    offsets.extend(q.append(churn[sent:due]).result(timeout=300))
-                    sent = due
-                else:
-                    time.sleep(0.01)
-            phases["steady"] = (min(offsets), max(offsets))
-            committed_to(phases["steady"][1])
-            phases["burst"] = _append_all(q, churn[steady : steady + BURST])
-            committed_to(phases["burst"][1])
+            write_phases(
+                q.append,
+                committed_to,
+                creation,
+                churn,
+                steady=steady,
+                churn_rate=CHURN_RATE,
+                stop=stop,
+                phases=phases,
+            )
         finally:
             noops_done.set()  # the stream then stops once idle
 
@@ -324,7 +297,9 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
         q.wait_for_leader()
         bootstrap = ",".join(f"{h}:{p}" for h, p in q.endpoints.values())
         producer = threading.Thread(target=produce, name="bench-cluster-producer", daemon=True)
-        noop_writer = threading.Thread(target=noops, name="bench-cluster-noops", daemon=True)
+        noop_writer = threading.Thread(
+            target=write_noops, args=(q.append, noops_done, noop), name="bench-cluster-noops", daemon=True
+        )
         producer.start()
         noop_writer.start()
         result = stream(
@@ -347,11 +322,7 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
         q.stop()
     rows = spark.sql(f"SELECT offset, timestamp FROM {table_ref(warehouse, OFFSETS)}").collect()
     appended = {r["offset"]: r["timestamp"] / 1000 for r in rows}
-    queryable: dict[int, float] = {}
-    for p, at in commits:
-        for o in range(p.first_offset, p.last_offset + 1):
-            if o in appended:
-                queryable[o] = at - appended[o]
+    queryable = latencies([Commit(p.first_offset, p.last_offset, at) for p, at in commits], appended)
     out: dict[str, Any] = {
         "cluster_partitions": PARTITIONS,
         "cluster_creation_records": len(creation),
@@ -360,14 +331,13 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
         "cluster_burst_records": BURST,
         "cluster_batches": result.batches,
     }
-    for name, (first, last) in phases.items():
-        lat = [queryable[o] for o in range(first, last + 1) if o in queryable]
+    for name, phase in phases.items():
         if name == "steady":
+            lat = [queryable[o] for o in range(phase.first, phase.last + 1) if o in queryable]
             out["cluster_steady_records"] = len(lat)
-            out["cluster_commit_to_queryable_p50_s"] = round(_quantile(lat, 0.5), 2) if lat else None
-            out["cluster_commit_to_queryable_p99_s"] = round(_quantile(lat, 0.99), 2) if lat else None
-            out["cluster_commit_to_queryable_max_s"] = round(max(lat), 2) if lat else None
+            out.update(summary(lat, "cluster_commit_to_queryable_"))
         else:
+            last = phase.last
             out[f"cluster_{name}_queryable_s"] = round(queryable[last], 2) if last in queryable else None
     out["cluster_batch_records_p50"] = (
         round(statistics.median(p.records for p, _ in commits)) if commits else 0

@@ -281,17 +281,27 @@ def log_table_schema() -> T.StructType:
 def to_stored_log(df: DataFrame, cluster: str) -> DataFrame:
     """``metadata_log`` rows (as the source yields them) of ``cluster`` in the stored layout (see
     :data:`PRESENT`)."""
-    from pyspark.sql import functions as F
+    return df.selectExpr(*stored_log_exprs(df.schema, cluster))
 
-    cols = [F.lit(cluster).alias(CLUSTER)]
-    for f in df.schema.fields:
+
+def stored_log_exprs(schema: T.StructType, cluster: str) -> list[str]:
+    """The SQL expressions of :func:`to_stored_log` for rows of ``schema``: one ``selectExpr`` (a Column built
+    per field is a py4j round trip each, which a fleet's micro-batches pay under one GIL)."""
+    out = [f"{sql_string(cluster)} AS {CLUSTER}"]
+    for f in schema.fields:
+        name = "`" + f.name.replace("`", "``") + "`"
         if isinstance(f.dataType, T.StructType) and not f.dataType.fields:
-            cols.append(
-                F.when(F.col(f.name).isNotNull(), F.struct(F.lit(True).alias("present"))).alias(f.name)
-            )
+            out.append(f"CASE WHEN {name} IS NOT NULL THEN named_struct('present', true) END AS {name}")
         else:
-            cols.append(F.col(f.name))
-    return df.select(*cols)
+            out.append(name)
+    return out
+
+
+@cache
+def schema_json(name: str) -> str:
+    """:func:`schema_of` as Delta's schema string (serialized once: ``metadata_log``'s takes milliseconds of
+    Python, which every live micro-batch's appends paid under the GIL)."""
+    return schema_of(name).json()
 
 
 @cache

@@ -23,6 +23,7 @@ from kraftlake.spark.tables.layout import (
     arrow_schema_of,
     close_key,
     engine_info,
+    schema_json,
     schema_of,
     table_path,
 )
@@ -59,7 +60,7 @@ def append_arrow(
         done = delta_append.append(
             path,
             rows,
-            schema_string=schema.json(),
+            schema_string=schema_json(name),
             app_id=app_id(cluster),
             txn_version=txn_version,
             engine_info=engine_info(spark),
@@ -76,12 +77,23 @@ def append_frame(
 ) -> None:
     """:func:`append_arrow` of a DataFrame's rows, collected to the driver: for small ones (a live micro-batch),
     where Spark's own Delta write costs more than the rows."""
+    append_arrow(spark, warehouse, name, collect_rows(df, name)[0], txn_version, cluster)
+
+
+def collect_rows(df: DataFrame, name: str, *extra: Any) -> tuple[Any, dict[str, Any]]:
+    """A DataFrame's rows as a ``pyarrow.Table`` of table ``name``'s schema, collected to the driver, and the
+    columns ``extra`` (``StructField`` s of ``df``) of the same collect apart (by name), row for row."""
+    from pyspark.sql import types as T
+
     # to the table's schema first: pyspark's own conversion refuses a null struct whose fields are NOT NULL
-    rows = df.to(schema_of(name)).toArrow()
+    rows = df.to(T.StructType([*schema_of(name).fields, *extra])).toArrow()
+    names = [f.name for f in extra]
+    apart = {c: rows.column(c) for c in names}
+    rows = rows.drop_columns(names)
     target = arrow_schema_of(name)
     if rows.schema != target:
         rows = rows.cast(target)
-    append_arrow(spark, warehouse, name, rows, txn_version, cluster)
+    return rows, apart
 
 
 _CHECKPOINTER: ThreadPoolExecutor | None = None
