@@ -97,7 +97,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
 
     work = Path(ctx["work_dir"]).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    if CLUSTERS <= int(TARGET[1:]):
+    if int(TARGET[1:]) >= CLUSTERS:
         raise ValueError(f"KRAFTLAKE_BENCH_FLEETQ_CLUSTERS={CLUSTERS}: the fleet must hold {TARGET}")
     logs = fleet_logs(work.parent / "fleet", CLUSTERS, RECORDS, TOPICS)
     fleet, alone, last, ingest_s = _ingest(work, logs)
@@ -122,7 +122,9 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         for n in offsets:
             got = {key: _answer(remote, n) for key, remote in remotes.items()}
             if got["fleet"] != got["alone"]:
-                raise BenchAnswerError(f"partitions_at({n}, '{TARGET}'): fleet {got['fleet']}, alone {got['alone']}")
+                raise BenchAnswerError(
+                    f"partitions_at({n}, '{TARGET}'): fleet {got['fleet']}, alone {got['alone']}"
+                )
     ratio = statistics.median(lat["fleet"]) / statistics.median(lat["alone"])
     return {
         "fleetq_clusters": CLUSTERS,

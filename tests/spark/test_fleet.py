@@ -141,7 +141,9 @@ def test_a_named_cluster_reads_its_own_files_only(spark: Any, fleet: Fleet) -> N
     def own_files(table: str) -> int:
         files = snapshot(table_path(fleet.warehouse, table)).files.values()
         return sum(
-            1 for a in files if {(stats_of(a) or {}).get(k, {}).get(CLUSTER) for k in ("minValues", "maxValues")} == {"b"}
+            1
+            for a in files
+            if {(stats_of(a) or {}).get(k, {}).get(CLUSTER) for k in ("minValues", "maxValues")} == {"b"}
         )
 
     scanned = _files_scanned(spark, f"SELECT * FROM partitions_at({_last(fleet.b)}, 'b')")

@@ -113,4 +113,3 @@ def remove_replaced(table: str | Path, paths: list[str]) -> None:
             (root / unquote(rel)).unlink(missing_ok=True)
         except OSError as exc:
             _log.warning("fleet_status: cannot delete the replaced file %s: %s", root / rel, exc)
-
