@@ -196,3 +196,23 @@ def test_a_second_writer_appending_or_compacting_meanwhile_loses_nothing(spark: 
     assert _transitions(rows)["a1"] == [("following", ""), ("failed", "boom")]
     assert _transitions(rows)["b1"] == [("following", ""), ("unreachable", "gone")]
     assert _live_files(warehouse) == 1
+
+
+def test_a_table_made_without_the_short_retentions_gets_them(spark: Any, tmp_path: Path) -> None:
+    from kraftlake.delta.append import table_metadata
+    from kraftlake.spark.tables.fleet_status import ensure_fleet_status
+    from kraftlake.spark.tables.layout import FLEET_STATUS_PROPERTIES
+
+    warehouse = tmp_path / "wh"
+    ensure_fleet_status(spark, warehouse)
+    path = warehouse / "fleet_status"
+    assert FLEET_STATUS_PROPERTIES.items() <= table_metadata(path)[1]["configuration"].items()
+    # as a table made before them was
+    keys = ", ".join(f"'{k}'" for k in FLEET_STATUS_PROPERTIES)
+    spark.sql(f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES ({keys})")
+    assert not FLEET_STATUS_PROPERTIES.keys() & table_metadata(path)[1]["configuration"].keys()
+    ensure_fleet_status(spark, warehouse)
+    version, metadata = table_metadata(path)
+    assert FLEET_STATUS_PROPERTIES.items() <= metadata["configuration"].items()
+    ensure_fleet_status(spark, warehouse)  # once
+    assert table_metadata(path)[0] == version
