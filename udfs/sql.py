@@ -58,6 +58,7 @@ from kraftlake.spark.tables.queries import (
     REFUSALS,
     bounds_relation,
     cluster_choice,
+    cluster_named,
     history_query,
     offset_at_time,
     offset_guard,
@@ -118,6 +119,8 @@ def function_statements(
     # _at_time for every cluster
     named = f"{CLUSTER_ARG} STRING DEFAULT NULL"
     chosen = cluster_choice(warehouse, CLUSTER_ARG)
+    # the rows read by the cluster named (a literal: Delta skips the others' files), checked by the guard
+    read_by = cluster_named(CLUSTER_ARG, chosen)
     narrowed = f"CASE WHEN {CLUSTER_ARG} IS NULL THEN NULL ELSE {chosen} END"
     at = f"{offset_at_time(warehouse, 'at_time', f'coalesce({narrowed}, {CLUSTER})')} a"
     for table in ENTITIES:
@@ -128,8 +131,8 @@ def function_statements(
                 warehouse,
                 table,
                 "at_offset",
-                chosen,
-                guard=offset_guard(warehouse, table, "at_offset", chosen),
+                read_by,
+                guard=offset_guard(warehouse, table, "at_offset", chosen, read_by),
             )
         )
         out.append(

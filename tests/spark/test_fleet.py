@@ -109,6 +109,49 @@ def test_every_table_carries_the_cluster_first_and_clusters_on_it(spark: Any, fl
     }
 
 
+def _files_scanned(spark: Any, query: str) -> dict[str, int]:
+    """The data files each table's scan read (its ``numFiles`` metric), by table directory name, once
+    ``query`` ran (adaptive execution's final plan, subqueries included)."""
+    df = spark.sql(query)
+    df.collect()
+    out: dict[str, int] = {}
+
+    def walk(plan: Any) -> None:
+        name = plan.nodeName()
+        if name.startswith("AdaptiveSparkPlan"):
+            walk(plan.executedPlan())
+        elif "QueryStage" in name:
+            walk(plan.plan())
+        if name.startswith("Scan parquet"):
+            table = str(plan.relation().location().rootPaths().head()).rstrip("/").rsplit("/", 1)[-1]
+            out[table] = out.get(table, 0) + int(plan.metrics().apply("numFiles").value())
+        for children in (plan.children(), plan.subqueries()):
+            it = children.iterator()
+            while it.hasNext():
+                walk(it.next())
+
+    walk(df._jdf.queryExecution().executedPlan())
+    return out
+
+
+def test_a_named_cluster_reads_its_own_files_only(spark: Any, fleet: Fleet) -> None:
+    from kraftlake.delta.rewrite import snapshot, stats_of
+    from kraftlake.spark.tables.layout import CLUSTER, table_path
+
+    def own_files(table: str) -> int:
+        files = snapshot(table_path(fleet.warehouse, table)).files.values()
+        return sum(
+            1
+            for a in files
+            if {(stats_of(a) or {}).get(k, {}).get(CLUSTER) for k in ("minValues", "maxValues")} == {"b"}
+        )
+
+    scanned = _files_scanned(spark, f"SELECT * FROM partitions_at({_last(fleet.b)}, 'b')")
+    # Delta skips the other clusters' files by the literal the function is called with
+    assert 0 < scanned["partitions"] <= own_files("partitions")
+    assert 0 < scanned["bounds"] <= own_files("bounds")
+
+
 def test_refusals_keep_the_clusters_apart(spark: Any, fleet: Fleet, tmp_path: Path) -> None:
     from jobs.ingest import log_dirs
     from kraftlake.errors import KraftlakeError

@@ -51,6 +51,13 @@ FLEET_STATUS_DDL = (
     "state STRING NOT NULL, lag BIGINT, last_offset BIGINT, last_commit_ms BIGINT, last_error STRING, "
     "updated_ms BIGINT NOT NULL, pid INT"
 )
+#: ``fleet_status`` is compacted every few minutes (:mod:`kraftlake.spark.tables.fleet_compaction`): its
+#: replaced files' tombstones and its old commits are kept an hour, not Delta's week and month, or its
+#: checkpoints and ``_delta_log`` would grow with every row ever appended.
+FLEET_STATUS_PROPERTIES = {
+    "delta.deletedFileRetentionDuration": "interval 1 hours",
+    "delta.logRetentionDuration": "interval 1 hours",
+}
 HISTORY_TABLES = tuple(ENTITIES)
 _ENDPOINTS = "ARRAY<STRUCT<name: STRING, host: STRING, port: INT, security_protocol: STRING>>"
 _FEATURES = "ARRAY<STRUCT<name: STRING, min: INT, max: INT>>"
@@ -222,6 +229,8 @@ def table_layout(spark: SparkSession, name: str) -> tuple[T.StructType, list[str
         FLEET_STATUS: ["updated_ms"],
     }.get(name, ["from_offset", "to_offset"])
     props = {}
+    if name == FLEET_STATUS:
+        props = dict(FLEET_STATUS_PROPERTIES)
     if name in ENTITIES:
         # deletion vectors: a fold's MERGE (fold_closes) marks the old row instead of rewriting every file it
         # touches; statistics only on what queries filter by: on every column (arrays included) they cost a

@@ -47,6 +47,19 @@ def cluster_choice(warehouse: str | Path, arg: str) -> str:
     )
 
 
+def cluster_named(arg: str, chosen: str) -> str:
+    """The cluster a function's rows are read by: the argument ``arg`` itself when the call names one, else
+    ``chosen`` (:func:`cluster_choice` of ``arg``).
+
+    Called with a literal, the optimizer folds this to the literal, and Delta skips the other clusters' files
+    by their statistics on ``cluster``; ``chosen`` is not known before the query runs (its check is a scalar
+    subquery over the registry), so filtering by it reads every cluster's files. The check is then the
+    guard's: use this only beside a guard evaluated on ``chosen`` (:func:`offset_guard`), which raises for a
+    cluster the warehouse does not hold.
+    """
+    return f"CASE WHEN {arg} IS NOT NULL THEN {arg} ELSE {chosen} END"
+
+
 def pending_closes_sql(
     warehouse: str | Path, table: str, cluster: str | None, at_most: str | None = None
 ) -> str:
@@ -157,7 +170,9 @@ IN_GAP = "lies in a gap of the log"
 REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED, IN_GAP, NO_SUCH_CLUSTER, NAME_ONE)
 
 
-def offset_guard(warehouse: str | Path, table: str, at: str, cluster: str) -> str:
+def offset_guard(
+    warehouse: str | Path, table: str, at: str, cluster: str, bounds_of: str | None = None
+) -> str:
     """A query of ``table``'s function columns that yields no row, and raises (``raise_error``, Spark's
     USER_RAISED_EXCEPTION) when offset ``at`` is negative, below the retained-from offset
     (:func:`kraftlake.spark.tables.bounds.retained_from`: there the history tables hold only the versions that outlived the cut, and the
@@ -170,9 +185,11 @@ def offset_guard(warehouse: str | Path, table: str, at: str, cluster: str) -> st
     raises whatever the history table holds or Delta skips. (A filter or a cross join with the history table
     is never evaluated when that side is empty: after data skipping, at an offset below every version.) The
     bounds are those of ``cluster``; a :func:`cluster_choice` there raises in it for a cluster not held.
+    ``bounds_of``: the same cluster as the bounds are read by (:func:`cluster_named`: Delta skips the other
+    clusters' files of ``bounds``), ``cluster`` when None.
     """
     return (
-        f"{_no_row(table)} FROM {bounds_relation(warehouse, cluster)} WHERE CASE "
+        f"{_no_row(table)} FROM {bounds_relation(warehouse, bounds_of or cluster)} WHERE CASE "
         f"WHEN {cluster} IS NULL THEN false "
         f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' {NEGATIVE}')) "
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
