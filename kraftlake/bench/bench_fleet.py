@@ -9,8 +9,11 @@ workers), their ratio (goal >= 1.6), and records/s of the same logs ingested one
 each by the driver's replay (:func:`pipelines.ingest.ingest`), as a user with one warehouse a cluster would. Each
 run is timed inside its ``spark-submit`` (the JVM's start left out). Also the cost of a resume image: rebuilt
 from the warehouse at the commit point (:func:`pipelines.reconstruct.image_at_offset`, in the driver) against
-pickling it into the task row and back. ``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` / ``_RECORDS`` / ``_TOPICS`` shrink the
-run; the load average is reported beside the figures (the workers share the machine's cores with the driver).
+pickling it into the task row and back. Where the time goes (summed over the clusters): seconds the driver
+waited for the tasks (``task_s``, queueing for a core included), of which the tasks wrote the slices' files
+(``write_s``), and seconds the driver committed them (``commit_s``). ``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` /
+``_RECORDS`` / ``_TOPICS`` shrink the run; the load average is reported beside the figures (the workers share
+the machine's cores with the driver).
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ else:
 out["seconds"] = time.monotonic() - t0
 out["records"] = sum(r.records for r in results)
 if mode == "fleet":
+    for k in ("task_s", "write_s", "commit_s"):
+        out[k] = sum(getattr(r, k) for r in results)
     from pipelines.reconstruct import image_at_offset
     name, last = results[0].cluster, results[0].last_offset
     t = time.monotonic()
@@ -129,6 +134,9 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             for k in ("resume_rebuild_s", "resume_pickle_s", "resume_pickle_bytes"):
                 if k in got:
                     figures[f"fleet_{k}"] = round(got[k], 3) if k.endswith("_s") else got[k]
+            for k in ("task_s", "write_s", "commit_s"):
+                if k in got:
+                    figures[f"fleet_{key}_{k}"] = round(got[k], 1)
             shutil.rmtree(warehouse, ignore_errors=True)
     one, two = figures["fleet_one_worker_records_per_s"], figures["fleet_two_workers_records_per_s"]
     ratio = two / one if one else 0.0
