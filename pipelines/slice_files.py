@@ -130,7 +130,9 @@ class SliceWriter:
         start = max(batch.first_offset, self.logged + 1)
         if start <= batch.last_offset:
             log_rows = [r for r in records if start <= r.offset <= batch.last_offset]
-            tables[LOG] = self._file(LOG, stored_log_rows(log_rows, self.cluster, self.formats[LOG].arrow), txn)
+            tables[LOG] = self._file(
+                LOG, stored_log_rows(log_rows, self.cluster, self.formats[LOG].arrow), txn
+            )
             self.logged = batch.last_offset
         for table in sorted(batch.versions):
             if batch.versions[table]:
@@ -227,7 +229,9 @@ def commit_table(
         )
     except delta_append.Unsupported:
         data = [Path(path, a["path"]) for a in files.adds]
-        append_arrow(spark, warehouse, table, pa.concat_tables(map(pq.read_table, data)), txn_version, cluster)
+        append_arrow(
+            spark, warehouse, table, pa.concat_tables(map(pq.read_table, data)), txn_version, cluster
+        )
         for d in data:
             d.unlink(missing_ok=True)
         return

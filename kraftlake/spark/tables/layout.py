@@ -335,9 +335,7 @@ def arrow_schema_of(name: str) -> Any:
     return to_arrow_schema(schema_of(name))
 
 
-def arrow_rows(
-    name: str, rows: list[dict[str, Any]], cluster: str | None = None, schema: Any = None
-) -> Any:
+def arrow_rows(name: str, rows: list[dict[str, Any]], cluster: str | None = None, schema: Any = None) -> Any:
     """Rows (dicts by column name) of a table as a ``pyarrow.Table`` of its schema, built column by column;
     ``cluster`` fills the ``cluster`` column of every row. ``schema``: the table's :func:`arrow_schema_of`,
     given where no Spark session parses its DDL (an executor's Python worker)."""
