@@ -7,9 +7,11 @@ the task runs and writes each slice's data files into the warehouse's tables the
 (:mod:`pipelines.slice_files`), as Spark's own Delta writer has its executors write the files; what comes back
 per slice is the files' Delta ``add`` actions. The driver commits the slices of each cluster in order
 (:func:`pipelines.slice_files.commit_written`: ``txnAppId`` per cluster, ``txnVersion`` = the slice's last offset,
-``offsets`` last), so its share of a slice is a few small commits, not the rows. One driver thread per cluster
-submits its task and commits what it returns, so N clusters replay and write on N cores at once. The slices are
-cut at the same offsets as the driver's replay cuts them, so both give the same tables.
+``offsets`` last), so its share of a slice is a few small commits, not the rows. The writers are opened one
+after another, each cluster's task submitted as soon as its writer is open (the next ones open while it runs);
+one driver thread per cluster submits its task and commits what it returns, so N clusters replay and write on
+N cores at once. The slices are cut at the same offsets as the driver's replay cuts them, so both give the same
+tables.
 
 A cluster whose replay fails (a record the image refuses, a hole no snapshot covers) keeps the slices committed
 before the failure; the other clusters go on, and the first failure is raised once all have finished.
@@ -21,12 +23,13 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kraftlake.image.source import partition_dir
 from kraftlake.spark.tables.fold import fold_closes
 from kraftlake.spark.tables.layout import LOG, WarehouseError
 from kraftlake.spark.tables.writes import wait_checkpoints
@@ -52,7 +55,9 @@ def ingest_fleet(
 
     ``progress`` is called (from one thread at a time) with a cluster's result after each of its commits.
     ``fold``: fold the closes into the history tables once at the end (the count folded on the first result).
-    Raises :class:`WarehouseError` for a cluster given twice (before any replay).
+    Raises :class:`WarehouseError` for a log dir or a name given twice (before anything is opened); a cluster
+    refused when its writer opens (:func:`pipelines.ingest.open_writer`: e.g. a cluster id that another log dir
+    has as well) writes nothing, and its refusal is raised once the clusters opened before it have finished.
     """
     lock = threading.Lock()
 
@@ -61,23 +66,36 @@ def ingest_fleet(
             with lock:
                 progress(result)
 
-    writers: list[ClusterWriter] = []
-    for name, d in log_dirs:
-        writer = open_writer(spark, d, warehouse, batch_records, name, report)
-        if any(w.result.cluster == writer.result.cluster for w in writers):
-            raise WarehouseError(
-                f"cluster {writer.result.cluster!r} is given twice (log dir {writer.log_dir}): one log dir a cluster"
-            )
-        writers.append(writer)
+    dirs = [partition_dir(d).resolve() for _, d in log_dirs]
+    names = [n for n, _ in log_dirs if n is not None]
+    twice = [x for seq in (dirs, names) for i, x in enumerate(seq) if x in seq[:i]]
+    if twice:
+        raise WarehouseError(f"{twice[0]} is given twice: one log dir a cluster, one name a log dir")
     formats = table_formats()
+    writers: list[ClusterWriter] = []
+    futures: list[Future[None]] = []
     errors: list[BaseException] = []
     with ThreadPoolExecutor(
-        max_workers=max(1, min(len(writers), MAX_PARALLEL)), thread_name_prefix="kraftlake-fleet"
+        max_workers=max(1, min(len(log_dirs), MAX_PARALLEL)), thread_name_prefix="kraftlake-fleet"
     ) as pool:
-        for future in [pool.submit(replay_and_commit, spark, w, formats) for w in writers]:
-            exc = future.exception()
-            if exc is not None:
-                errors.append(exc)
+        try:
+            # each cluster's task is submitted as soon as its writer is open: the next writers open (Spark
+            # queries of the registry and the commit point, in the driver) while it replays
+            for name, d in log_dirs:
+                writer = open_writer(spark, d, warehouse, batch_records, name, report)
+                if any(w.result.cluster == writer.result.cluster for w in writers):
+                    raise WarehouseError(
+                        f"cluster {writer.result.cluster!r} is given twice (log dir {writer.log_dir}): one log "
+                        "dir a cluster"
+                    )
+                writers.append(writer)
+                futures.append(pool.submit(replay_and_commit, spark, writer, formats))
+        except BaseException as exc:
+            errors.append(exc)
+        for future in futures:
+            failed = future.exception()
+            if failed is not None:
+                errors.append(failed)
     if errors:
         raise errors[0]
     results = [w.result for w in writers]
