@@ -141,6 +141,7 @@ def replay_and_commit(spark: SparkSession, writer: ClusterWriter, formats: dict[
         commit_written(spark, writer.warehouse, cluster, files)
         writer.result.commit_s += time.monotonic() - t
         writer.result.write_s += files.write_s
+        writer.result.replay_s += files.replay_s
         if LOG in files.tables:
             writer.state.log.logged = files.last_offset
         writer.counted(files.first_offset, files.last_offset, gaps_of_jumps(files.jumps), int(row["records"]))

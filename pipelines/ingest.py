@@ -59,6 +59,8 @@ class IngestResult:
     task_s: float = 0.0
     """A fleet's replay on the executors (:mod:`pipelines.fleet_ingest`): seconds the driver waited for the
     cluster's task (replay and files)."""
+    replay_s: float = 0.0
+    """Of the task's time, the seconds spent reading and replaying the records."""
     write_s: float = 0.0
     """Of the task's time, the seconds spent building and writing the slices' files."""
     commit_s: float = 0.0

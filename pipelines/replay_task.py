@@ -18,6 +18,7 @@ row builders only).
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -73,10 +74,14 @@ def replay_cluster(task: dict[str, Any]) -> Iterator[Any]:
             task["warehouse"], cluster, pickle.loads(task["formats"]), written, int(task["logged"])
         )
         records = log_records(d, int(task["start"]))
+        t0 = time.monotonic()
         while chunk := list(islice(records, size)):
             batch = builder.feed(chunk)
-            yield _slice_row(cluster, index, len(chunk), files.write(batch, chunk), None)
+            written = files.write(batch, chunk)
+            written.replay_s = time.monotonic() - t0 - written.write_s
+            yield _slice_row(cluster, index, len(chunk), written, None)
             index += 1
+            t0 = time.monotonic()
     except (KraftlakeError, OSError) as exc:
         yield _slice_row(cluster, index, 0, None, exc)
 

@@ -94,6 +94,8 @@ class WrittenSlice:
     """Per table its files; ``offsets`` among them, committed last."""
     write_s: float = 0.0
     """Seconds the task took to build and write the slice's files."""
+    replay_s: float = 0.0
+    """Seconds the task took to read and replay the slice's records."""
 
 
 class SliceWriter:

@@ -10,11 +10,11 @@ each by the driver's replay (:func:`pipelines.ingest.ingest`), as a user with on
 run is timed inside its ``spark-submit`` (the JVM's start left out). Also the cost of a resume image: rebuilt
 from the warehouse at the commit point (:func:`pipelines.reconstruct.image_at_offset`, in the driver) against
 pickling it into the task row and back. Where the time goes (summed over the clusters): seconds the driver
-waited for the tasks (``task_s``, queueing for a core included), of which the tasks wrote the slices' files
-(``write_s``), and seconds the driver committed them (``commit_s``); the times of the first and the last
-commit and what came after it (the fold of the closes). ``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` /
-``_RECORDS`` / ``_TOPICS`` shrink the run; the load average is reported beside the figures (the workers share
-the machine's cores with the driver).
+waited for the tasks (``task_s``, queueing for a core included), of which the tasks read and replayed the
+records (``replay_s``) and wrote the slices' files (``write_s``), and seconds the driver committed them
+(``commit_s``); the times of the first and the last commit and what came after it (the fold of the closes).
+``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` / ``_RECORDS`` / ``_TOPICS`` shrink the run; the load average is reported
+beside the figures (the workers share the machine's cores with the driver).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ else:
 out["seconds"] = time.monotonic() - t0
 out["records"] = sum(r.records for r in results)
 if mode == "fleet":
-    for k in ("task_s", "write_s", "commit_s"):
+    for k in ("task_s", "replay_s", "write_s", "commit_s"):
         out[k] = sum(getattr(r, k) for r in results)
     out["after_last_commit_s"] = out["seconds"] - out["last_commit_s"]
     from pipelines.reconstruct import image_at_offset
