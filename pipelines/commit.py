@@ -10,7 +10,9 @@ commit point, published to the SQL functions.
 
 Exactly once: every write carries Delta ``txnVersion`` = the slice's last offset (a replayed slice is skipped per
 table), the log leg appends only the rows past what ``metadata_log`` holds (a killed run's append is not repeated
-when the resumed run slices differently), and ``offsets`` is written after both legs.
+when the resumed run slices differently), and ``offsets`` is written after both legs. A fleet's slices written
+by its executors are committed by :func:`pipelines.slice_files.commit_written` under the same rules, from the same
+resume point.
 """
 
 from __future__ import annotations
