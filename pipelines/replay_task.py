@@ -77,9 +77,9 @@ def replay_cluster(task: dict[str, Any]) -> Iterator[Any]:
         t0 = time.monotonic()
         while chunk := list(islice(records, size)):
             batch = builder.feed(chunk)
-            written = files.write(batch, chunk)
-            written.replay_s = time.monotonic() - t0 - written.write_s
-            yield _slice_row(cluster, index, len(chunk), written, None)
+            out = files.write(batch, chunk)
+            out.replay_s = time.monotonic() - t0 - out.write_s
+            yield _slice_row(cluster, index, len(chunk), out, None)
             index += 1
             t0 = time.monotonic()
     except (KraftlakeError, OSError) as exc:
