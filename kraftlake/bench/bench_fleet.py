@@ -140,6 +140,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                     figures[f"fleet_{k}"] = round(got[k], 3) if k.endswith("_s") else got[k]
             for k in (
                 "task_s",
+                "replay_s",
                 "write_s",
                 "commit_s",
                 "first_commit_s",
