@@ -10,7 +10,9 @@ commit point, published to the SQL functions.
 
 Exactly once: every write carries Delta ``txnVersion`` = the slice's last offset (a replayed slice is skipped per
 table), the log leg appends only the rows past what ``metadata_log`` holds (a killed run's append is not repeated
-when the resumed run slices differently), and ``offsets`` is written after both legs.
+when the resumed run slices differently), and ``offsets`` is written after both legs. A fleet's slices written
+by its executors are committed by :func:`pipelines.slice_files.commit_written` under the same rules, from the same
+resume point.
 """
 
 from __future__ import annotations
@@ -128,7 +130,12 @@ def starting_point(log_dir: str | Path) -> tuple[MetadataImage, int]:
 
 def crossed_gaps(batch: HistoryBatch) -> list[tuple[int, int]]:
     """The offsets (first, last) without a known state that a slice crossed (a snapshot's offset alone is none)."""
-    return [(first, image.offset - 1) for first, image in batch.jumps if first < image.offset]
+    return gaps_of_jumps(batch.jumps)
+
+
+def gaps_of_jumps(jumps: list[Jump]) -> list[tuple[int, int]]:
+    """:func:`crossed_gaps` of a slice's jumps."""
+    return [(first, image.offset - 1) for first, image in jumps if first < image.offset]
 
 
 def gap_line(first: int, last: int, snapshot_offset: int) -> str:
@@ -145,10 +152,15 @@ def write_history_leg(
 ) -> None:
     """A slice's history leg: each gap it crossed (the snapshot where reconstruction starts past the gap and the
     offsets without a state, found there by a replayed slice), then its versions and closes."""
+    write_jumps(spark, warehouse, cluster, jumps)
+    write_history(spark, warehouse, batch, cluster)
+
+
+def write_jumps(spark: SparkSession, warehouse: str | Path, cluster: str, jumps: list[Jump]) -> None:
+    """Each gap a slice crossed: the snapshot where reconstruction starts past it, and the gap recorded."""
     for first_missing, image in jumps:
         write_snapshot(spark, warehouse, image, cluster, seeds=False)
         record_gap(spark, warehouse, cluster, first_missing, image.offset - 1)
-    write_history(spark, warehouse, batch, cluster)
 
 
 def commit_slice(

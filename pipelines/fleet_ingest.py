@@ -3,11 +3,15 @@
 Each cluster's writer is opened in the driver (:func:`pipelines.ingest.open_writer`: its name checked against the
 registry, its resume image rebuilt from the warehouse at its commit point). The image goes to one Spark task per
 cluster, pickled in the task's row (:mod:`pipelines.replay_task`), which replays the cluster's log serially where
-the task runs and sends back each slice's history as Arrow rows; the driver commits the slices of each cluster
-in order through the same per-cluster commit as the driver's replay (:meth:`pipelines.ingest.ClusterWriter.commit`:
-``txnAppId`` per cluster, ``offsets`` last). One driver thread per cluster submits its task and commits what it
-returns, so N clusters replay on N cores at once and one cluster's commits overlap the others' replays. The
-slices are cut at the same offsets as the driver's replay cuts them, so both give the same tables.
+the task runs and writes each slice's data files into the warehouse's tables there
+(:mod:`pipelines.slice_files`), as Spark's own Delta writer has its executors write the files; what comes back
+per slice is the files' Delta ``add`` actions. The driver commits the slices of each cluster in order
+(:func:`pipelines.slice_files.commit_written`: ``txnAppId`` per cluster, ``txnVersion`` = the slice's last offset,
+``offsets`` last), so its share of a slice is a few small commits, not the rows. The writers are opened one
+after another, each cluster's task submitted as soon as its writer is open (the next ones open while it runs);
+one driver thread per cluster submits its task and commits what it returns, so N clusters replay and write on
+N cores at once. The slices are cut at the same offsets as the driver's replay cuts them, so both give the same
+tables.
 
 A cluster whose replay fails (a record the image refuses, a hole no snapshot covers) keeps the slices committed
 before the failure; the other clusters go on, and the first failure is raised once all have finished.
@@ -19,17 +23,20 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kraftlake.image.source import partition_dir
 from kraftlake.spark.tables.fold import fold_closes
-from kraftlake.spark.tables.layout import WarehouseError
+from kraftlake.spark.tables.layout import LOG, WarehouseError
 from kraftlake.spark.tables.writes import wait_checkpoints
+from pipelines.commit import gaps_of_jumps
 from pipelines.ingest import ClusterWriter, IngestResult, open_writer
 from pipelines.replay_task import SLICE_SCHEMA, TASK_SCHEMA, replay_tasks
+from pipelines.slice_files import TableFormat, WrittenSlice, commit_written, table_formats
 
 #: Clusters replayed at once (one driver thread and one Spark task each).
 MAX_PARALLEL = 16
@@ -48,7 +55,9 @@ def ingest_fleet(
 
     ``progress`` is called (from one thread at a time) with a cluster's result after each of its commits.
     ``fold``: fold the closes into the history tables once at the end (the count folded on the first result).
-    Raises :class:`WarehouseError` for a cluster given twice (before any replay).
+    Raises :class:`WarehouseError` for a log dir or a name given twice (before anything is opened); a cluster
+    refused when its writer opens (:func:`pipelines.ingest.open_writer`: e.g. a cluster id that another log dir
+    has as well) writes nothing, and its refusal is raised once the clusters opened before it have finished.
     """
     lock = threading.Lock()
 
@@ -57,22 +66,36 @@ def ingest_fleet(
             with lock:
                 progress(result)
 
+    dirs = [partition_dir(d).resolve() for _, d in log_dirs]
+    names = [n for n, _ in log_dirs if n is not None]
+    twice = [x for seq in (dirs, names) for i, x in enumerate(seq) if x in seq[:i]]
+    if twice:
+        raise WarehouseError(f"{twice[0]} is given twice: one log dir a cluster, one name a log dir")
+    formats = table_formats()
     writers: list[ClusterWriter] = []
-    for name, d in log_dirs:
-        writer = open_writer(spark, d, warehouse, batch_records, name, report)
-        if any(w.result.cluster == writer.result.cluster for w in writers):
-            raise WarehouseError(
-                f"cluster {writer.result.cluster!r} is given twice (log dir {writer.log_dir}): one log dir a cluster"
-            )
-        writers.append(writer)
+    futures: list[Future[None]] = []
     errors: list[BaseException] = []
     with ThreadPoolExecutor(
-        max_workers=max(1, min(len(writers), MAX_PARALLEL)), thread_name_prefix="kraftlake-fleet"
+        max_workers=max(1, min(len(log_dirs), MAX_PARALLEL)), thread_name_prefix="kraftlake-fleet"
     ) as pool:
-        for future in [pool.submit(replay_and_commit, spark, w) for w in writers]:
-            exc = future.exception()
-            if exc is not None:
-                errors.append(exc)
+        try:
+            # each cluster's task is submitted as soon as its writer is open: the next writers open (Spark
+            # queries of the registry and the commit point, in the driver) while it replays
+            for name, d in log_dirs:
+                writer = open_writer(spark, d, warehouse, batch_records, name, report)
+                if any(w.result.cluster == writer.result.cluster for w in writers):
+                    raise WarehouseError(
+                        f"cluster {writer.result.cluster!r} is given twice (log dir {writer.log_dir}): one log "
+                        "dir a cluster"
+                    )
+                writers.append(writer)
+                futures.append(pool.submit(replay_and_commit, spark, writer, formats))
+        except BaseException as exc:
+            errors.append(exc)
+        for future in futures:
+            failed = future.exception()
+            if failed is not None:
+                errors.append(failed)
     if errors:
         raise errors[0]
     results = [w.result for w in writers]
@@ -84,8 +107,9 @@ def ingest_fleet(
     return results
 
 
-def task_row(writer: ClusterWriter) -> dict[str, Any]:
-    """The task row of a writer's cluster: where its replay starts, with its resume image."""
+def task_row(writer: ClusterWriter, formats: dict[str, TableFormat]) -> dict[str, Any]:
+    """The task row of a writer's cluster: where its replay starts, with its resume image, and what its slices'
+    files need (:class:`pipelines.slice_files.SliceWriter`)."""
     state = writer.state
     return {
         "cluster": writer.result.cluster,
@@ -93,16 +117,31 @@ def task_row(writer: ClusterWriter) -> dict[str, Any]:
         "start": state.start,
         "batch_records": writer.batch_records,
         "image": pickle.dumps(state.builder.image, pickle.HIGHEST_PROTOCOL),
+        "warehouse": str(Path(writer.warehouse).resolve()),
+        "formats": pickle.dumps(formats, pickle.HIGHEST_PROTOCOL),
+        "written": None if writer.written is None else pickle.dumps(writer.written),
+        "logged": state.log.logged,
     }
 
 
-def replay_and_commit(spark: SparkSession, writer: ClusterWriter) -> None:
-    """One cluster: its replay in one Spark task, then each slice it returns committed in order; a replay that
+def replay_and_commit(spark: SparkSession, writer: ClusterWriter, formats: dict[str, TableFormat]) -> None:
+    """One cluster: its replay in one Spark task, then each slice it wrote committed in order; a replay that
     failed raises its error after the slices before it are committed."""
-    spark.sparkContext.setLocalProperty("spark.job.description", f"kraftlake replay {writer.result.cluster}")
-    tasks = spark.createDataFrame([task_row(writer)], TASK_SCHEMA).coalesce(1)
+    cluster = writer.result.cluster
+    spark.sparkContext.setLocalProperty("spark.job.description", f"kraftlake replay {cluster}")
+    tasks = spark.createDataFrame([task_row(writer, formats)], TASK_SCHEMA).coalesce(1)
+    t0 = time.monotonic()
     replayed = tasks.mapInArrow(replay_tasks, SLICE_SCHEMA).toArrow()
+    writer.result.task_s = time.monotonic() - t0
     for row in sorted(replayed.to_pylist(), key=lambda r: int(r["slice"])):
         if row["error"] is not None:
             raise pickle.loads(row["error"])
-        writer.commit(pickle.loads(row["batch"]), int(row["records"]))
+        files: WrittenSlice = pickle.loads(row["files"])
+        t = time.monotonic()
+        commit_written(spark, writer.warehouse, cluster, files)
+        writer.result.commit_s += time.monotonic() - t
+        writer.result.write_s += files.write_s
+        writer.result.replay_s += files.replay_s
+        if LOG in files.tables:
+            writer.state.log.logged = files.last_offset
+        writer.counted(files.first_offset, files.last_offset, gaps_of_jumps(files.jumps), int(row["records"]))

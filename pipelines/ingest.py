@@ -56,6 +56,15 @@ class IngestResult:
     """Pending closes folded into the history tables at the end (see :func:`kraftlake.spark.tables.writes.write_history`)."""
     gaps: list[tuple[int, int]] = field(default_factory=list)
     """The offsets (first, last) at which no state is known: holes of the log crossed from a snapshot."""
+    task_s: float = 0.0
+    """A fleet's replay on the executors (:mod:`pipelines.fleet_ingest`): seconds the driver waited for the
+    cluster's task (replay and files)."""
+    replay_s: float = 0.0
+    """Of the task's time, the seconds spent reading and replaying the records."""
+    write_s: float = 0.0
+    """Of the task's time, the seconds spent building and writing the slices' files."""
+    commit_s: float = 0.0
+    """Seconds the driver spent committing the slices the task wrote."""
 
 
 def slices(records: Iterator[Any], size: int) -> Iterator[list[Any]]:
@@ -98,15 +107,19 @@ class ClusterWriter:
 
     def commit(self, batch: HistoryBatch, records: int) -> None:
         """Commit one slice (:func:`pipelines.commit.commit_slice`), then report the result so far."""
+        commit_slice(self.spark, self.warehouse, self.result.cluster, batch, self._write_log, self.written)
+        self.counted(batch.first_offset, batch.last_offset, crossed_gaps(batch), records)
+
+    def counted(self, first: int, last: int, gaps: list[tuple[int, int]], records: int) -> None:
+        """Count a slice committed up to its commit point ``last``, then report the result so far."""
         result = self.result
-        commit_slice(self.spark, self.warehouse, result.cluster, batch, self._write_log, self.written)
-        result.gaps.extend(crossed_gaps(batch))
-        self.state.committed = batch.last_offset
+        result.gaps.extend(gaps)
+        self.state.committed = last
         result.records += records
         result.slices += 1
         if result.first_offset < 0:
-            result.first_offset = batch.first_offset
-        result.last_offset = batch.last_offset
+            result.first_offset = first
+        result.last_offset = last
         result.seconds = time.monotonic() - self.t0
         if self.progress is not None:
             self.progress(result)

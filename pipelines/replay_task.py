@@ -1,19 +1,24 @@
 """The executor side of a fleet ingest (:mod:`pipelines.fleet_ingest`): one cluster's history replayed in a
 Spark task, from the cluster's resume image shipped with the task, over the records of its log dir read where
-the task runs.
+the task runs, and each slice's data files written there into the warehouse's tables.
 
-A task row names the cluster, its log dir, the first offset to read, the slice size and the resume image
-(pickled); the task replays the log serially with :class:`kraftlake.history.HistoryBuilder` (holes crossed from
-the log's snapshots, :func:`kraftlake.image.gaps.gap_resolver`), cut into the slices the driver's replay cuts,
-and yields one Arrow row per slice: its :class:`kraftlake.history.HistoryBatch` (pickled) and its record count.
-A record the replay refuses (or a hole no snapshot covers) ends the task with one more row carrying that error
-(pickled), after the slices before it, so the driver commits those and raises the error typed as the replay
-raised it. Nothing here imports pyspark: the function runs in the executors' Python workers.
+A task row names the cluster, its log dir, the first offset to read, the slice size, the resume image (pickled),
+the warehouse and what the slices' files need (:class:`pipelines.slice_files.SliceWriter`: the tables' formats,
+what a killed run left past the commit point); the task replays the log serially with
+:class:`kraftlake.history.HistoryBuilder` (holes crossed from the log's snapshots,
+:func:`kraftlake.image.gaps.gap_resolver`), cut into the slices the driver's replay cuts, writes each slice's
+files and yields one Arrow row per slice: its :class:`pipelines.slice_files.WrittenSlice` (pickled: the files'
+``add`` actions, not their rows) and its record count. A record the replay refuses, a hole no snapshot covers
+or a file that cannot be written ends the task with one more row carrying that error (pickled), after the
+slices before it, so the driver commits those and raises the error typed as the task raised it. No Spark
+session runs here: the function runs in the executors' Python workers (pyspark's modules are imported for the
+row builders only).
 """
 
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -23,14 +28,18 @@ from kraftlake.errors import KraftlakeError
 from kraftlake.history import HistoryBuilder
 from kraftlake.image.gaps import gap_resolver
 from kraftlake.image.source import log_records
+from pipelines.slice_files import SliceWriter
 
 #: One task row per cluster (Spark DDL).
-TASK_SCHEMA = "cluster string, log_dir string, start long, batch_records long, image binary"
+TASK_SCHEMA = (
+    "cluster string, log_dir string, start long, batch_records long, image binary, warehouse string, "
+    "formats binary, written binary, logged long"
+)
 #: One row per replayed slice, or the error that ended the replay (Spark DDL).
-SLICE_SCHEMA = "cluster string, slice long, records long, batch binary, error binary"
+SLICE_SCHEMA = "cluster string, slice long, records long, files binary, error binary"
 
 
-def _slice_row(cluster: str, index: int, records: int, batch: Any, error: Any) -> Any:
+def _slice_row(cluster: str, index: int, records: int, files: Any, error: Any) -> Any:
     import pyarrow as pa
 
     return pa.RecordBatch.from_pydict(
@@ -38,7 +47,7 @@ def _slice_row(cluster: str, index: int, records: int, batch: Any, error: Any) -
             "cluster": [cluster],
             "slice": [index],
             "records": [records],
-            "batch": [None if batch is None else pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)],
+            "files": [None if files is None else pickle.dumps(files, pickle.HIGHEST_PROTOCOL)],
             "error": [None if error is None else pickle.dumps(error, pickle.HIGHEST_PROTOCOL)],
         },
         schema=pa.schema(
@@ -46,7 +55,7 @@ def _slice_row(cluster: str, index: int, records: int, batch: Any, error: Any) -
                 ("cluster", pa.string()),
                 ("slice", pa.int64()),
                 ("records", pa.int64()),
-                ("batch", pa.binary()),
+                ("files", pa.binary()),
                 ("error", pa.binary()),
             ]
         ),
@@ -60,11 +69,19 @@ def replay_cluster(task: dict[str, Any]) -> Iterator[Any]:
     index = 0
     try:
         builder = HistoryBuilder(pickle.loads(task["image"]), gap_resolver(d))
+        written = None if task["written"] is None else pickle.loads(task["written"])
+        files = SliceWriter(
+            task["warehouse"], cluster, pickle.loads(task["formats"]), written, int(task["logged"])
+        )
         records = log_records(d, int(task["start"]))
+        t0 = time.monotonic()
         while chunk := list(islice(records, size)):
             batch = builder.feed(chunk)
-            yield _slice_row(cluster, index, len(chunk), batch, None)
+            out = files.write(batch, chunk)
+            out.replay_s = time.monotonic() - t0 - out.write_s
+            yield _slice_row(cluster, index, len(chunk), out, None)
             index += 1
+            t0 = time.monotonic()
     except (KraftlakeError, OSError) as exc:
         yield _slice_row(cluster, index, 0, None, exc)
 

@@ -9,8 +9,12 @@ workers), their ratio (goal >= 1.6), and records/s of the same logs ingested one
 each by the driver's replay (:func:`pipelines.ingest.ingest`), as a user with one warehouse a cluster would. Each
 run is timed inside its ``spark-submit`` (the JVM's start left out). Also the cost of a resume image: rebuilt
 from the warehouse at the commit point (:func:`pipelines.reconstruct.image_at_offset`, in the driver) against
-pickling it into the task row and back. ``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` / ``_RECORDS`` / ``_TOPICS`` shrink the
-run; the load average is reported beside the figures (the workers share the machine's cores with the driver).
+pickling it into the task row and back. Where the time goes (summed over the clusters): seconds the driver
+waited for the tasks (``task_s``, queueing for a core included), of which the tasks read and replayed the
+records (``replay_s``) and wrote the slices' files (``write_s``), and seconds the driver committed them
+(``commit_s``); the times of the first and the last commit and what came after it (the fold of the closes).
+``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` / ``_RECORDS`` / ``_TOPICS`` shrink the run; the load average is reported
+beside the figures (the workers share the machine's cores with the driver).
 """
 
 from __future__ import annotations
@@ -51,13 +55,18 @@ out = {}
 t0 = time.monotonic()
 if mode == "fleet":
     from pipelines.fleet_ingest import ingest_fleet
-    results = ingest_fleet(spark, dirs, warehouse, batch)
+    commits = []
+    results = ingest_fleet(spark, dirs, warehouse, batch, lambda r: commits.append(time.monotonic() - t0))
+    out["first_commit_s"], out["last_commit_s"] = min(commits), max(commits)
 else:
     from pipelines.ingest import ingest
     results = [ingest(spark, d, warehouse / n, batch, cluster=n) for n, d in dirs]
 out["seconds"] = time.monotonic() - t0
 out["records"] = sum(r.records for r in results)
 if mode == "fleet":
+    for k in ("task_s", "replay_s", "write_s", "commit_s"):
+        out[k] = sum(getattr(r, k) for r in results)
+    out["after_last_commit_s"] = out["seconds"] - out["last_commit_s"]
     from pipelines.reconstruct import image_at_offset
     name, last = results[0].cluster, results[0].last_offset
     t = time.monotonic()
@@ -129,6 +138,17 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             for k in ("resume_rebuild_s", "resume_pickle_s", "resume_pickle_bytes"):
                 if k in got:
                     figures[f"fleet_{k}"] = round(got[k], 3) if k.endswith("_s") else got[k]
+            for k in (
+                "task_s",
+                "replay_s",
+                "write_s",
+                "commit_s",
+                "first_commit_s",
+                "last_commit_s",
+                "after_last_commit_s",
+            ):
+                if k in got:
+                    figures[f"fleet_{key}_{k}"] = round(got[k], 1)
             shutil.rmtree(warehouse, ignore_errors=True)
     one, two = figures["fleet_one_worker_records_per_s"], figures["fleet_two_workers_records_per_s"]
     ratio = two / one if one else 0.0

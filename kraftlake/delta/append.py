@@ -7,7 +7,9 @@ fails when another writer took that version first (mutual exclusion without a lo
 commit half written). Losing that race is Delta's optimistic concurrency: the winning commits are read, and the
 append is tried at the next version unless they change what a blind append depends on (the table's metadata
 or protocol: :class:`CommitConflict`, which the callers retry) or already hold this writer's ``txn`` version
-(the append is then done: a replay after a crash, or another process of ours).
+(the append is then done: a replay after a crash, or another process of ours). The file may also be written
+apart from its commit, as Spark's own Delta writer has its executors write the files and the driver commit
+them: :func:`write_data_file` where the rows are, :func:`commit_files` by the committer.
 
 Why not Spark: through delta-spark a 100-row append costs about 0.55 s (planning, a Spark job, the commit
 protocol in the JVM), and a micro-batch at a real cluster's rate is four or five of them one after another;
@@ -360,6 +362,89 @@ def put_commit(log: Path, version: int, actions: list[dict[str, Any]]) -> bool:
         tmp.unlink()
 
 
+def write_data_file(path: str | Path, rows: pa.Table, *, schema_string: str) -> dict[str, Any]:
+    """Write ``rows`` as one Parquet file into the Delta table at ``path`` and return the file's ``add`` action
+    (its statistics as the table's configuration asks), committed by nobody yet: :func:`commit_files` commits
+    it, and a file never committed is an orphan that ``VACUUM`` removes, as it removes the files of Delta's own
+    aborted writes.
+
+    Runs wherever the table's directory is reachable (a Spark task, on a warehouse every executor shares).
+    Raises :class:`Unsupported` before writing anything when the table needs more of a writer.
+    """
+    log = Path(path) / "_delta_log"
+    table = _state(log)
+    with table.lock:
+        protocol, metadata = table.protocol, table.metadata
+    check_supported(log.parent, protocol, metadata, schema_string)
+    _check_not_null(log.parent, json.loads(metadata["schemaString"]), rows)
+    stats = file_stats(
+        rows,
+        _stats_columns(metadata, rows),
+        "deletionVectors" in (protocol.get("writerFeatures") or ()),
+    )
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    data = log.parent / name
+    try:
+        pq.write_table(rows, data, compression="snappy")
+        st = data.stat()
+    except BaseException:
+        data.unlink(missing_ok=True)
+        raise
+    return {
+        "path": name,
+        "partitionValues": {},
+        "size": st.st_size,
+        "modificationTime": int(st.st_mtime * 1000),
+        "dataChange": True,
+        "stats": json.dumps(stats, separators=(",", ":")),
+    }
+
+
+def committed_version(path: str | Path, app_id: str) -> int:
+    """The highest ``txn`` version of ``app_id`` the table at ``path`` holds as far as this process has read its
+    log (-1: none); a later one may have been committed since (:func:`commit_files` finds it)."""
+    table = _state(Path(path) / "_delta_log")
+    with table.lock:
+        return table.txns.get(app_id, -1)
+
+
+def commit_files(
+    path: str | Path,
+    adds: list[dict[str, Any]],
+    *,
+    schema_string: str,
+    app_id: str,
+    txn_version: int,
+    engine_info: str = "kraftlake",
+) -> Appended:
+    """Commit files already written into the Delta table at ``path`` (their ``add`` actions, from
+    :func:`write_data_file`) as one blind append, once per ``(app_id, txn_version)`` as :func:`append`; when the
+    table already holds that ``txn`` version the files are deleted (nothing refers to them).
+
+    Raises :class:`Unsupported` when the table now needs more of a writer (nothing committed, the files left
+    to ``VACUUM``), :class:`CommitConflict` as :func:`append` does.
+    """
+    log = Path(path) / "_delta_log"
+    table = _state(log)
+    with table.lock:
+        if table.txns.get(app_id, -1) >= txn_version:
+            _delete(log.parent, adds)
+            return Appended(None)
+        check_supported(log.parent, table.protocol, table.metadata, schema_string)
+        if not _commit_locked(table, adds, app_id, txn_version, engine_info):
+            _delete(log.parent, adds)
+            return Appended(None)
+        version = table.version
+    config = table.metadata.get("configuration") or {}
+    interval = int(config.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
+    return Appended(version, version % interval == 0)
+
+
+def _delete(where: Path, adds: list[dict[str, Any]]) -> None:
+    for add in adds:
+        (where / add["path"]).unlink(missing_ok=True)
+
+
 def append(
     path: str | Path,
     rows: pa.Table,
@@ -376,72 +461,61 @@ def append(
     the same. Raises :class:`Unsupported` before writing anything when the table needs more of a writer, and
     :class:`CommitConflict` when a concurrent commit changed its metadata or protocol.
     """
-    log = Path(path) / "_delta_log"
-    table = _state(log)
-    with table.lock:
-        if table.txns.get(app_id, -1) >= txn_version:
-            return Appended(None)
-        check_supported(log.parent, table.protocol, table.metadata, schema_string)
-        schema = json.loads(table.metadata["schemaString"])
-        _check_not_null(log.parent, schema, rows)
-        stats = file_stats(
-            rows,
-            _stats_columns(table.metadata, rows),
-            "deletionVectors" in (table.protocol.get("writerFeatures") or ()),
+    if committed_version(path, app_id) >= txn_version:
+        return Appended(None)
+    add = write_data_file(path, rows, schema_string=schema_string)
+    try:
+        return commit_files(
+            path,
+            [add],
+            schema_string=schema_string,
+            app_id=app_id,
+            txn_version=txn_version,
+            engine_info=engine_info,
         )
-        name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-        data = log.parent / name
-        pq.write_table(rows, data, compression="snappy")
-        size = data.stat().st_size
-        mtime = int(data.stat().st_mtime * 1000)
-        try:
-            while True:
-                version = table.version + 1
-                now = int(time.time() * 1000)
-                actions = [
-                    {
-                        "commitInfo": {
-                            "timestamp": now,
-                            "operation": "WRITE",
-                            "operationParameters": {"mode": "Append", "partitionBy": "[]"},
-                            "readVersion": table.version,
-                            "isolationLevel": "Serializable",
-                            "isBlindAppend": True,
-                            "operationMetrics": {
-                                "numFiles": "1",
-                                "numOutputRows": str(rows.num_rows),
-                                "numOutputBytes": str(size),
-                            },
-                            "engineInfo": engine_info,
-                            "txnId": str(uuid.uuid4()),
-                        }
+    except BaseException:
+        _delete(Path(path), [add])
+        raise
+
+
+def _commit_locked(
+    table: _Table, adds: list[dict[str, Any]], app_id: str, txn_version: int, engine_info: str
+) -> bool:
+    """Commit ``adds`` at the table's next free version (its lock held); False when a winning commit holds this
+    ``txn`` version already."""
+    rows = sum(json.loads(a["stats"])["numRecords"] for a in adds)
+    size = sum(int(a["size"]) for a in adds)
+    while True:
+        version = table.version + 1
+        now = int(time.time() * 1000)
+        actions = [
+            {
+                "commitInfo": {
+                    "timestamp": now,
+                    "operation": "WRITE",
+                    "operationParameters": {"mode": "Append", "partitionBy": "[]"},
+                    "readVersion": table.version,
+                    "isolationLevel": "Serializable",
+                    "isBlindAppend": True,
+                    "operationMetrics": {
+                        "numFiles": str(len(adds)),
+                        "numOutputRows": str(rows),
+                        "numOutputBytes": str(size),
                     },
-                    {"txn": {"appId": app_id, "version": txn_version, "lastUpdated": now}},
-                    {
-                        "add": {
-                            "path": name,
-                            "partitionValues": {},
-                            "size": size,
-                            "modificationTime": mtime,
-                            "dataChange": True,
-                            "stats": json.dumps(stats, separators=(",", ":")),
-                        }
-                    },
-                ]
-                if put_commit(log, version, actions):
-                    table.version = version
-                    table.tip = _tip(log, version)
-                    table.txns[app_id] = txn_version
-                    break
-                if _catch_up(table, app_id, txn_version):
-                    data.unlink()
-                    return Appended(None)
-        except BaseException:
-            data.unlink(missing_ok=True)
-            raise
-    config = table.metadata.get("configuration") or {}
-    interval = int(config.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
-    return Appended(version, version % interval == 0)
+                    "engineInfo": engine_info,
+                    "txnId": str(uuid.uuid4()),
+                }
+            },
+            {"txn": {"appId": app_id, "version": txn_version, "lastUpdated": now}},
+            *({"add": a} for a in adds),
+        ]
+        if put_commit(table.log, version, actions):
+            table.version = version
+            table.tip = _tip(table.log, version)
+            table.txns[app_id] = txn_version
+            return True
+        if _catch_up(table, app_id, txn_version):
+            return False
 
 
 def _catch_up(table: _Table, app_id: str, txn_version: int) -> bool:

@@ -14,6 +14,7 @@ import pytest
 
 from kraftlake.delta import append as delta_append
 from kraftlake.delta.append import Appended, CommitConflict, DeltaAppendError, Unsupported
+from kraftlake.image.source import log_records
 from kraftlake.spark.tables.creation import create_table
 from kraftlake.spark.tables.layout import (
     APP_ID,
@@ -22,7 +23,9 @@ from kraftlake.spark.tables.layout import (
     OFFSETS,
     app_id,
     arrow_rows,
+    arrow_schema_of,
     schema_of,
+    stored_log_rows,
     table_path,
     to_stored_log,
 )
@@ -125,6 +128,15 @@ def test_metadata_log_rows_and_statistics(spark: Any, wh: Path, tmp_path: Path) 
     assert _stats(ours, 1) == _stats(by_spark, 1)
     # the stored schema, struct by struct, reads back as the table's
     assert spark.read.format("delta").load(ours).schema == spark.read.format("delta").load(by_spark).schema
+    # built without Spark from the decoded records (a fleet task's log leg): the same rows and statistics
+    create_table(spark, wh / "arrow", LOG)
+    from_records = table_path(wh / "arrow", LOG)
+    rows = stored_log_rows(list(log_records(log_dir)), "c", arrow_schema_of(LOG))
+    delta_append.append(
+        from_records, rows, schema_string=schema_of(LOG).json(), app_id=app_id("c"), txn_version=n - 1
+    )
+    assert _rows(spark, from_records) == _rows(spark, by_spark)
+    assert _stats(from_records, 1) == _stats(by_spark, 1)
 
 
 def test_txn_version_skips_replays_as_delta_spark_does(spark: Any, wh: Path) -> None:
@@ -257,6 +269,43 @@ def test_checkpoints_written_by_delta_at_the_interval(spark: Any, wh: Path) -> N
         for v in hidden:
             (log / f".{v:020d}.json.moved").rename(log / f"{v:020d}.json")
     assert [r[0] for r in _rows(spark, path)] == list(range(26))
+
+
+def test_files_written_apart_are_committed_once(spark: Any, wh: Path) -> None:
+    """Files written where the rows are (a fleet task) and committed by another process (the driver): one commit
+    of all of them, once per txn version; a second commit of the same version deletes its files; a table that
+    needs more of a writer by the time of the commit gets the files' rows through Spark."""
+    from pipelines.slice_files import TableFiles, commit_table
+
+    create_table(spark, wh, OFFSETS)
+    path = table_path(wh, OFFSETS)
+    schema = schema_of(OFFSETS).json()
+
+    def written(first: int, last: int) -> dict[str, Any]:
+        rows = arrow_rows(
+            OFFSETS, [{"offset": o, "epoch": 1, "timestamp": o} for o in range(first, last + 1)]
+        )
+        return delta_append.write_data_file(path, rows, schema_string=schema)
+
+    adds = [written(0, 4), written(5, 9)]
+    orphan = written(0, 9)  # a write never committed: in no snapshot
+    assert json.loads(adds[0]["stats"])["minValues"]["offset"] == 0
+    done = delta_append.commit_files(path, adds, schema_string=schema, app_id=APP_ID, txn_version=9)
+    assert done == Appended(1)
+    assert [a["path"] for a in _adds(path, 1)] == [a["path"] for a in adds]
+    again = [written(0, 9)]
+    assert delta_append.commit_files(path, again, schema_string=schema, app_id=APP_ID, txn_version=9) == (
+        Appended(None)
+    )
+    assert not (Path(path) / again[0]["path"]).exists() and (Path(path) / orphan["path"]).exists()
+    assert [r[0] for r in _rows(spark, path)] == list(range(10))
+    late = [written(10, 11)]
+    spark.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT positive CHECK (offset >= 0)")
+    # the first try finds the constraint's commit (a conflict, retried as the driver does), the next refuses
+    retry_conflicts(lambda: commit_table(spark, wh, OFFSETS, TableFiles(adds=late), 11, "c"))
+    assert "Delta-Lake" in _engine(path, len(_commits(path)) - 1)
+    assert not (Path(path) / late[0]["path"]).exists()
+    assert [r[0] for r in _rows(spark, path)] == list(range(12))
 
 
 def test_tables_it_cannot_append_to_go_through_spark(spark: Any, wh: Path) -> None:

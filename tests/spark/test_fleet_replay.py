@@ -1,10 +1,12 @@
 """A fleet's histories replayed on the executors (:mod:`pipelines.fleet_ingest`): the same two logs (one with a
 hole crossed from a snapshot) ingested by the driver's replay, one after another, and on the executors, all at
-once, give the same warehouse, table by table and row for row; a cluster whose replay fails keeps what it
-committed before the failure, and the others are ingested whole."""
+once, give the same warehouse, table by table and row for row; so does a fleet ingest killed after its task
+wrote the files of slices it never committed (one of them committed in part), then resumed; a cluster whose
+replay fails keeps what it committed before the failure, and the others are ingested whole."""
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
 from typing import Any
@@ -89,3 +91,36 @@ def test_a_failing_replay_keeps_its_committed_slices_and_the_other_clusters(
     assert last_offset(spark, warehouse, "c") == 59 < f.first_missing
     with pytest.raises(WarehouseError, match="given twice"):
         ingest_fleet(spark, [("a", f.a), (None, f.a)], tmp_path / "twice", batch_records=60)
+
+
+def test_a_fleet_ingest_killed_after_its_task_wrote_files_resumes_to_the_same_tables(
+    tmp_path: Path, spark: Any
+) -> None:
+    from kraftlake.delta.scan import table_snapshot
+    from kraftlake.spark.tables.layout import LOG, OFFSETS, table_path
+    from pipelines.fleet_ingest import ingest_fleet, task_row
+    from pipelines.ingest import ingest, open_writer
+    from pipelines.replay_task import replay_cluster
+    from pipelines.slice_files import commit_table, commit_written, table_formats
+
+    f = Fleet(tmp_path)
+    driver, killed = tmp_path / "driver", tmp_path / "killed"
+    ingest(spark, f.b, driver, batch_records=40, cluster="b")
+    # the task of a run killed in the driver: it wrote every slice's files; the driver committed the first
+    # slice, then the log and one history table of the second, and no more
+    writer = open_writer(spark, f.b, killed, 40, "b")
+    rows = [r for rb in replay_cluster(task_row(writer, table_formats())) for r in rb.to_pylist()]
+    assert len(rows) > 3 and all(r["error"] is None for r in rows)
+    first, second, third = (pickle.loads(r["files"]) for r in rows[:3])
+    commit_written(spark, killed, "b", first)
+    history = next(t for t in sorted(second.tables) if t not in (LOG, OFFSETS))
+    for table in (LOG, history):
+        commit_table(spark, killed, table, second.tables[table], second.last_offset, "b")
+    orphan = Path(table_path(killed, LOG), third.tables[LOG].adds[0]["path"])
+    assert orphan.exists()
+    resumed = ingest_fleet(spark, [("b", f.b)], killed, batch_records=40)
+    assert (resumed[0].first_offset, resumed[0].last_offset) == (second.first_offset, _last(f.b))
+    assert _tables(spark, killed) == _tables(spark, driver)
+    # the killed run's files of slices it never committed are in no table (VACUUM's to remove)
+    live = {p for p, _ in table_snapshot(table_path(killed, LOG)).files}
+    assert orphan.exists() and orphan.name not in live

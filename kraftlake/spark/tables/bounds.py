@@ -141,8 +141,13 @@ def max_from_offsets(spark: SparkSession, warehouse: str | Path, cluster: str) -
     return {r["t"]: -1 if r["m"] is None else int(r["m"]) for r in rows}
 
 
+def offsets_rows(batch: HistoryBatch) -> list[dict[str, Any]]:
+    """A slice's ``offsets`` rows: one per offset it committed."""
+    return [{"offset": o, "epoch": e, "timestamp": t} for o, e, t in batch.offsets]
+
+
 def write_offsets(spark: SparkSession, warehouse: str | Path, batch: HistoryBatch, cluster: str) -> None:
-    rows = [{"offset": o, "epoch": e, "timestamp": t} for o, e, t in batch.offsets]
+    rows = offsets_rows(batch)
     if rows:
         append_rows(spark, warehouse, OFFSETS, rows, batch.last_offset, cluster)
 

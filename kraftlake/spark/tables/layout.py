@@ -313,6 +313,29 @@ def schema_json(name: str) -> str:
     return schema_of(name).json()
 
 
+def stored_log_rows(records: Any, cluster: str, schema: Any) -> Any:
+    """:func:`to_stored_log` without Spark: ``MetadataRecord`` s of ``cluster`` as a ``pyarrow.Table`` of the
+    stored ``metadata_log`` schema ``schema`` (its :func:`arrow_schema_of`), the same rows."""
+    import pyarrow as pa
+
+    from kraftlake.records.arrow import record_batch
+
+    decoded = record_batch(records)
+    n = decoded.num_rows
+    arrays = []
+    for f in schema:
+        if f.name == CLUSTER:
+            arrays.append(pa.array([cluster] * n, type=f.type))
+            continue
+        col = decoded.column(f.name)
+        if pa.types.is_struct(col.type) and col.type.num_fields == 0:
+            col = pa.StructArray.from_arrays(
+                [pa.array([True] * n, type=pa.bool_())], names=["present"], mask=col.is_null()
+            )
+        arrays.append(col.cast(f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
 @cache
 def schema_of(name: str) -> T.StructType:
     """A warehouse table's schema (its DDL parsed by Spark: a session must be active)."""
@@ -331,12 +354,13 @@ def arrow_schema_of(name: str) -> Any:
     return to_arrow_schema(schema_of(name))
 
 
-def arrow_rows(name: str, rows: list[dict[str, Any]], cluster: str | None = None) -> Any:
+def arrow_rows(name: str, rows: list[dict[str, Any]], cluster: str | None = None, schema: Any = None) -> Any:
     """Rows (dicts by column name) of a table as a ``pyarrow.Table`` of its schema, built column by column;
-    ``cluster`` fills the ``cluster`` column of every row."""
+    ``cluster`` fills the ``cluster`` column of every row. ``schema``: the table's :func:`arrow_schema_of`,
+    given where no Spark session parses its DDL (an executor's Python worker)."""
     import pyarrow as pa
 
-    arrow_schema = arrow_schema_of(name)
+    arrow_schema = arrow_schema_of(name) if schema is None else schema
     arrays = [
         pa.array([cluster] * len(rows), type=f.type)
         if f.name == CLUSTER and name != CLUSTERS
