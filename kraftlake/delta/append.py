@@ -382,8 +382,14 @@ def write_data_file(path: str | Path, rows: pa.Table, *, schema_string: str) -> 
         _stats_columns(metadata, rows),
         "deletionVectors" in (protocol.get("writerFeatures") or ()),
     )
+    return write_parquet_add(log.parent, rows, stats)
+
+
+def write_parquet_add(directory: Path, rows: pa.Table, stats: dict[str, Any]) -> dict[str, Any]:
+    """Write ``rows`` as a new Parquet file of the table in ``directory`` and return its ``add`` action with
+    ``stats``; a write that fails leaves no file behind."""
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    data = log.parent / name
+    data = directory / name
     try:
         pq.write_table(rows, data, compression="snappy")
         st = data.stat()

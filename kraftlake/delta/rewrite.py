@@ -44,6 +44,7 @@ from kraftlake.delta.append import (
     file_stats,
     log_segment,
     put_commit,
+    write_parquet_add,
 )
 from kraftlake.delta.deletion_vectors import deleted_rows
 
@@ -197,24 +198,11 @@ def replace(
     try:
         adds = []
         for rows in added:
-            name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-            data = snap.path / name
-            written.append(data)
-            pq.write_table(rows, data, compression="snappy")
-            st = data.stat()
-            stats = file_stats(rows, _stats_columns(snap.metadata, rows), tight)
-            adds.append(
-                {
-                    "add": {
-                        "path": name,
-                        "partitionValues": {},
-                        "size": st.st_size,
-                        "modificationTime": int(st.st_mtime * 1000),
-                        "dataChange": True,
-                        "stats": json.dumps(stats, separators=(",", ":")),
-                    }
-                }
+            add = write_parquet_add(
+                snap.path, rows, file_stats(rows, _stats_columns(snap.metadata, rows), tight)
             )
+            written.append(snap.path / add["path"])
+            adds.append({"add": add})
         now = int(time.time() * 1000)
         removes = [
             {
