@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.bench.bench_fleet import fleet_logs
+from kraftlake.bench.commit_latency import quantile
 
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_FLEETQ_CLUSTERS", "8"))
 RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_FLEETQ_RECORDS", "20000"))
@@ -39,11 +40,6 @@ GOAL_RATIO = 1.2
 
 class BenchAnswerError(AssertionError):
     """The fleet warehouse and the warehouse of the cluster alone answered a query differently."""
-
-
-def _quantile(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def _live_files(table: Path) -> int:
@@ -136,9 +132,9 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "fleetq_partitions_files_fleet": _live_files(fleet / "partitions"),
         "fleetq_partitions_files_alone": _live_files(alone / "partitions"),
         "fleetq_fleet_p50_s": round(statistics.median(lat["fleet"]), 3),
-        "fleetq_fleet_p90_s": round(_quantile(lat["fleet"], 0.9), 3),
+        "fleetq_fleet_p90_s": round(quantile(lat["fleet"], 0.9), 3),
         "fleetq_alone_p50_s": round(statistics.median(lat["alone"]), 3),
-        "fleetq_alone_p90_s": round(_quantile(lat["alone"], 0.9), 3),
+        "fleetq_alone_p90_s": round(quantile(lat["alone"], 0.9), 3),
         "fleet_query_over_alone": round(ratio, 2),
         "fleetq_goal_ratio": GOAL_RATIO,
         "fleetq_goal_met": ratio <= GOAL_RATIO,

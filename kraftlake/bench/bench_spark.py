@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kraftlake.bench.commit_latency import quantile
+
 RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_RECORDS", "10000000"))
 PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_PARTITIONS", "2000000"))
 QUERIES = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_QUERIES", "20"))
@@ -42,11 +44,6 @@ CLI_RUNS = 3
 
 class BenchAnswerError(AssertionError):
     """A path to the warehouse (endpoint, command) answered a different count than the in-process query."""
-
-
-def _quantile(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def _endpoint_latencies(
@@ -159,9 +156,9 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "ingest_records_per_s": round(result.records / ingest_s),
         "partitions_at_queries": len(lat),
         "partitions_at_p50_s": round(statistics.median(lat), 3),
-        "partitions_at_p99_s": round(_quantile(lat, 0.99), 3),
+        "partitions_at_p99_s": round(quantile(lat, 0.99), 3),
         "endpoint_partitions_at_p50_s": round(statistics.median(endpoint), 3),
-        "endpoint_partitions_at_p99_s": round(_quantile(endpoint, 0.99), 3),
+        "endpoint_partitions_at_p99_s": round(quantile(endpoint, 0.99), 3),
         "sql_cli_partitions_at_p50_s": round(statistics.median(cli), 2),
         "sql_cli_over_endpoint": round(statistics.median(cli) / statistics.median(endpoint), 1),
         "replay_from_zero_p50_s": round(statistics.median(replay), 3),

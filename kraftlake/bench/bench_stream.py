@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kraftlake.bench.commit_latency import quantile
+
 RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_STREAM_RECORDS", "1000000"))
 PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_STREAM_PARTITIONS", "200000"))
 BATCH = int(os.environ.get("KRAFTLAKE_BENCH_STREAM_BATCH", "250000"))
@@ -42,11 +44,6 @@ BURST = int(os.environ.get("KRAFTLAKE_BENCH_STREAM_BURST", "120000"))
 #: The cluster run (:func:`live_cluster`, minutes at 200k partitions); ``0`` leaves it out.
 CLUSTER_RUN = os.environ.get("KRAFTLAKE_BENCH_STREAM_CLUSTER", "1") == "1"
 CLUSTER = "bench-stream-cluster-0001"
-
-
-def _quantile(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def throughput(spark: Any, log_dir: Path, warehouse: Path) -> dict[str, Any]:
@@ -223,11 +220,11 @@ def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
         "live_seconds": SECONDS,
         "live_records": result.records,
         "live_batches": result.batches,
-        "commit_to_queryable_p50_s": round(_quantile(lat, 0.5), 2) if lat else None,
-        "commit_to_queryable_p99_s": round(_quantile(lat, 0.99), 2) if lat else None,
+        "commit_to_queryable_p50_s": round(quantile(lat, 0.5), 2) if lat else None,
+        "commit_to_queryable_p99_s": round(quantile(lat, 0.99), 2) if lat else None,
         "commit_to_queryable_max_s": round(max(lat), 2) if lat else None,
-        "steady_commit_to_queryable_p50_s": round(_quantile(steady, 0.5), 2) if steady else None,
-        "steady_commit_to_queryable_p99_s": round(_quantile(steady, 0.99), 2) if steady else None,
+        "steady_commit_to_queryable_p50_s": round(quantile(steady, 0.5), 2) if steady else None,
+        "steady_commit_to_queryable_p99_s": round(quantile(steady, 0.99), 2) if steady else None,
         "live_batch_seconds_p50": round(statistics.median(p.seconds for p, _ in commits[1:]), 2)
         if len(commits) > 1
         else None,
