@@ -2,9 +2,10 @@
 
 The leader writes what clients appended (after the linger time, or at once while nothing it wrote is
 uncommitted: group commit), advances the high watermark to what a majority of voters holds durably, and serves
-Fetch (entries, a DivergingEpoch for a follower whose log diverged, or the SnapshotId to fetch when the offset
-is below the log start; a fetch with nothing new is parked until there is or its wait ends) and FetchSnapshot
-(one chunk at a time). Check-quorum: when it must resign unless more voters fetch.
+Fetch (entries, a DivergingEpoch for a follower whose log diverged, or the SnapshotId to fetch when the
+follower's position is below the log start; a fetch with nothing new is parked until there is, the high
+watermark moves or its wait ends) and FetchSnapshot (one chunk at a time). Its check-quorum deadline says when
+it must resign unless more voters fetch (the node's timer resigns).
 """
 
 from __future__ import annotations
