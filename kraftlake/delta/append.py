@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kraftlake.delta.layout import ROW_GROUP_ROWS, laid_out
 from kraftlake.errors import KraftlakeError
 
 #: Writer features whose blind appends need nothing of the writer beyond what is written here: deletion
@@ -387,11 +388,12 @@ def write_data_file(path: str | Path, rows: pa.Table, *, schema_string: str) -> 
 
 def write_parquet_add(directory: Path, rows: pa.Table, stats: dict[str, Any]) -> dict[str, Any]:
     """Write ``rows`` as a new Parquet file of the table in ``directory`` and return its ``add`` action with
-    ``stats``; a write that fails leaves no file behind."""
+    ``stats``; a write that fails leaves no file behind. The rows are ordered and cut into row groups as
+    :mod:`.layout` says, for readers of an offset window."""
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     data = directory / name
     try:
-        pq.write_table(rows, data, compression="snappy")
+        pq.write_table(laid_out(rows), data, compression="snappy", row_group_size=ROW_GROUP_ROWS)
         st = data.stat()
     except BaseException:
         data.unlink(missing_ok=True)

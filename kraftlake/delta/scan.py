@@ -104,7 +104,7 @@ def _data_file(snap: Snapshot, add: dict[str, Any]) -> Path:
     return snap.path / rel
 
 
-def _row_groups(meta: pq.FileMetaData, bounds: tuple[Bound, ...]) -> list[int]:
+def matching_row_groups(meta: pq.FileMetaData, bounds: tuple[Bound, ...]) -> list[int]:
     """The row groups of a file whose statistics do not exclude ``bounds`` (all without statistics)."""
     leaf = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
     keep = []
@@ -190,7 +190,7 @@ def _read_one(
     path = _data_file(snap, add)
     try:
         file = pq.ParquetFile(path)
-        groups = _row_groups(file.metadata, bounds)
+        groups = matching_row_groups(file.metadata, bounds)
         if columns is None:
             rows = file.read_row_groups(groups)
         else:
