@@ -2,8 +2,10 @@
 
 A Spark Connect server (``sc://H:P``) and, with ``--jdbc-port``, a Thrift JDBC/ODBC server
 (``jdbc:hive2://H:Q/``) in one driver, with ``partitions_at(N)`` and friends and the warehouse tables
-registered (:mod:`pipelines.serve`). Prints the endpoints once clients can query and records the Connect one
-in the warehouse (:mod:`pipelines.endpoint_file`: ``kraftlake sql`` over that warehouse finds it there), then
+registered (:mod:`pipelines.serve`); on a loopback address also ``kraftlake sql``'s SQL route
+(:mod:`pipelines.sql_route`, printing as :func:`jobs.sql.printed`). Prints the endpoints once clients can query
+and records the Connect one and the route in the warehouse (:mod:`pipelines.endpoint_file`: ``kraftlake sql``
+over that warehouse finds them there), then
 runs until SIGINT or SIGTERM, and removes the record and stops the endpoints and the session before it exits.
 """
 
@@ -18,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 from jobs._cli import add_warehouse, main_of
+from jobs.sql import printed
 from kraftlake.commands._args import port
 
 
@@ -65,13 +68,22 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    server = Server(config, progress=lambda text: print(f"serve: {text}", file=sys.stderr, flush=True))
+    server = Server(
+        config, progress=lambda text: print(f"serve: {text}", file=sys.stderr, flush=True), answer=printed
+    )
     try:
         if not stop.is_set():
             endpoints = server.start()
             port = int(endpoints.connect.rsplit(":", 1)[1])
             host = endpoints.connect[len("sc://") :].rsplit(":", 1)[0]
-            record_endpoint(config.warehouse, endpoints.connect, host, port, config.token is not None)
+            record_endpoint(
+                config.warehouse,
+                endpoints.connect,
+                host,
+                port,
+                config.token is not None,
+                sql_route=endpoints.sql_route,
+            )
             print(f"Spark Connect: {endpoints.connect}")
             if endpoints.jdbc is not None:
                 print(f"JDBC: {endpoints.jdbc}")

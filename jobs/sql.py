@@ -1,14 +1,19 @@
 """``sql --warehouse W "SELECT ..."``: a query with the table functions registered (``partitions_at`` ...).
 
 Run on the endpoint of ``--remote`` (or ``$SPARK_REMOTE``), else on the ``kraftlake serve`` running over the
-warehouse (its record, :mod:`pipelines.endpoint_file`), else (or with ``--local``) in a local Spark session.
+warehouse (its record, :mod:`pipelines.endpoint_file`: through its SQL route, :mod:`pipelines.sql_route`, when
+it has one, else Connect), else (or with ``--local``) in a local Spark session. :func:`printed` is what any of
+them prints, the route's server included.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from jobs._cli import (
     CommandError,
@@ -34,24 +39,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="a Spark SQL query, e.g. SELECT * FROM partitions_at(100)")
 
 
-def run(args: argparse.Namespace) -> int:
-    from pipelines.endpoint_file import running_endpoint
+def printed(spark: Any, query: str, fmt: str) -> str:
+    """What the command prints for ``query`` run on ``spark``. Raises :class:`CommandError` (or
+    ``WarehouseError``) with one line for an offset before the retained history, a parse or analysis error."""
     from pipelines.output import print_frame
+
+    out = io.StringIO()
+    with spark_errors():
+        print_frame(spark.sql(query), fmt, out)
+    return out.getvalue()
+
+
+def _through_route(route: str, query: str, fmt: str) -> bool:
+    """Print the answer of the running server's SQL route; False when nothing listens there."""
+    from pipelines.endpoint_file import TOKEN_ENV
+    from pipelines.sql_route import RefusedQuery, ask
+
+    try:
+        text = ask(route, query, fmt, os.environ.get(TOKEN_ENV))
+    except RefusedQuery as exc:
+        raise CommandError(str(exc)) from None
+    if text is None:
+        return False
+    sys.stdout.write(text)
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.endpoint_file import running_record
     from pipelines.serve import calls_record_udfs, remote_url
 
     if not args.query.strip():
         raise CommandError("the query is empty")
     if not args.local and remote_url(args.remote) is None:
-        url = running_endpoint(args.warehouse or "./warehouse")
-        if url is not None:
-            print(f"kraftlake sql: on the running `kraftlake serve` at {url} (--local: not)", file=sys.stderr)
-            args.remote = url
+        found = running_record(args.warehouse or "./warehouse")
+        if found is not None:
+            print(
+                f"kraftlake sql: on the running `kraftlake serve` at {found.url} (--local: not)",
+                file=sys.stderr,
+            )
+            if found.sql_route is not None and _through_route(found.sql_route, args.query, args.format):
+                return 0
+            args.remote = found.url
     if args.local and args.remote:
         raise CommandError("--local and --remote: choose one")
     spark = query_session("sql", args, local=args.local, record_udfs=calls_record_udfs(args.query))
-    # an offset before the retained history, a parse or analysis error: one line, exit 2
-    with spark_errors():
-        print_frame(spark.sql(args.query), args.format)
+    sys.stdout.write(printed(spark, args.query, args.format))
     return 0
 
 

@@ -93,6 +93,7 @@ class Endpoints:
     jdbc: str | None
     functions: list[str]
     tables: list[str]
+    sql_route: str | None = None
 
 
 def read_token(path: str | None) -> str | None:
@@ -175,15 +176,23 @@ def server_conf(config: ServeConfig) -> dict[str, str]:
 
 
 class Server:
-    """One driver serving a warehouse over Spark Connect (and JDBC). ``start`` returns once clients can query;
+    """One driver serving a warehouse over Spark Connect (and JDBC; and, with ``answer`` on a loopback address,
+    the SQL route of :mod:`pipelines.sql_route`, printing with it). ``start`` returns once clients can query;
     ``stop`` stops the endpoints, then the session."""
 
-    def __init__(self, config: ServeConfig, progress: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: ServeConfig,
+        progress: Callable[[str], None] | None = None,
+        answer: Callable[[Any, str, str], str] | None = None,
+    ) -> None:
         self.config = config
         self.progress = progress or (lambda _: None)
+        self.answer = answer
         self.spark: Any = None
         self._thrift: Any = None
         self._connect_started = False
+        self._route: Any = None
 
     def start(self) -> Endpoints:
         check(self.config)
@@ -218,7 +227,13 @@ class Server:
             thrift = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
             self._thrift = thrift.startWithContext(self.spark._jsparkSession.sqlContext())
             jdbc = f"jdbc:hive2://{_url_host(self.config.host)}:{self._jdbc_port()}/"
-        return Endpoints(connect, jdbc, functions, tables)
+        route = None
+        if self.answer is not None and is_loopback(self.config.host):
+            from pipelines.sql_route import SqlRoute
+
+            self._route = SqlRoute(self.spark, self.answer, self.config.token)
+            route = self._route.start(self.config.host)
+        return Endpoints(connect, jdbc, functions, tables, route)
 
     def _jdbc_port(self, timeout: float = 60.0) -> int:
         # HiveServer2 binds on a thread of its own after startWithContext returns; its port number is the bound
@@ -247,6 +262,9 @@ class Server:
         return proc is None or proc.poll() is None
 
     def stop(self) -> None:
+        if self._route is not None:
+            self._route.stop()
+            self._route = None
         if self.spark is None:
             return
         if not self.alive():  # nothing left to ask

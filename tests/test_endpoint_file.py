@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.endpoint_file import endpoint_path, record_endpoint, remove_endpoint, running_endpoint
+from pipelines.endpoint_file import (
+    endpoint_path,
+    record_endpoint,
+    remove_endpoint,
+    running_endpoint,
+    running_record,
+)
 
 
 def test_a_live_listener_is_found_a_stale_record_is_not(
@@ -63,3 +69,26 @@ def test_reading_the_record_imports_nothing_of_the_server() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_sql_route_is_given_to_a_client_in_the_servers_time_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
+    route = "http://127.0.0.1:9/sql"
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        url = f"sc://127.0.0.1:{port}"
+        record_endpoint(tmp_path, url, "127.0.0.1", port, token_required=False)
+        found = running_record(tmp_path)
+        assert found is not None and (found.url, found.sql_route) == (url, None)
+        record_endpoint(tmp_path, url, "127.0.0.1", port, token_required=False, sql_route=route)
+        found = running_record(tmp_path)
+        assert found is not None and (found.url, found.sql_route) == (url, route)
+        # a server printing times in another zone than this process's: Connect, where ours applies
+        doc = json.loads(endpoint_path(tmp_path).read_text())
+        endpoint_path(tmp_path).write_text(json.dumps(dict(doc, time_zone=doc["time_zone"] + "x")))
+        found = running_record(tmp_path)
+        assert found is not None and (found.url, found.sql_route) == (url, None)

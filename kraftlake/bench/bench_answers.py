@@ -12,7 +12,9 @@ Figures (medians of ``RUNS`` runs, wall time of the whole process):
   JVM, Delta, the SQL functions); ``state_speedup`` the brokers ratio. The outputs must be equal, else the
   benchmark fails.
 - ``sql_remote_s``: ``kraftlake sql --warehouse W`` while a ``kraftlake serve`` of that warehouse runs (it
-  finds the endpoint's record), against ``sql_local_s``, the same with ``--local``; equal outputs again.
+  finds the endpoint's record and answers through its SQL route), against ``sql_local_s``, the same with
+  ``--local``, and ``sql_connect_s``, the same with ``--remote`` (through Spark Connect); equal outputs again.
+  ``sql_route_floor_s``: ``SELECT 1`` through the route (the client's and the round trip's share).
 """
 
 from __future__ import annotations
@@ -112,13 +114,17 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     query = f"SELECT count(*) AS n, max(leader) AS l FROM partitions_at({at})"
     sql = ["sql", "--warehouse", str(warehouse), "--format", "jsonl"]
     local, expected, _ = _median_run([*sql, "--local", query])
-    with serve_process(warehouse, work / "serve.log", "--port", "0"):
+    with serve_process(warehouse, work / "serve.log", "--port", "0") as (_, urls):
         remote, printed, said = _median_run([*sql, query])
+        connect, via_connect, _ = _median_run([*sql, "--remote", urls["Spark Connect"], query])
+        floor, one, _ = _median_run([*sql, "SELECT 1 AS x"])
     if "on the running `kraftlake serve`" not in said:
         raise BenchAnswerError(f"sql did not find the running endpoint: {said[-2000:]}")
-    if printed != expected:
+    if not printed == via_connect == expected or one != '{"x":1}\n':
         raise BenchAnswerError("sql through the running endpoint differs from the local session's answer")
     figures["sql_remote_s"] = round(remote, 2)
+    figures["sql_connect_s"] = round(connect, 2)
+    figures["sql_route_floor_s"] = round(floor, 2)
     figures["sql_local_s"] = round(local, 2)
     figures["load_average_1m"] = round(os.getloadavg()[0], 1)
     return figures

@@ -301,12 +301,15 @@ def test_record_udfs_through_connect_answer_as_in_process(
 def test_sql_uses_the_running_server_of_its_warehouse(
     small: tuple[Path, Path, list[int]], server: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipelines.endpoint_file import endpoint_path
+    from pipelines.endpoint_file import endpoint_path, local_time_zone
 
     _, warehouse, offsets = small
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
     record = json.loads(endpoint_path(warehouse).read_text())
+    route = record.pop("sql_route")
+    assert route.startswith("http://127.0.0.1:") and route.endswith("/sql")
+    assert record.pop("time_zone") == local_time_zone()
     assert record == {
         "url": server.connect,
         "host": "localhost",
@@ -326,6 +329,59 @@ def test_sql_uses_the_running_server_of_its_warehouse(
     local = _local(["sql", "--warehouse", str(warehouse), query])
     forced = _local(["sql", "--local", "--warehouse", str(warehouse), query])
     assert local == forced == (0, found[1], "")
+
+
+#: Queries whose output through the SQL route must be Connect's, byte for byte: NULLs, times (an epoch
+#: milliseconds column with its time beside it in tables), arrays, structs, maps, bytes, an empty result, the
+#: table functions (in both formats), and refusals (one line, exit 2).
+ROUTE_QUERIES = (
+    "SELECT CAST(NULL AS INT) AS n, 'é' AS s, TIMESTAMP '2026-11-22 07:00:00.250' AS t, "
+    "DATE '2026-11-22' AS d, array(1, NULL, 3) AS a, named_struct('x', 1, 'y', CAST(NULL AS STRING)) AS st, "
+    "map('k', 1.5D) AS m, X'00FF' AS b, 1700000000123L AS timestamp_ms, true AS f",
+    "SELECT * FROM brokers_at({last}) ORDER BY id",
+    "SELECT topic, `partition`, isr FROM partitions_at({last}) WHERE false",
+    "SELECT * FROM partitions_at(-1)",
+    "SELECT * FROM no_such_at(1)",
+    "SELEC 1",
+)
+
+
+def test_sql_through_the_route_prints_what_connect_prints(
+    small: tuple[Path, Path, list[int]], server: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sql --warehouse W`` with a server of W running answers through its SQL route (the client imports no
+    pyspark), printing what the same command prints through Connect; a wrong token is refused in one line."""
+    _, warehouse, offsets = small
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", TOKEN)
+    probe = (
+        "import sys; from kraftlake.cli import main; code = main(sys.argv[1:]); "
+        "print('pyspark' in sys.modules, file=sys.stderr); sys.exit(code)"
+    )
+    query = f"SELECT id, fenced FROM brokers_at({offsets[-1]}) ORDER BY id"
+    alone = subprocess.run(
+        [sys.executable, "-c", probe, "sql", "--warehouse", str(warehouse), query],
+        cwd=REPO,
+        env=command_env(SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert alone.returncode == 0 and alone.stdout.count("\n") > 3, alone
+    assert alone.stderr.endswith("(--local: not)\nFalse\n"), alone.stderr
+    for i, text in enumerate(ROUTE_QUERIES):
+        q = text.format(last=offsets[-1])
+        for fmt in ("table", "jsonl") if i < 3 else ("table",):
+            routed = _local(["sql", "--warehouse", str(warehouse), "--format", fmt, q])
+            connect = _local(["sql", "--remote", server.connect, "--format", fmt, q])
+            assert routed[2].startswith("kraftlake sql: on the running `kraftlake serve`"), routed
+            assert routed[:2] == connect[:2] and routed[2].split("\n", 1)[1] == connect[2], (q, fmt)
+            if routed[0] != 0:
+                assert routed[2].count("\n") == 2 and "error: " in routed[2], routed
+    monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", "not-" + TOKEN)
+    code, out, err = _local(["sql", "--warehouse", str(warehouse), "SELECT 1"])
+    assert (code, out) == (2, "") and err.count("\n") == 2, err
+    assert "kraftlake sql: error: the SQL route" in err and "answered 401" in err and TOKEN not in err
 
 
 def test_serve_stops_on_sigterm(server: Served, small: tuple[Path, Path, list[int]]) -> None:
