@@ -10,6 +10,7 @@ import base64
 import json
 import sys
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -28,7 +29,16 @@ def plain(value: Any) -> Any:
         return base64.b64encode(bytes(value)).decode("ascii")
     if hasattr(value, "isoformat"):
         return value.isoformat()
+    if isinstance(value, Decimal):
+        return decimal_json(value)
     return value
+
+
+def decimal_json(value: Decimal) -> float | str:
+    """A DECIMAL as a JSON number when a double holds it exactly as written (``1.50`` as ``1.5``), else as a
+    string of its digits: a JSON reader parses numbers as doubles, which would change the value silently."""
+    number = float(value)
+    return number if value.is_finite() and Decimal(repr(number)) == value else str(value)
 
 
 #: Epoch milliseconds from 1970 up to the year 5138: below, a -1 "never" or a count, above, not milliseconds.

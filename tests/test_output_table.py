@@ -43,3 +43,17 @@ def test_table_shows_times_jsonl_does_not() -> None:
 def test_demo_answers_show_times() -> None:
     text = format_answer(Answer("q", "SELECT 1", ["offset", "timestamp"], [(5, 1_700_000_000_000)]))
     assert text.splitlines()[-1] == "   5       1700000000000 (2023-11-14T22:13:20.000Z)"
+
+
+def test_jsonl_writes_decimals_as_numbers_unless_a_double_would_change_them() -> None:
+    from decimal import Decimal
+
+    from pipelines.output import plain
+
+    row = plain(
+        {"d": Decimal("1.50"), "tenth": Decimal("0.1"), "big": Decimal("12345678901234567890.123"), "n": None}
+    )
+    out = io.StringIO()
+    write_rows([row], list(row), "jsonl", out)
+    assert out.getvalue() == '{"d":1.5,"tenth":0.1,"big":"12345678901234567890.123","n":null}\n'
+    assert json.loads(out.getvalue())["tenth"] == 0.1
