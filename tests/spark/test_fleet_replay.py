@@ -19,7 +19,7 @@ from warehouse_states import canon, plain
 
 from kraftlake.image.errors import ImageError
 from kraftlake.spark.tables.layout import WarehouseError
-from tests.spark.test_fleet import A_ID, B_ID, C_ID, Fleet, _last
+from tests.spark.test_fleet import B_ID, C_ID, Fleet, _last
 
 #: Columns holding the wall-clock time of a write (differ between any two runs).
 WALL_CLOCK = {"first_seen_ms", "recorded_at_ms"}
@@ -141,23 +141,23 @@ def test_writers_opened_in_one_pass_refuse_as_if_opened_one_after_another(tmp_pa
     c_twin = Path(shutil.copytree(f.c.parent, tmp_path / "c-twin")) / f.c.name
     warehouse = tmp_path / "warehouse"
     commits = Path(table_path(warehouse, CLUSTERS), "_delta_log")
-    # two names with one cluster id: the third writer is refused, the two before it ingested whole
+    # two names with one cluster id: the second writer is refused, the one before it ingested whole
     with pytest.raises(ClusterError, match=f"cluster id {B_ID} is already in the warehouse as cluster 'b'"):
-        ingest_fleet(spark, [("a", f.a), ("b", f.b), ("twin", b_twin), (None, f.c)], warehouse, 400)
-    assert sorted(e.name for e in registered(spark, warehouse)) == ["a", "b"]
-    assert len(list(commits.glob("*.json"))) == 2, "the table's creation, then both clusters in one commit"
-    assert (last_offset(spark, warehouse, "a"), last_offset(spark, warehouse, "b")) == (
-        _last(f.a),
-        _last(f.b),
-    )
+        ingest_fleet(spark, [("b", f.b), ("twin", b_twin), (None, f.c)], warehouse, 400)
+    assert [e.name for e in registered(spark, warehouse)] == ["b"]
+    assert len(list(commits.glob("*.json"))) == 2, "the table's creation, then the registration"
+    assert last_offset(spark, warehouse, "b") == _last(f.b)
     assert last_offsets(spark, warehouse, ["twin", C_ID]) == {"twin": -1, C_ID: -1}
     # a name held for another cluster id, refused before anything of it is written
-    with pytest.raises(ClusterError, match=f"cluster 'a' is cluster id {A_ID} in the warehouse.*{C_ID}"):
-        ingest_fleet(spark, [("a", f.c)], warehouse, 400)
-    # one cluster from two log dirs: the second is named by its cluster id, the first's
+    with pytest.raises(ClusterError, match=f"cluster 'b' is cluster id {B_ID} in the warehouse.*{C_ID}"):
+        ingest_fleet(spark, [("b", f.c)], warehouse, 400)
+    # one cluster from two log dirs: the second is named by its cluster id, the first's; the new clusters
+    # before it registered in one commit
     with pytest.raises(ClusterError, match=re.escape(f"cluster 'x' is given twice (log dir {c_twin})")):
-        ingest_fleet(spark, [("x", f.c), (None, c_twin)], warehouse, 400)
-    assert [e.name for e in registered(spark, warehouse)][2:] == ["x"]
+        ingest_fleet(spark, [("a", f.a), ("x", f.c), (None, c_twin)], warehouse, 400)
+    assert sorted(e.name for e in registered(spark, warehouse)) == ["a", "b", "x"]
+    assert len(list(commits.glob("*.json"))) == 3
+    assert last_offset(spark, warehouse, "a") == _last(f.a)
     assert last_offset(spark, warehouse, "x") == _last(f.c)
 
 
@@ -175,7 +175,7 @@ def test_a_fleet_of_resumed_and_new_clusters_equals_the_driver_replay(
     dirs: list[tuple[str | None, str | Path]] = [("b", f.b), (None, f.c)]
     driver, mixed = tmp_path / "driver", tmp_path / "mixed"
     for n, d in dirs:
-        ingest_module.ingest(spark, d, driver, batch_records=100, cluster=n)
+        ingest_module.ingest(spark, d, driver, batch_records=200, cluster=n)
     # c killed after its first slice (which crosses its log's hole): nothing kept in this process for it
     commit = ingest_module.commit_slice
 
@@ -190,7 +190,7 @@ def test_a_fleet_of_resumed_and_new_clusters_equals_the_driver_replay(
     with monkeypatch.context() as m:
         m.setattr(ingest_module, "commit_slice", dies_after_one)
         with pytest.raises(Killed):
-            ingest_module.ingest(spark, f.c, mixed, batch_records=100)
+            ingest_module.ingest(spark, f.c, mixed, batch_records=200)
     done = last_offset(spark, mixed, C_ID)
     assert f.first_missing < done < _last(f.c) and last_offsets(spark, mixed, [C_ID, "b"]) == {
         C_ID: done,
@@ -199,11 +199,11 @@ def test_a_fleet_of_resumed_and_new_clusters_equals_the_driver_replay(
     # kraftlake's reader rebuilds the image Spark rebuilds, past the hole's snapshot
     assert images.image_at_offset(mixed, C_ID, done) == image_at_offset(spark, mixed, C_ID, done)
     # opened for the executors: the new cluster's task gets its starting image, the resumed one its commit point
-    writers, refused = ingest_module.open_writers(spark, dirs, mixed, 100, rebuild=False)
+    writers, refused = ingest_module.open_writers(spark, dirs, mixed, 200, rebuild=False)
     rows = [task_row(w, table_formats()) for w in writers]
     assert refused is None and [r["cluster"] for r in rows] == ["b", C_ID]
     assert rows[0]["image"] is not None and rows[0]["rebuild_at"] is None
     assert rows[1]["image"] is None and rows[1]["rebuild_at"] == done and rows[1]["start"] == done + 1
-    results = ingest_fleet(spark, dirs, mixed, batch_records=100)
+    results = ingest_fleet(spark, dirs, mixed, batch_records=200)
     assert [(r.first_offset, r.last_offset) for r in results] == [(0, _last(f.b)), (done + 1, _last(f.c))]
     assert _tables(spark, mixed) == _tables(spark, driver)
