@@ -10,15 +10,27 @@ warehouse that holds one cluster; on one holding several it must name one.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from kraftlake.delta.append import Unsupported
+from kraftlake.delta import append as delta_append
 from kraftlake.delta.scan import arrow_schema, read_rows, table_snapshot
-from kraftlake.spark.tables.layout import CLUSTERS, WarehouseError, arrow_frame, never_written, table_path
+from kraftlake.spark.tables.layout import (
+    APP_ID,
+    CLUSTERS,
+    WarehouseError,
+    arrow_frame,
+    arrow_rows,
+    engine_info,
+    never_written,
+    schema_json,
+    table_path,
+)
+from kraftlake.spark.tables.writes import checkpoint_later, retry_conflicts
 from kraftlake.warehouse.clusters import NAME_PATTERN as NAME_PATTERN
 from kraftlake.warehouse.clusters import choose, name_refusal
 
@@ -60,7 +72,7 @@ def registered(spark: SparkSession, warehouse: str | Path) -> list[Registered]:
     try:
         snap = table_snapshot(path)
         rows = read_rows(snap, arrow_schema(snap)).to_pylist()
-    except Unsupported:
+    except delta_append.Unsupported:
         rows = [r.asDict() for r in spark.read.format("delta").load(path).collect()]
     out = [Registered(r["name"], r["cluster_id"], int(r["first_seen_ms"]), r["source"]) for r in rows]
     return sorted(out, key=lambda r: (r.first_seen_ms, r.name))
@@ -129,16 +141,37 @@ def chosen(
 
 
 def record(spark: SparkSession, warehouse: str | Path, new: list[Registered]) -> None:
-    """Append ``new`` entries to ``clusters``, all in one Delta commit (nothing when there are none)."""
+    """Append ``new`` entries to ``clusters``, all in one Delta commit (nothing when there are none).
+
+    Committed by kraftlake's writer (:mod:`kraftlake.delta.append`, no Spark job: through Spark the append and
+    Delta's snapshot and post-commit jobs on a fresh cluster's executors took a minute at load 16), under a
+    transaction id of its own (a registry append is never skipped for another's); through Spark when the
+    table needs more of a writer."""
     if not new:
         return
     rows = [
         {"name": e.name, "cluster_id": e.cluster_id, "first_seen_ms": e.first_seen_ms, "source": e.source}
         for e in new
     ]
-    arrow_frame(spark, CLUSTERS, rows).write.format("delta").mode("append").save(
-        table_path(warehouse, CLUSTERS)
-    )
+    path = table_path(warehouse, CLUSTERS)
+    app = f"{APP_ID}-registry/{uuid.uuid4()}"
+
+    def append() -> None:
+        done = delta_append.append(
+            path,
+            arrow_rows(CLUSTERS, rows),
+            schema_string=schema_json(CLUSTERS),
+            app_id=app,
+            txn_version=0,
+            engine_info=engine_info(spark),
+        )
+        if done.checkpoint_due:
+            checkpoint_later(spark, path)
+
+    try:
+        retry_conflicts(append)
+    except delta_append.Unsupported:
+        arrow_frame(spark, CLUSTERS, rows).write.format("delta").mode("append").save(path)
 
 
 def register(
