@@ -1,17 +1,18 @@
 """``ingest`` of a fleet: several log dirs into one warehouse, each cluster's history replayed on the executors.
 
-Each cluster's writer is opened in the driver (:func:`pipelines.ingest.open_writer`: its name checked against the
-registry, its resume image rebuilt from the warehouse at its commit point). The image goes to one Spark task per
-cluster, pickled in the task's row (:mod:`pipelines.replay_task`), which replays the cluster's log serially where
-the task runs and writes each slice's data files into the warehouse's tables there
-(:mod:`pipelines.slice_files`), as Spark's own Delta writer has its executors write the files; what comes back
-per slice is the files' Delta ``add`` actions. The driver commits the slices of each cluster in order
-(:func:`pipelines.slice_files.commit_written`: ``txnAppId`` per cluster, ``txnVersion`` = the slice's last offset,
-``offsets`` last), so its share of a slice is a few small commits, not the rows. The writers are opened one
-after another, each cluster's task submitted as soon as its writer is open (the next ones open while it runs);
-one driver thread per cluster submits its task and commits what it returns, so N clusters replay and write on
-N cores at once. The slices are cut at the same offsets as the driver's replay cuts them, so both give the same
-tables.
+The clusters' writers are opened in the driver in one pass (:func:`pipelines.ingest.open_writers`: the names
+checked against the registry read once, the new ones registered in one commit, every commit point read from
+the Delta logs). Each cluster goes to one Spark task (:mod:`pipelines.replay_task`) with its resume image
+pickled in the task's row when the driver has it (a new cluster's starting image), else with its commit point,
+at which the task rebuilds the image from the warehouse (so the resumed clusters' rebuilds run side by side on
+the executors, not one after another in the driver). The task replays the cluster's log serially where it runs
+and writes each slice's data files into the warehouse's tables there (:mod:`pipelines.slice_files`), as Spark's
+own Delta writer has its executors write the files; what comes back per slice is the files' Delta ``add``
+actions. The driver commits the slices of each cluster in order (:func:`pipelines.slice_files.commit_written`:
+``txnAppId`` per cluster, ``txnVersion`` = the slice's last offset, ``offsets`` last), so its share of a slice
+is a few small commits, not the rows; one driver thread per cluster submits its task and commits what it
+returns, so N clusters replay and write on N cores at once. The slices are cut at the same offsets as the
+driver's replay cuts them, so both give the same tables.
 
 A cluster whose replay fails (a record the image refuses, a hole no snapshot covers) keeps the slices committed
 before the failure; the other clusters go on, and the first failure is raised once all have finished.
@@ -23,7 +24,7 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from kraftlake.spark.tables.fold import fold_closes
 from kraftlake.spark.tables.layout import LOG, WarehouseError
 from kraftlake.spark.tables.writes import wait_checkpoints
 from pipelines.commit import gaps_of_jumps
-from pipelines.ingest import ClusterWriter, IngestResult, open_writer
+from pipelines.ingest import ClusterWriter, IngestResult, open_writers
 from pipelines.replay_task import SLICE_SCHEMA, TASK_SCHEMA, replay_tasks
 from pipelines.slice_files import TableFormat, WrittenSlice, commit_written, table_formats
 
@@ -56,8 +57,9 @@ def ingest_fleet(
     ``progress`` is called (from one thread at a time) with a cluster's result after each of its commits.
     ``fold``: fold the closes into the history tables once at the end (the count folded on the first result).
     Raises :class:`WarehouseError` for a log dir or a name given twice (before anything is opened); a cluster
-    refused when its writer opens (:func:`pipelines.ingest.open_writer`: e.g. a cluster id that another log dir
-    has as well) writes nothing, and its refusal is raised once the clusters opened before it have finished.
+    refused when the writers open (:func:`pipelines.ingest.open_writers`: e.g. a cluster id that another log
+    dir has as well) writes nothing, nor do those after it, and its refusal is raised once the clusters before
+    it have finished.
     """
     lock = threading.Lock()
 
@@ -72,26 +74,14 @@ def ingest_fleet(
     if twice:
         raise WarehouseError(f"{twice[0]} is given twice: one log dir a cluster, one name a log dir")
     formats = table_formats()
-    writers: list[ClusterWriter] = []
-    futures: list[Future[None]] = []
-    errors: list[BaseException] = []
+    # every writer opened in one pass (one registry read and append, the commit points from the Delta logs);
+    # the resumed clusters' images are rebuilt in their tasks, side by side
+    writers, refused = open_writers(spark, log_dirs, warehouse, batch_records, report, rebuild=False)
+    errors: list[BaseException] = [] if refused is None else [refused]
     with ThreadPoolExecutor(
         max_workers=max(1, min(len(log_dirs), MAX_PARALLEL)), thread_name_prefix="kraftlake-fleet"
     ) as pool:
-        try:
-            # each cluster's task is submitted as soon as its writer is open: the next writers open (Spark
-            # queries of the registry and the commit point, in the driver) while it replays
-            for name, d in log_dirs:
-                writer = open_writer(spark, d, warehouse, batch_records, name, report)
-                if any(w.result.cluster == writer.result.cluster for w in writers):
-                    raise WarehouseError(
-                        f"cluster {writer.result.cluster!r} is given twice (log dir {writer.log_dir}): one log "
-                        "dir a cluster"
-                    )
-                writers.append(writer)
-                futures.append(pool.submit(replay_and_commit, spark, writer, formats))
-        except BaseException as exc:
-            errors.append(exc)
+        futures = [pool.submit(replay_and_commit, spark, w, formats) for w in writers]
         for future in futures:
             failed = future.exception()
             if failed is not None:
@@ -108,19 +98,21 @@ def ingest_fleet(
 
 
 def task_row(writer: ClusterWriter, formats: dict[str, TableFormat]) -> dict[str, Any]:
-    """The task row of a writer's cluster: where its replay starts, with its resume image, and what its slices'
-    files need (:class:`pipelines.slice_files.SliceWriter`)."""
-    state = writer.state
+    """The task row of a writer's cluster: where its replay starts, with its resume image when the driver has
+    it (a new cluster's starting image, one kept in this process) or else the commit point the task rebuilds
+    it at, and what its slices' files need (:class:`pipelines.slice_files.SliceWriter`)."""
+    builder = writer.builder
     return {
         "cluster": writer.result.cluster,
         "log_dir": str(writer.log_dir),
-        "start": state.start,
+        "start": writer.start,
         "batch_records": writer.batch_records,
-        "image": pickle.dumps(state.builder.image, pickle.HIGHEST_PROTOCOL),
+        "image": None if builder is None else pickle.dumps(builder.image, pickle.HIGHEST_PROTOCOL),
+        "rebuild_at": writer.committed if builder is None else None,
         "warehouse": str(Path(writer.warehouse).resolve()),
         "formats": pickle.dumps(formats, pickle.HIGHEST_PROTOCOL),
         "written": None if writer.written is None else pickle.dumps(writer.written),
-        "logged": state.log.logged,
+        "logged": writer.log.logged,
     }
 
 
@@ -143,5 +135,5 @@ def replay_and_commit(spark: SparkSession, writer: ClusterWriter, formats: dict[
         writer.result.write_s += files.write_s
         writer.result.replay_s += files.replay_s
         if LOG in files.tables:
-            writer.state.log.logged = files.last_offset
+            writer.log.logged = files.last_offset
         writer.counted(files.first_offset, files.last_offset, gaps_of_jumps(files.jumps), int(row["records"]))

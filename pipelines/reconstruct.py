@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import SparkSession
 
 from kraftlake.image import EMPTY, ImageLoader, MetadataImage
 from kraftlake.image.model import Provenance
-from kraftlake.records import MetadataRecord, control_envelope, decode_data_envelope
+from kraftlake.records import decode_data_envelope
 from kraftlake.spark.tables.layout import (
     CLUSTER,
     LOG,
@@ -20,30 +18,11 @@ from kraftlake.spark.tables.layout import (
     sql_string,
     table_ref,
 )
+from kraftlake.warehouse.images import decoded
 
 _TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
 #: Offsets of ``metadata_log`` read into the driver at a time when replaying a tail.
 TAIL_CHUNK = 250_000
-
-
-def _decoded(rows: Any, source: str) -> Iterator[MetadataRecord]:
-    for r in rows:
-        raw = bytes(r["raw"])
-        if r["is_control"]:
-            yield control_envelope(
-                r["api_key"],
-                raw,
-                r["offset"],
-                r["epoch"],
-                r["timestamp"],
-                r["batch_offset"],
-                source=source,
-                position=None,
-            )
-        else:
-            yield decode_data_envelope(
-                raw, r["offset"], r["epoch"], r["timestamp"], r["batch_offset"], source=source, position=None
-            )
 
 
 def _of(cluster: str) -> str:
@@ -130,7 +109,7 @@ def image_at_offset(spark: SparkSession, warehouse: str | Path, cluster: str, of
             .toArrow()
             .sort_by("offset")
         )
-        loader.feed_all(_decoded(chunk.to_pylist(), f"{LOG} of {warehouse}"))
+        loader.feed_all(decoded(chunk.to_pylist(), f"{LOG} of {warehouse}"))
         pos = upto
     return loader.image()
 

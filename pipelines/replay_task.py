@@ -2,7 +2,9 @@
 Spark task, from the cluster's resume image shipped with the task, over the records of its log dir read where
 the task runs, and each slice's data files written there into the warehouse's tables.
 
-A task row names the cluster, its log dir, the first offset to read, the slice size, the resume image (pickled),
+A task row names the cluster, its log dir, the first offset to read, the slice size, the resume image (pickled:
+a new cluster's starting image, one the driver kept) or else the commit point at which the task rebuilds it
+from the warehouse's tables (:func:`kraftlake.warehouse.images.image_at_offset`, kraftlake's Delta reader),
 the warehouse and what the slices' files need (:class:`pipelines.slice_files.SliceWriter`: the tables' formats,
 what a killed run left past the commit point); the task replays the log serially with
 :class:`kraftlake.history.HistoryBuilder` (holes crossed from the log's snapshots,
@@ -10,8 +12,8 @@ what a killed run left past the commit point); the task replays the log serially
 files and yields one Arrow row per slice: its :class:`pipelines.slice_files.WrittenSlice` (pickled: the files'
 ``add`` actions, not their rows) and its record count. A record the replay refuses, a hole no snapshot covers
 or a file that cannot be written ends the task with one more row carrying that error (pickled), after the
-slices before it, so the driver commits those and raises the error typed as the task raised it. No Spark
-session runs here: the function runs in the executors' Python workers (pyspark's modules are imported for the
+slices before it (an image that cannot be rebuilt: before any), so the driver commits those and raises the
+error typed as the task raised it. No Spark session runs here: the function runs in the executors' Python workers (pyspark's modules are imported for the
 row builders only).
 """
 
@@ -28,12 +30,13 @@ from kraftlake.errors import KraftlakeError
 from kraftlake.history import HistoryBuilder
 from kraftlake.image.gaps import gap_resolver
 from kraftlake.image.source import log_records
+from kraftlake.warehouse.images import image_at_offset
 from pipelines.slice_files import SliceWriter
 
 #: One task row per cluster (Spark DDL).
 TASK_SCHEMA = (
-    "cluster string, log_dir string, start long, batch_records long, image binary, warehouse string, "
-    "formats binary, written binary, logged long"
+    "cluster string, log_dir string, start long, batch_records long, image binary, rebuild_at long, "
+    "warehouse string, formats binary, written binary, logged long"
 )
 #: One row per replayed slice, or the error that ended the replay (Spark DDL).
 SLICE_SCHEMA = "cluster string, slice long, records long, files binary, error binary"
@@ -67,14 +70,18 @@ def replay_cluster(task: dict[str, Any]) -> Iterator[Any]:
     d = Path(task["log_dir"])
     cluster, size = task["cluster"], int(task["batch_records"])
     index = 0
+    t0 = time.monotonic()
     try:
-        builder = HistoryBuilder(pickle.loads(task["image"]), gap_resolver(d))
+        if task["image"] is not None:
+            image = pickle.loads(task["image"])
+        else:  # a resumed cluster: its image at the commit point, from the warehouse's tables
+            image = image_at_offset(task["warehouse"], cluster, int(task["rebuild_at"]))
+        builder = HistoryBuilder(image, gap_resolver(d))
         written = None if task["written"] is None else pickle.loads(task["written"])
         files = SliceWriter(
             task["warehouse"], cluster, pickle.loads(task["formats"]), written, int(task["logged"])
         )
         records = log_records(d, int(task["start"]))
-        t0 = time.monotonic()
         while chunk := list(islice(records, size)):
             batch = builder.feed(chunk)
             out = files.write(batch, chunk)

@@ -8,8 +8,9 @@ Figures: records/s of the fleet with one executor core (``spark.cores.max=1``: o
 workers), their ratio (goal >= 1.6), and records/s of the same logs ingested one after another into one warehouse
 each by the driver's replay (:func:`pipelines.ingest.ingest`), as a user with one warehouse a cluster would. Each
 run is timed inside its ``spark-submit`` (the JVM's start left out). Also the cost of a resume image: rebuilt
-from the warehouse at the commit point (:func:`pipelines.reconstruct.image_at_offset`, in the driver) against
-pickling it into the task row and back. Where the time goes (summed over the clusters): seconds the driver
+from the warehouse at the commit point through Spark (:func:`pipelines.reconstruct.image_at_offset`) and by
+kraftlake's Delta reader (:func:`kraftlake.warehouse.images.image_at_offset`, what a resumed cluster's task
+runs), against pickling it into the task row and back. Where the time goes (summed over the clusters): seconds the driver
 waited for the tasks (``task_s``, queueing for a core included), of which the tasks read and replayed the
 records (``replay_s``) and wrote the slices' files (``write_s``), and seconds the driver committed them
 (``commit_s``); the times of the first and the last commit and what came after it (the fold of the closes).
@@ -72,6 +73,10 @@ if mode == "fleet":
     t = time.monotonic()
     image = image_at_offset(spark, warehouse, name, last)
     out["resume_rebuild_s"] = time.monotonic() - t
+    from kraftlake.warehouse.images import image_at_offset as rebuilt_by_reader
+    t = time.monotonic()
+    assert rebuilt_by_reader(warehouse, name, last) == image
+    out["resume_rebuild_reader_s"] = time.monotonic() - t
     t = time.monotonic()
     blob = pickle.dumps(image, pickle.HIGHEST_PROTOCOL)
     pickle.loads(blob)
@@ -135,7 +140,12 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             rate = got["records"] / got["seconds"] if got["seconds"] else 0.0
             figures[f"fleet_{key}_records_per_s"] = round(rate)
             figures[f"fleet_{key}_s"] = round(got["seconds"], 1)
-            for k in ("resume_rebuild_s", "resume_pickle_s", "resume_pickle_bytes"):
+            for k in (
+                "resume_rebuild_s",
+                "resume_rebuild_reader_s",
+                "resume_pickle_s",
+                "resume_pickle_bytes",
+            ):
                 if k in got:
                     figures[f"fleet_{k}"] = round(got[k], 3) if k.endswith("_s") else got[k]
             for k in (

@@ -19,6 +19,7 @@ from kraftlake.warehouse.clusters import choose
 # the names of kraftlake.spark.tables.layout, which imports Spark (tests check that both agree)
 LOG = "metadata_log"
 OFFSETS = "offsets"
+SNAPSHOTS = "snapshots"
 CLOSES = "closes"
 BOUNDS = "bounds"
 #: Separates the values of an entity key in ``closes.key`` (:func:`close_key`).

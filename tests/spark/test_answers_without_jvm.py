@@ -278,9 +278,10 @@ def test_the_names_and_texts_shared_with_the_spark_layer_agree() -> None:
     from kraftlake.spark.tables import layout, queries
     from kraftlake.warehouse import tables
 
-    assert (tables.LOG, tables.OFFSETS, tables.CLOSES, tables.BOUNDS, tables.KEY_SEP) == (
+    assert (tables.LOG, tables.OFFSETS, tables.SNAPSHOTS, tables.CLOSES, tables.BOUNDS, tables.KEY_SEP) == (
         layout.LOG,
         layout.OFFSETS,
+        layout.SNAPSHOTS,
         layout.CLOSES,
         layout.BOUNDS,
         layout.KEY_SEP,

@@ -1,12 +1,15 @@
 """A fleet's histories replayed on the executors (:mod:`pipelines.fleet_ingest`): the same two logs (one with a
 hole crossed from a snapshot) ingested by the driver's replay, one after another, and on the executors, all at
 once, give the same warehouse, table by table and row for row; so does a fleet ingest killed after its task
-wrote the files of slices it never committed (one of them committed in part), then resumed; a cluster whose
-replay fails keeps what it committed before the failure, and the others are ingested whole."""
+wrote the files of slices it never committed (one of them committed in part), then resumed, and a fleet of a
+resumed cluster (its image rebuilt in its task) and a new one; a cluster whose replay fails keeps what it
+committed before the failure, and the others are ingested whole; the writers opened in one pass refuse what
+they would refuse opened one after another."""
 
 from __future__ import annotations
 
 import pickle
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,7 @@ from warehouse_states import canon, plain
 
 from kraftlake.image.errors import ImageError
 from kraftlake.spark.tables.layout import WarehouseError
-from tests.spark.test_fleet import Fleet, _last
+from tests.spark.test_fleet import B_ID, C_ID, Fleet, _last
 
 #: Columns holding the wall-clock time of a write (differ between any two runs).
 WALL_CLOCK = {"first_seen_ms", "recorded_at_ms"}
@@ -124,3 +127,83 @@ def test_a_fleet_ingest_killed_after_its_task_wrote_files_resumes_to_the_same_ta
     # the killed run's files of slices it never committed are in no table (VACUUM's to remove)
     live = {p for p, _ in table_snapshot(table_path(killed, LOG)).files}
     assert orphan.exists() and orphan.name not in live
+
+
+def test_writers_opened_in_one_pass_refuse_as_if_opened_one_after_another(tmp_path: Path, spark: Any) -> None:
+    from kraftlake.spark.tables.bounds import last_offset, last_offsets
+    from kraftlake.spark.tables.clusters import ClusterError, registered
+    from kraftlake.spark.tables.layout import CLUSTERS, table_path
+    from pipelines.fleet_ingest import ingest_fleet
+
+    f = Fleet(tmp_path)
+    # a second log dir of b's cluster id, and of c's
+    b_twin = Path(shutil.copytree(f.b.parent, tmp_path / "b-twin")) / f.b.name
+    c_twin = Path(shutil.copytree(f.c.parent, tmp_path / "c-twin")) / f.c.name
+    warehouse = tmp_path / "warehouse"
+    commits = Path(table_path(warehouse, CLUSTERS), "_delta_log")
+    # two names with one cluster id: the second writer is refused, the one before it ingested whole
+    with pytest.raises(ClusterError, match=f"cluster id {B_ID} is already in the warehouse as cluster 'b'"):
+        ingest_fleet(spark, [("b", f.b), ("twin", b_twin), (None, f.c)], warehouse, 400)
+    assert [e.name for e in registered(spark, warehouse)] == ["b"]
+    assert len(list(commits.glob("*.json"))) == 2, "the table's creation, then the registration"
+    assert last_offset(spark, warehouse, "b") == _last(f.b)
+    assert last_offsets(spark, warehouse, ["twin", C_ID]) == {"twin": -1, C_ID: -1}
+    # a name held for another cluster id, refused before anything of it is written
+    with pytest.raises(ClusterError, match=f"cluster 'b' is cluster id {B_ID} in the warehouse.*{C_ID}"):
+        ingest_fleet(spark, [("b", f.c)], warehouse, 400)
+    # one cluster from two log dirs: the second is named by its cluster id, the first's; the new clusters
+    # before it registered in one commit
+    with pytest.raises(ClusterError, match=re.escape(f"cluster 'x' is given twice (log dir {c_twin})")):
+        ingest_fleet(spark, [("a", f.a), ("x", f.c), (None, c_twin)], warehouse, 400)
+    assert sorted(e.name for e in registered(spark, warehouse)) == ["a", "b", "x"]
+    assert len(list(commits.glob("*.json"))) == 3
+    assert last_offset(spark, warehouse, "a") == _last(f.a)
+    assert last_offset(spark, warehouse, "x") == _last(f.c)
+
+
+def test_a_fleet_of_resumed_and_new_clusters_equals_the_driver_replay(
+    tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pipelines.ingest as ingest_module
+    from kraftlake.spark.tables.bounds import last_offset, last_offsets
+    from kraftlake.warehouse import images
+    from pipelines.fleet_ingest import ingest_fleet, task_row
+    from pipelines.reconstruct import image_at_offset
+    from pipelines.slice_files import table_formats
+
+    f = Fleet(tmp_path)
+    dirs: list[tuple[str | None, str | Path]] = [("b", f.b), (None, f.c)]
+    driver, mixed = tmp_path / "driver", tmp_path / "mixed"
+    for n, d in dirs:
+        ingest_module.ingest(spark, d, driver, batch_records=200, cluster=n)
+    # c killed after its first slice (which crosses its log's hole): nothing kept in this process for it
+    commit = ingest_module.commit_slice
+
+    class Killed(RuntimeError):
+        pass
+
+    def dies_after_one(*args: Any, **kwargs: Any) -> None:
+        if last_offset(spark, mixed, C_ID) >= 0:
+            raise Killed("killed after its first slice")
+        commit(*args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(ingest_module, "commit_slice", dies_after_one)
+        with pytest.raises(Killed):
+            ingest_module.ingest(spark, f.c, mixed, batch_records=200)
+    done = last_offset(spark, mixed, C_ID)
+    assert f.first_missing < done < _last(f.c) and last_offsets(spark, mixed, [C_ID, "b"]) == {
+        C_ID: done,
+        "b": -1,
+    }
+    # kraftlake's reader rebuilds the image Spark rebuilds, past the hole's snapshot
+    assert images.image_at_offset(mixed, C_ID, done) == image_at_offset(spark, mixed, C_ID, done)
+    # opened for the executors: the new cluster's task gets its starting image, the resumed one its commit point
+    writers, refused = ingest_module.open_writers(spark, dirs, mixed, 200, rebuild=False)
+    rows = [task_row(w, table_formats()) for w in writers]
+    assert refused is None and [r["cluster"] for r in rows] == ["b", C_ID]
+    assert rows[0]["image"] is not None and rows[0]["rebuild_at"] is None
+    assert rows[1]["image"] is None and rows[1]["rebuild_at"] == done and rows[1]["start"] == done + 1
+    results = ingest_fleet(spark, dirs, mixed, batch_records=200)
+    assert [(r.first_offset, r.last_offset) for r in results] == [(0, _last(f.b)), (done + 1, _last(f.c))]
+    assert _tables(spark, mixed) == _tables(spark, driver)

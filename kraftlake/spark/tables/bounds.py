@@ -4,11 +4,14 @@ offset, the gaps of the log, and the snapshots stored at offsets."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kraftlake.delta.append import Unsupported
+from kraftlake.delta.scan import table_snapshot
 from kraftlake.history import HistoryBatch
 from kraftlake.spark.tables.layout import (
     BOUNDS,
@@ -23,6 +26,7 @@ from kraftlake.spark.tables.layout import (
 )
 from kraftlake.spark.tables.queries import bounds_relation, cluster_sql
 from kraftlake.spark.tables.writes import append_rows
+from kraftlake.warehouse.cluster_ranges import column_ranges
 
 
 def last_offset(spark: SparkSession, warehouse: str | Path, cluster: str, table: str = OFFSETS) -> int:
@@ -34,6 +38,21 @@ def last_offset(spark: SparkSession, warehouse: str | Path, cluster: str, table:
         f"SELECT max(offset) AS m FROM {table_ref(warehouse, table)} WHERE {CLUSTER} = {cluster_sql(cluster)}"
     ).first()
     return -1 if row is None or row["m"] is None else int(row["m"])
+
+
+def last_offsets(
+    spark: SparkSession, warehouse: str | Path, clusters: Sequence[str], table: str = OFFSETS
+) -> dict[str, int]:
+    """:func:`last_offset` of each of ``clusters`` at once: from the table's Delta log (its files' statistics,
+    :func:`kraftlake.warehouse.cluster_ranges.column_ranges`), through Spark when kraftlake's reader cannot
+    read the table."""
+    if never_written(warehouse, table):
+        return {c: -1 for c in clusters}
+    try:
+        ranges = column_ranges(table_snapshot(table_path(warehouse, table)), "offset")
+    except Unsupported:
+        return {c: last_offset(spark, warehouse, c, table) for c in clusters}
+    return {c: ranges[c][1] if c in ranges else -1 for c in clusters}
 
 
 def bounds_of(spark: SparkSession, warehouse: str | Path, cluster: str) -> tuple[int | None, int | None]:

@@ -10,12 +10,27 @@ warehouse that holds one cluster; on one holding several it must name one.
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables.layout import CLUSTERS, WarehouseError, arrow_frame, never_written, table_path
+from kraftlake.delta import append as delta_append
+from kraftlake.delta.scan import arrow_schema, read_rows, table_snapshot
+from kraftlake.spark.tables.layout import (
+    APP_ID,
+    CLUSTERS,
+    WarehouseError,
+    arrow_frame,
+    arrow_rows,
+    engine_info,
+    never_written,
+    schema_json,
+    table_path,
+)
+from kraftlake.spark.tables.writes import checkpoint_later, retry_conflicts
 from kraftlake.warehouse.clusters import NAME_PATTERN as NAME_PATTERN
 from kraftlake.warehouse.clusters import choose, name_refusal
 
@@ -49,10 +64,16 @@ def check_name(name: str) -> str:
 
 
 def registered(spark: SparkSession, warehouse: str | Path) -> list[Registered]:
-    """The rows of ``clusters``, oldest first (none when the table is missing or empty)."""
+    """The rows of ``clusters``, oldest first (none when the table is missing or empty); read from its Delta log
+    and files by kraftlake's reader (no Spark job), through Spark when that reader cannot read the table."""
     if not Path(table_path(warehouse, CLUSTERS), "_delta_log").is_dir() or never_written(warehouse, CLUSTERS):
         return []
-    rows = spark.read.format("delta").load(table_path(warehouse, CLUSTERS)).collect()
+    path = table_path(warehouse, CLUSTERS)
+    try:
+        snap = table_snapshot(path)
+        rows = read_rows(snap, arrow_schema(snap)).to_pylist()
+    except delta_append.Unsupported:
+        rows = [r.asDict() for r in spark.read.format("delta").load(path).collect()]
     out = [Registered(r["name"], r["cluster_id"], int(r["first_seen_ms"]), r["source"]) for r in rows]
     return sorted(out, key=lambda r: (r.first_seen_ms, r.name))
 
@@ -84,6 +105,75 @@ def refusal(entries: list[Registered], name: str, cluster_id: str | None) -> str
     return None
 
 
+def chosen(
+    entries: list[Registered],
+    warehouse: str | Path,
+    wanted: Sequence[tuple[str | None, str | None, str | None]],
+) -> tuple[list[Registered], list[Registered], ClusterError | None]:
+    """The clusters of writers opened together, each ``(name, cluster_id, source)`` named
+    (:func:`writer_name`) and checked (:func:`refusal`) in order, as if each had registered before the next
+    opened: ``(their entries, the new ones among them, the refusal of the first writer refused)``. The writers
+    after a refused one are not looked at; a cluster two of them would write is refused at the second."""
+    held = list(entries)
+    out: list[Registered] = []
+    new: list[Registered] = []
+    now = int(time.time() * 1000)
+    for name, cluster_id, source in wanted:
+        try:
+            mine = writer_name(held, warehouse, name, cluster_id)
+        except ClusterError as exc:
+            return out, new, exc
+        where = f" ({source})" if source else ""
+        if any(e.name == mine for e in out):
+            return out, new, ClusterError(f"cluster {mine!r} is given twice{where}: one source a cluster")
+        why = refusal(held, mine, cluster_id)
+        if why is not None:
+            return out, new, ClusterError(f"{warehouse}: {why}")
+        known = [e for e in held if e.name == mine]
+        if known and (cluster_id is None or cluster_id in _ids(held, mine)):
+            out.append(known[0])
+            continue
+        entry = Registered(mine, cluster_id, now, source)
+        held.append(entry)
+        new.append(entry)
+        out.append(entry)
+    return out, new, None
+
+
+def record(spark: SparkSession, warehouse: str | Path, new: list[Registered]) -> None:
+    """Append ``new`` entries to ``clusters``, all in one Delta commit (nothing when there are none).
+
+    Committed by kraftlake's writer (:mod:`kraftlake.delta.append`, no Spark job: through Spark the append and
+    Delta's snapshot and post-commit jobs on a fresh cluster's executors took a minute at load 16), under a
+    transaction id of its own (a registry append is never skipped for another's); through Spark when the
+    table needs more of a writer."""
+    if not new:
+        return
+    rows = [
+        {"name": e.name, "cluster_id": e.cluster_id, "first_seen_ms": e.first_seen_ms, "source": e.source}
+        for e in new
+    ]
+    path = table_path(warehouse, CLUSTERS)
+    app = f"{APP_ID}-registry/{uuid.uuid4()}"
+
+    def append() -> None:
+        done = delta_append.append(
+            path,
+            arrow_rows(CLUSTERS, rows),
+            schema_string=schema_json(CLUSTERS),
+            app_id=app,
+            txn_version=0,
+            engine_info=engine_info(spark),
+        )
+        if done.checkpoint_due:
+            checkpoint_later(spark, path)
+
+    try:
+        retry_conflicts(append)
+    except delta_append.Unsupported:
+        arrow_frame(spark, CLUSTERS, rows).write.format("delta").mode("append").save(path)
+
+
 def register(
     spark: SparkSession, warehouse: str | Path, name: str, cluster_id: str | None, source: str | None
 ) -> Registered:
@@ -91,19 +181,11 @@ def register(
     anything of the cluster is written) when it would mix two clusters (:func:`refusal`). A name already
     recorded with its id writes nothing."""
     check_name(name)
-    entries = registered(spark, warehouse)
-    why = refusal(entries, name, cluster_id)
-    if why is not None:
-        raise ClusterError(f"{warehouse}: {why}")
-    mine = [e for e in entries if e.name == name]
-    if mine and (cluster_id is None or cluster_id in _ids(entries, name)):
-        return mine[0]
-    entry = Registered(name, cluster_id, int(time.time() * 1000), source)
-    row = {"name": name, "cluster_id": cluster_id, "first_seen_ms": entry.first_seen_ms, "source": source}
-    arrow_frame(spark, CLUSTERS, [row]).write.format("delta").mode("append").save(
-        table_path(warehouse, CLUSTERS)
-    )
-    return entry
+    entries, new, refused = chosen(registered(spark, warehouse), warehouse, [(name, cluster_id, source)])
+    if refused is not None:
+        raise refused
+    record(spark, warehouse, new)
+    return entries[0]
 
 
 def writer_name(

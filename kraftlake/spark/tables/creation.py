@@ -9,6 +9,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -16,6 +17,7 @@ from pyspark.sql import SparkSession
 from kraftlake.delta import append as delta_append
 from kraftlake.spark.tables import clusters
 from kraftlake.spark.tables.bounds import append_bounds, last_offset
+from kraftlake.spark.tables.clusters import ClusterError
 from kraftlake.spark.tables.layout import (
     BOUNDS,
     CLOSES,
@@ -205,8 +207,26 @@ def open_for_writer(
     writer's cluster: :func:`migrate`), the cluster named (``name``, else the source's ``cluster_id``:
     :func:`kraftlake.spark.tables.clusters.writer_name`) and registered, or refused
     (:class:`kraftlake.spark.tables.clusters.ClusterError`) before the writer writes anything."""
+    names, refused = open_for_writers(spark, warehouse, [(name, cluster_id, source)])
+    if refused is not None:
+        raise refused
+    return names[0]
+
+
+def open_for_writers(
+    spark: SparkSession,
+    warehouse: str | Path,
+    wanted: Sequence[tuple[str | None, str | None, str | None]],
+) -> tuple[list[str], ClusterError | None]:
+    """:func:`open_for_writer` of writers opened together, each ``(name, cluster_id, source)``: the tables
+    created once (an old warehouse migrated to the first writer's cluster), the registry read once, the
+    clusters named and checked in order as if each had registered before the next opened
+    (:func:`kraftlake.spark.tables.clusters.chosen`), and the new ones registered in one commit. Returns the
+    names of the writers up to the first one refused, and that refusal (nothing of it or of the writers after
+    it is registered)."""
     ensure_tables(spark, warehouse)
-    if needs_migration(warehouse):
+    if wanted and needs_migration(warehouse):
+        name, cluster_id, source = wanted[0]
         migrate(
             spark,
             warehouse,
@@ -214,10 +234,11 @@ def open_for_writer(
             cluster_id,
             source,
         )
-    chosen = clusters.writer_name(clusters.registered(spark, warehouse), warehouse, name, cluster_id)
-    clusters.register(spark, warehouse, chosen, cluster_id, source)
-    _fill_bounds(spark, warehouse)
-    return chosen
+    entries, new, refused = clusters.chosen(clusters.registered(spark, warehouse), warehouse, wanted)
+    clusters.record(spark, warehouse, new)
+    if entries:
+        _fill_bounds(spark, warehouse)
+    return [e.name for e in entries], refused
 
 
 def _fill_bounds(spark: SparkSession, warehouse: str | Path) -> None:
