@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +78,17 @@ def _lateral(spark: Any, call: str, args: list[int]) -> dict[int, list[str]]:
     return {a: canon(r) for a, r in out.items()}
 
 
-def _union(spark: Any, query: str, args: list[int]) -> dict[int, list[str]]:
-    """``query`` (SQL with ``{a}``) for every ``a`` of ``args`` in one Spark action, as :func:`_lateral`."""
+def _union(
+    spark: Any, query: str, args: list[int], sql_args: Callable[[int], str] | None = None
+) -> dict[int, list[str]]:
+    """``query`` (SQL with ``{a}``) for every ``a`` of ``args`` in one Spark action, as :func:`_lateral`;
+    ``sql_args`` (when given) turns each ``a`` into the SQL put for ``{args}`` instead."""
     if not args:
         return {}
-    sql = " UNION ALL ".join(f"SELECT {a} AS _a, q.* FROM ({query.format(a=a)}) q" for a in args)
+    sql = " UNION ALL ".join(
+        f"SELECT {a} AS _a, q.* FROM ({query.format(a=a, args=sql_args(a) if sql_args else a)}) q"
+        for a in args
+    )
     out: dict[int, list[dict[str, Any]]] = {a: [] for a in args}
     for row in _spark_rows(spark, sql):
         out[row.pop("_a")].append(row)
@@ -134,22 +141,31 @@ def assert_answers_equal(
         "isr_history": answers.isr_history,
         "leader_history": answers.leader_history,
     }
-    for p in [*parts, {"topic": "no-such-topic", "partition": 0}]:
-        for view, call in views.items():
-            mine_rows = _mine(call, warehouse, p["topic"], p["partition"])
-            assert mine_rows == _theirs(spark, f"SELECT * FROM {view}('{p['topic']}', {p['partition']})"), (
-                view,
-                p,
-            )
-            refused += isinstance(mine_rows, str)
+    keys = [(p["topic"], p["partition"]) for p in [*parts, {"topic": "no-such-topic", "partition": 0}]]
+    for view, call in views.items():
+        refused += _assert_views_equal(
+            spark, view, {f"'{t}', {n}": _mine(call, warehouse, t, n) for t, n in keys}
+        )
     brokers = spark.sql(
         f"SELECT DISTINCT id FROM delta.`{warehouse / 'brokers'}` ORDER BY id LIMIT 2"
     ).collect()
-    for b in [*(r["id"] for r in brokers), 999]:
-        mine_rows = _mine(answers.broker_history, warehouse, b)
-        assert mine_rows == _theirs(spark, f"SELECT * FROM broker_history({b})"), b
-        refused += isinstance(mine_rows, str)
+    ids = [*(r["id"] for r in brokers), 999]
+    mine_brokers = {str(b): _mine(answers.broker_history, warehouse, b) for b in ids}
+    refused += _assert_views_equal(spark, "broker_history", mine_brokers)
     return refused
+
+
+def _assert_views_equal(spark: Any, view: str, mine: dict[str, list[str] | str]) -> int:
+    """``view`` called with each of ``mine``'s arguments equal on both sides; the answers Spark gives as rows in
+    one action (a UNION ALL), each refusal from a query of its own. Returns how many were refusals."""
+    args = list(mine)
+    answered = [i for i, a in enumerate(args) if not isinstance(mine[a], str)]
+    theirs = _union(spark, f"SELECT * FROM {view}({{args}})", answered, lambda i: args[i])
+    for i, a in enumerate(args):
+        if i not in theirs:
+            theirs[i] = _theirs(spark, f"SELECT * FROM {view}({a})")
+        assert mine[a] == theirs[i], (view, a)
+    return len(args) - len(answered)
 
 
 @pytest.fixture(scope="module")
