@@ -23,6 +23,9 @@ from kraftlake.spark.structs import metadata_log_struct_type
 from kraftlake.spark.tables.layout import sql_string
 from kraftlake.spark.validate import RECORD_RULES, reasons_sql
 
+#: Rows past which :func:`verdicts` hands the rows to Spark as Arrow: the SQL text grows with the rows, and
+#: parsing it costs more than the Arrow hand-over's round trips (a burst of thousands of records).
+VALUES_ROWS = 256
 _INTEGRAL_SUFFIX: dict[type, str] = {T.ByteType: "Y", T.ShortType: "S", T.IntegerType: "", T.LongType: "L"}
 
 
@@ -77,13 +80,28 @@ def sql_literal(value: Any, dtype: T.DataType) -> str:
     raise TypeError(f"no SQL literal for a {dtype.simpleString()} column")
 
 
+def rule_rows(rows: Any) -> Any:
+    """``rows`` (a ``pyarrow.Table`` of ``metadata_log`` rows) reduced to :func:`rule_schema`'s columns and
+    fields."""
+    import pyarrow as pa
+
+    columns = []
+    for f in rule_schema().fields:
+        col = rows.column(f.name).combine_chunks()
+        if isinstance(f.dataType, T.StructType):
+            names = [s.name for s in f.dataType.fields]
+            col = pa.StructArray.from_arrays([col.field(n) for n in names], names=names, mask=col.is_null())
+        columns.append(col)
+    return pa.Table.from_arrays(columns, names=rule_schema().names)
+
+
 def verdicts_sql(rows: Any) -> str:
-    """The query of :func:`verdicts` for ``rows`` (a ``pyarrow.Table`` holding the columns of
-    :func:`rule_schema`, at least one row): one row per row, in order, of its failed rules."""
+    """The query of :func:`verdicts` for ``rows`` (a ``pyarrow.Table`` of :func:`rule_rows`, at least one row):
+    one row per row, in order, of its failed rules."""
     schema = rule_schema()
     values = ", ".join(
         "(" + ", ".join(sql_literal(row[f.name], f.dataType) for f in schema.fields) + ")"
-        for row in rows.select(schema.names).to_pylist()
+        for row in rows.to_pylist()
     )
     columns = ", ".join(f"`{name}`" for name in schema.names)
     return f"SELECT {reasons_sql(schema.names)} FROM VALUES {values} AS rows({columns})"
@@ -92,10 +110,16 @@ def verdicts_sql(rows: Any) -> str:
 def verdicts(spark: SparkSession, rows: Any) -> Any:
     """The rules each of ``rows`` fails (``metadata_log`` rows as a ``pyarrow.Table``), row for row, as an
     Arrow ``list<string>`` array (empty lists for valid rows): what ``reasons_sql`` gives over the same rows in
-    a DataFrame."""
+    a DataFrame. More than :data:`VALUES_ROWS` rows go to Spark as Arrow instead (one small job in the JVM)."""
     import pyarrow as pa
 
+    kind = pa.list_(pa.string())
     if rows.num_rows == 0:
-        return pa.array([], type=pa.list_(pa.string()))
-    answer = spark.sql(verdicts_sql(rows)).collect()
-    return pa.array([list(r[0]) for r in answer], type=pa.list_(pa.string()))
+        return pa.array([], type=kind)
+    reduced = rule_rows(rows)
+    if rows.num_rows > VALUES_ROWS:
+        schema = rule_schema()
+        frame = spark.createDataFrame(reduced, schema)
+        return frame.selectExpr(f"{reasons_sql(schema.names)} AS r").toArrow().column("r").combine_chunks()
+    answer = spark.sql(verdicts_sql(reduced)).collect()
+    return pa.array([list(r[0]) for r in answer], type=kind)
