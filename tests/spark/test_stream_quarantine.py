@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from kraftlake.logformat.batch import build_data_batch
 from kraftlake.logformat.segment import segment_filename
 from kraftlake.protocol import messages as m
@@ -76,10 +74,8 @@ def test_failing_rows_are_quarantined_and_the_rest_commits(spark: Any, tmp_path:
     assert [list(r["isr"]) for r in part] == [[1, 7]]  # the history is the image's, bad record included
 
 
-def test_the_drivers_verdicts_are_the_suites_and_run_no_job(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The verdicts of rows the driver holds (:func:`pipelines.verdicts.verdicts`, an inline VALUES table of the
+def test_the_drivers_verdicts_are_the_suites_and_run_no_job(spark: Any, tmp_path: Path) -> None:
+    """The verdicts of rows the driver holds (:func:`pipelines.verdicts.verdicts`: a local relation of the
     columns and fields the rules read) equal the record-level suite's over the same rows in a DataFrame, and
     no Spark job runs for them."""
     from kraftlake.image.source import log_records
@@ -99,7 +95,3 @@ def test_the_drivers_verdicts_are_the_suites_and_run_no_job(
     assert list(expected) == [bad_offset]
     assert {o: v for o, v in zip(rows.column("offset").to_pylist(), got, strict=True) if v} == expected
     assert verdicts(spark, rows.slice(0, 0)).to_pylist() == []
-    monkeypatch.setattr(
-        "pipelines.verdicts.VALUES_ROWS", 10
-    )  # many rows: handed over as Arrow, same verdicts
-    assert verdicts(spark, rows).to_pylist() == got
