@@ -158,7 +158,7 @@ def test_the_driver_reads_each_micro_batch_as_the_source_does(spark: Any, tmp_pa
     from pipelines.stream import planned_end
 
     logtail_source.register(spark)
-    log_dir = write_synthetic_log(tmp_path / "src", seed=5, steps=20)
+    log_dir = write_synthetic_log(tmp_path / "src", seed=5, steps=20)  # 45 records in 16 batches
     last = SegmentIndex(str(log_dir)).refresh() - 1
     checkpoint = tmp_path / "checkpoint"
     seen: list[tuple[list[tuple[int, bytes]], list[tuple[int, bytes]]]] = []
@@ -174,7 +174,7 @@ def test_the_driver_reads_each_micro_batch_as_the_source_does(spark: Any, tmp_pa
     query = (
         spark.readStream.format("kraftlake-logdir")
         .option("path", str(log_dir))
-        .option("maxRecordsPerBatch", "60")
+        .option("maxRecordsPerBatch", "20")
         .load()
         .writeStream.foreachBatch(compare)
         .option("checkpointLocation", str(checkpoint))
