@@ -31,6 +31,7 @@ batches never reaches that path; a batch that starts after the stop request fail
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -53,7 +54,13 @@ from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables.clusters import log_dir_cluster_id
 from kraftlake.spark.tables.creation import open_for_writer
 from kraftlake.spark.tables.fold import fold_closes, pending_closes
-from kraftlake.spark.tables.layout import LOG, stored_log_exprs, to_stored_log
+from kraftlake.spark.tables.layout import (
+    LOG,
+    arrow_schema_of,
+    stored_log_exprs,
+    stored_log_rows,
+    to_stored_log,
+)
 from kraftlake.spark.tables.writes import (
     append,
     append_arrow,
@@ -65,6 +72,7 @@ from kraftlake.spark.tables.writes import (
 )
 from kraftlake.spark.validate import REASONS, quarantine, reasons_sql, validate_records
 from pipelines.commit import Resume, commit_replayed, crossed_gaps, gap_line, resume, starting_point
+from pipelines.verdicts import verdicts
 
 FORMATS = {"service": "kraftlake-service", "log-dir": "kraftlake-logdir"}
 SOURCES = (*FORMATS, "kafka")
@@ -111,6 +119,35 @@ class StreamProgress:
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds by phase: ``read`` (the batch to the driver, decoded), ``feed`` (the history replay), ``log``
     (record-level suite and ``metadata_log`` append) beside ``history`` (versions and closes), ``offsets``."""
+
+
+@dataclass(frozen=True)
+class DriverRead:
+    """Where the driver reads a ``log-dir`` stream's micro-batches itself (:meth:`BatchCommitter._driver_records`):
+    ``path`` the log directory the source tails, ``checkpoint`` the query's checkpoint (its offsets log holds a
+    micro-batch's end before the batch runs), ``starting_offset`` the query's start (micro-batch 0 begins
+    there, as the source's ``initialOffset`` says)."""
+
+    path: str
+    checkpoint: str
+    starting_offset: int
+
+
+def planned_end(checkpoint: str | Path, batch_id: int) -> int | None:
+    """The source offset micro-batch ``batch_id`` of a one-source query ends before, from the query's offsets
+    log (``offsets/<batch_id>``: ``v1``, the batch's metadata, the source's offset ``{"offset": N}``), which
+    Spark writes before it runs the batch. None when the entry is missing or of another layout."""
+    try:
+        lines = (Path(checkpoint) / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(lines) != 3 or lines[0] != "v1":
+        return None
+    try:
+        end = json.loads(lines[2])["offset"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return end if isinstance(end, int) else None
 
 
 @dataclass
@@ -168,8 +205,10 @@ class BatchCommitter:
         lag_probe: Callable[[int], int] | None = None,
         progress: Callable[[StreamProgress], None] | None = None,
         fold_at: int | None = FOLD_AT,
+        driver_read: DriverRead | None = None,
     ) -> None:
         self.spark = spark
+        self.driver_read = driver_read
         self.warehouse = warehouse
         self.cluster = cluster
         self.builder = resumed.builder
@@ -231,6 +270,15 @@ class BatchCommitter:
         t0 = time.monotonic()
         done = self.done
         fresh = df.where(f"offset > {done}")
+        decoded = self._driver_records(batch_id)
+        if decoded is not None:
+            # no Spark job at all: the driver has the batch's rows from the log the source reads
+            if decoded:
+                rows = stored_log_rows(decoded, self.cluster, arrow_schema_of(LOG))
+                self._commit_fresh(
+                    fresh, batch_id, t0, (rows, {REASONS: verdicts(self.spark, rows)}), decoded
+                )
+            return
         if self._known_small():
             # one Spark job for the whole micro-batch: with a fleet's streams in one driver, a live micro-batch
             # costs mostly its Spark jobs, not its few rows
@@ -258,6 +306,24 @@ class BatchCommitter:
         reasons = T.StructField(REASONS, T.ArrayType(T.StringType()), True)
         return collect_rows(fresh.selectExpr(*self._collected_exprs), LOG, reasons)
 
+    def _driver_records(self, batch_id: int) -> list[Any] | None:
+        """The records past the commit point of a small micro-batch of a ``log-dir`` stream, read by the driver
+        from the log directory (:func:`kraftlake.spark.logtail_source.read_records`: the bytes and decoding of
+        the source's ``read``, so the same rows as ``df``); None when the stream is of another source, the
+        batch's range is not in the checkpoint's offsets log, or it holds :data:`DRIVER_APPEND_ROWS` or more
+        (then Spark reads it, in the executors)."""
+        d = self.driver_read
+        if d is None:
+            return None
+        end = planned_end(d.checkpoint, batch_id)
+        start = d.starting_offset if batch_id == 0 else planned_end(d.checkpoint, batch_id - 1)
+        if end is None or start is None:
+            return None
+        first = max(start, self.done + 1)  # df.where(offset > done)
+        if end - first >= DRIVER_APPEND_ROWS:
+            return None
+        return logtail_source.read_records(d.path, first, end - 1) if end > first else []
+
     def _known_small(self) -> bool:
         """Whether fewer records than :data:`DRIVER_APPEND_ROWS` are available past the commit point (so the
         micro-batch, planned before, holds fewer): its rows are then collected once, whole, for the replay and
@@ -267,12 +333,17 @@ class BatchCommitter:
         return self.lag_probe is not None and 0 < self.lag_probe(self.done + 1) < DRIVER_APPEND_ROWS
 
     def _commit_fresh(
-        self, fresh: DataFrame, batch_id: int, t0: float, collected: tuple[Any, dict[str, Any]] | None = None
+        self,
+        fresh: DataFrame,
+        batch_id: int,
+        t0: float,
+        collected: tuple[Any, dict[str, Any]] | None = None,
+        decoded: list[Any] | None = None,
     ) -> None:
         """Commit the batch's rows past the commit point through :func:`commit_replayed`: the log leg beside
         the driver's decoding and replay, then the report. ``collected``: the batch's ``metadata_log`` rows and
         the suite's verdicts (:meth:`_collected_log`), already in the driver; else ``fresh`` is cached and its
-        envelope collected here."""
+        envelope collected here. ``decoded``: the same rows' records, when the driver read them itself."""
         if collected is not None:
             table = collected[0].select(list(_ENVELOPE))
         else:
@@ -285,7 +356,7 @@ class BatchCommitter:
         phases: dict[str, float] = {}
 
         def replay() -> HistoryBatch:
-            records.extend(rows_to_records(table))
+            records.extend(decoded if decoded is not None else rows_to_records(table))
             phases["read"] = time.monotonic() - t0
             self.max_batch_records = max(self.max_batch_records, len(records))
             t1 = time.monotonic()
@@ -630,7 +701,9 @@ def _stream(
         if follower is None
         else (lambda nxt: max(0, follower.follower.observer.high_watermark - nxt))
     )
-    committer = BatchCommitter(spark, warehouse, name, resumed, lag, progress, fold_at)
+    checkpoint = checkpoint_dir(warehouse, source, name)
+    driver_read = DriverRead(options["path"], checkpoint, resumed.start) if read_source == "log-dir" else None
+    committer = BatchCommitter(spark, warehouse, name, resumed, lag, progress, fold_at, driver_read)
     reader = (
         spark.readStream.format(FORMATS[read_source])
         .options(**options)
@@ -638,11 +711,7 @@ def _stream(
     )
     if max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
-    writer = (
-        reader.load()
-        .writeStream.foreachBatch(committer)
-        .option("checkpointLocation", checkpoint_dir(warehouse, source, name))
-    )
+    writer = reader.load().writeStream.foreachBatch(committer).option("checkpointLocation", checkpoint)
     writer = (
         writer.trigger(availableNow=True)
         if available_now

@@ -137,7 +137,8 @@ class _EngineTimes:
     """The streaming engine's own timings of the fleet's micro-batches (Spark's ``durationMs`` of each query's
     progress: ``addBatch`` is the ``foreachBatch`` commit, ``latestOffset`` and ``queryPlanning`` the planning,
     ``walCommit`` and ``commitOffsets`` the checkpoint's files), read from the active queries' recent progress
-    before it rolls over."""
+    before it rolls over. A progress without ``addBatch`` is a trigger that found no data; ``numInputRows`` does
+    not tell, since Spark counts 0 for a micro-batch the driver read itself (``pipelines.stream``)."""
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
@@ -150,7 +151,7 @@ class _EngineTimes:
             except Exception:  # a query stopping meanwhile
                 continue
             for p in progresses:
-                if p.numInputRows > 0:
+                if "addBatch" in p.durationMs:
                     self.seen[(p.id, p.batchId)] = dict(p.durationMs)
 
     def figures(self) -> dict[str, float]:
@@ -180,6 +181,7 @@ def _cluster_figures(
         during = [p for at, p in batches if start <= at <= ended]
         if during:
             out["steady_batch_seconds_p50"] = round(statistics.median(p.seconds for p in during), 2)
+            out["steady_batch_seconds_max"] = round(max(p.seconds for p in during), 2)
             out["steady_batch_records_p50"] = round(statistics.median(p.records for p in during))
             # where a micro-batch's time goes (the phases of pipelines.stream.StreamProgress)
             for phase in sorted({k for p in during for k in p.phases}):

@@ -74,13 +74,12 @@ def plan_ranges(
     return groups
 
 
-def read_ranges(ranges: list[SegmentRange], start_offset: int, end_offset: int | None) -> Iterator[Any]:
-    """Decode the ranges into Arrow record batches of ``metadata_log`` rows (runs in executors)."""
+def range_records(ranges: list[SegmentRange], start_offset: int, end_offset: int | None) -> Iterator[Any]:
+    """The ``MetadataRecord`` s of the ranges with offsets in ``[start_offset, end_offset]``, decoded straight
+    from the files."""
     from kraftlake.logformat.reader import BatchReader
-    from kraftlake.records.arrow import record_batch
     from kraftlake.records.reader import iter_records
 
-    rows: list[Any] = []
     for r in ranges:
         with open(r.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             window = memoryview(buf)[r.start : r.end]
@@ -88,12 +87,21 @@ def read_ranges(ranges: list[SegmentRange], start_offset: int, end_offset: int |
                 for mr in iter_records(BatchReader(window, r.path, base_position=r.start), source=r.path):
                     if mr.offset < start_offset or (end_offset is not None and mr.offset > end_offset):
                         continue
-                    rows.append(mr)
-                    if len(rows) >= ROWS_PER_ARROW_BATCH:
-                        yield record_batch(rows)
-                        rows = []
+                    yield mr
             finally:
                 window.release()
+
+
+def read_ranges(ranges: list[SegmentRange], start_offset: int, end_offset: int | None) -> Iterator[Any]:
+    """Decode the ranges into Arrow record batches of ``metadata_log`` rows (runs in executors)."""
+    from kraftlake.records.arrow import record_batch
+
+    rows: list[Any] = []
+    for mr in range_records(ranges, start_offset, end_offset):
+        rows.append(mr)
+        if len(rows) >= ROWS_PER_ARROW_BATCH:
+            yield record_batch(rows)
+            rows = []
     if rows:
         yield record_batch(rows)
 

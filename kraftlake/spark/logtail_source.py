@@ -31,9 +31,12 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from kraftlake.logformat.framing import scan_file_headers
-from kraftlake.spark.logsource import LogPartition, plan_ranges, read_ranges
+from kraftlake.spark.logsource import LogPartition, plan_ranges, range_records, read_ranges
 from kraftlake.spark.service_source import StreamSourceError
 from kraftlake.spark.structs import metadata_log_struct_type
+
+#: The default of option ``recordsPerPartition``.
+RECORDS_PER_PARTITION = 50_000
 
 
 def scan_from(path: str, pos: int) -> Iterator[tuple[int, int, int]]:
@@ -83,6 +86,18 @@ class SegmentIndex:
         return self.ends[j] if j < len(self.ends) else start
 
 
+def read_records(path: str, first: int, last: int) -> list[Any]:
+    """The ``MetadataRecord`` s with offsets ``first..last`` of the log directory ``path``, by offset, read in
+    the calling process: the rows a micro-batch ``{"offset": first}`` to ``{"offset": last + 1}`` of this source
+    holds (the same byte ranges, the same decoding)."""
+    from kraftlake.image.source import partition_dir
+
+    groups = plan_ranges(str(partition_dir(path)), RECORDS_PER_PARTITION, first, last)
+    records = [r for group in groups for r in range_records(group, first, last)]
+    records.sort(key=lambda r: r.offset)
+    return records
+
+
 class LogTailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = {k.lower(): str(v) for k, v in options.items()}
@@ -92,7 +107,7 @@ class LogTailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         self.path = str(partition_dir(self.options["path"]))
         self.max_records = int(self.options.get("maxrecordsperbatch", "0") or 0)
-        self.per_partition = int(self.options.get("recordsperpartition", "50000"))
+        self.per_partition = int(self.options.get("recordsperpartition", RECORDS_PER_PARTITION))
         self.index = SegmentIndex(self.path)
         self._target: int | None = None
 

@@ -148,3 +148,43 @@ def test_segment_index_reports_a_gap(tmp_path: Path) -> None:
     offsets = sorted(o for p in parts for rb in reader.read(p) for o in rb.column("offset").to_pylist())
     assert offsets == [*range(end), base]
     assert reader.partitions({"offset": base}, {"offset": base + 1})
+
+
+def test_the_driver_reads_each_micro_batch_as_the_source_does(spark: Any, tmp_path: Path) -> None:
+    """A ``log-dir`` stream's small micro-batches are read by the driver itself (no Spark job): the query's
+    offsets log gives each batch's range before the batch runs, and the records read from the log for that
+    range are the micro-batch's rows."""
+    from kraftlake.spark import logtail_source
+    from pipelines.stream import planned_end
+
+    logtail_source.register(spark)
+    log_dir = write_synthetic_log(tmp_path / "src", seed=5, steps=20)  # 45 records in 16 batches
+    last = SegmentIndex(str(log_dir)).refresh() - 1
+    checkpoint = tmp_path / "checkpoint"
+    seen: list[tuple[list[tuple[int, bytes]], list[tuple[int, bytes]]]] = []
+
+    def compare(df: Any, batch_id: int) -> None:
+        end = planned_end(checkpoint, batch_id)
+        start = 0 if batch_id == 0 else planned_end(checkpoint, batch_id - 1)
+        assert end is not None and start is not None
+        rows = sorted((r.offset, bytes(r.raw)) for r in df.select("offset", "raw").collect())
+        records = logtail_source.read_records(str(log_dir), start, end - 1)
+        seen.append((rows, [(r.offset, r.raw) for r in records]))
+
+    query = (
+        spark.readStream.format("kraftlake-logdir")
+        .option("path", str(log_dir))
+        .option("maxRecordsPerBatch", "20")
+        .load()
+        .writeStream.foreachBatch(compare)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None
+    assert len(seen) >= 3
+    for rows, records in seen:
+        assert rows == records
+    assert [o for rows, _ in seen for o, _ in rows] == list(range(last + 1))
+    assert planned_end(checkpoint, len(seen)) is None  # no such micro-batch

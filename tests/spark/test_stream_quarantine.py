@@ -72,3 +72,26 @@ def test_failing_rows_are_quarantined_and_the_rest_commits(spark: Any, tmp_path:
         f"WHERE `partition` = 999 AND from_offset = {bad_offset}"
     ).collect()
     assert [list(r["isr"]) for r in part] == [[1, 7]]  # the history is the image's, bad record included
+
+
+def test_the_drivers_verdicts_are_the_suites_and_run_no_job(spark: Any, tmp_path: Path) -> None:
+    """The verdicts of rows the driver holds (:func:`pipelines.verdicts.verdicts`: a local relation of the
+    columns and fields the rules read) equal the record-level suite's over the same rows in a DataFrame, and
+    no Spark job runs for them."""
+    from kraftlake.image.source import log_records
+    from kraftlake.spark.tables.layout import LOG, arrow_schema_of, stored_log_rows
+    from kraftlake.spark.validate import validate_records
+    from pipelines.verdicts import verdicts
+
+    log_dir, bad_offset, n = _log_with_a_bad_record(tmp_path / "src")
+    rows = stored_log_rows(list(log_records(log_dir)), "c", arrow_schema_of(LOG))
+    assert rows.num_rows == n
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup(None))
+    got = verdicts(spark, rows).to_pylist()
+    assert set(tracker.getJobIdsForGroup(None)) == jobs
+    bad = validate_records(spark.createDataFrame(rows))[1]
+    expected = {r["offset"]: list(r["reasons"]) for r in bad.select("offset", "reasons").collect()}
+    assert list(expected) == [bad_offset]
+    assert {o: v for o, v in zip(rows.column("offset").to_pylist(), got, strict=True) if v} == expected
+    assert verdicts(spark, rows.slice(0, 0)).to_pylist() == []
