@@ -66,8 +66,9 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
 
     # the next slice commits (offsets written), and the run dies before publishing it
     with monkeypatch.context() as m:
-        # both publications: after each commit (commit_slice) and at the start (resume_point)
+        # both publications: after each commit (commit_slice) and at the start (the writer's opening)
         m.setattr(commit_module, "publish_commit_point", killed)
+        m.setattr(ingest_module, "publish_commit_point", killed)
         with pytest.raises(Killed):
             ingest_module.ingest(spark, log_dir, warehouse, batch_records=40)
     q = last_offset(spark, warehouse, "default")
