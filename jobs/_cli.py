@@ -177,22 +177,34 @@ def add_remote(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(warehouse=None)
 
 
-def query_session(app: str, args: argparse.Namespace, local: bool = False, record_udfs: bool = True) -> Any:
+@contextmanager
+def query_session(
+    app: str, args: argparse.Namespace, local: bool = False, record_udfs: bool = True
+) -> Iterator[Any]:
     """The session a query command runs on: a ``kraftlake serve`` endpoint (``--remote`` or ``$SPARK_REMOTE``),
     whose functions are registered already (the record UDFs only with ``record_udfs``: each is a round trip),
-    else (or when ``local``) a local session with the functions registered for the warehouse."""
+    else (or when ``local``) a local session with the functions registered for the warehouse.
+
+    An endpoint's session is stopped on leaving: pyspark makes it the process's default Connect session, which
+    other code of a process that goes on (great_expectations' Spark engine picks a Connect session first) would
+    use after the server has gone, retrying for minutes. The local session stays for the next command."""
     from pipelines.serve import connect_session, remote_url
 
     url = None if local else remote_url(args.remote)
     if url is not None:
-        return connect_session(url, args.warehouse, record_udfs)
+        remote = connect_session(url, args.warehouse, record_udfs)
+        try:
+            yield remote
+        finally:
+            remote.stop()
+        return
     from udfs.sql import register
 
     warehouse = args.warehouse or "./warehouse"
     check_warehouse(warehouse)
     spark = session(app, warehouse, args.verbose)
     register(spark, warehouse)
-    return spark
+    yield spark
 
 
 def add_format(parser: argparse.ArgumentParser) -> None:

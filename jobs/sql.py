@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
             args.remote = found.url
     if args.local and args.remote:
         raise CommandError("--local and --remote: choose one")
-    spark = query_session("sql", args, local=args.local, record_udfs=calls_record_udfs(args.query))
-    sys.stdout.write(printed(spark, args.query, args.format))
+    with query_session("sql", args, local=args.local, record_udfs=calls_record_udfs(args.query)) as spark:
+        sys.stdout.write(printed(spark, args.query, args.format))
     return 0
 
 

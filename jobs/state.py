@@ -130,10 +130,9 @@ def run(args: argparse.Namespace) -> int:
 
     if without_jvm(args) and answer_without_jvm(args):
         return 0
-    spark = query_session("state", args)
     # an offset before the retained history or past the commit point (the functions raise), a --where Spark
     # cannot parse or resolve: one line, exit 2
-    with spark_errors():
+    with query_session("state", args) as spark, spark_errors():
         print_frame(
             spark.sql(state_query(args.entity, args.offset, args.time, args.where, args.cluster)), args.format
         )

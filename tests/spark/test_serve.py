@@ -378,6 +378,10 @@ def test_sql_through_the_route_prints_what_connect_prints(
             assert routed[:2] == connect[:2] and routed[2].split("\n", 1)[1] == connect[2], (q, fmt)
             if routed[0] != 0:
                 assert routed[2].count("\n") == 2 and "error: " in routed[2], routed
+    # the commands' Connect sessions were stopped: none is left for the next code of this process to pick up
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    assert RemoteSession.getActiveSession() is None
     monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", "not-" + TOKEN)
     code, out, err = _local(["sql", "--warehouse", str(warehouse), "SELECT 1"])
     assert (code, out) == (2, "") and err.count("\n") == 2, err
