@@ -90,6 +90,9 @@ class StatusBoard:
         self._appended = 0
         self._replaced: list[tuple[float, tuple[str, ...]]] = []
         self._compacting = threading.Lock()
+        # held by whoever appends (the thread or a caller's flush): a flush returns when what was set before it
+        # is in the table, even the rows the thread had taken and was still committing
+        self._appending = threading.Lock()
         self._lock = threading.Lock()
         self._now: dict[str, dict[str, Any]] = {}
         self._written: dict[str, dict[str, Any]] = {}
@@ -135,6 +138,10 @@ class StatusBoard:
 
     def flush(self, force: bool = False) -> int:
         """Append the rows due (all that changed when ``force``); returns how many."""
+        with self._appending:
+            return self._append_due(force)
+
+    def _append_due(self, force: bool) -> int:
         due = self._due(force)
         for cluster, row in due:
             # a conflict is another writer changing the table's properties (ensure_fleet_status): try again
