@@ -9,7 +9,7 @@ import pytest
 from kraftlake.protocol import messages as m
 from kraftlake.records import RecordDecodeError, encode_metadata_record
 from kraftlake.spark.service_source import entry_record
-from pipelines.reconstruct import _decoded
+from kraftlake.warehouse.images import decoded as _decoded
 
 _GOOD = encode_metadata_record(m.TopicRecord(name="t", topic_id="AAAAAAAAAAAAAAAAAAAAAQ"), 0)
 _BAD = b"\x01\x02\x00\x05"  # TopicRecord v0 whose name runs past the value
