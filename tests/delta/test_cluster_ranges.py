@@ -13,6 +13,7 @@ from kraftlake.delta.append import append, put_commit
 from kraftlake.delta.rewrite import snapshot
 from kraftlake.delta.scan import table_snapshot
 from kraftlake.warehouse.cluster_ranges import STRING_PREFIX, column_ranges
+from tests.delta.test_scan import PROTOCOL
 from tests.fuzz.test_fuzz_deletion_vectors import vector, z85_encode
 
 SCHEMA = {
@@ -21,12 +22,6 @@ SCHEMA = {
         {"name": "cluster", "type": "string", "nullable": True, "metadata": {}},
         {"name": "offset", "type": "long", "nullable": False, "metadata": {}},
     ],
-}
-PROTOCOL = {
-    "minReaderVersion": 3,
-    "minWriterVersion": 7,
-    "readerFeatures": ["deletionVectors"],
-    "writerFeatures": ["deletionVectors", "appendOnly", "invariants"],
 }
 LONG = "c" * STRING_PREFIX
 

@@ -17,6 +17,7 @@ from kraftlake.delta.append import append, put_commit
 from kraftlake.delta.layout import ROW_GROUP_ROWS
 from kraftlake.delta.rewrite import snapshot
 from kraftlake.delta.scan import Bound, arrow_schema, matching_row_groups, read_rows, table_snapshot
+from tests.delta.test_scan import PROTOCOL
 from tests.fuzz.test_fuzz_deletion_vectors import vector, z85_encode
 
 SCHEMA = {
@@ -26,12 +27,6 @@ SCHEMA = {
         {"name": "from_offset", "type": "long", "nullable": False, "metadata": {}},
         {"name": "to_offset", "type": "long", "nullable": True, "metadata": {}},
     ],
-}
-PROTOCOL = {
-    "minReaderVersion": 3,
-    "minWriterVersion": 7,
-    "readerFeatures": ["deletionVectors"],
-    "writerFeatures": ["deletionVectors", "appendOnly", "invariants"],
 }
 #: Versions a slice makes: each file holds this many, starting within one slice of the log.
 PER_FILE = 3 * ROW_GROUP_ROWS + 100
