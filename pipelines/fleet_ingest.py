@@ -90,8 +90,13 @@ def ingest_fleet(
         raise errors[0]
     results = [w.result for w in writers]
     if fold and results:
+        t = time.monotonic()
         results[0].folded = fold_closes(spark, warehouse)
+        results[0].fold_s = time.monotonic() - t
+    t = time.monotonic()
     wait_checkpoints()
+    if results:
+        results[0].checkpoints_s = time.monotonic() - t
     for w in writers:
         w.result.seconds = time.monotonic() - w.t0
     return results

@@ -69,6 +69,10 @@ class IngestResult:
     """Of the task's time, the seconds spent building and writing the slices' files."""
     commit_s: float = 0.0
     """Seconds the driver spent committing the slices the task wrote."""
+    fold_s: float = 0.0
+    """Seconds the fold of the closes at the end took (on a fleet's first result)."""
+    checkpoints_s: float = 0.0
+    """Seconds spent waiting at the end for the Delta checkpoints written in the background."""
 
 
 def slices(records: Iterator[Any], size: int) -> Iterator[list[Any]]:

@@ -52,6 +52,9 @@ from kraftlake.spark.session import build_session
 mode, warehouse, batch = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 dirs = [(a.split("=", 1)[0], a.split("=", 1)[1]) for a in sys.argv[4:]]
 spark = build_session("kraftlake-bench-fleet", verbose=False)
+import logging
+logging.basicConfig(level=logging.WARNING)
+logging.getLogger("kraftlake").setLevel(logging.INFO)
 out = {}
 t0 = time.monotonic()
 if mode == "fleet":
@@ -68,6 +71,7 @@ if mode == "fleet":
     for k in ("task_s", "replay_s", "write_s", "commit_s"):
         out[k] = sum(getattr(r, k) for r in results)
     out["after_last_commit_s"] = out["seconds"] - out["last_commit_s"]
+    out["fold_s"], out["checkpoints_s"] = results[0].fold_s, results[0].checkpoints_s
     from pipelines.reconstruct import image_at_offset
     name, last = results[0].cluster, results[0].last_offset
     t = time.monotonic()
@@ -156,6 +160,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                 "first_commit_s",
                 "last_commit_s",
                 "after_last_commit_s",
+                "fold_s",
+                "checkpoints_s",
             ):
                 if k in got:
                     figures[f"fleet_{key}_{k}"] = round(got[k], 1)
