@@ -18,7 +18,7 @@ here it is a Parquet write and two small files. Delta's readers see these commit
 them, their conflict checks reading the ``add`` actions written here.
 
 What is not done here: checkpoints (every ``delta.checkpointInterval``-th version is reported to the caller,
-whose engine writes one), and any table this writer cannot append to correctly: a protocol feature or a
+who has :mod:`.checkpoint` write one), and any table this writer cannot append to correctly: a protocol feature or a
 constraint it does not enforce (column mapping, CHECK constraints, invariants, generated or identity columns,
 row tracking, in-commit timestamps...), or a schema other than the rows'. Those raise :class:`Unsupported`
 before anything is written, and callers append through Spark instead.

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 
 from kraftlake.delta import append as delta_append
+from kraftlake.delta import checkpoint as delta_checkpoint
 from kraftlake.history import ENTITIES, HistoryBatch
 from kraftlake.spark.tables.layout import (
     CLOSES,
@@ -52,7 +53,7 @@ def append_arrow(
 
     Committed by kraftlake (:mod:`kraftlake.delta.append`: a Parquet file and a commit, no Spark job),
     through Spark when the table needs more of a writer than blind appends. A commit at which Delta writes a
-    checkpoint gets one written by Delta, in the background (:func:`wait_checkpoints`).
+    checkpoint gets one in the background (:func:`checkpoint_later`, :func:`wait_checkpoints`).
     """
     schema = schema_of(name)
     path = table_path(warehouse, name)
@@ -104,13 +105,19 @@ _CHECKPOINTS_LOCK = threading.Lock()
 
 
 def checkpoint_later(spark: SparkSession, path: str) -> None:
-    """Have Delta write the table's checkpoint (and clean its expired log files) as its own writers do after a
-    commit at a checkpoint interval, on one background thread: a checkpoint of a large table takes seconds,
-    and a commit does not need it (readers only replay more JSON commits meanwhile). A table whose previous
-    checkpoint has not started yet gets no second one: that one will take the newest version."""
+    """Write the table's checkpoint (and clean its expired log files) as Delta's own writers do after a commit
+    at a checkpoint interval, on one background thread: a commit does not need it (readers only replay more
+    JSON commits meanwhile). kraftlake writes it (:mod:`kraftlake.delta.checkpoint`); Delta does, through the
+    session, for a table that needs more of a writer. A table whose previous checkpoint has not started yet
+    gets no second one: that one will take the newest version."""
     global _CHECKPOINTER
 
     def run() -> None:
+        try:
+            delta_checkpoint.write_checkpoint(path)
+            return
+        except delta_append.Unsupported as exc:
+            _log.info("Delta writes the checkpoint: %s", exc)
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         none = jvm.scala.Option.empty()
