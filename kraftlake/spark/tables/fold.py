@@ -84,9 +84,21 @@ def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
             "to_offset": closes.column("to_offset"),
         }
     )
-    for table in sorted(pc.unique(keyed.column("entity")).to_pylist()):
-        mine = keyed.filter(pc.equal(keyed.column("entity"), table))
-        _fold_table_here(spark, warehouse, table, mine.select(["key", "to_offset"]))
+    tables = sorted(pc.unique(keyed.column("entity")).to_pylist())
+    # the tables are independent, and Parquet and Arrow's kernels run outside the GIL: folded side by side
+    with ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="kraftlake-fold") as pool:
+        folds = [
+            pool.submit(
+                _fold_table_here,
+                spark,
+                warehouse,
+                table,
+                keyed.filter(pc.equal(keyed.column("entity"), table)).select(["key", "to_offset"]),
+            )
+            for table in tables
+        ]
+        for fold in folds:
+            fold.result()
     # every row of these files is folded now (the closes appended since are in files of later versions)
     _replace(spark, closes_snap, files, [], "DELETE", "folded")
     return int(closes.num_rows)
@@ -117,7 +129,8 @@ def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, clo
     """Set the ``to_offset`` of the open versions of ``table`` that a pending close (``closes``: ``key``, the
     cluster and the entity key joined, and ``to_offset``) ends: the first close of the version's cluster and key
     after its ``from_offset``. Only the files holding such a version are rewritten, every other row of them (of
-    any cluster) as it was; the matching is Arrow's (a join on the key, the minimum per row)."""
+    any cluster) as it was; the matching is Arrow's: the open versions of every file joined to the closes at
+    once (the join's cost is building the closes' hash table, not probing it), the minimum per row."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -125,43 +138,56 @@ def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, clo
     path = table_path(warehouse, table)
     snap = delta_rewrite.snapshot(path)
     key = ENTITIES[table].key
-    ends = closes.rename_columns(["key", "end"])
-    removed: list[dict[str, Any]] = []
-    added: list[Any] = []
+    candidates: list[tuple[dict[str, Any], Any, Any]] = []
+    versions = []
     for add in snap.files.values():
         stats = delta_rewrite.stats_of(add)
         if stats is not None and (stats.get("nullCount") or {}).get("to_offset") == 0:
             continue  # every version of the file is closed
         rows = delta_rewrite.read_file(snap, add)
-        to = rows.column("to_offset")
-        open_ = pc.is_null(to)
+        open_ = pc.is_null(rows.column("to_offset"))
         at = pc.indices_nonzero(open_)
         if not len(at):
             continue
         opened = rows.select([CLUSTER, *key, "from_offset"]).take(at)
-        versions = pa.table(
-            {
-                "key": pc.binary_join_element_wise(opened.column(CLUSTER), _close_keys(opened, key), KEY_SEP),
-                "from": opened.column("from_offset"),
-                "row": at.cast(pa.int64()),
-            }
+        versions.append(
+            pa.table(
+                {
+                    "key": pc.binary_join_element_wise(
+                        opened.column(CLUSTER), _close_keys(opened, key), KEY_SEP
+                    ),
+                    "from": opened.column("from_offset"),
+                    "file": pa.array(np.full(len(at), len(candidates), dtype=np.int32)),
+                    "row": at.cast(pa.int64()),
+                }
+            )
         )
-        matched = versions.join(ends, "key", join_type="inner")
-        matched = matched.filter(pc.greater(matched.column("end"), matched.column("from")))
-        if not matched.num_rows:
-            continue
-        first = matched.group_by("row").aggregate([("end", "min")])
+        candidates.append((add, rows, open_))
+    if not versions:
+        return
+    matched = pa.concat_tables(versions).join(closes.rename_columns(["key", "end"]), "key", join_type="inner")
+    matched = matched.filter(pc.greater(matched.column("end"), matched.column("from")))
+    if not matched.num_rows:
+        return
+    first = matched.group_by(["file", "row"]).aggregate([("end", "min")])
+    files = first.column("file").to_numpy()
+    where_all, ends_all = first.column("row").to_numpy(), first.column("end_min").to_numpy()
+    removed: list[dict[str, Any]] = []
+    added: list[Any] = []
+    for i in np.unique(files):
+        add, rows, open_ = candidates[int(i)]
+        mine = files == i
+        to = rows.column("to_offset")
         values = np.asarray(to.fill_null(0).to_numpy(), dtype=np.int64).copy()
         missing = np.asarray(open_.to_numpy(zero_copy_only=False)).copy()
-        where = first.column("row").to_numpy()
-        values[where] = first.column("end_min").to_numpy()
-        missing[where] = False
+        values[where_all[mine]] = ends_all[mine]
+        missing[where_all[mine]] = False
         index = rows.schema.get_field_index("to_offset")
-        new_to = pa.array(values, type=to.type, mask=missing)
         removed.append(add)
-        added.append(rows.set_column(index, rows.schema.field(index), new_to))
-    if removed:
-        _replace(spark, snap, removed, added, "MERGE", "pending closes")
+        added.append(
+            rows.set_column(index, rows.schema.field(index), pa.array(values, type=to.type, mask=missing))
+        )
+    _replace(spark, snap, removed, added, "MERGE", "pending closes")
 
 
 def _close_keys(rows: Any, key: tuple[str, ...]) -> Any:
