@@ -55,7 +55,8 @@ def ingest_fleet(
     cluster, the histories replayed on the executors; the results in the order of ``log_dirs``.
 
     ``progress`` is called (from one thread at a time) with a cluster's result after each of its commits.
-    ``fold``: fold the closes into the history tables once at the end (the count folded on the first result).
+    ``fold``: fold each cluster's closes into the history tables once its slices are committed, and what is
+    left once all are (counted on the first result).
     Raises :class:`WarehouseError` for a log dir or a name given twice (before anything is opened); a cluster
     refused when the writers open (:func:`pipelines.ingest.open_writers`: e.g. a cluster id that another log
     dir has as well) writes nothing, nor do those after it, and its refusal is raised once the clusters before
@@ -81,7 +82,7 @@ def ingest_fleet(
     with ThreadPoolExecutor(
         max_workers=max(1, min(len(log_dirs), MAX_PARALLEL)), thread_name_prefix="kraftlake-fleet"
     ) as pool:
-        futures = [pool.submit(replay_and_commit, spark, w, formats) for w in writers]
+        futures = [pool.submit(replay_and_commit, spark, w, formats, fold) for w in writers]
         for future in futures:
             failed = future.exception()
             if failed is not None:
@@ -90,9 +91,10 @@ def ingest_fleet(
         raise errors[0]
     results = [w.result for w in writers]
     if fold and results:
+        # what the clusters' own folds left: none but a table that needs Spark's MERGE
         t = time.monotonic()
-        results[0].folded = fold_closes(spark, warehouse)
-        results[0].fold_s = time.monotonic() - t
+        results[0].folded += fold_closes(spark, warehouse)
+        results[0].fold_s += time.monotonic() - t
     t = time.monotonic()
     wait_checkpoints()
     if results:
@@ -121,9 +123,12 @@ def task_row(writer: ClusterWriter, formats: dict[str, TableFormat]) -> dict[str
     }
 
 
-def replay_and_commit(spark: SparkSession, writer: ClusterWriter, formats: dict[str, TableFormat]) -> None:
-    """One cluster: its replay in one Spark task, then each slice it wrote committed in order; a replay that
-    failed raises its error after the slices before it are committed."""
+def replay_and_commit(
+    spark: SparkSession, writer: ClusterWriter, formats: dict[str, TableFormat], fold: bool = True
+) -> None:
+    """One cluster: its replay in one Spark task, then each slice it wrote committed in order, then (``fold``)
+    its closes folded into the history tables while the other clusters still replay; a replay that failed
+    raises its error after the slices before it are committed."""
     cluster = writer.result.cluster
     spark.sparkContext.setLocalProperty("spark.job.description", f"kraftlake replay {cluster}")
     tasks = spark.createDataFrame([task_row(writer, formats)], TASK_SCHEMA).coalesce(1)
@@ -142,3 +147,7 @@ def replay_and_commit(spark: SparkSession, writer: ClusterWriter, formats: dict[
         if LOG in files.tables:
             writer.log.logged = files.last_offset
         writer.counted(files.first_offset, files.last_offset, gaps_of_jumps(files.jumps), int(row["records"]))
+    if fold:
+        t = time.monotonic()
+        writer.result.folded = fold_closes(spark, writer.warehouse, cluster=cluster)
+        writer.result.fold_s = time.monotonic() - t

@@ -70,7 +70,7 @@ class IngestResult:
     commit_s: float = 0.0
     """Seconds the driver spent committing the slices the task wrote."""
     fold_s: float = 0.0
-    """Seconds the fold of the closes at the end took (on a fleet's first result)."""
+    """Seconds the fold of the cluster's closes took (a fleet's first result: with the fold of what was left)."""
     checkpoints_s: float = 0.0
     """Seconds spent waiting at the end for the Delta checkpoints written in the background."""
 

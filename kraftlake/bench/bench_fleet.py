@@ -71,7 +71,7 @@ if mode == "fleet":
     for k in ("task_s", "replay_s", "write_s", "commit_s"):
         out[k] = sum(getattr(r, k) for r in results)
     out["after_last_commit_s"] = out["seconds"] - out["last_commit_s"]
-    out["fold_s"], out["checkpoints_s"] = results[0].fold_s, results[0].checkpoints_s
+    out["fold_s"], out["checkpoints_s"] = sum(r.fold_s for r in results), results[0].checkpoints_s
     from pipelines.reconstruct import image_at_offset
     name, last = results[0].cluster, results[0].last_offset
     t = time.monotonic()

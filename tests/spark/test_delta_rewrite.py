@@ -175,3 +175,13 @@ def test_commit_races(spark: Any, unfolded: Path, tmp_path: Path) -> None:
         delta_rewrite.replace(snap, [second], [rows2], operation="MERGE")
     assert {p.name for p in Path(path).iterdir()} == names
     assert len(_rows(spark, path)) == len(_rows(spark, path, snap.version)) + 1
+
+
+def test_one_cluster_s_closes_folded_alone(spark: Any, unfolded: Path, tmp_path: Path) -> None:
+    alone, every = _copy(unfolded, tmp_path / "alone"), _copy(unfolded, tmp_path / "every")
+    pending = pending_closes(spark, unfolded)
+    assert fold_closes(spark, alone, cluster="another") == 0 and pending_closes(spark, alone) == pending
+    assert fold_closes(spark, alone, cluster="default") == pending == fold_closes(spark, every)
+    assert pending_closes(spark, alone) == 0
+    for table in TABLES:
+        assert _rows(spark, table_path(alone, table)) == _rows(spark, table_path(every, table)), table

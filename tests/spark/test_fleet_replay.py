@@ -65,6 +65,10 @@ def test_a_fleet_replayed_on_the_executors_equals_the_driver_replay(tmp_path: Pa
         )
     assert sorted(seen) == sorted((r.cluster, i + 1) for r in by_executors for i in range(r.slices))
     assert by_executors[1].gaps and by_executors[1].slices > 1, "the gapped log's hole is crossed, in slices"
+    # each cluster's closes folded by its own thread once its slices were committed
+    assert by_executors[1].folded > 0 and sum(r.folded for r in by_executors) == sum(
+        r.folded for r in by_driver
+    )
     got, want = _tables(spark, executors), _tables(spark, driver)
     assert set(got) == set(want) and "closes" in got and "partitions" in got
     for table in want:

@@ -40,7 +40,10 @@ def pending_closes(spark: SparkSession, warehouse: str | Path) -> int:
 
 
 def fold_closes(
-    spark: SparkSession, warehouse: str | Path, retry: Callable[[Callable[[], Any]], Any] | None = None
+    spark: SparkSession,
+    warehouse: str | Path,
+    retry: Callable[[Callable[[], Any]], Any] | None = None,
+    cluster: str | None = None,
 ) -> int:
     """Write the pending closes into the history tables' ``to_offset`` and empty ``closes`` of them.
 
@@ -52,18 +55,38 @@ def fold_closes(
 
     kraftlake commits the fold itself (:func:`_fold_here`: the files holding a version to end rewritten,
     no Spark job); through Spark (a MERGE per table, a DELETE) when a table needs more of a writer.
+
+    ``cluster``: fold only that cluster's closes, those in files holding its closes alone (as a fleet's tasks
+    write them), reading only the history files whose statistics may hold its versions; the folds of
+    different clusters touch different files and run side by side. A table that needs more of a writer is
+    then left to the next fold of every cluster.
     """
     retry = retry or retry_conflicts
     if never_written(warehouse, CLOSES):
         return 0
     try:
-        return int(retry(partial(_fold_here, spark, warehouse)))
+        return int(retry(partial(_fold_here, spark, warehouse, cluster)))
     except delta_append.Unsupported as exc:
+        if cluster is not None:
+            _log.info("the closes of %s are left to the next fold: %s", cluster, exc)
+            return 0
         _log.info("folding the pending closes through Spark: %s", exc)
         return _fold_with_spark(spark, warehouse, retry)
 
 
-def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
+def _of_cluster(add: dict[str, Any], cluster: str, alone: bool) -> bool:
+    """Whether a file's statistics say it holds rows of ``cluster`` only (``alone``), or may hold some."""
+    stats = delta_rewrite.stats_of(add)
+    if stats is None:
+        return not alone
+    low = (stats.get("minValues") or {}).get(CLUSTER)
+    high = (stats.get("maxValues") or {}).get(CLUSTER)
+    if low is None or high is None:
+        return not alone and (stats.get("nullCount") or {}).get(CLUSTER) != stats.get("numRecords")
+    return low == high == cluster if alone else bool(low <= cluster <= high)
+
+
+def _fold_here(spark: SparkSession, warehouse: str | Path, cluster: str | None = None) -> int:
     """:func:`fold_closes` committed by kraftlake (:mod:`kraftlake.delta.rewrite`): the closes read from
     their files, per history table the files holding an open version a close ends rewritten with its
     ``to_offset`` (one commit per table), then the folded closes' files removed (one commit)."""
@@ -71,7 +94,7 @@ def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
     import pyarrow.compute as pc
 
     closes_snap = delta_rewrite.snapshot(table_path(warehouse, CLOSES))
-    files = list(closes_snap.files.values())
+    files = [f for f in closes_snap.files.values() if cluster is None or _of_cluster(f, cluster, alone=True)]
     parts = [delta_rewrite.read_file(closes_snap, f, [CLUSTER, "entity", "key", "to_offset"]) for f in files]
     closes = pa.concat_tables(parts) if parts else None
     if closes is None or closes.num_rows == 0:
@@ -94,6 +117,7 @@ def _fold_here(spark: SparkSession, warehouse: str | Path) -> int:
                 warehouse,
                 table,
                 keyed.filter(pc.equal(keyed.column("entity"), table)).select(["key", "to_offset"]),
+                cluster,
             )
             for table in tables
         ]
@@ -125,7 +149,9 @@ def _replace(
         checkpoint_later(spark, str(snap.path))
 
 
-def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, closes: Any) -> None:
+def _fold_table_here(
+    spark: SparkSession, warehouse: str | Path, table: str, closes: Any, cluster: str | None = None
+) -> None:
     """Set the ``to_offset`` of the open versions of ``table`` that a pending close (``closes``: ``key``, the
     cluster and the entity key joined, and ``to_offset``) ends: the first close of the version's cluster and key
     after its ``from_offset``. Only the files holding such a version are rewritten, every other row of them (of
@@ -144,6 +170,8 @@ def _fold_table_here(spark: SparkSession, warehouse: str | Path, table: str, clo
         stats = delta_rewrite.stats_of(add)
         if stats is not None and (stats.get("nullCount") or {}).get("to_offset") == 0:
             continue  # every version of the file is closed
+        if cluster is not None and not _of_cluster(add, cluster, alone=False):
+            continue
         rows = delta_rewrite.read_file(snap, add)
         open_ = pc.is_null(rows.column("to_offset"))
         at = pc.indices_nonzero(open_)
