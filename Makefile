@@ -111,6 +111,8 @@ dist: setup ## dist/kraftlake.zip for spark-submit --py-files (the wheel, schema
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist . ; status=$$?; rm -rf kraftlake/_schemas build; exit $$status
 	# executors put only .zip/.egg/.jar --py-files on sys.path: the same archive under a .zip name
 	cp dist/kraftlake-*.whl dist/kraftlake.zip
+	# a .pyc beside each module, or every executor's Python worker compiles what it imports from the zip
+	$(PY) -m kraftlake.dist_bytecode dist/kraftlake.zip
 
 schemas: setup ## regenerate schemas/*.avsc and schemas/rpc/*.avsc from the JSON specs in Kafka's jars, then the stubs
 	$(PY) -m kraftlake.protocol.kafka_specs $(JARS)/kafka schemas

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kraftlake.dist_bytecode import add_bytecode
+
 #: The sources' root (the package is built from a copy of it).
 REPO = Path(__file__).resolve().parents[2]
 
@@ -128,6 +130,7 @@ def build_package(root: Path) -> Path:
     (wheel,) = dist.glob("kraftlake-*.whl")
     shipped = dist / (wheel.name.removesuffix(".whl") + ".zip")
     shutil.copy(wheel, shipped)
+    add_bytecode(shipped)
     return shipped
 
 
