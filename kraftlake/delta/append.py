@@ -113,6 +113,13 @@ _TABLES: dict[str, _Table] = {}
 _TABLES_LOCK = threading.Lock()
 
 
+def file_key(action: dict[str, Any]) -> tuple[str, str]:
+    """A file as Delta's log replay tells files apart (its ``add`` or ``remove``): its path and deletion vector."""
+    dv = action.get("deletionVector")
+    dv_id = "" if not dv else f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
+    return action["path"], dv_id
+
+
 def _commit_path(log: Path, version: int) -> Path:
     return log / f"{version:020d}.json"
 

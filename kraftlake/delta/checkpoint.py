@@ -39,6 +39,7 @@ from kraftlake.delta.append import (
     check_supported,
     checkpoint_actions,
     commits_after,
+    file_key,
     log_segment,
 )
 
@@ -155,11 +156,11 @@ class TableState:
 
     def apply(self, action: dict[str, Any]) -> None:
         if "add" in action:
-            key = _file_key(action["add"])
+            key = file_key(action["add"])
             self.files[key] = action["add"]
             self.tombstones.pop(key, None)
         elif "remove" in action:
-            key = _file_key(action["remove"])
+            key = file_key(action["remove"])
             self.files.pop(key, None)
             self.tombstones[key] = action["remove"]
         elif "txn" in action:
@@ -174,13 +175,6 @@ class TableState:
             self.metadata = action["metaData"]
         elif "protocol" in action:
             self.protocol = action["protocol"]
-
-
-def _file_key(action: dict[str, Any]) -> tuple[str, str]:
-    """A file as Delta tells files apart: its path and its deletion vector."""
-    dv = action.get("deletionVector")
-    dv_id = "" if not dv else f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
-    return action["path"], dv_id
 
 
 #: The map columns of a checkpoint's actions (pyarrow reads a map as a list of key-value pairs).

@@ -41,6 +41,7 @@ from kraftlake.delta.append import (
     check_supported,
     checkpoint_actions,
     commits_after,
+    file_key,
     file_stats,
     log_segment,
     put_commit,
@@ -76,12 +77,6 @@ class Snapshot:
         return int(config.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
 
 
-def _file_key(action: dict[str, Any]) -> tuple[str, str]:
-    dv = action.get("deletionVector")
-    dv_id = "" if not dv else f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
-    return action["path"], dv_id
-
-
 def _add_action(value: dict[str, Any]) -> dict[str, Any]:
     """A checkpoint's ``add`` as a commit's JSON has it: maps as objects, no null fields, no parsed stats."""
     out = {k: v for k, v in value.items() if v is not None and k != "stats_parsed"}
@@ -105,9 +100,9 @@ def snapshot(path: str | Path) -> Snapshot:
     def apply(action: dict[str, Any]) -> None:
         nonlocal metadata, protocol
         if "add" in action:
-            files[_file_key(action["add"])] = action["add"]
+            files[file_key(action["add"])] = action["add"]
         elif "remove" in action:
-            files.pop(_file_key(action["remove"]), None)
+            files.pop(file_key(action["remove"]), None)
         elif "metaData" in action:
             metadata = action["metaData"]
         elif "protocol" in action:
@@ -117,7 +112,7 @@ def snapshot(path: str | Path) -> Snapshot:
         for action in checkpoint_actions(log, start, parts, ("add", "metaData", "protocol")):
             if "add" in action:
                 add = _add_action(action["add"])
-                files[_file_key(add)] = add
+                files[file_key(add)] = add
             else:
                 apply(action)
     for actions in commits_after(log, start, latest):
@@ -232,7 +227,7 @@ def replace(
                 "txnId": str(uuid.uuid4()),
             }
         }
-        mine = {_file_key(a) for a in removed}
+        mine = {file_key(a) for a in removed}
         version = snap.version + 1
         while not put_commit(log, version, [info, *removes, *adds]):
             for action in _read_commit(log, version):
@@ -240,7 +235,7 @@ def replace(
                     raise CommitConflict(
                         f"{snap.path}: version {version} changed the table's metadata or protocol"
                     )
-                if "remove" in action and _file_key(action["remove"]) in mine:
+                if "remove" in action and file_key(action["remove"]) in mine:
                     raise CommitConflict(f"{snap.path}: version {version} removed {action['remove']['path']}")
             version += 1
     except BaseException:
