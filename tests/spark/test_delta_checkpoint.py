@@ -76,7 +76,7 @@ def _content(path: str) -> dict[str, Any]:
     return out
 
 
-def test_the_same_checkpoint_as_delta_and_spark_reads_it_as_its_own(
+def test_the_same_checkpoint_as_delta_spark_reads_it_as_its_own_and_writes_over_it(
     spark: Any, sliced: Path, tmp_path: Path
 ) -> None:
     ours = _without_checkpoints(sliced, tmp_path / "ours")
@@ -98,14 +98,8 @@ def test_the_same_checkpoint_as_delta_and_spark_reads_it_as_its_own(
             (log / f"{v:020d}.json").unlink()
         assert _rows(spark, table_path(ours, table)) == _rows(spark, table_path(theirs, table)), table
         assert snapshot(table_path(ours, table)).files == snapshot(table_path(theirs, table)).files, table
-
-
-def test_spark_writes_over_it_and_checkpoints_again(spark: Any, sliced: Path, tmp_path: Path) -> None:
-    ours = _without_checkpoints(sliced, tmp_path / "ours")
-    theirs = _without_checkpoints(sliced, tmp_path / "theirs")
+    # Spark's writes over it, and Delta's checkpoint after them
     path_ours, path_theirs = table_path(ours, "partitions"), table_path(theirs, "partitions")
-    delta_checkpoint.write_checkpoint(path_ours)
-    _checkpoint(spark, path_theirs)
     for path in (path_ours, path_theirs):
         spark.sql(f"DELETE FROM delta.`{path}` WHERE partition = 0")
         spark.sql(
