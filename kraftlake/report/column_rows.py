@@ -10,8 +10,10 @@ that dict, one row a line, the whole section's text made by Arrow's string kerne
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
+from itertools import islice
 from typing import Any, overload
 
 import numpy as np
@@ -20,6 +22,10 @@ import pyarrow.compute as pc
 
 #: Between two rows of a section in the JSON (``render.to_json``'s layout).
 ROW_SEPARATOR = ",\n    "
+_SEPARATOR = ROW_SEPARATOR.encode()
+#: Rows written to JSON at a time (:func:`json_line_pieces`): a few MB of text, so each piece's buffers are
+#: reused by the next instead of a section's whole text (hundreds of MB) being made in fresh memory at once.
+PIECE_ROWS = 8192
 
 
 class ColumnRows(Sequence[dict[str, Any]]):
@@ -28,13 +34,6 @@ class ColumnRows(Sequence[dict[str, Any]]):
     def __init__(self, table: pa.Table) -> None:
         self.table = table
         self._rows: list[dict[str, Any]] | None = None
-        self._ahead: tuple[tuple[str, ...], Future[memoryview]] | None = None
-
-    def encode_ahead(self, columns: Sequence[str], pool: Executor) -> None:
-        """Start writing the rows' JSON (:func:`json_lines` of ``columns``) on ``pool``: Arrow's kernels run
-        without the GIL, so the rows are written while the rest of the report is computed."""
-        names = tuple(columns)
-        self._ahead = (names, pool.submit(_json_lines, self.table, names))
 
     @staticmethod
     def of(columns: Mapping[str, pa.Array | np.ndarray | list[Any]]) -> ColumnRows:
@@ -127,14 +126,41 @@ def _separators(n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def json_lines(rows: ColumnRows, columns: Sequence[str]) -> memoryview:
+def json_lines(rows: ColumnRows, columns: Sequence[str]) -> bytes:
     """The rows as ``json.dumps`` writes each as a dict of ``columns`` (a missing column's values ``null``),
-    joined by :data:`ROW_SEPARATOR`, as ASCII bytes (a view of Arrow's buffer); empty for no rows. Written
-    ahead (:meth:`ColumnRows.encode_ahead`) when it was started for these columns."""
+    joined by :data:`ROW_SEPARATOR`, as ASCII bytes; empty for no rows (:func:`json_line_pieces` joined)."""
+    return b"".join(json_line_pieces(rows, columns))
+
+
+def json_line_pieces(
+    rows: ColumnRows, columns: Sequence[str], pool: Executor | None = None
+) -> Iterator[memoryview | bytes]:
+    """:func:`json_lines` in pieces to write one after the other: the text of :data:`PIECE_ROWS` rows at a time
+    (views of Arrow's buffers) and the separators between them; nothing for no rows. With ``pool``, the next
+    two pieces are written on it (Arrow's kernels run without the GIL) while the caller writes out the one
+    before; a piece is made only as the caller asks, so no more than three are held at once."""
     names = tuple(columns)
-    if rows._ahead is not None and rows._ahead[0] == names:
-        return rows._ahead[1].result()
-    return _json_lines(rows.table, names)
+    held = rows.table
+    starts = iter(range(0, held.num_rows, PIECE_ROWS))
+    if pool is None:
+        for k, start in enumerate(starts):
+            if k:
+                yield _SEPARATOR
+            yield _json_lines(held.slice(start, PIECE_ROWS), names)
+        return
+    ahead: deque[Future[memoryview]] = deque()
+    for start in islice(starts, 2):
+        ahead.append(pool.submit(_json_lines, held.slice(start, PIECE_ROWS), names))
+    first = True
+    while ahead:
+        text = ahead.popleft().result()
+        following = next(starts, None)
+        if following is not None:
+            ahead.append(pool.submit(_json_lines, held.slice(following, PIECE_ROWS), names))
+        if not first:
+            yield _SEPARATOR
+        first = False
+        yield text
 
 
 def _json_lines(held: pa.Table, columns: tuple[str, ...]) -> memoryview:

@@ -4,11 +4,13 @@ writes for each dict, on the report's own rows (a simulated cluster's risk and a
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
 
-from kraftlake.report.column_rows import ROW_SEPARATOR, ColumnRows, json_lines
+from kraftlake.report import column_rows
+from kraftlake.report.column_rows import ROW_SEPARATOR, ColumnRows, json_line_pieces, json_lines
 from kraftlake.report.from_log import input_from_records
 from kraftlake.report.render import json_bytes, render
 from kraftlake.report.sections import build_report
@@ -54,3 +56,19 @@ def test_the_report_json_of_column_sections_equals_row_by_row_json() -> None:
     assert json.loads(render(report, "json"))["sections"][0]["rows"] == [
         {c: r[c] for c in report.sections[0].columns} for r in report.sections[0].rows
     ]
+
+
+def test_pieces_of_a_few_rows_join_to_the_whole_with_and_without_a_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows: list[dict[str, object]] = [
+        {"n": i, "name": f"t{i % 3}", "ids": list(range(i % 4))} for i in range(11)
+    ]
+    held = ColumnRows(pa.Table.from_pylist(rows))
+    whole = _dumps(rows, ["name", "n", "ids"])
+    monkeypatch.setattr(column_rows, "PIECE_ROWS", 4)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for given in (None, pool):
+            pieces = [bytes(p) for p in json_line_pieces(held, ["name", "n", "ids"], given)]
+            assert len(pieces) == 5 and b"".join(pieces).decode("ascii") == whole
+    assert list(json_line_pieces(ColumnRows(pa.table({"n": pa.array([], pa.int64())})), ["n"])) == []
