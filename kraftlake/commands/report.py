@@ -92,9 +92,10 @@ def _run(args: argparse.Namespace) -> int:
 
         data = log_dir.report_input(args.log_dir, args.start, args.end, args.cluster)
         source = str(args.log_dir)
-    report = build_report(data, source)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # the large sections' JSON is written by Arrow (without the GIL) while the pieces before are written out
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # the large sections' JSON is written by Arrow (without the GIL): its first pieces while the next
+        # sections are computed, then two pieces at once while the ones before are written out
+        report = build_report(data, source, pool if fmt == "json" else None)
         _write(args.out, render_chunks(report, fmt, data, pool))
     if args.out is not None:
         print(f"kraftlake report: wrote {Path(args.out)} ({data.window.text()})", file=sys.stderr)

@@ -26,6 +26,10 @@ _SEPARATOR = ROW_SEPARATOR.encode()
 #: Rows written to JSON at a time (:func:`json_line_pieces`): a few MB of text, so each piece's buffers are
 #: reused by the next instead of a section's whole text (hundreds of MB) being made in fresh memory at once.
 PIECE_ROWS = 8192
+#: Pieces made ahead of the one being written out, with a pool.
+AHEAD = 3
+#: Pieces :meth:`ColumnRows.encode_ahead` makes before the writer asks for any (tens of MB at most).
+HELD_AHEAD = 16
 
 
 class ColumnRows(Sequence[dict[str, Any]]):
@@ -34,6 +38,13 @@ class ColumnRows(Sequence[dict[str, Any]]):
     def __init__(self, table: pa.Table) -> None:
         self.table = table
         self._rows: list[dict[str, Any]] | None = None
+        self._ahead: _Ahead | None = None
+
+    def encode_ahead(self, columns: Sequence[str], pool: Executor, pieces: int = HELD_AHEAD) -> None:
+        """Start writing the first ``pieces`` pieces of the rows' JSON (:func:`json_line_pieces` of ``columns``)
+        on ``pool``, while the rest of the report is computed; the next :func:`json_line_pieces` of these
+        columns goes on from them."""
+        self._ahead = _Ahead(self.table, tuple(columns), pool, pieces)
 
     @staticmethod
     def of(columns: Mapping[str, pa.Array | np.ndarray | list[Any]]) -> ColumnRows:
@@ -132,34 +143,50 @@ def json_lines(rows: ColumnRows, columns: Sequence[str]) -> bytes:
     return b"".join(json_line_pieces(rows, columns))
 
 
+class _Ahead:
+    """Pieces of a table's JSON being written on a pool, in order, and the rows not yet handed to it."""
+
+    def __init__(self, held: pa.Table, names: tuple[str, ...], pool: Executor, pieces: int) -> None:
+        self.held, self.names, self.pool = held, names, pool
+        self.starts = iter(range(0, held.num_rows, PIECE_ROWS))
+        self.made: deque[Future[memoryview]] = deque()
+        for start in islice(self.starts, pieces):
+            self.made.append(pool.submit(_json_lines, held.slice(start, PIECE_ROWS), names))
+
+    def pieces(self) -> Iterator[memoryview]:
+        """The pieces in order, each one handed out starting the next of the rows left."""
+        while self.made:
+            text = self.made.popleft().result()
+            following = next(self.starts, None)
+            if following is not None:
+                self.made.append(
+                    self.pool.submit(_json_lines, self.held.slice(following, PIECE_ROWS), self.names)
+                )
+            yield text
+
+
 def json_line_pieces(
     rows: ColumnRows, columns: Sequence[str], pool: Executor | None = None
 ) -> Iterator[memoryview | bytes]:
     """:func:`json_lines` in pieces to write one after the other: the text of :data:`PIECE_ROWS` rows at a time
     (views of Arrow's buffers) and the separators between them; nothing for no rows. With ``pool``, the next
-    two pieces are written on it (Arrow's kernels run without the GIL) while the caller writes out the one
-    before; a piece is made only as the caller asks, so no more than three are held at once."""
+    :data:`AHEAD` pieces are written on it (Arrow's kernels run without the GIL: a pool of two threads makes
+    two at once) while the caller writes out the one before; no more than ``AHEAD + 1`` are held at once. Goes
+    on from the pieces :meth:`ColumnRows.encode_ahead` started for these columns (once)."""
     names = tuple(columns)
-    held = rows.table
-    starts = iter(range(0, held.num_rows, PIECE_ROWS))
-    if pool is None:
-        for k, start in enumerate(starts):
-            if k:
-                yield _SEPARATOR
-            yield _json_lines(held.slice(start, PIECE_ROWS), names)
-        return
-    ahead: deque[Future[memoryview]] = deque()
-    for start in islice(starts, 2):
-        ahead.append(pool.submit(_json_lines, held.slice(start, PIECE_ROWS), names))
-    first = True
-    while ahead:
-        text = ahead.popleft().result()
-        following = next(starts, None)
-        if following is not None:
-            ahead.append(pool.submit(_json_lines, held.slice(following, PIECE_ROWS), names))
-        if not first:
+    ahead, rows._ahead = rows._ahead, None
+    if ahead is None or ahead.names != names:
+        ahead = None if pool is None else _Ahead(rows.table, names, pool, AHEAD)
+    if ahead is None:
+        made: Iterator[memoryview] = (
+            _json_lines(rows.table.slice(start, PIECE_ROWS), names)
+            for start in range(0, rows.table.num_rows, PIECE_ROWS)
+        )
+    else:
+        made = ahead.pieces()
+    for k, text in enumerate(made):
+        if k:
             yield _SEPARATOR
-        first = False
         yield text
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from kraftlake.image.render import (
     enum_name,
 )
 from kraftlake.report import sql
+from kraftlake.report.column_rows import ColumnRows
 from kraftlake.report.intervals import Row, Run, changes, in_window, rows_of, runs
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 from kraftlake.report.partition_columns import PartitionColumns, lengths
@@ -663,11 +665,15 @@ SECTIONS: tuple[Callable[[ReportInput], Section], ...] = (
 )
 
 
-def build_report(data: ReportInput, warehouse: str = "") -> Report:
-    """Every section of the window ``data`` describes."""
+def build_report(data: ReportInput, warehouse: str = "", json_pool: Executor | None = None) -> Report:
+    """Every section of the window ``data`` describes. With ``json_pool``, the first pieces of the JSON of the
+    sections held as columns are written on it while the next sections are computed
+    (:meth:`ColumnRows.encode_ahead`)."""
     sections = []
     for make in SECTIONS:
         s = make(data)
         s.sql = sql.query(s.sql, data.window.lo, data.window.hi, data.cluster)
+        if json_pool is not None and isinstance(s.rows, ColumnRows):
+            s.rows.encode_ahead(s.columns, json_pool)
         sections.append(s)
     return Report(data.window, sections, data.cluster, warehouse)

@@ -67,8 +67,14 @@ def test_pieces_of_a_few_rows_join_to_the_whole_with_and_without_a_pool(
     held = ColumnRows(pa.Table.from_pylist(rows))
     whole = _dumps(rows, ["name", "n", "ids"])
     monkeypatch.setattr(column_rows, "PIECE_ROWS", 4)
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         for given in (None, pool):
             pieces = [bytes(p) for p in json_line_pieces(held, ["name", "n", "ids"], given)]
             assert len(pieces) == 5 and b"".join(pieces).decode("ascii") == whole
+        # started ahead: the rest made as the pieces are taken, once; for other columns, made anew
+        held.encode_ahead(["name", "n", "ids"], pool, pieces=1)
+        assert b"".join(json_line_pieces(held, ["name", "n", "ids"])).decode("ascii") == whole
+        held.encode_ahead(["n"], pool, pieces=2)
+        assert b"".join(json_line_pieces(held, ["name", "n", "ids"], pool)).decode("ascii") == whole
+        assert json_lines(held, ["n"]).decode("ascii") == _dumps(rows, ["n"])
     assert list(json_line_pieces(ColumnRows(pa.table({"n": pa.array([], pa.int64())})), ["n"])) == []
