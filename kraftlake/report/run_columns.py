@@ -38,6 +38,37 @@ def sorted_codes(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(distinct, dtype=object), codes.astype(np.int64)
 
 
+def lexsort_order(keys: Sequence[np.ndarray]) -> np.ndarray:
+    """``np.lexsort(keys)`` (the last key sorts first) of integer keys: one stable sort of the keys packed into
+    one integer, each above its least value, where their ranges fit in 62 bits together; else ``np.lexsort``."""
+    n = len(keys[0]) if keys else 0
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    lows = [int(k.min()) for k in keys]
+    widths = [(int(k.max()) - low).bit_length() for k, low in zip(keys, lows, strict=True)]
+    if sum(widths) > 62:
+        return np.lexsort(keys)
+    packed = np.zeros(n, dtype=np.int64)
+    shift = 0
+    for key, low, width in zip(keys, lows, widths, strict=True):
+        packed |= (key.astype(np.int64) - low) << shift
+        shift += width
+    return np.argsort(packed, kind="stable")
+
+
+def distinct_count(codes: np.ndarray) -> int:
+    """How many distinct values ``codes`` (non-negative integers) holds: a mark per value where they are codes
+    of a range not far larger than their number, else by sorting (``np.unique``)."""
+    if not len(codes):
+        return 0
+    top = int(codes.max()) + 1
+    if top > 4 * len(codes) + (1 << 20):
+        return len(np.unique(codes))
+    seen = np.zeros(top, dtype=bool)
+    seen[codes] = True
+    return int(np.count_nonzero(seen))
+
+
 def _ints(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     return pa.array(values.astype(np.int64), pa.int64(), mask=None if valid is None else ~valid)
 
@@ -114,16 +145,16 @@ def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
         }
         return RiskRows(ColumnRows.of(columns), 0, {}, {}, {})
     v = c.versions
-    kind, at, f, t = c.kind[keep], c.at[keep], c.start[keep], c.end[keep]
-    min_isr, source, previous, event = c.min_isr[keep], c.source[keep], c.previous[keep], event[keep]
+    kept = np.flatnonzero(keep)
+    at = c.at[kept]
     names, topic_of = sorted_codes(v.rows["topic"].to_numpy())
     topic_code = topic_of[at]
     partition = v.rows["partition"].to_numpy(dtype=np.int64)[at]
-    kind_rank = np.argsort(np.argsort(np.array(KINDS, dtype=str)))[kind]
-    order = np.lexsort((kind_rank, partition, topic_code, np.maximum(f, lo)))
-    kind, at, f, t, event = kind[order], at[order], f[order], t[order], event[order]
-    min_isr, source, previous = min_isr[order], source[order], previous[order]
-    topic_code, partition = topic_code[order], partition[order]
+    kind_rank = np.argsort(np.argsort(np.array(KINDS, dtype=str)))[c.kind[kept]]
+    order = lexsort_order((kind_rank, partition, topic_code, np.maximum(c.start[kept], lo)))
+    topic_code, partition, chosen = topic_code[order], partition[order], kept[order]
+    kind, at, f, t, event = c.kind[chosen], c.at[chosen], c.start[chosen], c.end[chosen], event[chosen]
+    min_isr, source, previous = c.min_isr[chosen], c.source[chosen], c.previous[chosen]
     runs = run_columns(data, f, t, event)
     rows = ColumnRows.of(
         {
@@ -149,10 +180,10 @@ def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
         mine = kind == k
         if mine.any():
             counts[name] = int(mine.sum())
-            partitions_of[name] = len(np.unique(pair[mine]))
+            partitions_of[name] = distinct_count(pair[mine])
             known = mine & lasts
             longest[name] = int(spans[known].max()) if known.any() else None
-    return RiskRows(rows, len(np.unique(pair)), counts, partitions_of, longest)
+    return RiskRows(rows, distinct_count(pair), counts, partitions_of, longest)
 
 
 #: The availability states, in their sort order.
@@ -197,7 +228,7 @@ def availability_rows(data: ReportInput, versions: PartitionColumns, top: int) -
     )
     topic = topic_of[first] if len(first) else first
     partition = versions.frame["partition"].to_numpy(dtype=np.int64)[first] if len(first) else first
-    order = np.lexsort((state, partition, topic, np.maximum(start, lo)))
+    order = lexsort_order((state, partition, topic, np.maximum(start, lo)))
     first, state, start, end, topic, partition = (
         x[order] for x in (first, state, start, end, topic, partition)
     )
@@ -240,8 +271,8 @@ def availability_rows(data: ReportInput, versions: PartitionColumns, top: int) -
         topics.append((str(names[t]), about))
     return AvailabilityRows(
         rows,
-        len(np.unique(pair[state == 0])),
-        len(np.unique(pair[state == 1])),
+        distinct_count(pair[state == 0]),
+        distinct_count(pair[state == 1]),
         topics,
         int(present.sum()),
     )
