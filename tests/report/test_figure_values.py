@@ -72,3 +72,36 @@ def test_the_report_figures_specs_are_altairs() -> None:
         plain = with_plain_values(make())
         assert isinstance(plain.data, dict) and len(plain.data["values"]) > 5
         assert spec(plain) == spec(make())
+
+
+def test_counts_picture_holds_the_partitions_in_force_at_each_offset() -> None:
+    sim = ClusterSimulator(
+        ClusterSimConfig(brokers=5, topics=6, partitions_per_topic=3, events=800, seed=5, check_every=0)
+    )
+    sim.run()
+    records = list(sim.log.records)
+    data = input_from_records(records, records[-1].offset // 3, records[-1].offset)
+    lo, hi = data.window.lo, data.window.hi
+    versions = data.versions["partitions"]
+    start = versions["from_offset"].to_numpy(dtype="int64")
+    end = versions["to_offset"].astype("Int64").fillna(hi + 1).to_numpy(dtype="int64")
+    under = [len(i or ()) < len(r or ()) for i, r in zip(versions["isr"], versions["replicas"], strict=True)]
+    offline = (versions["leader"] == -1).to_numpy()
+
+    def at(offset: int) -> tuple[int, int, int]:
+        held = (start <= offset) & (offset < end)
+        return int((held & under).sum()), int((held & offline).sum()), int(held.sum())
+
+    counts = availability_counts(data)
+    shown = dict(zip(counts["offset"], counts.itertuples(index=False), strict=True))
+    assert {lo, hi} <= set(shown) and len(shown) > 10
+    last = None
+    for offset in range(lo, hi + 1):
+        now = at(offset)
+        if offset in shown:
+            row = shown[offset]
+            assert (row.under_replicated, row.offline, row.partitions) == now
+            assert row.timestamp_ms == data.time_of(offset)
+        else:
+            assert now == last, offset  # a count changes only at an offset the picture shows
+        last = now
