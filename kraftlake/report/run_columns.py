@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kraftlake.history.column_order import distinct_count, lexsort_order
 from kraftlake.history.risk import EVENT_KINDS, KINDS
 from kraftlake.history.risk_intervals import NONE, SOURCES, RiskColumns
 from kraftlake.report.column_rows import ColumnRows
@@ -36,37 +37,6 @@ def sorted_codes(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ``names`` in order, and each one's index among them (by hashing, not a sort of them all)."""
     codes, distinct = pd.factorize(names, sort=True)
     return np.asarray(distinct, dtype=object), codes.astype(np.int64)
-
-
-def lexsort_order(keys: Sequence[np.ndarray]) -> np.ndarray:
-    """``np.lexsort(keys)`` (the last key sorts first) of integer keys: one stable sort of the keys packed into
-    one integer, each above its least value, where their ranges fit in 62 bits together; else ``np.lexsort``."""
-    n = len(keys[0]) if keys else 0
-    if not n:
-        return np.zeros(0, dtype=np.int64)
-    lows = [int(k.min()) for k in keys]
-    widths = [(int(k.max()) - low).bit_length() for k, low in zip(keys, lows, strict=True)]
-    if sum(widths) > 62:
-        return np.lexsort(keys)
-    packed = np.zeros(n, dtype=np.int64)
-    shift = 0
-    for key, low, width in zip(keys, lows, widths, strict=True):
-        packed |= (key.astype(np.int64) - low) << shift
-        shift += width
-    return np.argsort(packed, kind="stable")
-
-
-def distinct_count(codes: np.ndarray) -> int:
-    """How many distinct values ``codes`` (non-negative integers) holds: a mark per value where they are codes
-    of a range not far larger than their number, else by sorting (``np.unique``)."""
-    if not len(codes):
-        return 0
-    top = int(codes.max()) + 1
-    if top > 4 * len(codes) + (1 << 20):
-        return len(np.unique(codes))
-    seen = np.zeros(top, dtype=bool)
-    seen[codes] = True
-    return int(np.count_nonzero(seen))
 
 
 def _ints(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:

@@ -1,10 +1,10 @@
-"""The sort and count helpers the column sections are built with give what numpy's general ones give."""
+"""The sorts and counts of integer columns give what numpy's general functions give."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from kraftlake.report.run_columns import distinct_count, lexsort_order
+from kraftlake.history.column_order import distinct_count, lexsort_order
 
 
 def test_packed_order_is_lexsorts_with_ties_in_place() -> None:
