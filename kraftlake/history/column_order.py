@@ -37,3 +37,20 @@ def distinct_count(codes: np.ndarray) -> int:
     seen = np.zeros(top, dtype=bool)
     seen[codes] = True
     return int(np.count_nonzero(seen))
+
+
+def is_lexsorted(keys: Sequence[np.ndarray]) -> bool:
+    """Whether the rows are in ``np.lexsort(keys)`` order already (the last key sorts first): each row's keys
+    not before the row's above it. Keys of numbers or strings (object arrays); False where two cells cannot be
+    compared (a None among strings)."""
+    n = len(keys[0]) if keys else 0
+    if n < 2:
+        return True
+    in_order = np.ones(n - 1, dtype=bool)
+    try:
+        for key in keys:
+            after, before = key[1:], key[:-1]
+            in_order = (after > before) | ((after == before) & in_order)
+    except TypeError:
+        return False
+    return bool(in_order.all())

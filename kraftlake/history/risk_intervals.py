@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kraftlake.history.column_order import lexsort_order
+from kraftlake.history.column_order import is_lexsorted, lexsort_order
 from kraftlake.history.risk import EVENT_KINDS, KAFKA_DEFAULT_MIN_ISR, KINDS, RECOVERING, RiskWindow
 
 Row = Mapping[str, Any]
@@ -161,7 +161,10 @@ class _Versions:
     @staticmethod
     def of(partitions: pd.DataFrame) -> _Versions:
         lo = _positions(partitions["from_offset"], open_end=False)
-        rows = partitions.assign(_lo=lo).sort_values(["topic_id", "partition", "_lo"], kind="stable")
+        rows = partitions.assign(_lo=lo)
+        # a reader's versions come in this order already
+        if not is_lexsorted((lo, rows["partition"].to_numpy(), rows["topic_id"].to_numpy())):
+            rows = rows.sort_values(["topic_id", "partition", "_lo"], kind="stable")
         rows = rows.reset_index(drop=True)
         topic_code, _ = _codes(rows["topic_id"])
         index = rows["partition"].to_numpy(dtype=np.int64)

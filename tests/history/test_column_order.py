@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kraftlake.history.column_order import distinct_count, lexsort_order
+from kraftlake.history.column_order import distinct_count, is_lexsorted, lexsort_order
 
 
 def test_packed_order_is_lexsorts_with_ties_in_place() -> None:
@@ -21,3 +21,18 @@ def test_distinct_count_is_uniques() -> None:
         codes = rng.integers(0, top, 3_000)
         assert distinct_count(codes) == len(np.unique(codes))
     assert distinct_count(np.zeros(0, dtype=np.int64)) == 0
+
+
+def test_in_order_is_a_lexsort_that_moves_nothing() -> None:
+    rng = np.random.default_rng(9)
+    for _ in range(50):
+        keys = (
+            rng.integers(0, 4, 30),
+            rng.integers(0, 3, 30),
+            np.array([f"t{i}" for i in rng.integers(0, 3, 30)]),
+        )
+        order = np.lexsort(keys)
+        assert is_lexsorted(keys) == bool((order == np.arange(30)).all())
+        assert is_lexsorted(tuple(k[order] for k in keys))
+    names = np.array(["a", None, "b"], dtype=object)
+    assert not is_lexsorted((np.arange(3), names)) and is_lexsorted((np.arange(1),))
