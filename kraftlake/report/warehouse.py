@@ -54,7 +54,9 @@ def _versions(wh: Warehouse, entity: str, lo: int, hi: int) -> pd.DataFrame:
     # array cell: made in that order, the cells lie in memory in the order they are read
     order = [(k, "ascending") for k in (*ENTITIES[entity].key, "from_offset")]
     frame = wh.read(entity, bounds, columns=columns).sort_by(order).to_pandas(integer_object_nulls=True)
-    frame = frame.astype({"from_offset": "Int64", "to_offset": "Int64"})
+    # column by column: a whole frame's astype copies (and consolidates) every other column too
+    for name in ("from_offset", "to_offset"):
+        frame[name] = frame[name].astype("Int64")
     closes = _pending_closes(wh, entity) if len(frame) else {}
     if closes:
         key = ENTITIES[entity].key
@@ -64,8 +66,8 @@ def _versions(wh: Warehouse, entity: str, lo: int, hi: int) -> pd.DataFrame:
             later = [x for x in closes.get(close_key(tuple(frame.at[i, k] for k in key)), ()) if x > start]
             if later:
                 frame.at[i, "to_offset"] = min(later)
-        frame = frame[frame["to_offset"].isna() | (frame["to_offset"] >= lo)]
-    return frame.reset_index(drop=True)
+        frame = frame[frame["to_offset"].isna() | (frame["to_offset"] >= lo)].reset_index(drop=True)
+    return frame
 
 
 def _stamp(times: pd.DataFrame, offset: int) -> int | None:
