@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from kraftlake.delta.scan import Bound
 from kraftlake.history import ENTITIES
+from kraftlake.history.column_order import is_lexsorted
 from kraftlake.plot.options import parse_bound
 from kraftlake.report.errors import ReportError
 from kraftlake.report.log_dir import window_offsets
@@ -93,9 +95,12 @@ def report_input(
     wh = Warehouse(path, cluster)
     bounds = [parse_bound(t) if t is not None else None for t in (start, end)]
     lim = limits(wh)
-    held = wh.read(OFFSETS, columns=["offset", "timestamp"]).sort_by("offset")
+    held = wh.read(OFFSETS, columns=["offset", "timestamp"])
     offsets = held.column("offset").to_numpy()
     stamps = held.column("timestamp").to_numpy()
+    if not is_lexsorted((offsets,)):  # a file's rows are in offset order; its files need not be
+        order = np.argsort(offsets, kind="stable")
+        offsets, stamps = offsets[order], stamps[order]
     first = max(int(offsets[0]), lim.retained) if len(offsets) else 0
     keep = offsets >= first
     if lim.committed is not None:
