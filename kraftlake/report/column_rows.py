@@ -112,7 +112,14 @@ def _json_values(column: pa.Array) -> pa.Array:
     t = column.type
     if pa.types.is_null(t):
         return pa.array(["null"] * len(column), pa.large_string())
-    if pa.types.is_boolean(t):
+    if pa.types.is_dictionary(t):
+        # each distinct value written once (already, where the dictionary holds JSON texts: _json_ready)
+        if pa.types.is_large_binary(t.value_type):
+            words = column.dictionary.view(pa.large_string())
+        else:
+            words = _json_values(column.dictionary)
+        text = pc.take(words, column.indices)
+    elif pa.types.is_boolean(t):
         text = pc.if_else(column, _text("true"), _text("false"))
     elif pa.types.is_integer(t):
         text = pc.cast(column, pa.large_string())
@@ -137,6 +144,17 @@ def _separators(n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def _json_ready(held: pa.Table) -> pa.Table:
+    """``held`` with each dictionary column's values replaced by their JSON texts (as large binaries, which no
+    other column holds), so that the pieces of its rows each take them instead of writing them again."""
+    for i, field in enumerate(held.schema):
+        if pa.types.is_dictionary(field.type) and not pa.types.is_large_binary(field.type.value_type):
+            column = held.column(i).combine_chunks()
+            words = _json_values(column.dictionary).view(pa.large_binary())
+            held = held.set_column(i, field.name, pa.DictionaryArray.from_arrays(column.indices, words))
+    return held
+
+
 def json_lines(rows: ColumnRows, columns: Sequence[str]) -> bytes:
     """The rows as ``json.dumps`` writes each as a dict of ``columns`` (a missing column's values ``null``),
     joined by :data:`ROW_SEPARATOR`, as ASCII bytes; empty for no rows (:func:`json_line_pieces` joined)."""
@@ -147,11 +165,15 @@ class _Ahead:
     """Pieces of a table's JSON being written on a pool, in order, and the rows not yet handed to it."""
 
     def __init__(self, held: pa.Table, names: tuple[str, ...], pool: Executor, pieces: int) -> None:
-        self.held, self.names, self.pool = held, names, pool
+        self.names, self.pool = names, pool
+        self.ready = pool.submit(_json_ready, held)  # first in the pool's queue: before any piece needs it
         self.starts = iter(range(0, held.num_rows, PIECE_ROWS))
         self.made: deque[Future[memoryview]] = deque()
         for start in islice(self.starts, pieces):
-            self.made.append(pool.submit(_json_lines, held.slice(start, PIECE_ROWS), names))
+            self.made.append(pool.submit(self._piece, start))
+
+    def _piece(self, start: int) -> memoryview:
+        return _json_lines(self.ready.result().slice(start, PIECE_ROWS), self.names)
 
     def pieces(self) -> Iterator[memoryview]:
         """The pieces in order, each one handed out starting the next of the rows left."""
@@ -159,9 +181,7 @@ class _Ahead:
             text = self.made.popleft().result()
             following = next(self.starts, None)
             if following is not None:
-                self.made.append(
-                    self.pool.submit(_json_lines, self.held.slice(following, PIECE_ROWS), self.names)
-                )
+                self.made.append(self.pool.submit(self._piece, following))
             yield text
 
 
@@ -178,9 +198,10 @@ def json_line_pieces(
     if ahead is None or ahead.names != names:
         ahead = None if pool is None else _Ahead(rows.table, names, pool, AHEAD)
     if ahead is None:
+        ready = _json_ready(rows.table)
         made: Iterator[memoryview] = (
-            _json_lines(rows.table.slice(start, PIECE_ROWS), names)
-            for start in range(0, rows.table.num_rows, PIECE_ROWS)
+            _json_lines(ready.slice(start, PIECE_ROWS), names)
+            for start in range(0, ready.num_rows, PIECE_ROWS)
         )
     else:
         made = ahead.pieces()

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kraftlake.history.column_order import distinct_count, lexsort_order
 from kraftlake.history.risk import EVENT_KINDS, KINDS
@@ -86,11 +85,9 @@ class RiskRows:
 
 
 def _names(names: Sequence[str] | np.ndarray, codes: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    """``names[codes]`` as strings (null where not ``valid``)."""
-    words = pc.take(pa.array(list(names), pa.string()), pa.array(np.where(codes >= 0, codes, 0), pa.int64()))
-    if valid is None:
-        return words
-    return pc.if_else(pa.array(valid), words, pa.scalar(None, pa.string()))
+    """``names[codes]`` as a dictionary column of strings, each name held once (null where not ``valid``)."""
+    indices = pa.array(np.where(codes >= 0, codes, 0), pa.int64(), mask=None if valid is None else ~valid)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(list(names), pa.string()))
 
 
 def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
@@ -132,7 +129,10 @@ def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
             "topic": _names(names, topic_code),
             "partition": _ints(partition),
             "leader": _ints(v.leader[at]),
-            "isr": pc.take(pa.array(v.isr, pa.list_(pa.int64())), pa.array(at, pa.int64())),
+            # each version's ISR held once, as the dictionary of the rows starting at it
+            "isr": pa.DictionaryArray.from_arrays(
+                pa.array(at, pa.int64()), pa.array(v.isr, pa.list_(pa.int64()))
+            ),
             "min_isr": _ints(min_isr, min_isr != NONE),
             "min_isr_source": _names(SOURCES, source, source != NONE),
             "previous_leader": _ints(v.leader[np.maximum(previous, 0)], previous >= 0),

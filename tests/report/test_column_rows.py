@@ -35,6 +35,17 @@ def test_cells_of_every_kind_written_as_json_writes_them() -> None:
     assert bytes(json_lines(ColumnRows(pa.Table.from_pylist(rows[:0], held.table.schema)), columns)) == b""
 
 
+def test_dictionary_columns_written_as_their_values() -> None:
+    names = pa.DictionaryArray.from_arrays(pa.array([1, 0, None, 1], pa.int64()), pa.array(["a", 'q"']))
+    lists = pa.DictionaryArray.from_arrays(
+        pa.array([0, 2, 1, None]), pa.array([[1, 2], [], None], pa.list_(pa.int64()))
+    )
+    held = ColumnRows(pa.table({"name": names, "ids": lists}))
+    rows = [{"name": n, "ids": i} for n, i in zip(names.to_pylist(), lists.to_pylist(), strict=True)]
+    assert held == rows and rows[0] == {"name": 'q"', "ids": [1, 2]}
+    assert json_lines(held, ["name", "ids"]).decode("ascii") == _dumps(rows, ["name", "ids"])
+
+
 def test_a_float_column_is_refused() -> None:
     with pytest.raises(TypeError, match="double"):
         json_lines(ColumnRows(pa.table({"x": [1.5]})), ["x"])
