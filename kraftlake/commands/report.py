@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import gc
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -91,10 +92,19 @@ def _run(args: argparse.Namespace) -> int:
 
         data = log_dir.report_input(args.log_dir, args.start, args.end, args.cluster)
         source = str(args.log_dir)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # the large sections' JSON is written by Arrow (without the GIL) while the next sections are computed
-        chunks = render_chunks(build_report(data, source, pool if fmt == "json" else None), fmt, data)
-    if args.out is None:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # the large sections' JSON is written by Arrow (without the GIL): its first pieces while the next
+        # sections are computed, then two pieces at once while the ones before are written out
+        report = build_report(data, source, pool if fmt == "json" else None)
+        _write(args.out, render_chunks(report, fmt, data, pool))
+    if args.out is not None:
+        print(f"kraftlake report: wrote {Path(args.out)} ({data.window.text()})", file=sys.stderr)
+    return 0
+
+
+def _write(out: str | None, chunks: Iterator[bytes | memoryview]) -> None:
+    """``chunks`` one after the other to the file ``out`` (its directory made), else to stdout."""
+    if out is None:
         binary = getattr(sys.stdout, "buffer", None)
         if binary is None:  # a text stream only (an embedding's)
             sys.stdout.write(b"".join(chunks).decode("utf-8"))
@@ -104,10 +114,8 @@ def _run(args: argparse.Namespace) -> int:
                 binary.write(chunk)
             binary.flush()
     else:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("wb") as f:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as f:
             for chunk in chunks:
                 f.write(chunk)
-        print(f"kraftlake report: wrote {out} ({data.window.text()})", file=sys.stderr)
-    return 0

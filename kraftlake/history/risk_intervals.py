@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kraftlake.history.column_order import is_lexsorted, lexsort_order
 from kraftlake.history.risk import EVENT_KINDS, KAFKA_DEFAULT_MIN_ISR, KINDS, RECOVERING, RiskWindow
 
 Row = Mapping[str, Any]
@@ -95,7 +96,7 @@ class _Cover:
         around them."""
         if keys >= _MAX_KEYS:
             raise ValueError(f"{keys} keys: at most {_MAX_KEYS - 1} are joined at once")
-        order = np.lexsort((lo, key))
+        order = lexsort_order((lo, key))
         key, lo, hi, value = key[order], lo[order], hi[order], value[order]
         first = np.ones(len(key), dtype=bool)
         first[1:] = key[1:] != key[:-1]
@@ -116,7 +117,7 @@ class _Cover:
         all_lo = np.concatenate([lo, gap_lo[real]])
         all_hi = np.concatenate([hi, gap_hi[real]])
         all_value = np.concatenate([value, np.full(int(real.sum()), NONE)])
-        order = np.lexsort((all_lo, all_key))
+        order = lexsort_order((all_lo, all_key))
         base = all_key[order] * _SPAN
         return _Cover(base + all_lo[order], base + all_hi[order], all_value[order])
 
@@ -160,7 +161,10 @@ class _Versions:
     @staticmethod
     def of(partitions: pd.DataFrame) -> _Versions:
         lo = _positions(partitions["from_offset"], open_end=False)
-        rows = partitions.assign(_lo=lo).sort_values(["topic_id", "partition", "_lo"], kind="stable")
+        rows = partitions.assign(_lo=lo)
+        # a reader's versions come in this order already
+        if not is_lexsorted((lo, rows["partition"].to_numpy(), rows["topic_id"].to_numpy())):
+            rows = rows.sort_values(["topic_id", "partition", "_lo"], kind="stable")
         rows = rows.reset_index(drop=True)
         topic_code, _ = _codes(rows["topic_id"])
         index = rows["partition"].to_numpy(dtype=np.int64)
@@ -323,7 +327,7 @@ def _merged(v: _Versions, kind: str, p: _Pieces) -> tuple[np.ndarray, ...]:
     attributes: the windows' columns (see :class:`RiskColumns`)."""
     if not len(p.version):
         return _no_columns()
-    order = np.lexsort((p.lo, v.part[p.version]))
+    order = lexsort_order((p.lo, v.part[p.version]))
     which, lo, hi, mi, source = p.version[order], p.lo[order], p.hi[order], p.min_isr[order], p.source[order]
     part, leader, isr = v.part[which], v.leader[which], v.isr_code[which]
     same = (

@@ -10,8 +10,10 @@ that dict, one row a line, the whole section's text made by Arrow's string kerne
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
+from itertools import islice
 from typing import Any, overload
 
 import numpy as np
@@ -20,6 +22,14 @@ import pyarrow.compute as pc
 
 #: Between two rows of a section in the JSON (``render.to_json``'s layout).
 ROW_SEPARATOR = ",\n    "
+_SEPARATOR = ROW_SEPARATOR.encode()
+#: Rows written to JSON at a time (:func:`json_line_pieces`): a few MB of text, so each piece's buffers are
+#: reused by the next instead of a section's whole text (hundreds of MB) being made in fresh memory at once.
+PIECE_ROWS = 8192
+#: Pieces made ahead of the one being written out, with a pool.
+AHEAD = 3
+#: Pieces :meth:`ColumnRows.encode_ahead` makes before the writer asks for any (tens of MB at most).
+HELD_AHEAD = 16
 
 
 class ColumnRows(Sequence[dict[str, Any]]):
@@ -28,13 +38,13 @@ class ColumnRows(Sequence[dict[str, Any]]):
     def __init__(self, table: pa.Table) -> None:
         self.table = table
         self._rows: list[dict[str, Any]] | None = None
-        self._ahead: tuple[tuple[str, ...], Future[memoryview]] | None = None
+        self._ahead: _Ahead | None = None
 
-    def encode_ahead(self, columns: Sequence[str], pool: Executor) -> None:
-        """Start writing the rows' JSON (:func:`json_lines` of ``columns``) on ``pool``: Arrow's kernels run
-        without the GIL, so the rows are written while the rest of the report is computed."""
-        names = tuple(columns)
-        self._ahead = (names, pool.submit(_json_lines, self.table, names))
+    def encode_ahead(self, columns: Sequence[str], pool: Executor, pieces: int = HELD_AHEAD) -> None:
+        """Start writing the first ``pieces`` pieces of the rows' JSON (:func:`json_line_pieces` of ``columns``)
+        on ``pool``, while the rest of the report is computed; the next :func:`json_line_pieces` of these
+        columns goes on from them."""
+        self._ahead = _Ahead(self.table, tuple(columns), pool, pieces)
 
     @staticmethod
     def of(columns: Mapping[str, pa.Array | np.ndarray | list[Any]]) -> ColumnRows:
@@ -102,7 +112,14 @@ def _json_values(column: pa.Array) -> pa.Array:
     t = column.type
     if pa.types.is_null(t):
         return pa.array(["null"] * len(column), pa.large_string())
-    if pa.types.is_boolean(t):
+    if pa.types.is_dictionary(t):
+        # each distinct value written once (already, where the dictionary holds JSON texts: _json_ready)
+        if pa.types.is_large_binary(t.value_type):
+            words = column.dictionary.view(pa.large_string())
+        else:
+            words = _json_values(column.dictionary)
+        text = pc.take(words, column.indices)
+    elif pa.types.is_boolean(t):
         text = pc.if_else(column, _text("true"), _text("false"))
     elif pa.types.is_integer(t):
         text = pc.cast(column, pa.large_string())
@@ -127,14 +144,71 @@ def _separators(n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def json_lines(rows: ColumnRows, columns: Sequence[str]) -> memoryview:
+def _json_ready(held: pa.Table) -> pa.Table:
+    """``held`` with each dictionary column's values replaced by their JSON texts (as large binaries, which no
+    other column holds), so that the pieces of its rows each take them instead of writing them again."""
+    for i, field in enumerate(held.schema):
+        if pa.types.is_dictionary(field.type) and not pa.types.is_large_binary(field.type.value_type):
+            column = held.column(i).combine_chunks()
+            words = _json_values(column.dictionary).view(pa.large_binary())
+            held = held.set_column(i, field.name, pa.DictionaryArray.from_arrays(column.indices, words))
+    return held
+
+
+def json_lines(rows: ColumnRows, columns: Sequence[str]) -> bytes:
     """The rows as ``json.dumps`` writes each as a dict of ``columns`` (a missing column's values ``null``),
-    joined by :data:`ROW_SEPARATOR`, as ASCII bytes (a view of Arrow's buffer); empty for no rows. Written
-    ahead (:meth:`ColumnRows.encode_ahead`) when it was started for these columns."""
+    joined by :data:`ROW_SEPARATOR`, as ASCII bytes; empty for no rows (:func:`json_line_pieces` joined)."""
+    return b"".join(json_line_pieces(rows, columns))
+
+
+class _Ahead:
+    """Pieces of a table's JSON being written on a pool, in order, and the rows not yet handed to it."""
+
+    def __init__(self, held: pa.Table, names: tuple[str, ...], pool: Executor, pieces: int) -> None:
+        self.names, self.pool = names, pool
+        self.ready = pool.submit(_json_ready, held)  # first in the pool's queue: before any piece needs it
+        self.starts = iter(range(0, held.num_rows, PIECE_ROWS))
+        self.made: deque[Future[memoryview]] = deque()
+        for start in islice(self.starts, pieces):
+            self.made.append(pool.submit(self._piece, start))
+
+    def _piece(self, start: int) -> memoryview:
+        return _json_lines(self.ready.result().slice(start, PIECE_ROWS), self.names)
+
+    def pieces(self) -> Iterator[memoryview]:
+        """The pieces in order, each one handed out starting the next of the rows left."""
+        while self.made:
+            text = self.made.popleft().result()
+            following = next(self.starts, None)
+            if following is not None:
+                self.made.append(self.pool.submit(self._piece, following))
+            yield text
+
+
+def json_line_pieces(
+    rows: ColumnRows, columns: Sequence[str], pool: Executor | None = None
+) -> Iterator[memoryview | bytes]:
+    """:func:`json_lines` in pieces to write one after the other: the text of :data:`PIECE_ROWS` rows at a time
+    (views of Arrow's buffers) and the separators between them; nothing for no rows. With ``pool``, the next
+    :data:`AHEAD` pieces are written on it (Arrow's kernels run without the GIL: a pool of two threads makes
+    two at once) while the caller writes out the one before; no more than ``AHEAD + 1`` are held at once. Goes
+    on from the pieces :meth:`ColumnRows.encode_ahead` started for these columns (once)."""
     names = tuple(columns)
-    if rows._ahead is not None and rows._ahead[0] == names:
-        return rows._ahead[1].result()
-    return _json_lines(rows.table, names)
+    ahead, rows._ahead = rows._ahead, None
+    if ahead is None or ahead.names != names:
+        ahead = None if pool is None else _Ahead(rows.table, names, pool, AHEAD)
+    if ahead is None:
+        ready = _json_ready(rows.table)
+        made: Iterator[memoryview] = (
+            _json_lines(ready.slice(start, PIECE_ROWS), names)
+            for start in range(0, ready.num_rows, PIECE_ROWS)
+        )
+    else:
+        made = ahead.pieces()
+    for k, text in enumerate(made):
+        if k:
+            yield _SEPARATOR
+        yield text
 
 
 def _json_lines(held: pa.Table, columns: tuple[str, ...]) -> memoryview:

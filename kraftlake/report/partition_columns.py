@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kraftlake.history.column_order import is_lexsorted
 from kraftlake.report.intervals import plain
 
 _OPEN = -1
@@ -22,6 +23,16 @@ def lengths(column: pd.Series) -> np.ndarray:
     out = np.zeros(len(cells), dtype=np.int64)
     out[held] = np.fromiter(map(len, cells[held]), dtype=np.int64, count=int(held.sum()))
     return out
+
+
+def _in_order(frame: pd.DataFrame) -> bool:
+    """Whether the versions are sorted by topic id, partition and start already (as the warehouse reader
+    orders them)."""
+    start = frame["from_offset"]
+    if start.isna().any():
+        return False
+    keys = (start.to_numpy(dtype=np.int64), frame["partition"].to_numpy(), frame["topic_id"].to_numpy())
+    return is_lexsorted(keys)
 
 
 @dataclass(frozen=True)
@@ -41,7 +52,7 @@ class PartitionColumns:
     @staticmethod
     def of(versions: pd.DataFrame | None) -> PartitionColumns:
         frame = pd.DataFrame() if versions is None else versions
-        if len(frame):
+        if len(frame) and not _in_order(frame):
             frame = frame.sort_values(["topic_id", "partition", "from_offset"], kind="stable")
         frame = frame.reset_index(drop=True)
         n = len(frame)

@@ -82,15 +82,17 @@ def availability_counts(data: ReportInput) -> pd.DataFrame:
     at = np.concatenate([starts, ends[closing], [lo, hi]])
     step = np.concatenate([flags, -flags[closing], np.zeros((2, 3), dtype=np.int64)])
     offsets, where = np.unique(at, return_inverse=True)
-    sums = np.zeros((len(offsets), 3), dtype=np.int64)
-    np.add.at(sums, where, step)
-    deltas = {int(o): [int(x) for x in d] for o, d in zip(offsets.tolist(), sums, strict=True)}
-    rows, totals = [], [0, 0, 0]
-    for offset in sorted(deltas):
-        change = deltas[offset]
-        totals = [t + c for t, c in zip(totals, change, strict=True)]
-        if any(change) or offset in (lo, hi):
-            rows.append((offset, data.time_of(offset), *totals))
-    counts = pd.DataFrame(rows, columns=list(COUNT_COLUMNS))
-    counts["timestamp_ms"] = counts["timestamp_ms"].astype("Int64")
-    return counts
+    sums = np.stack(
+        [np.bincount(where, weights=step[:, j], minlength=len(offsets)) for j in range(3)], axis=1
+    ).astype(np.int64)
+    totals = np.cumsum(sums, axis=0)
+    shown = sums.any(axis=1) | (offsets == lo) | (offsets == hi)
+    offsets, totals = offsets[shown], totals[shown]
+    stamps, found = data.times_of(offsets)
+    return pd.DataFrame(
+        {
+            "offset": offsets.astype(np.int64),
+            "timestamp_ms": pd.arrays.IntegerArray(stamps.astype(np.int64), ~found),
+            **{name: totals[:, j] for j, name in enumerate(COUNT_COLUMNS[2:])},
+        }
+    )

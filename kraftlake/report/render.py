@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterator
+from concurrent.futures import Executor
 from typing import Any
 
 from kraftlake.plot.time_axis import utc_text
-from kraftlake.report.column_rows import ROW_SEPARATOR, ColumnRows, json_lines
+from kraftlake.report.column_rows import ROW_SEPARATOR, ColumnRows, json_line_pieces
 from kraftlake.report.model import Report, ReportInput, Section, duration_text
 
 FORMATS = ("html", "md", "json")
@@ -51,11 +53,12 @@ def json_bytes(report: Report) -> bytes:
     return b"".join(json_chunks(report))
 
 
-def json_chunks(report: Report) -> list[bytes | memoryview]:
-    """The whole report as JSON (ASCII), in pieces to write one after the other: the window, and per section its
-    summary, columns, every row and its SQL; one row a line (a window can hold hundreds of thousands: rows held
-    as columns are written by column, :func:`~.column_rows.json_lines`, the others each by json's C encoder,
-    which an indented document would not use; tuples are JSON arrays as they are)."""
+def json_chunks(report: Report, pool: Executor | None = None) -> Iterator[bytes | memoryview]:
+    """The whole report as JSON (ASCII), in pieces to write one after the other as they are made: the window,
+    and per section its summary, columns, every row and its SQL; one row a line (a window can hold hundreds of
+    thousands: rows held as columns are written by column a few thousand at a time,
+    :func:`~.column_rows.json_line_pieces`, on ``pool`` ahead of the writer when given; the others each by
+    json's C encoder, which an indented document would not use; tuples are JSON arrays as they are)."""
     w = report.window
     head = {
         "cluster": report.cluster,
@@ -63,20 +66,23 @@ def json_chunks(report: Report) -> list[bytes | memoryview]:
         "window": {"from_offset": w.lo, "to_offset": w.hi, "from_time_ms": w.lo_ms, "to_time_ms": w.hi_ms},
         "headlines": report.headlines(),
     }
-    parts: list[bytes | memoryview] = [json.dumps(head)[:-1].encode(), b', "sections": [\n  ']
+    yield json.dumps(head)[:-1].encode() + b', "sections": [\n  '
     for k, s in enumerate(report.sections):
         about = json.dumps({"key": s.key, "title": s.title, "summary": s.summary, "columns": s.columns})
-        if isinstance(s.rows, ColumnRows):
-            rows: bytes | memoryview = json_lines(s.rows, s.columns)
+        yield ((",\n  " if k else "") + about[:-1] + ', "rows": ').encode()
+        if not len(s.rows):
+            yield b"[]"
         else:
-            rows = ROW_SEPARATOR.join(
-                json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows
-            ).encode()
-        parts.append(((",\n  " if k else "") + about[:-1] + ', "rows": ').encode())
-        parts.extend((b"[\n    ", rows, b"\n  ]") if len(rows) else (b"[]",))
-        parts.append(f', "sql": {json.dumps(s.sql)}}}'.encode())
-    parts.append(b"\n]}\n")
-    return parts
+            yield b"[\n    "
+            if isinstance(s.rows, ColumnRows):
+                yield from json_line_pieces(s.rows, s.columns, pool)
+            else:
+                yield ROW_SEPARATOR.join(
+                    json.dumps(dict(zip(s.columns, map(r.get, s.columns), strict=True))) for r in s.rows
+                ).encode()
+            yield b"\n  ]"
+        yield f', "sql": {json.dumps(s.sql)}}}'.encode()
+    yield b"\n]}\n"
 
 
 def _md_escape(text: str) -> str:
@@ -152,18 +158,19 @@ def _figures(report: Report, data: ReportInput | None) -> dict[str, str]:
         return {}
     from kraftlake.plot import figures
     from kraftlake.plot.output import figure_html
+    from kraftlake.report.figure_values import with_plain_values
     from kraftlake.report.pictures import availability_counts, broker_segments
 
     sub = report.window.text()
     out = {}
     segments = broker_segments(data)
     if not segments.empty:
-        out["brokers"] = figure_html(figures.broker_figure(segments, subtitle=sub), "figure-brokers")
+        chart = with_plain_values(figures.broker_figure(segments, subtitle=sub))
+        out["brokers"] = figure_html(chart, "figure-brokers")
     counts = availability_counts(data)
     if len(counts) and int(counts["partitions"].max()) > 0:
-        out["availability"] = figure_html(
-            figures.under_replicated_figure(counts, subtitle=sub), "figure-availability"
-        )
+        chart = with_plain_values(figures.under_replicated_figure(counts, subtitle=sub))
+        out["availability"] = figure_html(chart, "figure-availability")
     return out
 
 
@@ -205,12 +212,14 @@ def to_html(report: Report, data: ReportInput | None = None) -> str:
     return "".join(parts)
 
 
-def render_chunks(report: Report, fmt: str, data: ReportInput | None = None) -> list[bytes | memoryview]:
-    """``report`` in ``fmt`` (:data:`FORMATS`) as UTF-8 pieces, what a command writes one after the other (the
-    JSON's rows never copied into one document)."""
+def render_chunks(
+    report: Report, fmt: str, data: ReportInput | None = None, pool: Executor | None = None
+) -> Iterator[bytes | memoryview]:
+    """``report`` in ``fmt`` (:data:`FORMATS`) as UTF-8 pieces, what a command writes one after the other as
+    they are made (the JSON's rows never held whole: :func:`json_chunks`, on ``pool`` ahead of the writer)."""
     if fmt == "json":
-        return json_chunks(report)
-    return [render(report, fmt, data).encode("utf-8")]
+        return json_chunks(report, pool)
+    return iter((render(report, fmt, data).encode("utf-8"),))
 
 
 def render(report: Report, fmt: str, data: ReportInput | None = None) -> str:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from kraftlake.history.column_order import distinct_count, lexsort_order
 from kraftlake.history.risk import EVENT_KINDS, KINDS
 from kraftlake.history.risk_intervals import NONE, SOURCES, RiskColumns
 from kraftlake.report.column_rows import ColumnRows
@@ -85,11 +85,9 @@ class RiskRows:
 
 
 def _names(names: Sequence[str] | np.ndarray, codes: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    """``names[codes]`` as strings (null where not ``valid``)."""
-    words = pc.take(pa.array(list(names), pa.string()), pa.array(np.where(codes >= 0, codes, 0), pa.int64()))
-    if valid is None:
-        return words
-    return pc.if_else(pa.array(valid), words, pa.scalar(None, pa.string()))
+    """``names[codes]`` as a dictionary column of strings, each name held once (null where not ``valid``)."""
+    indices = pa.array(np.where(codes >= 0, codes, 0), pa.int64(), mask=None if valid is None else ~valid)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(list(names), pa.string()))
 
 
 def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
@@ -114,16 +112,16 @@ def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
         }
         return RiskRows(ColumnRows.of(columns), 0, {}, {}, {})
     v = c.versions
-    kind, at, f, t = c.kind[keep], c.at[keep], c.start[keep], c.end[keep]
-    min_isr, source, previous, event = c.min_isr[keep], c.source[keep], c.previous[keep], event[keep]
+    kept = np.flatnonzero(keep)
+    at = c.at[kept]
     names, topic_of = sorted_codes(v.rows["topic"].to_numpy())
     topic_code = topic_of[at]
     partition = v.rows["partition"].to_numpy(dtype=np.int64)[at]
-    kind_rank = np.argsort(np.argsort(np.array(KINDS, dtype=str)))[kind]
-    order = np.lexsort((kind_rank, partition, topic_code, np.maximum(f, lo)))
-    kind, at, f, t, event = kind[order], at[order], f[order], t[order], event[order]
-    min_isr, source, previous = min_isr[order], source[order], previous[order]
-    topic_code, partition = topic_code[order], partition[order]
+    kind_rank = np.argsort(np.argsort(np.array(KINDS, dtype=str)))[c.kind[kept]]
+    order = lexsort_order((kind_rank, partition, topic_code, np.maximum(c.start[kept], lo)))
+    topic_code, partition, chosen = topic_code[order], partition[order], kept[order]
+    kind, at, f, t, event = c.kind[chosen], c.at[chosen], c.start[chosen], c.end[chosen], event[chosen]
+    min_isr, source, previous = c.min_isr[chosen], c.source[chosen], c.previous[chosen]
     runs = run_columns(data, f, t, event)
     rows = ColumnRows.of(
         {
@@ -131,7 +129,10 @@ def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
             "topic": _names(names, topic_code),
             "partition": _ints(partition),
             "leader": _ints(v.leader[at]),
-            "isr": pc.take(pa.array(v.isr, pa.list_(pa.int64())), pa.array(at, pa.int64())),
+            # each version's ISR held once, as the dictionary of the rows starting at it
+            "isr": pa.DictionaryArray.from_arrays(
+                pa.array(at, pa.int64()), pa.array(v.isr, pa.list_(pa.int64()))
+            ),
             "min_isr": _ints(min_isr, min_isr != NONE),
             "min_isr_source": _names(SOURCES, source, source != NONE),
             "previous_leader": _ints(v.leader[np.maximum(previous, 0)], previous >= 0),
@@ -149,10 +150,10 @@ def risk_rows(data: ReportInput, c: RiskColumns | None) -> RiskRows:
         mine = kind == k
         if mine.any():
             counts[name] = int(mine.sum())
-            partitions_of[name] = len(np.unique(pair[mine]))
+            partitions_of[name] = distinct_count(pair[mine])
             known = mine & lasts
             longest[name] = int(spans[known].max()) if known.any() else None
-    return RiskRows(rows, len(np.unique(pair)), counts, partitions_of, longest)
+    return RiskRows(rows, distinct_count(pair), counts, partitions_of, longest)
 
 
 #: The availability states, in their sort order.
@@ -197,7 +198,7 @@ def availability_rows(data: ReportInput, versions: PartitionColumns, top: int) -
     )
     topic = topic_of[first] if len(first) else first
     partition = versions.frame["partition"].to_numpy(dtype=np.int64)[first] if len(first) else first
-    order = np.lexsort((state, partition, topic, np.maximum(start, lo)))
+    order = lexsort_order((state, partition, topic, np.maximum(start, lo)))
     first, state, start, end, topic, partition = (
         x[order] for x in (first, state, start, end, topic, partition)
     )
@@ -240,8 +241,8 @@ def availability_rows(data: ReportInput, versions: PartitionColumns, top: int) -
         topics.append((str(names[t]), about))
     return AvailabilityRows(
         rows,
-        len(np.unique(pair[state == 0])),
-        len(np.unique(pair[state == 1])),
+        distinct_count(pair[state == 0]),
+        distinct_count(pair[state == 1]),
         topics,
         int(present.sum()),
     )

@@ -666,8 +666,9 @@ SECTIONS: tuple[Callable[[ReportInput], Section], ...] = (
 
 
 def build_report(data: ReportInput, warehouse: str = "", json_pool: Executor | None = None) -> Report:
-    """Every section of the window ``data`` describes. With ``json_pool``, the JSON of the sections held as
-    columns is written on it while the next sections are computed (:meth:`ColumnRows.encode_ahead`)."""
+    """Every section of the window ``data`` describes. With ``json_pool``, the first pieces of the JSON of the
+    sections held as columns are written on it while the next sections are computed
+    (:meth:`ColumnRows.encode_ahead`)."""
     sections = []
     for make in SECTIONS:
         s = make(data)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from kraftlake.delta.scan import Bound
 from kraftlake.history import ENTITIES
+from kraftlake.history.column_order import is_lexsorted
 from kraftlake.plot.options import parse_bound
 from kraftlake.report.errors import ReportError
 from kraftlake.report.log_dir import window_offsets
@@ -54,7 +56,9 @@ def _versions(wh: Warehouse, entity: str, lo: int, hi: int) -> pd.DataFrame:
     # array cell: made in that order, the cells lie in memory in the order they are read
     order = [(k, "ascending") for k in (*ENTITIES[entity].key, "from_offset")]
     frame = wh.read(entity, bounds, columns=columns).sort_by(order).to_pandas(integer_object_nulls=True)
-    frame = frame.astype({"from_offset": "Int64", "to_offset": "Int64"})
+    # column by column: a whole frame's astype copies (and consolidates) every other column too
+    for name in ("from_offset", "to_offset"):
+        frame[name] = frame[name].astype("Int64")
     closes = _pending_closes(wh, entity) if len(frame) else {}
     if closes:
         key = ENTITIES[entity].key
@@ -64,8 +68,8 @@ def _versions(wh: Warehouse, entity: str, lo: int, hi: int) -> pd.DataFrame:
             later = [x for x in closes.get(close_key(tuple(frame.at[i, k] for k in key)), ()) if x > start]
             if later:
                 frame.at[i, "to_offset"] = min(later)
-        frame = frame[frame["to_offset"].isna() | (frame["to_offset"] >= lo)]
-    return frame.reset_index(drop=True)
+        frame = frame[frame["to_offset"].isna() | (frame["to_offset"] >= lo)].reset_index(drop=True)
+    return frame
 
 
 def _stamp(times: pd.DataFrame, offset: int) -> int | None:
@@ -91,9 +95,12 @@ def report_input(
     wh = Warehouse(path, cluster)
     bounds = [parse_bound(t) if t is not None else None for t in (start, end)]
     lim = limits(wh)
-    held = wh.read(OFFSETS, columns=["offset", "timestamp"]).sort_by("offset")
+    held = wh.read(OFFSETS, columns=["offset", "timestamp"])
     offsets = held.column("offset").to_numpy()
     stamps = held.column("timestamp").to_numpy()
+    if not is_lexsorted((offsets,)):  # a file's rows are in offset order; its files need not be
+        order = np.argsort(offsets, kind="stable")
+        offsets, stamps = offsets[order], stamps[order]
     first = max(int(offsets[0]), lim.retained) if len(offsets) else 0
     keep = offsets >= first
     if lim.committed is not None:
