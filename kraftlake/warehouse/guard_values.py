@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,9 +41,9 @@ class GuardValues:
 
 
 def _limits(rows: dict[str, list[int | None]]) -> Limits:
-    def agg(column: str, how: type[min] | type[max]) -> int | None:
-        values = [v for v in rows[column] if v is not None]
-        return int(how(values)) if values else None
+    def agg(column: str, how: Callable[[list[int]], int]) -> int | None:
+        values = [int(v) for v in rows[column] if v is not None]
+        return how(values) if values else None
 
     retained = agg("retained_from", max)
     f1, t1, f2, t2 = (agg("gap_from", min), agg("gap_to", min), agg("gap_from", max), agg("gap_to", max))
