@@ -275,7 +275,7 @@ def _created(stmt: str) -> str:
 
 
 def register_for_query(
-    spark: SparkSession, warehouse: str | Path, query: str, known: GuardValues
+    spark: SparkSession, warehouse: str | Path, query: str, known: GuardValues | None
 ) -> list[str]:
     """Create the table functions ``query`` names, as temporary functions of ``spark`` (they shadow the
     catalog's of the same name), with the guards' values as the literals of ``known``; returns their names.
@@ -284,7 +284,8 @@ def register_for_query(
     ``bounds`` no more (each table a query reads costs a Delta scan planning and a Spark job), a guard that
     passes folds away, a warehouse's one cluster is a literal Delta skips files by, and ``closes`` is read only
     for the clusters that have a pending close of the entity. A query qualifying a function's name
-    (``default.partitions_at``) gets the catalog's, which read the tables.
+    (``default.partitions_at``) gets the catalog's, which read the tables. ``known`` None creates them as
+    :func:`register` does, reading the tables.
     """
     named = []
     for stmt in function_statements(warehouse, temporary=True, known=known):
