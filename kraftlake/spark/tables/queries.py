@@ -167,7 +167,10 @@ def state_query(
     column and ``at`` per cluster, joined by cluster, and the answer has the ``cluster`` column first.
     ``guard``: a query of the same columns added with UNION ALL, which yields no row but may raise
     (:func:`offset_guard`, :func:`retention_guard_at_time`). Without ``joined``, only the closes at or before
-    ``at`` are read (a later one cannot end a version before it). ``known``: see :func:`pending_closes_sql`.
+    ``at`` are read (a later one cannot end a version before it). ``known``: see :func:`pending_closes_sql`;
+    where it lists no cluster with a pending close of ``table``, the query has no join with ``closes`` at all
+    (the plan then filters the scan by the stored columns alone, and Delta's file listing made when the query
+    is planned serves its execution too).
     """
     first = [f"t.{CLUSTER}"] if cluster is None else []
     cols = ", ".join([*first, *(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
@@ -176,13 +179,12 @@ def state_query(
     else:
         cross = f" CROSS JOIN {joined}" if joined else ""
     of = "" if cluster is None else f"t.{CLUSTER} = {cluster} AND "
-    query = (
-        f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
-        f"{_join_pending(warehouse, table, cluster, None if joined else at, known)} "
-        f"WHERE {of}t.from_offset <= {at} "
-        f"AND (t.to_offset IS NULL OR t.to_offset > {at}) "
-        f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))"
-    )
+    where = f"WHERE {of}t.from_offset <= {at} AND (t.to_offset IS NULL OR t.to_offset > {at})"
+    pending = ""
+    if known is None or known.closes.get(table):
+        pending = f" {_join_pending(warehouse, table, cluster, None if joined else at, known)}"
+        where += f" AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))"
+    query = f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross}{pending} {where}"
     return f"{query} UNION ALL {guard}" if guard else query
 
 
