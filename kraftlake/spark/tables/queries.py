@@ -121,15 +121,11 @@ def pending_closes_sql(
 
 
 def _join_pending(
-    warehouse: str | Path,
-    table: str,
-    cluster: str | None,
-    at_most: str | None = None,
-    known: GuardValues | None = None,
+    warehouse: str | Path, table: str, cluster: str | None, known: GuardValues | None = None
 ) -> str:
     """The pending closes of each still-open version of ``table`` (alias ``t``) as ``c.tos`` (NULL: none)."""
     return (
-        f"LEFT JOIN ({pending_closes_sql(warehouse, table, cluster, at_most, known)}) c ON t.to_offset IS NULL "
+        f"LEFT JOIN ({pending_closes_sql(warehouse, table, cluster, known=known)}) c ON t.to_offset IS NULL "
         f"AND t.{CLUSTER} = c.{CLUSTER} AND {key_sql(table, 't')} = c.key"
     )
 
@@ -166,8 +162,7 @@ def state_query(
     (alias ``t``) that ``at`` may refer to; with ``cluster`` None it is a relation ``a`` of a ``cluster``
     column and ``at`` per cluster, joined by cluster, and the answer has the ``cluster`` column first.
     ``guard``: a query of the same columns added with UNION ALL, which yields no row but may raise
-    (:func:`offset_guard`, :func:`retention_guard_at_time`). Without ``joined``, only the closes at or before
-    ``at`` are read (a later one cannot end a version before it). ``known``: see :func:`pending_closes_sql`;
+    (:func:`offset_guard`, :func:`retention_guard_at_time`). ``known``: see :func:`pending_closes_sql`;
     where it lists no cluster with a pending close of ``table``, the query has no join with ``closes`` at all
     (the plan then filters the scan by the stored columns alone, and Delta's file listing made when the query
     is planned serves its execution too).
@@ -182,7 +177,7 @@ def state_query(
     where = f"WHERE {of}t.from_offset <= {at} AND (t.to_offset IS NULL OR t.to_offset > {at})"
     pending = ""
     if known is None or known.closes.get(table):
-        pending = f" {_join_pending(warehouse, table, cluster, None if joined else at, known)}"
+        pending = f" {_join_pending(warehouse, table, cluster, known)}"
         where += f" AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))"
     query = f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross}{pending} {where}"
     return f"{query} UNION ALL {guard}" if guard else query
