@@ -14,7 +14,10 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from kraftlake.delta.append import Unsupported
+from kraftlake.delta.rewrite import Snapshot
 from kraftlake.delta.scan import arrow_schema, read_rows, table_snapshot
 from kraftlake.warehouse.answers import Limits
 from kraftlake.warehouse.tables import BOUNDS, CLOSES, CLUSTER
@@ -55,6 +58,16 @@ def _limits(rows: dict[str, list[int | None]]) -> Limits:
     )
 
 
+def _read(snap: Snapshot, columns: list[str]) -> dict[str, list[Any]]:
+    schema = arrow_schema(snap)
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        # a warehouse of an earlier layout: Spark's readers migrate it when they open it
+        raise Unsupported(f"{snap.path} has no column {', '.join(missing)}")
+    rows: dict[str, list[Any]] = read_rows(snap, schema, columns=columns).to_pydict()
+    return rows
+
+
 def read_guard_values(warehouse: str | Path) -> GuardValues:
     """:class:`GuardValues` of ``warehouse`` as its tables are now. ``bounds`` is read before ``closes``: a
     close appended meanwhile lies past the commit point read, where the guard refuses.
@@ -64,24 +77,21 @@ def read_guard_values(warehouse: str | Path) -> GuardValues:
     leaves the functions as they are then.
     """
     root = Path(warehouse)
-    snap = table_snapshot(root / BOUNDS)
     cols = ["committed_to", "retained_from", "gap_from", "gap_to"]
-    bounds = read_rows(snap, arrow_schema(snap), columns=[CLUSTER, *cols]).to_pydict()
+    bounds = _read(table_snapshot(root / BOUNDS), [CLUSTER, *cols])
     by_cluster: dict[str, dict[str, list[int | None]]] = {}
     for i, name in enumerate(bounds[CLUSTER]):
         into = by_cluster.setdefault(name, {c: [] for c in cols})
         for c in cols:
             into[c].append(bounds[c][i])
     limits = {name: _limits(rows) for name, rows in by_cluster.items()}
-    snap = table_snapshot(root / CLOSES)
-    closes = read_rows(snap, arrow_schema(snap), columns=[CLUSTER, "entity", "to_offset"]).to_pydict()
+    closes = _read(table_snapshot(root / CLOSES), [CLUSTER, "entity", "to_offset"])
     pending: dict[str, set[str]] = {}
     for name, entity, to in zip(closes[CLUSTER], closes["entity"], closes["to_offset"], strict=True):
         committed = limits[name].committed if name in limits else None
         if committed is None or to is None or to <= committed:
             pending.setdefault(entity, set()).add(name)
-    snap = table_snapshot(root / CLUSTERS)
-    names = read_rows(snap, arrow_schema(snap), columns=["name"]).column("name").to_pylist()
+    names = _read(table_snapshot(root / CLUSTERS), ["name"])["name"]
     return GuardValues(
         tuple(sorted({n for n in names if n is not None})),
         limits,

@@ -66,7 +66,7 @@ def test_partitions_at_runs_few_jobs_and_answers_as_the_tables_say(
     for query in (
         "SELECT * FROM leader_history('jepsen', 0)",
         # the offsets of another relation (a correlated call: the guard is evaluated per row)
-        f"SELECT v.o, p.topic, p.leader FROM VALUES (1), ({last}) AS v(o), LATERAL partitions_at(v.o) p",
+        f"SELECT v.o, p.topic, p.leader FROM VALUES (1), ({last}) AS v(o), LATERAL partitions_at(v.o, '{cluster}') p",
     ):
         expected = _session(spark, w, query, literal=False).sql(query).collect()
         assert expected and _canon(_session(spark, w, query).sql(query).collect()) == _canon(expected), query
