@@ -165,6 +165,10 @@ def function_statements(
                 ),
             )
         )
+
+    def guard(types: list[str], source: str, where: str, what: str) -> str:
+        return _history_guard(warehouse, types, source, where, what, chosen, known, refusal)
+
     parts = f"({history_query(warehouse, 'partitions', chosen)})"
     full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
     of_partition = "h.topic = for_topic AND h.`partition` = for_partition"
@@ -175,16 +179,7 @@ def function_statements(
         f"RETURNS TABLE ({full}) "
         f"RETURN SELECT {_cols('partitions')}, h.from_offset, h.to_offset FROM {parts} h "
         f"WHERE {of_partition} UNION ALL "
-        + _history_guard(
-            warehouse,
-            [*part_types, "BIGINT", "BIGINT"],
-            parts,
-            of_partition,
-            partition_named,
-            chosen,
-            known,
-            refusal,
-        )
+        + guard([*part_types, "BIGINT", "BIGINT"], parts, of_partition, partition_named)
     )
     for what, col, typ in (("isr", "isr", "ARRAY<INT>"), ("leader", "leader", "INT")):
         # versions in which the value did not change are merged (gaps and islands over the version order)
@@ -200,15 +195,8 @@ def function_statements(
             f"    lag(h.to_offset) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev_to "
             f"    FROM {parts} h WHERE h.topic = for_topic AND h.`partition` = for_partition)) "
             f"GROUP BY topic, topic_id, `partition`, {col}, island UNION ALL "
-            + _history_guard(
-                warehouse,
-                ["STRING", "STRING", "INT", typ, "BIGINT", "BIGINT"],
-                parts,
-                of_partition,
-                partition_named,
-                chosen,
-                known,
-                refusal,
+            + guard(
+                ["STRING", "STRING", "INT", typ, "BIGINT", "BIGINT"], parts, of_partition, partition_named
             )
         )
     brokers = f"({history_query(warehouse, 'brokers', chosen)})"
@@ -217,15 +205,11 @@ def function_statements(
         f"({_returns('brokers', 'from_offset BIGINT, to_offset BIGINT')}) "
         f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id "
         "UNION ALL "
-        + _history_guard(
-            warehouse,
+        + guard(
             [*(t for _, t in history_columns("brokers")), "BIGINT", "BIGINT"],
             brokers,
             "h.id = for_id",
             "concat('broker ', for_id)",
-            chosen,
-            known,
-            refusal,
         )
     )
     out.extend(risk_statements(warehouse, kind, named, chosen))
