@@ -231,7 +231,8 @@ class Server:
         if self.answer is not None and is_loopback(self.config.host):
             from pipelines.sql_route import SqlRoute
 
-            self._route = SqlRoute(self.spark, self.answer, self.config.token)
+            prepare = guarded_functions(self.config.warehouse)
+            self._route = SqlRoute(self.spark, self.answer, self.config.token, prepare)
             route = self._route.start(self.config.host)
         return Endpoints(connect, jdbc, functions, tables, route)
 
@@ -280,6 +281,28 @@ class Server:
             self._connect_started = False
         self.spark.stop()
         self.spark = None
+
+
+def guarded_functions(warehouse: Path) -> Callable[[Any, str], None]:
+    """What readies a SQL route request's session (:class:`pipelines.sql_route.SqlRoute`'s ``prepare``): the
+    table functions its query names created in it with the guards' values as literals
+    (:func:`udfs.sql.register_for_query`), read from the warehouse without Spark and kept until one of their
+    tables has a new version (:class:`kraftlake.warehouse.guard_values.GuardCache`). Where they cannot be read
+    so, the query runs with the catalog's functions, which read the tables themselves."""
+    from kraftlake.delta.append import DeltaAppendError
+    from kraftlake.warehouse.guard_values import GuardCache
+    from udfs.sql import register_for_query
+
+    cache = GuardCache(warehouse)
+
+    def prepare(session: Any, query: str) -> None:
+        try:
+            known = cache.values()
+        except (DeltaAppendError, OSError):
+            return
+        register_for_query(session, warehouse, query, known)
+
+    return prepare
 
 
 def register_catalog(spark: Any, warehouse: Path) -> tuple[list[str], list[str]]:

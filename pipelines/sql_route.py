@@ -5,8 +5,9 @@ the same address) and records that URL beside its Connect one (:mod:`pipelines.e
 found the server through that record POSTs ``{"query": ..., "format": "table"|"jsonl"}`` and gets the text
 ``kraftlake sql`` prints, made by the server: the query runs in a new session of the server's own driver
 (each request its own, as each Connect client gets its own: the catalog's functions are shared, settings and
-temporary views are not; the record UDFs are registered for it when the query names one) and is printed by
-the same code as a local run's. The client imports neither pyspark nor grpc and opens no Connect session: its
+temporary views are not; the record UDFs are registered for it when the query names one, and so are the
+table functions it names with their guards' values as literals: ``prepare``,
+:func:`pipelines.serve.guarded_functions`) and is printed by the same code as a local run's. The client imports neither pyspark nor grpc and opens no Connect session: its
 cost is Python's start, this module and one round trip.
 
 Answers: 200 with the printed text (UTF-8); 422 with ``{"error": line}`` for a query the command refuses
@@ -40,6 +41,8 @@ FORMATS = ("table", "jsonl")
 #: What prints an answer: ``(session, query, format) -> text``; raises :class:`KraftlakeError` for a refused
 #: query (its message is the one line the command prints).
 Answer = Callable[[Any, str, str], str]
+#: What readies a request's new session for its query: ``(session, query) -> None``.
+Prepare = Callable[[Any, str], None]
 
 
 class RouteError(KraftlakeError):
@@ -103,12 +106,15 @@ class _Handler(BaseHTTPRequestHandler):
 class _RouteServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, host: str, spark: Any, answer: Answer, token: str | None) -> None:
+    def __init__(
+        self, host: str, spark: Any, answer: Answer, token: str | None, prepare: Prepare | None
+    ) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host, 0), _Handler)
         self.spark = spark
         self.answer = answer
         self.token = token
+        self.prepare = prepare
 
     def authorized(self, header: str) -> bool:
         if self.token is None:
@@ -123,21 +129,24 @@ class _RouteServer(ThreadingHTTPServer):
             from udfs.records import register_udfs
 
             register_udfs(session)
+        if self.prepare is not None:
+            self.prepare(session, query)
         return self.answer(session, query, fmt)
 
 
 class SqlRoute:
     """The route of one server: :meth:`start` listens (a thread of its own) and returns the URL; :meth:`stop`
-    closes it."""
+    closes it. ``prepare`` readies each request's session for its query before ``answer`` runs it."""
 
-    def __init__(self, spark: Any, answer: Answer, token: str | None) -> None:
+    def __init__(self, spark: Any, answer: Answer, token: str | None, prepare: Prepare | None = None) -> None:
         self.spark = spark
         self.answer = answer
         self.token = token
+        self.prepare = prepare
         self._server: _RouteServer | None = None
 
     def start(self, host: str) -> str:
-        self._server = _RouteServer(host, self.spark, self.answer, self.token)
+        self._server = _RouteServer(host, self.spark, self.answer, self.token, self.prepare)
         threading.Thread(target=self._server.serve_forever, name="kraftlake-sql-route", daemon=True).start()
         port = self._server.server_address[1]
         return f"http://{f'[{host}]' if ':' in host else host}:{port}{PATH}"

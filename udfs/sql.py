@@ -59,12 +59,14 @@ from kraftlake.spark.tables.queries import (
     bounds_relation,
     cluster_choice,
     cluster_named,
+    cluster_refusal,
     history_query,
     offset_at_time,
     offset_guard,
     retention_guard_at_time,
     state_query,
 )
+from kraftlake.warehouse.guard_values import GuardValues
 from udfs.records import register_udfs
 from udfs.risk import risk_statements
 from udfs.versions import versions_statements
@@ -83,17 +85,25 @@ def _cols(table: str, alias: str = "h") -> str:
 
 
 def _history_guard(
-    warehouse: str | Path, types: list[str], source: str, where: str, what: str, cluster: str
+    warehouse: str | Path,
+    types: list[str],
+    source: str,
+    where: str,
+    what: str,
+    cluster: str,
+    known: GuardValues | None = None,
+    refusal: str = "",
 ) -> str:
     """A UNION ALL branch of a history view that yields no row (NULLs of ``types``) and raises when the
     cluster's history was cut (a retained-from offset is recorded) and the entity's versions in ``source``
     (alias ``h``, filtered by ``where``) start below it or are all gone; ``what`` is an SQL string expression
     naming it. ``cluster``: a :func:`kraftlake.spark.tables.queries.cluster_choice`, which raises here for a
-    cluster the warehouse does not hold."""
+    cluster the warehouse does not hold. ``known``: :func:`kraftlake.spark.tables.queries.bounds_relation`'s, and ``refusal``
+    :func:`kraftlake.spark.tables.queries.cluster_refusal`'s branches, checked first."""
     nulls = ", ".join(f"CAST(NULL AS {t})" for t in types)
     return (
         f"SELECT {nulls} FROM (SELECT min(h.from_offset) AS f FROM {source} h WHERE {where}) s "
-        f"CROSS JOIN {bounds_relation(warehouse, cluster)} WHERE CASE WHEN {cluster} IS NULL THEN false "
+        f"CROSS JOIN {bounds_relation(warehouse, cluster, known)} WHERE CASE {refusal}WHEN {cluster} IS NULL THEN false "
         f"WHEN g.r >= 0 AND (s.f IS NULL OR s.f < g.r) "
         f"THEN raise_error(concat('the history of ', {what}, ' reaches {BEFORE_RETAINED} (', "
         f"coalesce(cast(s.f AS STRING), 'none left'), '): the warehouse holds the states from offset ', g.r, "
@@ -102,12 +112,16 @@ def _history_guard(
 
 
 def function_statements(
-    warehouse: str | Path, temporary: bool = True, database: str | None = None
+    warehouse: str | Path,
+    temporary: bool = True,
+    database: str | None = None,
+    known: GuardValues | None = None,
 ) -> list[str]:
     """The ``CREATE FUNCTION`` statements :func:`register` runs.
 
     ``temporary=False`` makes permanent functions, stored in the catalog (``database`` names the schema they go
-    to, else the current one): see :mod:`udfs.catalog`.
+    to, else the current one): see :mod:`udfs.catalog`. ``known``: the guards' values as literals, as they were
+    read then (:func:`register_for_query`): for functions that answer one query and are dropped.
     """
     if temporary and database is not None:
         raise ValueError("temporary functions belong to the session, not to a database")
@@ -118,7 +132,8 @@ def function_statements(
     # every function's last argument names the cluster; NULL (left out) answers for the one cluster held, and
     # _at_time for every cluster
     named = f"{CLUSTER_ARG} STRING DEFAULT NULL"
-    chosen = cluster_choice(warehouse, CLUSTER_ARG)
+    chosen = cluster_choice(warehouse, CLUSTER_ARG, known)
+    refusal = cluster_refusal(warehouse, CLUSTER_ARG, known)
     # the rows read by the cluster named (a literal: Delta skips the others' files), checked by the guard
     read_by = cluster_named(CLUSTER_ARG, chosen)
     narrowed = f"CASE WHEN {CLUSTER_ARG} IS NULL THEN NULL ELSE {chosen} END"
@@ -132,7 +147,8 @@ def function_statements(
                 table,
                 "at_offset",
                 read_by,
-                guard=offset_guard(warehouse, table, "at_offset", chosen, read_by),
+                guard=offset_guard(warehouse, table, "at_offset", chosen, read_by, known, refusal),
+                known=known,
             )
         )
         out.append(
@@ -149,6 +165,10 @@ def function_statements(
                 ),
             )
         )
+
+    def guard(types: list[str], source: str, where: str, what: str) -> str:
+        return _history_guard(warehouse, types, source, where, what, chosen, known, refusal)
+
     parts = f"({history_query(warehouse, 'partitions', chosen)})"
     full = _returns("partitions", "from_offset BIGINT, to_offset BIGINT")
     of_partition = "h.topic = for_topic AND h.`partition` = for_partition"
@@ -159,9 +179,7 @@ def function_statements(
         f"RETURNS TABLE ({full}) "
         f"RETURN SELECT {_cols('partitions')}, h.from_offset, h.to_offset FROM {parts} h "
         f"WHERE {of_partition} UNION ALL "
-        + _history_guard(
-            warehouse, [*part_types, "BIGINT", "BIGINT"], parts, of_partition, partition_named, chosen
-        )
+        + guard([*part_types, "BIGINT", "BIGINT"], parts, of_partition, partition_named)
     )
     for what, col, typ in (("isr", "isr", "ARRAY<INT>"), ("leader", "leader", "INT")):
         # versions in which the value did not change are merged (gaps and islands over the version order)
@@ -177,13 +195,8 @@ def function_statements(
             f"    lag(h.to_offset) OVER (PARTITION BY h.topic_id ORDER BY h.from_offset) AS prev_to "
             f"    FROM {parts} h WHERE h.topic = for_topic AND h.`partition` = for_partition)) "
             f"GROUP BY topic, topic_id, `partition`, {col}, island UNION ALL "
-            + _history_guard(
-                warehouse,
-                ["STRING", "STRING", "INT", typ, "BIGINT", "BIGINT"],
-                parts,
-                of_partition,
-                partition_named,
-                chosen,
+            + guard(
+                ["STRING", "STRING", "INT", typ, "BIGINT", "BIGINT"], parts, of_partition, partition_named
             )
         )
     brokers = f"({history_query(warehouse, 'brokers', chosen)})"
@@ -192,13 +205,11 @@ def function_statements(
         f"({_returns('brokers', 'from_offset BIGINT, to_offset BIGINT')}) "
         f"RETURN SELECT {_cols('brokers')}, h.from_offset, h.to_offset FROM {brokers} h WHERE h.id = for_id "
         "UNION ALL "
-        + _history_guard(
-            warehouse,
+        + guard(
             [*(t for _, t in history_columns("brokers")), "BIGINT", "BIGINT"],
             brokers,
             "h.id = for_id",
             "concat('broker ', for_id)",
-            chosen,
         )
     )
     out.extend(risk_statements(warehouse, kind, named, chosen))
@@ -236,10 +247,37 @@ def register(
     names = []
     for stmt in function_statements(warehouse, temporary, database):
         spark.sql(stmt)
-        names.append(stmt.split(" FUNCTION ", 1)[1].split("(", 1)[0].replace("`", ""))
+        names.append(_created(stmt))
     if temporary:
         names += register_udfs(spark)
     return names
+
+
+def _created(stmt: str) -> str:
+    """The (qualified) name a ``CREATE FUNCTION`` statement creates."""
+    return stmt.split(" FUNCTION ", 1)[1].split("(", 1)[0].replace("`", "")
+
+
+def register_for_query(
+    spark: SparkSession, warehouse: str | Path, query: str, known: GuardValues | None
+) -> list[str]:
+    """Create the table functions ``query`` names, as temporary functions of ``spark`` (they shadow the
+    catalog's of the same name), with the guards' values as the literals of ``known``; returns their names.
+
+    For a session that answers this one query (a server's request): its functions read ``clusters`` and
+    ``bounds`` no more (each table a query reads costs a Delta scan planning and a Spark job), a guard that
+    passes folds away, a warehouse's one cluster is a literal Delta skips files by, and ``closes`` is read only
+    for the clusters that have a pending close of the entity. A query qualifying a function's name
+    (``default.partitions_at``) gets the catalog's, which read the tables. ``known`` None creates them as
+    :func:`register` does, reading the tables.
+    """
+    named = []
+    for stmt in function_statements(warehouse, temporary=True, known=known):
+        name = _created(stmt)
+        if re.search(rf"\b{name}\s*\(", query, re.IGNORECASE):
+            spark.sql(stmt)
+            named.append(name)
+    return named
 
 
 def _ours(text: str) -> bool:

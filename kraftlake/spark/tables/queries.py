@@ -17,6 +17,7 @@ from kraftlake.spark.tables.layout import (
     sql_string,
     table_ref,
 )
+from kraftlake.warehouse.guard_values import GuardValues
 
 
 def cluster_sql(name: str) -> str:
@@ -31,19 +32,56 @@ NO_SUCH_CLUSTER = "is not a cluster of the warehouse"
 NAME_ONE = "name one as the last argument"
 
 
-def cluster_choice(warehouse: str | Path, arg: str) -> str:
-    """The cluster an SQL function answers for: ``arg`` (an SQL expression, NULL: none named) or the one cluster
-    of the ``clusters`` registry; raises (``raise_error``) for a name the warehouse does not hold, or for none
-    where it holds several. NULL when it holds none (nothing ingested yet)."""
-    # the names in a scalar subquery of their own: a function's parameter cannot be read inside one
-    held = f"(SELECT array_sort(collect_set(name)) FROM {table_ref(warehouse, CLUSTERS)})"
+def _held_sql(warehouse: str | Path, known: GuardValues | None) -> str:
+    """The registry's names, sorted: a literal array from ``known``, else a scalar subquery over ``clusters``."""
+    if known is None:
+        return f"(SELECT array_sort(collect_set(name)) FROM {table_ref(warehouse, CLUSTERS)})"
+    if not known.clusters:
+        return "CAST(array() AS ARRAY<STRING>)"
+    return f"array({', '.join(sql_string(c) for c in known.clusters)})"
+
+
+def _refusals(arg: str, held: str) -> tuple[str, str]:
+    """The raise_error of a named cluster the warehouse does not hold, and of none named among several."""
     listed = f"array_join({held}, ', ')"
     return (
+        f"raise_error(concat('cluster ', {arg}, ' {NO_SUCH_CLUSTER} (', {listed}, ')'))",
+        f"raise_error(concat('the warehouse holds ', size({held}), ' clusters (', {listed}, '): {NAME_ONE}'))",
+    )
+
+
+def cluster_choice(warehouse: str | Path, arg: str, known: GuardValues | None = None) -> str:
+    """The cluster an SQL function answers for: ``arg`` (an SQL expression, NULL: none named) or the one cluster
+    of the ``clusters`` registry; raises (``raise_error``) for a name the warehouse does not hold, or for none
+    where it holds several. NULL when it holds none (nothing ingested yet).
+
+    ``known``: the registry's names as they were read then (:mod:`kraftlake.warehouse.guard_values`), as a
+    literal: called with a literal (or with none, of a warehouse of one cluster), the choice folds to a literal.
+    """
+    # the names in a scalar subquery of their own: a function's parameter cannot be read inside one
+    held = _held_sql(warehouse, known)
+    unknown, name_one = _refusals(arg, held)
+    return (
         f"CASE WHEN {arg} IS NOT NULL THEN CASE WHEN array_contains({held}, {arg}) THEN {arg} "
-        f"ELSE raise_error(concat('cluster ', {arg}, ' {NO_SUCH_CLUSTER} (', {listed}, ')')) END "
-        f"WHEN size({held}) <= 1 THEN try_element_at({held}, 1) "
-        f"ELSE raise_error(concat('the warehouse holds ', size({held}), ' clusters (', {listed}, '): "
-        f"{NAME_ONE}')) END"
+        f"ELSE {unknown} END WHEN size({held}) <= 1 THEN try_element_at({held}, 1) ELSE {name_one} END"
+    )
+
+
+def cluster_refusal(warehouse: str | Path, arg: str, known: GuardValues | None = None) -> str:
+    """:func:`cluster_choice`'s refusals as the first branches of a guard's ``CASE`` (``WHEN ... THEN
+    raise_error(...)``), empty without ``known``.
+
+    With the registry's names as a literal, a guard whose every other branch folds to ``false`` (an offset it
+    lets through) is folded to ``false`` by the optimizer, a cluster choice that raises inside it included; as
+    branches of their own, a refusal's condition folds to ``true`` and the raise stays.
+    """
+    if known is None:
+        return ""
+    held = _held_sql(warehouse, known)
+    unknown, name_one = _refusals(arg, held)
+    return (
+        f"WHEN {arg} IS NOT NULL AND NOT array_contains({held}, {arg}) THEN {unknown} "
+        f"WHEN {arg} IS NULL AND size({held}) > 1 THEN {name_one} "
     )
 
 
@@ -61,22 +99,33 @@ def cluster_named(arg: str, chosen: str) -> str:
 
 
 def pending_closes_sql(
-    warehouse: str | Path, table: str, cluster: str | None, at_most: str | None = None
+    warehouse: str | Path,
+    table: str,
+    cluster: str | None,
+    at_most: str | None = None,
+    known: GuardValues | None = None,
 ) -> str:
     """The pending closes of ``table`` as ``(cluster, key, tos)``: every close's ``to_offset`` per cluster and
-    entity key; of the cluster ``cluster`` (an SQL expression) only, unless None."""
+    entity key; of the cluster ``cluster`` (an SQL expression) only, unless None; of ``to_offset <= at_most``
+    only, unless None. ``known``: only the clusters it lists for ``table`` have closes that matter (none:
+    ``false``, the optimizer drops the scan of ``closes``)."""
     bound = f" AND to_offset <= {at_most}" if at_most is not None else ""
     of = f" AND {CLUSTER} = {cluster}" if cluster is not None else ""
+    if known is not None:
+        having = known.closes.get(table, ())
+        of += f" AND {CLUSTER} IN ({', '.join(sql_string(c) for c in having)})" if having else " AND false"
     return (
         f"SELECT {CLUSTER}, key, collect_list(to_offset) AS tos FROM {table_ref(warehouse, CLOSES)} "
         f"WHERE entity = '{table}'{of}{bound} GROUP BY {CLUSTER}, key"
     )
 
 
-def _join_pending(warehouse: str | Path, table: str, cluster: str | None) -> str:
+def _join_pending(
+    warehouse: str | Path, table: str, cluster: str | None, known: GuardValues | None = None
+) -> str:
     """The pending closes of each still-open version of ``table`` (alias ``t``) as ``c.tos`` (NULL: none)."""
     return (
-        f"LEFT JOIN ({pending_closes_sql(warehouse, table, cluster)}) c ON t.to_offset IS NULL "
+        f"LEFT JOIN ({pending_closes_sql(warehouse, table, cluster, known=known)}) c ON t.to_offset IS NULL "
         f"AND t.{CLUSTER} = c.{CLUSTER} AND {key_sql(table, 't')} = c.key"
     )
 
@@ -103,6 +152,7 @@ def state_query(
     cluster: str | None,
     joined: str = "",
     guard: str | None = None,
+    known: GuardValues | None = None,
 ) -> str:
     """The versions of ``table`` valid at offset ``at`` (an SQL expression): ``from_offset <= at < to_offset``,
     of the cluster ``cluster`` (an SQL expression: :func:`cluster_sql`, :func:`cluster_choice`).
@@ -112,7 +162,10 @@ def state_query(
     (alias ``t``) that ``at`` may refer to; with ``cluster`` None it is a relation ``a`` of a ``cluster``
     column and ``at`` per cluster, joined by cluster, and the answer has the ``cluster`` column first.
     ``guard``: a query of the same columns added with UNION ALL, which yields no row but may raise
-    (:func:`offset_guard`, :func:`retention_guard_at_time`).
+    (:func:`offset_guard`, :func:`retention_guard_at_time`). ``known``: see :func:`pending_closes_sql`;
+    where it lists no cluster with a pending close of ``table``, the query has no join with ``closes`` at all
+    (the plan then filters the scan by the stored columns alone, and Delta's file listing made when the query
+    is planned serves its execution too).
     """
     first = [f"t.{CLUSTER}"] if cluster is None else []
     cols = ", ".join([*first, *(f"t.`{n}`" for n in ENTITIES[table].names), "t.from_offset"])
@@ -121,12 +174,12 @@ def state_query(
     else:
         cross = f" CROSS JOIN {joined}" if joined else ""
     of = "" if cluster is None else f"t.{CLUSTER} = {cluster} AND "
-    query = (
-        f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross} "
-        f"{_join_pending(warehouse, table, cluster)} WHERE {of}t.from_offset <= {at} "
-        f"AND (t.to_offset IS NULL OR t.to_offset > {at}) "
-        f"AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))"
-    )
+    where = f"WHERE {of}t.from_offset <= {at} AND (t.to_offset IS NULL OR t.to_offset > {at})"
+    pending = ""
+    if known is None or known.closes.get(table):
+        pending = f" {_join_pending(warehouse, table, cluster, known)}"
+        where += f" AND (c.tos IS NULL OR NOT exists(c.tos, x -> x > t.from_offset AND x <= {at}))"
+    query = f"SELECT {cols} FROM {table_ref(warehouse, table)} t{cross}{pending} {where}"
     return f"{query} UNION ALL {guard}" if guard else query
 
 
@@ -148,11 +201,39 @@ _BOUNDS_AGGREGATES = (
 )
 
 
-def bounds_relation(warehouse: str | Path, cluster: str) -> str:
+def _bigint(value: int | None) -> str:
+    return "CAST(NULL AS BIGINT)" if value is None else f"{int(value)}L"
+
+
+def _known_bounds(known: GuardValues, cluster: str) -> str:
+    """:func:`bounds_relation`'s columns as literals, one CASE over the cluster's name per column."""
+    columns: dict[str, list[tuple[str, int | None]]] = {n: [] for n in ("r", "m", "f1", "t1", "f2", "t2")}
+    for name, lim in sorted(known.limits.items()):
+        first, last = lim.first_gap or (None, None), lim.last_gap or (None, None)
+        values = (lim.retained, lim.committed, first[0], first[1], last[0], last[1])
+        for column, value in zip(columns, values, strict=True):
+            columns[column].append((name, value))
+    parts = []
+    for column, cases in columns.items():
+        otherwise = "-1L" if column == "r" else _bigint(None)
+        whens = " ".join(f"WHEN {sql_string(n)} THEN {_bigint(v)}" for n, v in cases if v is not None)
+        parts.append(
+            f"CASE {cluster} {whens} ELSE {otherwise} END AS {column}"
+            if whens
+            else f"{otherwise} AS {column}"
+        )
+    return f"(SELECT {', '.join(parts)}) g"
+
+
+def bounds_relation(warehouse: str | Path, cluster: str, known: GuardValues | None = None) -> str:
     """A one-row relation ``g`` of the cluster ``cluster`` (an SQL expression): ``r``, the retained-from offset
     (-1: the whole log), ``m``, the published commit point (NULL before the first commit), and the first and the
     last recorded gap (:func:`kraftlake.spark.tables.bounds.record_gap`) as ``f1..t1`` and ``f2..t2`` (NULL
-    without one; the same one when there is one)."""
+    without one; the same one when there is one). ``known``: the same as literals, as they were read then
+    (:mod:`kraftlake.warehouse.guard_values`): no scan of ``bounds``, and a guard over them that passes folds
+    away before the query runs."""
+    if known is not None:
+        return _known_bounds(known, cluster)
     # both from one small table: each table a query reads costs a Delta scan planning of its own (file
     # statistics and a Spark job or two), whatever the table's size
     # the gaps as the first (min) and the last (max) recorded one: holes of one log are ordered by both ends, and
@@ -171,7 +252,13 @@ REFUSALS = (NEGATIVE, BEFORE_RETAINED, AFTER_COMMITTED, IN_GAP, NO_SUCH_CLUSTER,
 
 
 def offset_guard(
-    warehouse: str | Path, table: str, at: str, cluster: str, bounds_of: str | None = None
+    warehouse: str | Path,
+    table: str,
+    at: str,
+    cluster: str,
+    bounds_of: str | None = None,
+    known: GuardValues | None = None,
+    refusal: str = "",
 ) -> str:
     """A query of ``table``'s function columns that yields no row, and raises (``raise_error``, Spark's
     USER_RAISED_EXCEPTION) when offset ``at`` is negative, below the retained-from offset
@@ -186,10 +273,11 @@ def offset_guard(
     is never evaluated when that side is empty: after data skipping, at an offset below every version.) The
     bounds are those of ``cluster``; a :func:`cluster_choice` there raises in it for a cluster not held.
     ``bounds_of``: the same cluster as the bounds are read by (:func:`cluster_named`: Delta skips the other
-    clusters' files of ``bounds``), ``cluster`` when None.
+    clusters' files of ``bounds``), ``cluster`` when None. ``known``: :func:`bounds_relation`'s; with it,
+    ``refusal`` is :func:`cluster_refusal`'s branches, checked first.
     """
     return (
-        f"{_no_row(table)} FROM {bounds_relation(warehouse, bounds_of or cluster)} WHERE CASE "
+        f"{_no_row(table)} FROM {bounds_relation(warehouse, bounds_of or cluster, known)} WHERE CASE {refusal}"
         f"WHEN {cluster} IS NULL THEN false "
         f"WHEN {at} < 0 THEN raise_error(concat('offset ', {at}, ' {NEGATIVE}')) "
         f"WHEN {at} < g.r THEN raise_error(concat('offset ', {at}, ' lies {BEFORE_RETAINED}: the warehouse "
