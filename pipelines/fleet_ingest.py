@@ -20,6 +20,7 @@ before the failure; the other clusters go on, and the first failure is raised on
 
 from __future__ import annotations
 
+import logging
 import pickle
 import threading
 import time
@@ -36,8 +37,10 @@ from kraftlake.spark.tables.layout import LOG, WarehouseError
 from kraftlake.spark.tables.writes import wait_checkpoints
 from pipelines.commit import gaps_of_jumps
 from pipelines.ingest import ClusterWriter, IngestResult, open_writers
-from pipelines.replay_task import SLICE_SCHEMA, TASK_SCHEMA, replay_tasks
+from pipelines.replay_task import SLICE_SCHEMA, TASK_SCHEMA, replay_tasks, warm_worker
 from pipelines.slice_files import TableFormat, WrittenSlice, commit_written, table_formats
+
+_log = logging.getLogger(__name__)
 
 #: Clusters replayed at once (one driver thread and one Spark task each).
 MAX_PARALLEL = 16
@@ -74,6 +77,8 @@ def ingest_fleet(
     twice = [x for seq in (dirs, names) for i, x in enumerate(seq) if x in seq[:i]]
     if twice:
         raise WarehouseError(f"{twice[0]} is given twice: one log dir a cluster, one name a log dir")
+    warming = threading.Thread(target=warm_workers, args=(spark,), name="kraftlake-warm", daemon=True)
+    warming.start()
     formats = table_formats()
     # every writer opened in one pass (one registry read and append, the commit points from the Delta logs);
     # the resumed clusters' images are rebuilt in their tasks, side by side
@@ -87,6 +92,7 @@ def ingest_fleet(
             failed = future.exception()
             if failed is not None:
                 errors.append(failed)
+    warming.join()
     if errors:
         raise errors[0]
     results = [w.result for w in writers]
@@ -102,6 +108,19 @@ def ingest_fleet(
     for w in writers:
         w.result.seconds = time.monotonic() - w.t0
     return results
+
+
+def warm_workers(spark: SparkSession) -> None:
+    """Start the executors' Python workers with the replay's modules imported (:func:`pipelines.replay_task.warm_worker`,
+    a task a core), while the driver opens the clusters' writers: a worker's cold start (the interpreter, pyarrow,
+    kraftlake) is seconds, and Spark reuses the worker for the replay tasks queued behind. Best effort: a
+    failure here costs the replay nothing but that start."""
+    try:
+        spark.sparkContext.setLocalProperty("spark.job.description", "kraftlake: start the Python workers")
+        cores = max(1, spark.sparkContext.defaultParallelism)
+        spark.range(cores, numPartitions=cores).mapInArrow(warm_worker, "id long").collect()
+    except Exception as exc:  # the replay tasks start their workers themselves
+        _log.info("the Python workers were not started ahead: %s", exc)
 
 
 def task_row(writer: ClusterWriter, formats: dict[str, TableFormat]) -> dict[str, Any]:

@@ -93,6 +93,15 @@ def replay_cluster(task: dict[str, Any]) -> Iterator[Any]:
         yield _slice_row(cluster, index, 0, None, exc)
 
 
+def warm_worker(batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` over anything, returning nothing: run where an executor's Python worker starts, it has the
+    worker import this module (the replay's, the image's and the Delta writer's), and Spark reuses that worker
+    for the replay tasks after it."""
+    for _ in batches:
+        pass
+    return iter(())
+
+
 def replay_tasks(batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` over task rows: every cluster of the partition replayed, one after another."""
     for rb in batches:
