@@ -1,8 +1,9 @@
 """``sql --warehouse W "SELECT ..."``: a query with the table functions registered (``partitions_at`` ...).
 
-Run on the endpoint of ``--remote`` (or ``$SPARK_REMOTE``), else on the ``kraftlake serve`` running over the
-warehouse (its record, :mod:`pipelines.endpoint_file`: through its SQL route, :mod:`pipelines.sql_route`, when
-it has one, else Connect), else (or with ``--local``) in a local Spark session. :func:`printed` is what any of
+Run on the ``kraftlake serve`` running over the warehouse when there is one and ``--remote`` (or
+``$SPARK_REMOTE``) names no other server (its record, :mod:`pipelines.endpoint_file`: through its SQL route,
+:mod:`pipelines.sql_route`, when it has one, else Connect), else on the endpoint of ``--remote``, else (or with
+``--local``) in a local Spark session. :func:`printed` is what any of
 them prints, the route's server included.
 """
 
@@ -67,20 +68,22 @@ def _through_route(route: str, query: str, fmt: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.endpoint_file import running_record
-    from pipelines.serve import calls_record_udfs, remote_url
+    from pipelines.serve import calls_record_udfs, remote_url, same_endpoint
 
     if not args.query.strip():
         raise CommandError("the query is empty")
-    if not args.local and remote_url(args.remote) is None:
+    remote = None if args.local else remote_url(args.remote)
+    if not args.local:
         found = running_record(args.warehouse or "./warehouse")
-        if found is not None:
+        # the warehouse's own server, named or not: its SQL route answers what its Connect endpoint would
+        if found is not None and (remote is None or same_endpoint(remote, found.url)):
             print(
                 f"kraftlake sql: on the running `kraftlake serve` at {found.url} (--local: not)",
                 file=sys.stderr,
             )
             if found.sql_route is not None and _through_route(found.sql_route, args.query, args.format):
                 return 0
-            args.remote = found.url
+            args.remote = remote or found.url
     if args.local and args.remote:
         raise CommandError("--local and --remote: choose one")
     with query_session("sql", args, local=args.local, record_udfs=calls_record_udfs(args.query)) as spark:

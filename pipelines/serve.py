@@ -335,6 +335,15 @@ def remote_url(given: str | None) -> str | None:
     return url
 
 
+def same_endpoint(a: str, b: str) -> bool:
+    """Whether two Spark Connect URLs name the same server (host and port; parameters such as a token aside)."""
+
+    def where(url: str) -> str:
+        return url.removeprefix("sc://").split("/", 1)[0].split(";", 1)[0].lower()
+
+    return where(a) == where(b)
+
+
 def _shown(url: str) -> str:
     """``url`` fit to print: its token, if any, left out."""
     return re.sub(r"(?i)(;token=)[^;]*", r"\1...", url)

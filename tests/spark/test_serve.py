@@ -369,6 +369,26 @@ def test_sql_through_the_route_prints_what_connect_prints(
     )
     assert alone.returncode == 0 and alone.stdout.count("\n") > 3, alone
     assert alone.stderr.endswith("(--local: not)\nFalse\n"), alone.stderr
+    # --remote naming the warehouse's own server goes the same way
+    named = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            probe,
+            "sql",
+            "--remote",
+            server.connect,
+            "--warehouse",
+            str(warehouse),
+            query,
+        ],
+        cwd=REPO,
+        env=command_env(SPARK_CONNECT_AUTHENTICATE_TOKEN=TOKEN),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (named.returncode, named.stdout, named.stderr) == (0, alone.stdout, alone.stderr), named
     for i, text in enumerate(ROUTE_QUERIES):
         q = text.format(last=offsets[-1])
         for fmt in ("table", "jsonl") if i < 3 else ("table",):
