@@ -77,10 +77,11 @@ def run(args: argparse.Namespace) -> int:
         found = running_record(args.warehouse or "./warehouse")
         # the warehouse's own server, named or not: its SQL route answers what its Connect endpoint would
         if found is not None and (remote is None or same_endpoint(remote, found.url)):
-            print(
-                f"kraftlake sql: on the running `kraftlake serve` at {found.url} (--local: not)",
-                file=sys.stderr,
-            )
+            if remote is None:  # chosen without being named: say so
+                print(
+                    f"kraftlake sql: on the running `kraftlake serve` at {found.url} (--local: not)",
+                    file=sys.stderr,
+                )
             if found.sql_route is not None and _through_route(found.sql_route, args.query, args.format):
                 return 0
             args.remote = remote or found.url
