@@ -57,9 +57,15 @@ class Limits:
 
 def limits(wh: Warehouse) -> Limits:
     rows = wh.read(BOUNDS, columns=["committed_to", "retained_from", "gap_from", "gap_to"])
+    return limits_of_rows(rows.to_pydict())
+
+
+def limits_of_rows(rows: dict[str, list[Any]]) -> Limits:
+    """:class:`Limits` of ``bounds`` rows (its columns ``committed_to``, ``retained_from``, ``gap_from``,
+    ``gap_to`` as lists)."""
 
     def agg(column: str, how: Any) -> int | None:
-        values = [v for v in rows.column(column).to_pylist() if v is not None]
+        values = [v for v in rows[column] if v is not None]
         return int(how(values)) if values else None
 
     retained = agg("retained_from", max)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from kraftlake.delta.append import Unsupported
 from kraftlake.delta.rewrite import Snapshot
 from kraftlake.delta.scan import arrow_schema, read_rows, table_snapshot
-from kraftlake.warehouse.answers import Limits
+from kraftlake.warehouse.answers import Limits, limits_of_rows
 from kraftlake.warehouse.tables import BOUNDS, CLOSES, CLUSTER
 
 #: The clusters registry's table (``kraftlake.spark.tables.layout.CLUSTERS``).
@@ -41,21 +41,6 @@ class GuardValues:
 
     def limits_of(self, cluster: str) -> Limits:
         return self.limits.get(cluster, Limits(-1, None, None, None))
-
-
-def _limits(rows: dict[str, list[int | None]]) -> Limits:
-    def agg(column: str, how: Callable[[list[int]], int]) -> int | None:
-        values = [int(v) for v in rows[column] if v is not None]
-        return how(values) if values else None
-
-    retained = agg("retained_from", max)
-    f1, t1, f2, t2 = (agg("gap_from", min), agg("gap_to", min), agg("gap_from", max), agg("gap_to", max))
-    return Limits(
-        -1 if retained is None else retained,
-        agg("committed_to", max),
-        None if f1 is None or t1 is None else (f1, t1),
-        None if f2 is None or t2 is None else (f2, t2),
-    )
 
 
 def _read(snap: Snapshot, columns: list[str]) -> dict[str, list[Any]]:
@@ -84,7 +69,7 @@ def read_guard_values(warehouse: str | Path) -> GuardValues:
         into = by_cluster.setdefault(name, {c: [] for c in cols})
         for c in cols:
             into[c].append(bounds[c][i])
-    limits = {name: _limits(rows) for name, rows in by_cluster.items()}
+    limits = {name: limits_of_rows(rows) for name, rows in by_cluster.items()}
     closes = _read(table_snapshot(root / CLOSES), [CLUSTER, "entity", "to_offset"])
     pending: dict[str, set[str]] = {}
     for name, entity, to in zip(closes[CLUSTER], closes["entity"], closes["to_offset"], strict=True):
