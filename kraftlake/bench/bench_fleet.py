@@ -14,7 +14,9 @@ runs), against pickling it into the task row and back. Where the time goes (summ
 waited for the tasks (``task_s``, queueing for a core included), of which the tasks read and replayed the
 records (``replay_s``) and wrote the slices' files (``write_s``), and seconds the driver committed them
 (``commit_s``); the times of the first and the last commit and what came after it (the fold of the closes).
-``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` / ``_RECORDS`` / ``_TOPICS`` shrink the run; the load average is reported
+CPU seconds each process used during the timed run, by its part (:mod:`kraftlake.bench.cpu_use`: the driver's JVM
+and Python, the executors' JVMs and Python workers, the master and workers, anything else on the machine), and
+the cores they kept busy on average. ``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` / ``_RECORDS`` / ``_TOPICS`` shrink the run; the load average is reported
 beside the figures (the workers share the machine's cores with the driver).
 """
 
@@ -56,6 +58,8 @@ import logging
 logging.basicConfig(level=logging.WARNING)
 logging.getLogger("kraftlake").setLevel(logging.INFO)
 out = {}
+from kraftlake.bench.cpu_use import cpu_by_role, processes
+cpu0 = processes()
 t0 = time.monotonic()
 if mode == "fleet":
     from pipelines.fleet_ingest import ingest_fleet
@@ -66,6 +70,7 @@ else:
     from pipelines.ingest import ingest
     results = [ingest(spark, d, warehouse / n, batch, cluster=n) for n, d in dirs]
 out["seconds"] = time.monotonic() - t0
+out["cpu_s"] = cpu_by_role(cpu0, processes())
 out["records"] = sum(r.records for r in results)
 if mode == "fleet":
     for k in ("task_s", "replay_s", "write_s", "commit_s"):
@@ -144,6 +149,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             rate = got["records"] / got["seconds"] if got["seconds"] else 0.0
             figures[f"fleet_{key}_records_per_s"] = round(rate)
             figures[f"fleet_{key}_s"] = round(got["seconds"], 1)
+            figures[f"fleet_{key}_cpu_s"] = got["cpu_s"]
+            figures[f"fleet_{key}_cores_busy"] = round(sum(got["cpu_s"].values()) / got["seconds"], 2)
             for k in (
                 "resume_rebuild_s",
                 "resume_rebuild_reader_s",
