@@ -53,30 +53,28 @@ def processes(proc: Path = Path("/proc")) -> dict[int, Process]:
     return out
 
 
+#: A Spark JVM by its main class: its own role, and that of the Python processes descending from it.
+JVMS = (
+    ("org.apache.spark.deploy.SparkSubmit", "driver_jvm", "driver_python_workers"),
+    ("CoarseGrainedExecutorBackend", "executor_jvms", "executor_python"),
+    ("org.apache.spark.deploy.master.Master", "spark_daemons", "spark_daemons"),
+    ("org.apache.spark.deploy.worker.Worker", "spark_daemons", "spark_daemons"),
+)
+
+
 def role_of(pid: int, table: dict[int, Process], driver_python: int) -> str:
-    """The part process ``pid`` plays: a JVM by its main class, a Python process by the JVM it descends from."""
+    """The part process ``pid`` plays: a JVM by its main class, another process by the nearest JVM it descends
+    from (an executor's Python worker descends from the executor, which the worker daemon started)."""
     if pid == driver_python:
         return "driver_python"
-    command = table[pid].command
-    if "org.apache.spark.deploy.SparkSubmit" in command:
-        return "driver_jvm"
-    if "CoarseGrainedExecutorBackend" in command:
-        return "executor_jvms"
-    if (
-        "org.apache.spark.deploy.master.Master" in command
-        or "org.apache.spark.deploy.worker.Worker" in command
-    ):
-        return "spark_daemons"
-    seen = {pid}
-    parent = table[pid].parent
-    while parent in table and parent not in seen:
-        seen.add(parent)
-        up = table[parent].command
-        if "CoarseGrainedExecutorBackend" in up:
-            return "executor_python"
-        if "org.apache.spark.deploy.SparkSubmit" in up:
-            return "driver_python_workers"
-        parent = table[parent].parent
+    seen: set[int] = set()
+    at, own = pid, True
+    while at in table and at not in seen:
+        seen.add(at)
+        for main_class, role, descendants in JVMS:
+            if main_class in table[at].command:
+                return role if own else descendants
+        at, own = table[at].parent, False
     return "other"
 
 
