@@ -60,7 +60,7 @@ class InboundConnection:
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
-        self.closed = False
+        self._closed = False
         self.pending: asyncio.Task[None] | None = None
         """The observer fetch being answered (at most one per connection: the next request waits for it)."""
         self.principal: str | None = None
@@ -74,15 +74,20 @@ class InboundConnection:
         """Authenticated (SASL, a client certificate), or sent a voter's request or an authorized append:
         kept when unproven connections are closed to make room."""
 
+    @property
+    def closed(self) -> bool:
+        """Closed here, or lost (the peer reset or ended it): nothing more is sent, so no answer is built."""
+        return self._closed or self.writer.is_closing()
+
     def send(self, frame: bytes) -> None:
         """Queue a frame (dropped if the connection is gone: the requester will time out and retry)."""
-        if not self.closed and not self.writer.is_closing():
+        if not self.closed:
             self.writer.write(frame)
             self.last_active = time.monotonic()
 
     def close(self) -> None:
         """Close the connection."""
-        self.closed = True
+        self._closed = True
         self.writer.close()
 
 

@@ -272,8 +272,14 @@ def test_unread_fetches_on_many_connections_share_one_budget_and_memory_returns(
         for s in socks:
             s.close()
         socks.clear()
-        _, rss2 = measure(1.5)
-        print(f"RSS {rss0 >> 20} MiB -> {rss1 >> 20} MiB under the flood -> {rss2 >> 20} MiB after it")
+        # the voter notices the resets between its commits: on a loaded machine that can take seconds
+        waited, rss2 = 0.0, rss1
+        while waited < 12 and rss2 - rss0 >= 100 * 1024 * 1024:
+            _, rss2 = measure(0.5)
+            waited += 0.5
+        print(
+            f"RSS {rss0 >> 20} MiB -> {rss1 >> 20} MiB under the flood -> {rss2 >> 20} MiB {waited:g} s after it"
+        )
         assert commits1 - commits0 > 20
         assert rss1 < 512 * 1024 * 1024
         assert rss2 - rss0 < 100 * 1024 * 1024
