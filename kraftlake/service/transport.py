@@ -60,7 +60,6 @@ class InboundConnection:
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
-        self._closed = False
         self.pending: asyncio.Task[None] | None = None
         """The observer fetch being answered (at most one per connection: the next request waits for it)."""
         self.principal: str | None = None
@@ -76,8 +75,8 @@ class InboundConnection:
 
     @property
     def closed(self) -> bool:
-        """Closed here, or lost (the peer reset or ended it): nothing more is sent, so no answer is built."""
-        return self._closed or self.writer.is_closing()
+        """Closed here or lost (the peer reset or ended it): nothing more is sent, so no answer is built."""
+        return self.writer.is_closing()
 
     def send(self, frame: bytes) -> None:
         """Queue a frame (dropped if the connection is gone: the requester will time out and retry)."""
@@ -87,7 +86,6 @@ class InboundConnection:
 
     def close(self) -> None:
         """Close the connection."""
-        self._closed = True
         self.writer.close()
 
 

@@ -272,9 +272,10 @@ def test_unread_fetches_on_many_connections_share_one_budget_and_memory_returns(
         for s in socks:
             s.close()
         socks.clear()
-        # the voter notices the resets between its commits: on a loaded machine that can take seconds
+        # the voter's loop notices the resets beside the appends it serves: on a loaded machine, seconds
+        returned = 100 * 1024 * 1024
         waited, rss2 = 0.0, rss1
-        while waited < 12 and rss2 - rss0 >= 100 * 1024 * 1024:
+        while waited < 12 and rss2 - rss0 >= returned:
             _, rss2 = measure(0.5)
             waited += 0.5
         print(
@@ -282,7 +283,7 @@ def test_unread_fetches_on_many_connections_share_one_budget_and_memory_returns(
         )
         assert commits1 - commits0 > 20
         assert rss1 < 512 * 1024 * 1024
-        assert rss2 - rss0 < 100 * 1024 * 1024
+        assert rss2 - rss0 < returned
     finally:
         for s in socks:
             s.close()
