@@ -37,7 +37,7 @@ from kraftlake.spark.tables.layout import LOG, WarehouseError
 from kraftlake.spark.tables.writes import wait_checkpoints
 from pipelines.commit import gaps_of_jumps
 from pipelines.ingest import ClusterWriter, IngestResult, open_writers
-from pipelines.replay_task import SLICE_SCHEMA, TASK_SCHEMA, replay_tasks, warm_worker
+from pipelines.replay_task import replay_tasks, warm_worker
 from pipelines.slice_files import TableFormat, WrittenSlice, commit_written, table_formats
 
 _log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ def warm_workers(spark: SparkSession) -> None:
     try:
         spark.sparkContext.setLocalProperty("spark.job.description", "kraftlake: start the Python workers")
         cores = max(1, spark.sparkContext.defaultParallelism)
-        spark.range(cores, numPartitions=cores).mapInArrow(warm_worker, "id long").collect()
+        spark.sparkContext.parallelize(range(cores), cores).mapPartitions(warm_worker).collect()
     except Exception as exc:  # the replay tasks start their workers themselves
         _log.info("the Python workers were not started ahead: %s", exc)
 
@@ -149,12 +149,12 @@ def replay_and_commit(
     its closes folded into the history tables while the other clusters still replay; a replay that failed
     raises its error after the slices before it are committed."""
     cluster = writer.result.cluster
-    spark.sparkContext.setLocalProperty("spark.job.description", f"kraftlake replay {cluster}")
-    tasks = spark.createDataFrame([task_row(writer, formats)], TASK_SCHEMA).coalesce(1)
+    sc = spark.sparkContext
+    sc.setLocalProperty("spark.job.description", f"kraftlake replay {cluster}")
     t0 = time.monotonic()
-    replayed = tasks.mapInArrow(replay_tasks, SLICE_SCHEMA).toArrow()
+    replayed = sc.parallelize([task_row(writer, formats)], 1).mapPartitions(replay_tasks).collect()
     writer.result.task_s = time.monotonic() - t0
-    for row in sorted(replayed.to_pylist(), key=lambda r: int(r["slice"])):
+    for row in sorted(replayed, key=lambda r: int(r["slice"])):
         if row["error"] is not None:
             raise pickle.loads(row["error"])
         files: WrittenSlice = pickle.loads(row["files"])

@@ -9,19 +9,20 @@ the warehouse and what the slices' files need (:class:`pipelines.slice_files.Sli
 what a killed run left past the commit point); the task replays the log serially with
 :class:`kraftlake.history.HistoryBuilder` (holes crossed from the log's snapshots,
 :func:`kraftlake.image.gaps.gap_resolver`), cut into the slices the driver's replay cuts, writes each slice's
-files and yields one Arrow row per slice: its :class:`pipelines.slice_files.WrittenSlice` (pickled: the files'
+files and yields one row per slice: its :class:`pipelines.slice_files.WrittenSlice` (pickled: the files'
 ``add`` actions, not their rows) and its record count. A record the replay refuses, a hole no snapshot covers
 or a file that cannot be written ends the task with one more row carrying that error (pickled), after the
 slices before it (an image that cannot be rebuilt: before any), so the driver commits those and raises the
-error typed as the task raised it. No Spark session runs here: the function runs in the executors' Python workers (pyspark's modules are imported for the
-row builders only).
+error typed as the task raised it. No Spark session runs here, nor any of pyspark's modules: the functions run
+in the executors' Python workers over a plain RDD of task rows (no DataFrame to plan in the driver, no
+generated code or Arrow conversion in the executors' JVMs).
 """
 
 from __future__ import annotations
 
 import pickle
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -33,40 +34,20 @@ from kraftlake.image.source import log_records
 from kraftlake.warehouse.images import image_at_offset
 from pipelines.slice_files import SliceWriter
 
-#: One task row per cluster (Spark DDL).
-TASK_SCHEMA = (
-    "cluster string, log_dir string, start long, batch_records long, image binary, rebuild_at long, "
-    "warehouse string, formats binary, written binary, logged long"
-)
-#: One row per replayed slice, or the error that ended the replay (Spark DDL).
-SLICE_SCHEMA = "cluster string, slice long, records long, files binary, error binary"
+
+def _slice_row(cluster: str, index: int, records: int, files: Any, error: Any) -> dict[str, Any]:
+    return {
+        "cluster": cluster,
+        "slice": index,
+        "records": records,
+        "files": None if files is None else pickle.dumps(files, pickle.HIGHEST_PROTOCOL),
+        "error": None if error is None else pickle.dumps(error, pickle.HIGHEST_PROTOCOL),
+    }
 
 
-def _slice_row(cluster: str, index: int, records: int, files: Any, error: Any) -> Any:
-    import pyarrow as pa
-
-    return pa.RecordBatch.from_pydict(
-        {
-            "cluster": [cluster],
-            "slice": [index],
-            "records": [records],
-            "files": [None if files is None else pickle.dumps(files, pickle.HIGHEST_PROTOCOL)],
-            "error": [None if error is None else pickle.dumps(error, pickle.HIGHEST_PROTOCOL)],
-        },
-        schema=pa.schema(
-            [
-                ("cluster", pa.string()),
-                ("slice", pa.int64()),
-                ("records", pa.int64()),
-                ("files", pa.binary()),
-                ("error", pa.binary()),
-            ]
-        ),
-    )
-
-
-def replay_cluster(task: dict[str, Any]) -> Iterator[Any]:
-    """The slices of one task row's cluster, as Arrow record batches of :data:`SLICE_SCHEMA`."""
+def replay_cluster(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The slices of one task row's cluster: ``cluster``, ``slice`` (its index), ``records`` and ``files``
+    (the pickled :class:`pipelines.slice_files.WrittenSlice`), or, last, ``error`` (the pickled exception)."""
     d = Path(task["log_dir"])
     cluster, size = task["cluster"], int(task["batch_records"])
     index = 0
@@ -93,17 +74,16 @@ def replay_cluster(task: dict[str, Any]) -> Iterator[Any]:
         yield _slice_row(cluster, index, 0, None, exc)
 
 
-def warm_worker(batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` over anything, returning nothing: run where an executor's Python worker starts, it has the
-    worker import this module (the replay's, the image's and the Delta writer's), and Spark reuses that worker
-    for the replay tasks after it."""
-    for _ in batches:
+def warm_worker(items: Iterable[Any]) -> Iterator[Any]:
+    """``mapPartitions`` over anything, returning nothing: run where an executor's Python worker starts, it has
+    the worker import this module (the replay's, the image's and the Delta writer's), and Spark reuses that
+    worker for the replay tasks after it."""
+    for _ in items:
         pass
     return iter(())
 
 
-def replay_tasks(batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` over task rows: every cluster of the partition replayed, one after another."""
-    for rb in batches:
-        for task in rb.to_pylist():
-            yield from replay_cluster(task)
+def replay_tasks(tasks: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``mapPartitions`` over task rows: every cluster of the partition replayed, one after another."""
+    for task in tasks:
+        yield from replay_cluster(task)

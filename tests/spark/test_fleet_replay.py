@@ -116,7 +116,7 @@ def test_a_fleet_ingest_killed_after_its_task_wrote_files_resumes_to_the_same_ta
     # the task of a run killed in the driver: it wrote every slice's files; the driver committed the first
     # slice, then the log and one history table of the second, and no more
     writer = open_writer(spark, f.b, killed, 40, "b")
-    rows = [r for rb in replay_cluster(task_row(writer, table_formats())) for r in rb.to_pylist()]
+    rows = list(replay_cluster(task_row(writer, table_formats())))
     assert len(rows) > 3 and all(r["error"] is None for r in rows)
     first, second, third = (pickle.loads(r["files"]) for r in rows[:3])
     commit_written(spark, killed, "b", first)
