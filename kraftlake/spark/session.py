@@ -160,6 +160,64 @@ def logging_options(log_file: Path | None, verbose: bool) -> str:
     return " ".join(options)
 
 
+def _joined(settings: dict[str, str], key: str, ours: str, sep: str) -> None:
+    """``ours`` put before the value the caller gave ``key`` (if any), not replacing it."""
+    given = settings.get(key, "")
+    if not given:
+        settings[key] = ours
+    elif not given.startswith(ours):
+        settings[key] = f"{ours}{sep}{given}"
+
+
+def session_settings(
+    conf: Mapping[str, str] | None = None,
+    conf_file: Path = DEFAULT_CONF,
+    warehouse: Path | None = None,
+    log_file: Path | None = None,
+    verbose: bool = True,
+    archive_classes_at_exit: Path | None = None,
+) -> dict[str, str]:
+    """The settings :func:`build_session` gives a session it starts (its parameters' meaning).
+
+    The caller's ``spark.driver.extraJavaOptions`` / ``spark.executor.extraJavaOptions`` (in ``conf`` or the
+    conf file) keep kraftlake's logging options and class archive, placed before the caller's: of two values of
+    the same JVM option the later wins, so the caller's does. A caller's ``spark.driver.extraClassPath`` keeps
+    Delta's jars, before its own entries (the class archive maps only over the class path it was recorded with,
+    which may be followed by more).
+    """
+    settings = dict(DELTA_SETTINGS)
+    if conf_file.is_file():
+        settings.update(read_conf(conf_file))
+    settings.update(conf or {})
+    submitted = submitted_conf()
+    if submitted:
+        # under spark-submit its --master, --jars and --conf win over our local defaults (spark.master local[2]
+        # would otherwise turn a cluster job into a local one); Delta's jars must come with --jars there, as
+        # the driver JVM is already running when this code starts
+        settings = {k: v for k, v in settings.items() if k not in submitted}
+    jars = [] if "spark.jars" in submitted else [str(j) for j in delta_jars()]
+    if jars:
+        extra = settings.pop("spark.jars", "")
+        settings["spark.jars"] = ",".join([*jars, *([extra] if extra else [])])
+    if not submitted and jars:
+        _joined(settings, "spark.driver.extraClassPath", os.pathsep.join(jars), os.pathsep)
+    log4j = REPO_ROOT / "conf" / "log4j2.properties"
+    if log4j.exists() and not submitted:
+        option = f"-Dlog4j.configurationFile=file:{log4j}"
+        if log_file is not None or not verbose:
+            option = f"{option} {logging_options(log_file, verbose)}"
+        _joined(settings, "spark.executor.extraJavaOptions", option, " ")
+        archive = class_archive()
+        if archive_classes_at_exit is not None:
+            option = f"{option} -XX:ArchiveClassesAtExit={archive_classes_at_exit} {_CDS_QUIET}"
+        elif archive.is_file() and os.environ.get("KRAFTLAKE_CLASS_ARCHIVE", "on") != "off":
+            option = f"{option} -XX:SharedArchiveFile={archive} {_CDS_QUIET}"
+        _joined(settings, "spark.driver.extraJavaOptions", option, " ")
+    if warehouse is not None:
+        settings["spark.sql.warehouse.dir"] = str(Path(warehouse).resolve())
+    return settings
+
+
 def build_session(
     app_name: str = "kraftlake",
     conf: Mapping[str, str] | None = None,
@@ -193,36 +251,7 @@ def build_session(
     # Python workers (UDFs, data sources) must run this interpreter, not whatever python3 is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = dict(DELTA_SETTINGS)
-    if conf_file.is_file():
-        settings.update(read_conf(conf_file))
-    settings.update(conf or {})
-    submitted = submitted_conf()
-    if submitted:
-        # under spark-submit its --master, --jars and --conf win over our local defaults (spark.master local[2]
-        # would otherwise turn a cluster job into a local one); Delta's jars must come with --jars there, as
-        # the driver JVM is already running when this code starts
-        settings = {k: v for k, v in settings.items() if k not in submitted}
-    jars = [] if "spark.jars" in submitted else [str(j) for j in delta_jars()]
-    if jars:
-        extra = settings.pop("spark.jars", "")
-        settings["spark.jars"] = ",".join([*jars, *([extra] if extra else [])])
-    if not submitted:
-        settings.setdefault("spark.driver.extraClassPath", os.pathsep.join(jars))
-    log4j = REPO_ROOT / "conf" / "log4j2.properties"
-    if log4j.exists() and not submitted:
-        option = f"-Dlog4j.configurationFile=file:{log4j}"
-        if log_file is not None or not verbose:
-            option = f"{option} {logging_options(log_file, verbose)}"
-        settings.setdefault("spark.executor.extraJavaOptions", option)
-        archive = class_archive()
-        if archive_classes_at_exit is not None:
-            option = f"{option} -XX:ArchiveClassesAtExit={archive_classes_at_exit} {_CDS_QUIET}"
-        elif archive.is_file() and os.environ.get("KRAFTLAKE_CLASS_ARCHIVE", "on") != "off":
-            option = f"{option} -XX:SharedArchiveFile={archive} {_CDS_QUIET}"
-        settings.setdefault("spark.driver.extraJavaOptions", option)
-    if warehouse is not None:
-        settings["spark.sql.warehouse.dir"] = str(Path(warehouse).resolve())
+    settings = session_settings(conf, conf_file, warehouse, log_file, verbose, archive_classes_at_exit)
     route_python_logs(log_file, verbose)
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kraftlake.spark.session import class_archive, delta_jars, read_conf
+from kraftlake.spark.session import class_archive, delta_jars, read_conf, session_settings
 
 
 def test_delta_write_update_and_read_an_older_version(spark: Any, tmp_path: Path) -> None:
@@ -67,3 +67,27 @@ def test_the_driver_maps_the_class_archive_setup_recorded(spark: Any) -> None:
     assert int(mapped.group(1)) >= archive.stat().st_size
     conf = spark.sparkContext.getConf()
     assert all(str(j) in conf.get("spark.driver.extraClassPath") for j in delta_jars())
+
+
+def test_a_callers_java_options_and_class_path_keep_kraftlakes(tmp_path: Path) -> None:
+    log = tmp_path / "spark.log"
+    ours = session_settings(log_file=log, verbose=False)
+    conf = {
+        "spark.driver.extraJavaOptions": "-Xss4m -Dkraftlake.console.level=warn",
+        "spark.executor.extraJavaOptions": "-Xss8m",
+        "spark.driver.extraClassPath": "/opt/site/extra.jar",
+    }
+    got = session_settings(conf=conf, log_file=log, verbose=False)
+    # kraftlake's options first, the caller's after them: of a JVM option given twice the later wins
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        assert got[key] == f"{ours[key]} {conf[key]}"
+    driver = got["spark.driver.extraJavaOptions"].split()
+    assert any(o.startswith("-Dlog4j.configurationFile=file:") for o in driver)
+    assert f"-Dkraftlake.log.file={log.resolve()}" in driver
+    assert driver.index("-Dkraftlake.console.level=off") < driver.index("-Dkraftlake.console.level=warn")
+    if class_archive().is_file():
+        assert f"-XX:SharedArchiveFile={class_archive()}" in driver
+    # Delta's jars stay on the driver's class path, ahead of the caller's (the class archive's prefix)
+    path = got["spark.driver.extraClassPath"].split(os.pathsep)
+    assert path == [*(str(j) for j in delta_jars()), "/opt/site/extra.jar"]
+    assert ours["spark.driver.extraClassPath"].split(os.pathsep) == path[:-1]
