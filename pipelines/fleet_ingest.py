@@ -156,8 +156,8 @@ def replay_and_commit(
     writer.result.task_s = time.monotonic() - t0
     for row in sorted(replayed, key=lambda r: int(r["slice"])):
         if row["error"] is not None:
-            raise pickle.loads(row["error"])
-        files: WrittenSlice = pickle.loads(row["files"])
+            raise row["error"]
+        files: WrittenSlice = row["files"]
         t = time.monotonic()
         commit_written(spark, writer.warehouse, cluster, files)
         writer.result.commit_s += time.monotonic() - t

@@ -9,9 +9,9 @@ the warehouse and what the slices' files need (:class:`pipelines.slice_files.Sli
 what a killed run left past the commit point); the task replays the log serially with
 :class:`kraftlake.history.HistoryBuilder` (holes crossed from the log's snapshots,
 :func:`kraftlake.image.gaps.gap_resolver`), cut into the slices the driver's replay cuts, writes each slice's
-files and yields one row per slice: its :class:`pipelines.slice_files.WrittenSlice` (pickled: the files'
-``add`` actions, not their rows) and its record count. A record the replay refuses, a hole no snapshot covers
-or a file that cannot be written ends the task with one more row carrying that error (pickled), after the
+files and yields one row per slice: its :class:`pipelines.slice_files.WrittenSlice` (the files' ``add``
+actions, not their rows) and its record count. A record the replay refuses, a hole no snapshot covers or a
+file that cannot be written ends the task with one more row carrying that error, after the
 slices before it (an image that cannot be rebuilt: before any), so the driver commits those and raises the
 error typed as the task raised it. No Spark session runs here, nor any of pyspark's modules: the functions run
 in the executors' Python workers over a plain RDD of task rows (no DataFrame to plan in the driver, no
@@ -40,14 +40,15 @@ def _slice_row(cluster: str, index: int, records: int, files: Any, error: Any) -
         "cluster": cluster,
         "slice": index,
         "records": records,
-        "files": None if files is None else pickle.dumps(files, pickle.HIGHEST_PROTOCOL),
-        "error": None if error is None else pickle.dumps(error, pickle.HIGHEST_PROTOCOL),
+        "files": files,
+        "error": error,
     }
 
 
 def replay_cluster(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The slices of one task row's cluster: ``cluster``, ``slice`` (its index), ``records`` and ``files``
-    (the pickled :class:`pipelines.slice_files.WrittenSlice`), or, last, ``error`` (the pickled exception)."""
+    (the :class:`pipelines.slice_files.WrittenSlice`), or, last, ``error`` (the exception); the RDD's
+    serializer pickles them on the way to the driver."""
     d = Path(task["log_dir"])
     cluster, size = task["cluster"], int(task["batch_records"])
     index = 0

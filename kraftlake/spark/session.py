@@ -162,11 +162,8 @@ def logging_options(log_file: Path | None, verbose: bool) -> str:
 
 def _joined(settings: dict[str, str], key: str, ours: str, sep: str) -> None:
     """``ours`` put before the value the caller gave ``key`` (if any), not replacing it."""
-    given = settings.get(key, "")
-    if not given:
-        settings[key] = ours
-    elif not given.startswith(ours):
-        settings[key] = f"{ours}{sep}{given}"
+    given = settings.get(key)
+    settings[key] = f"{ours}{sep}{given}" if given else ours
 
 
 def session_settings(
@@ -199,7 +196,7 @@ def session_settings(
     if jars:
         extra = settings.pop("spark.jars", "")
         settings["spark.jars"] = ",".join([*jars, *([extra] if extra else [])])
-    if not submitted and jars:
+    if not submitted:
         _joined(settings, "spark.driver.extraClassPath", os.pathsep.join(jars), os.pathsep)
     log4j = REPO_ROOT / "conf" / "log4j2.properties"
     if log4j.exists() and not submitted:
