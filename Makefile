@@ -14,11 +14,13 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export KRAFTLAKE_JARS := $(abspath $(JARS))
 export KRAFTLAKE_WEB  := $(abspath $(WEB))
 
-.PHONY: help setup browser run test test-fleet test-fast fuzz lint fmt bench dist clean schemas stubs compat compat-jars
+.PHONY: help setup browser run test test-fleet test-fast test-slow fuzz lint fmt bench dist clean schemas stubs compat compat-jars
 
 # The compatibility matrix (tests/compat): the newest patch of each Kafka minor with KRaft in production,
-# one jar directory per release under $(JARS)/kafka-releases; `make test` runs the subset COMPAT_SUBSET
-# (one release per wire generation), `make compat` all of them.
+# one jar directory per release under $(JARS)/kafka-releases; `make compat` runs all of them (or the releases
+# given: `make compat COMPAT_RELEASES="3.3.2 4.4.0"`), `make test` none. `make setup` fetches COMPAT_SUBSET (one
+# release per wire generation): what pytest runs of tests/compat without COMPAT_RELEASES, and the releases
+# `make bench` follows.
 COMPAT_RELEASES ?= 3.3.2 3.4.1 3.5.2 3.6.2 3.7.2 3.8.1 3.9.1 4.0.2 4.1.2 4.2.2 4.3.1 4.4.0
 COMPAT_SUBSET   := 3.3.2 3.7.2 3.9.1 4.4.0
 SHELL_WITNESS   := 4.3.1# the newest kafka-metadata-shell on Maven Central: reads every release's files in the matrix
@@ -75,22 +77,26 @@ compat: setup compat-jars ## the whole compatibility matrix (every release in CO
 run: setup ## the main job on embedded defaults: local quorum, simulated cluster, Delta warehouse, queries by offset
 	$(PY) -m kraftlake.cli demo --warehouse ./warehouse
 
-test: setup ## the whole test suite (pure layers, Spark, the real Kafka peer), on two workers (a Spark session each)
-	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=25
+test: setup ## the test suite (pure layers, Spark, the real Kafka peer, the browser), on two workers (a Spark session each)
+	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not compat" --durations=25
 
 test-fleet: setup ## the fleet at full size (minutes): two live Kafka clusters and a dead address streamed into one warehouse; four clusters replayed on a standalone Spark cluster's two workers
 	KRAFTLAKE_FLEET=1 $(PY) -m pytest -q -n 0 -p no:cacheprovider --durations=5 tests/spark/test_stream_fleet.py \
 		tests/spark/test_standalone_cluster.py
 
-test-fast: setup ## the tests that need neither Spark nor Kafka
-	$(PY) -m pytest -q -m "not spark and not kafka and not slow"
+test-fast: $(VENV)/.installed ## the pure layers (no JVM, no browser), on two workers: needs only the virtualenv
+	$(PY) -m pytest -q -n 2 -p no:cacheprovider -m "not spark and not kafka and not slow and not browser" --durations=10
+
+test-slow: setup ## the randomized sweeps at full size (Hypothesis examples, simulation seeds; make test runs them cut)
+	KRAFTLAKE_SWEEPS=full $(PY) -m pytest -q -n 2 -p no:cacheprovider -m "not spark and not kafka and not browser" \
+		--durations=10
 
 FUZZ_SECONDS ?= 300
 fuzz: setup ## the fuzz targets (tests/fuzz), each for FUZZ_SECONDS (default 300) from a new seed (FUZZ_SEED=N replays one)
 	KRAFTLAKE_FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),KRAFTLAKE_FUZZ_SEED=$(FUZZ_SEED)) \
 		$(PY) -m pytest -q -s -p no:cacheprovider -o timeout=0 tests/fuzz
 
-lint: setup ## ruff (lint and format), the stubs up to date, mypy, import-linter contracts
+lint: $(VENV)/.installed ## ruff (lint and format), the stubs up to date, mypy, import-linter contracts
 	$(VENV)/bin/ruff check kraftlake pipelines udfs jobs tests
 	$(VENV)/bin/ruff format --check kraftlake pipelines udfs jobs tests
 	$(PY) -m kraftlake.protocol.stubs --check

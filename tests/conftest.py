@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pickle
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,20 +56,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank[group_of[item.nodeid]])
 
 
+def _once_per_run(
+    tmp_path_factory: pytest.TempPathFactory, name: str, produce: Callable[[Path], KafkaMetadataLog]
+) -> KafkaMetadataLog:
+    """``produce(dir)`` run once for the whole test run: the first xdist worker to ask runs it into a folder
+    every worker sees (the parent of their base temp folders) while the others wait on a lock, then read what
+    it wrote; a worker never starts a second Kafka for the same log."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: its own temp folder is the run's
+        return produce(tmp_path_factory.mktemp(name))
+    shared = base.parent / name
+    result = shared / "result.pickle"
+    with open(base.parent / f"{name}.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if result.exists():
+            loaded = pickle.loads(result.read_bytes())
+            assert isinstance(loaded, KafkaMetadataLog)
+            return loaded
+        shutil.rmtree(shared, ignore_errors=True)  # a worker that failed half-way left it
+        (shared / "peer").mkdir(parents=True)
+        produced = produce(shared / "peer")
+        result.write_bytes(pickle.dumps(produced))
+        return produced
+
+
 @pytest.fixture(scope="session")
 def kafka_metadata_log(tmp_path_factory: pytest.TempPathFactory) -> KafkaMetadataLog:
-    """A real KRaft Kafka's stopped log dir after `peers.kafka.WORKLOAD`; run once per session.
+    """A real KRaft Kafka's stopped log dir after `peers.kafka.WORKLOAD`; run once per test run (shared by the
+    xdist workers).
 
     Read-only: copy files before changing them. ``tests/`` is on ``sys.path`` (it has no ``__init__``), so
     the peer is the module ``peers.kafka``.
     """
-    return produce_metadata_log(Path(tmp_path_factory.mktemp("kafka-peer")))
+    return _once_per_run(tmp_path_factory, "kafka-peer", produce_metadata_log)
 
 
 @pytest.fixture(scope="session")
 def kafka_shell_metadata_log(tmp_path_factory: pytest.TempPathFactory) -> KafkaMetadataLog:
     """`kafka_metadata_log` formatted at `peers.kafka.SHELL_RELEASE_VERSION`: what the metadata shell witness
-    (Kafka 4.3.1's) can load; run once per session. Read-only, as `kafka_metadata_log`."""
-    return produce_metadata_log(
-        Path(tmp_path_factory.mktemp("kafka-peer-shell")), release_version=SHELL_RELEASE_VERSION
+    (Kafka 4.3.1's) can load; run once per test run. Read-only, as `kafka_metadata_log`."""
+    return _once_per_run(
+        tmp_path_factory,
+        "kafka-peer-shell",
+        lambda folder: produce_metadata_log(folder, release_version=SHELL_RELEASE_VERSION),
     )

@@ -15,6 +15,8 @@ from browser import dump_dom, png_pixels, screenshot
 from kraftlake.plot import figures
 from kraftlake.plot.output import save
 
+pytestmark = pytest.mark.browser
+
 T0 = 1_700_000_000_000
 
 

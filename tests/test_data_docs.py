@@ -106,6 +106,7 @@ def _localized(gx_site: Path, tmp_path: Path) -> tuple[Path, LocalizedSite]:
         pytest.skip(f"Data Docs' libraries are not installed: {exc}")
 
 
+@pytest.mark.browser
 def test_localized_pages_have_their_styles_icons_and_tables_offline(gx_site: Path, tmp_path: Path) -> None:
     site, result = _localized(gx_site, tmp_path)
     assert result.remote == set()
@@ -122,6 +123,7 @@ def test_localized_pages_have_their_styles_icons_and_tables_offline(gx_site: Pat
         assert probe["rows"] >= (2 if page.name == "index.html" else 3), (page, probe)
 
 
+@pytest.mark.browser
 def test_pages_as_gx_writes_them_have_none_of_it_offline(gx_site: Path, tmp_path: Path) -> None:
     """The control for the test above: the same pages, not localized, opened the same way."""
     site = tmp_path / "site"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from kraftlake.controller.partition_change import UNDECIDED, PartitionChangeBuilder, isr_removal
 from kraftlake.image.model import MIGRATING_DIR, NO_LEADER, PartitionRegistration
@@ -36,7 +37,7 @@ def partitions(draw: st.DrawFn) -> PartitionRegistration:
     )
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=sweep(800, 200), deadline=None)
 @given(
     p=partitions(),
     broker=st.sampled_from(BROKERS),

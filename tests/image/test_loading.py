@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shared_paths import KAFKA_LOGS
+from sweeps import sweep
 
 from kraftlake.image import EMPTY, ImageLoader, image_at, load_records, load_snapshot, replay_all
 from kraftlake.image.errors import SnapshotWriteError, TransactionError
@@ -259,7 +260,7 @@ def record_sequences(draw: st.DrawFn) -> list[Any]:
     return recs
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=sweep(150, 40), deadline=None)
 @given(record_sequences(), st.integers(1, 10))
 def test_record_by_record_equals_batch(records: list[Any], cut: int) -> None:
     envs = envelopes(records)

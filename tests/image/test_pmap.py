@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from kraftlake.image.pmap import PMap
 
@@ -30,7 +31,7 @@ class Colliding:
 keys = st.one_of(st.integers(-(2**70), 2**70), st.text(max_size=4), st.integers(0, 50).map(Colliding))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=sweep(300, 75), deadline=None)
 @given(
     base=st.dictionaries(keys, st.integers(), max_size=300),
     changes=st.dictionaries(keys, st.integers(), max_size=300),

@@ -9,6 +9,7 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from kraftlake.logformat import (
     HEADER_SIZE,
@@ -208,7 +209,7 @@ _records = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=sweep(150, 40), deadline=None)
 @given(_records, st.sampled_from(list(Compression)))
 def test_random_records_round_trip(
     spec: list[tuple[int, int, bytes | None, bytes | None, list]], codec: Compression
@@ -222,7 +223,7 @@ def test_random_records_round_trip(
     assert decode_batch(raw).records == recs
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=sweep(100, 25), deadline=None)
 @given(st.lists(st.binary(max_size=300), min_size=1, max_size=300), st.integers(0, 2**40))
 def test_kraft_shaped_batches_round_trip(values: list[bytes], base: int) -> None:
     batch = decode_batch(build_data_batch(base, 1, 5, values))

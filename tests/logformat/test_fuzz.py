@@ -8,6 +8,7 @@ import tracemalloc
 import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from kraftlake.logformat import (
     Compression,
@@ -55,14 +56,14 @@ def _fix_crc(data: bytearray) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sweep(300, 75), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=400))
 def test_random_bytes(data: bytes) -> None:
     _read_all(data, verify_crc=True)
     _read_all(data, verify_crc=False)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sweep(500, 125), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(range(len(_SEEDS))),
     st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6),
@@ -85,7 +86,7 @@ def test_mutated_batches(seed: int, flips: list[tuple[int, int]], cut: int, fix_
     assert peak < MEMORY_BOUND
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=sweep(200, 50), deadline=None)
 @given(
     st.integers(-(2**31), 2**31 - 1), st.integers(-(2**31), 2**31 - 1), st.sampled_from(range(len(_SEEDS)))
 )

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from record_strategies import CASES, SPECS, struct_strategy
+from sweeps import sweep
 
 from kraftlake.protocol.codec import decode_body, encode_body
 from kraftlake.protocol.control import ControlRecordType, decode_control_body, encode_control_body
@@ -15,7 +16,7 @@ from kraftlake.records.serde import decode_metadata_record, encode_metadata_reco
 
 
 @pytest.mark.parametrize(("spec", "version"), CASES, ids=[f"{s.name}-v{v}" for s, v in CASES])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sweep(60, 20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_body_round_trip(spec: MessageSpec, version: int, data: st.DataObject) -> None:
     record = data.draw(struct_strategy(spec.struct, version))

@@ -14,6 +14,7 @@ import fastavro
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from kraftlake.protocol.control import decode_control_body
 from kraftlake.protocol.errors import ProtocolError, SchemaError
@@ -171,7 +172,7 @@ def test_schemas_match_kafkas_json_specs() -> None:
     assert metadata <= {s.name for s in SPECS}, "a metadata record of this Kafka has no schema"
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=sweep(3000, 500), deadline=None)
 @given(
     st.binary(max_size=64)
     | st.builds(
@@ -183,7 +184,7 @@ def test_fuzz_decoder_raises_only_typed_errors(value: bytes) -> None:
         decode_metadata_record(value)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=sweep(1000, 200), deadline=None)
 @given(st.sampled_from([2, 3, 4, 5, 6]), st.binary(max_size=80))
 def test_fuzz_control_bodies_raise_only_typed_errors(control_type: int, value: bytes) -> None:
     with contextlib.suppress(ProtocolError):

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_records import random_record
 from record_strategies import CASES, struct_strategy
+from sweeps import sweep
 
 from kraftlake.commands.decode import printed_type, record_json, write_lines
 from kraftlake.protocol.codegen import Record
@@ -111,7 +112,12 @@ def _is_struct_field(key: tuple[str, int, str]) -> bool:
     return f.struct is not None and not f.is_array
 
 
-@settings(max_examples=400, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=sweep(400, 100),
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     st.sampled_from(CASES).flatmap(
         lambda case: st.tuples(st.just(case), struct_strategy(case[0].struct, case[1]))

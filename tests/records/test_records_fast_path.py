@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from kraftlake.logformat.batch import Record as LogRecord
 from kraftlake.logformat.batch import build_data_batch, encode_batch
@@ -162,7 +163,7 @@ def test_header_count_without_headers_is_a_typed_error() -> None:
         list(iter_records(read_batches(bytes(raw), verify_crc=False)))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sweep(200, 50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.binary(max_size=40), min_size=1, max_size=5), st.integers(0, 4))
 def test_arbitrary_values_fail_or_succeed_as_on_the_checked_path(tails: list[bytes], which: int) -> None:
     # Values with a valid header and random bodies: each either decodes to what the checked path gives or

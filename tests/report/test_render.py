@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from browser import dump_dom, png_pixels, screenshot
 
 from kraftlake.report.from_log import input_from_records
@@ -52,6 +53,7 @@ def test_markdown_tables_and_times() -> None:
     assert all(len(s.rows) <= MAX_TABLE_ROWS for s in report.sections) or "more rows" in text
 
 
+@pytest.mark.browser
 def test_page_draws_offline(tmp_path: Path) -> None:
     data = _data()
     page = tmp_path / "report.html"

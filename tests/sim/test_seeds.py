@@ -1,13 +1,15 @@
-"""The seed sweep `make test` runs: 112 seeds for each of the 9 scenarios (1,008 seeds)."""
+"""The seed sweep: 112 seeds for each of the 9 scenarios (1,008 seeds) in `make test-slow`, the first 16 of each
+in `make test`."""
 
 from __future__ import annotations
 
 import pytest
+from sweeps import sweep
 
 from kraftlake.sim.runner import run_seed
 from kraftlake.sim.scenarios import SCENARIOS
 
-SEEDS_PER_SCENARIO = 112
+SEEDS_PER_SCENARIO = sweep(112, 16)
 
 
 @pytest.mark.slow

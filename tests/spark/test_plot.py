@@ -280,6 +280,7 @@ def test_the_overview_writes_html_files_holding_each_chart_and_its_data(
         assert layers[0]["encoding"]["x"]["scale"]["type"] == "utc"
 
 
+@pytest.mark.browser
 def test_the_overview_figures_draw_in_a_browser_offline(spark: Any, built: Built, tmp_path: Path) -> None:
     """``make run``'s figures opened from their files in headless Chromium with no network: Vega drew marks
     (bars or the step lines' points) and the x axis's labels never repeat."""
