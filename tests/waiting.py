@@ -34,9 +34,11 @@ def wait_until(
     *,
     seen: Callable[[], object] | None = None,
     retry: tuple[type[BaseException], ...] = (),
+    fail: Callable[[str], BaseException] = WaitTimeout,
 ) -> T:
     """Call `condition` every `interval` seconds until it returns a truthy value, and return that value (so a
-    condition answering ``X | None`` gives an ``X``).
+    condition answering ``X | None`` gives an ``X``). A value that can be 0 or empty when it is the awaited one
+    goes in a list.
 
     The first call is at once, the last one at or after the deadline (so a condition that holds by then is
     not failed for the time the calls took). An exception of a type in `retry` counts as a falsy answer (a
@@ -47,6 +49,7 @@ def wait_until(
     WaitTimeout
         When `timeout` seconds pass first: names `what` and the last thing seen, `seen()` if given (for a
         condition that only answers True or False), else the condition's last value or `retry` exception.
+        `fail` makes another exception of that message instead (a peer's own error, with its log's tail).
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -61,5 +64,5 @@ def wait_until(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             shown = seen() if seen is not None else last
-            raise WaitTimeout(f"{what}: not within {timeout:g}s; last seen: {shown!r}")
+            raise fail(f"{what}: not within {timeout:g}s; last seen: {shown!r}")
         time.sleep(min(interval, remaining))
