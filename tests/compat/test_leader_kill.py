@@ -14,11 +14,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from compat.matrix import assert_mirror_equals, batches_by_offset, kill_cases, require
 from peers.kafka_release import ReleaseCluster
+from waiting import wait_until
 
 from kraftlake.follow.bootstrap import parse_bootstrap
 from kraftlake.follow.errors import NoProgressError
@@ -47,14 +47,6 @@ def _log_end(metadata_dir: Path) -> int:
     return base + int.from_bytes(batches[base][23:27], "big") + 1
 
 
-def _wait(what: str, check: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 def test_follow_through_a_leader_kill_and_restart(cluster: ReleaseCluster, tmp_path: Path) -> None:
     bootstrap = parse_bootstrap(cluster.controllers if cluster.dynamic else cluster.voters)
     errors: list[BaseException] = []
@@ -71,7 +63,13 @@ def test_follow_through_a_leader_kill_and_restart(cluster: ReleaseCluster, tmp_p
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
         try:
-            _wait("the first records", lambda: follower.progress.log_end > 0 or errors)
+            wait_until(
+                lambda: follower.progress.log_end > 0 or errors,
+                60,
+                "the first records in the mirror",
+                0.2,
+                seen=follower.progress.line,
+            )
             leader = cluster.leader()
             cluster.kill(leader)
             new = cluster.leader(not_in=[leader])
@@ -79,7 +77,13 @@ def test_follow_through_a_leader_kill_and_restart(cluster: ReleaseCluster, tmp_p
             cluster.restart(leader)
             cluster.create_topic("after", 1)
             target = _log_end(cluster.node(new).metadata_dir)
-            _wait(f"the mirror to reach {target}", lambda: follower.progress.log_end >= target or errors)
+            wait_until(
+                lambda: follower.progress.log_end >= target or errors,
+                60,
+                f"the mirror at {target}",
+                0.2,
+                seen=follower.progress.line,
+            )
         finally:
             stop.set()
             thread.join(30)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from peers.kafka import NODE_ID, WORKLOAD, KafkaPeer
+from waiting import wait_until
 
 from kraftlake import kafka_tools
 from kraftlake.cli import main
@@ -37,6 +38,9 @@ from kraftlake.wire.client_config import parse_client_properties
 from kraftlake.wire.errors import ConnectError, SecurityConfigError, TlsError, WireError
 
 pytestmark = pytest.mark.kafka
+#: How long the controller stays down in the outage test: past what ``--give-up 5`` would allow, so that the
+#: service with ``--give-up never`` is seen to outlive an outage a patient-but-bounded follower would not.
+OUTAGE_S = 8.0
 
 
 @pytest.fixture(scope="module")
@@ -246,15 +250,21 @@ def test_a_missing_truststore_is_refused_before_any_connection(kafka: KafkaPeer,
 def test_until_offset_stops_at_the_batch_holding_it(kafka: KafkaPeer, tmp_path: Path) -> None:
     with MetadataMirror(tmp_path / "first", fsync=False) as mirror:
         start = Follower(controller(kafka), mirror, give_up_s=20).run(until_offset=0).log_end  # the snapshot
-    deadline = time.monotonic() + 30
-    later: list[tuple[int, int]] = []
-    while len(later) <= 5 and time.monotonic() < deadline:  # the controller's NoOps, one batch per 500 ms
-        time.sleep(0.5)
+
+    def batches_from_start() -> list[tuple[int, int]]:
         theirs = [
             (b.base_offset, b.last_offset) for seg in segments(kafka.log_dir) for b in iter_file_batches(seg)
         ]
-        later = sorted(b for b in theirs if b[0] >= start)
-    assert len(later) > 5
+        return sorted(b for b in theirs if b[0] >= start)
+
+    def six_batches() -> list[tuple[int, int]] | None:
+        batches = batches_from_start()
+        return batches if len(batches) > 5 else None
+
+    # the controller's NoOps, one batch per 500 ms
+    later = wait_until(
+        six_batches, 30, f"6 batches from {start} in the controller's log", 0.5, seen=batches_from_start
+    )
     base, last = later[3]
     target = base if base == last else base + 1
     # the mirror resumes at its end, inside the controller's log: one fetch brings all of it, only the batches
@@ -313,14 +323,14 @@ def test_a_service_outlives_a_controller_outage(kafka: KafkaPeer, tmp_path: Path
             return json.loads(status_file.read_text()) if status_file.exists() else {}
 
         def wait_for(check: Callable[[dict[str, Any]], bool], timeout: float, what: str) -> dict[str, Any]:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
+            def checked() -> dict[str, Any] | None:
                 doc = status()
                 if doc and check(doc):
                     return doc
                 assert service.poll() is None, service.stderr.read() if service.stderr else ""
-                time.sleep(0.2)
-            raise AssertionError(f"{what} within {timeout:.0f}s: {status()}")
+                return None
+
+            return wait_until(checked, timeout, what, 0.2, seen=status)
 
         before = wait_for(lambda d: d["lag"] == 0 and d["offset"] > 0, 60, "caught up")
         kafka.stop()
@@ -336,7 +346,7 @@ def test_a_service_outlives_a_controller_outage(kafka: KafkaPeer, tmp_path: Path
             pytest.raises((FollowError, WireError), match="no controller answered"),
         ):
             Follower(controller(kafka), mirror, give_up_s=2).run(idle_stop_s=0.5)
-        time.sleep(max(0.0, 8 - (time.monotonic() - outage)))
+        time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - outage)))  # the outage's length is what is tested
         kafka.start()
         kafka.admin(WORKLOAD[3])
         after = wait_for(lambda d: d["offset"] > down["offset"] and d["last_error"] == "", 120, "carried on")

@@ -8,6 +8,7 @@ leader's log start and must install a snapshot to go on.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 from peers.kafka_cluster import CONFIG_COMMAND, FIRST_BROKER_ID, KafkaCluster
+from waiting import wait_until
 
 from kraftlake import kafka_tools
 from kraftlake.follow.errors import AuthorizationError, ClusterIdMismatchError
@@ -32,6 +34,12 @@ from kraftlake.wire.errors import AuthenticationError, TlsError
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
+#: For a follower to reach what the quorum committed, on a loaded machine.
+CATCH_UP_S = 60.0
+#: Records each follower process of the kill -9 test adds to the mirror before it is killed (the controllers
+#: commit a NoOp every 500 ms): each is killed mid-stream, and the mirror ends with more than the 10 records
+#: `assert_mirror_is_the_log` needs to compare.
+RECORDS_PER_ROUND = 6
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +59,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
 def early_mirror(cluster: KafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A mirror followed only up to the cluster's start; the last test resumes it after retention ran."""
     path = tmp_path_factory.mktemp("early-mirror")
-    deadline = time.monotonic() + 30
     # caught up can mean "with a high watermark of 0" while the quorum's first leader is still settling
-    while follow(cluster, path, idle_stop_s=0.2).log_end == 0:
-        assert time.monotonic() < deadline, "the early mirror got no record in 30 s"
-        time.sleep(0.5)
+    wait_until(
+        lambda: follow(cluster, path, idle_stop_s=0.2).log_end,
+        30,
+        "a record in the early mirror",
+        interval=0.5,
+    )
     return path
 
 
@@ -73,6 +83,7 @@ class Background:
     def __init__(self, cluster: KafkaCluster, path: Path) -> None:
         self.stop = threading.Event()
         self.result: list[Any] = []
+        self.progress: FollowProgress | None = None  # the follower's own, updated as it goes
         self.thread = threading.Thread(
             target=lambda: self.result.append(self._run(cluster, path)), daemon=True
         )
@@ -80,9 +91,31 @@ class Background:
 
     def _run(self, cluster: KafkaCluster, path: Path) -> Any:
         try:
-            return follow(cluster, path, self.stop)
+            return follow(cluster, path, self.stop, on_progress=self._seen, progress_every_s=0.1)
         except BaseException as exc:
             return exc
+
+    def _seen(self, progress: FollowProgress) -> None:
+        self.progress = progress
+
+    def wait_until_caught_up(self, *, committed: int = 0, leader: int | None = None) -> FollowProgress:
+        """Until the follower holds everything up to the leader's high watermark and at least `committed`
+        records (a high watermark read from the quorum), following `leader` if given."""
+
+        def caught_up() -> FollowProgress | None:
+            assert not self.result, f"the follower stopped: {self.result}"
+            p = self.progress
+            if p is None or p.high_watermark <= 0 or p.lag or p.log_end < committed:
+                return None
+            return p if leader is None or p.leader_id == leader else None
+
+        return wait_until(
+            caught_up,
+            CATCH_UP_S,
+            f"the background follower caught up, at {committed} or later"
+            + ("" if leader is None else f", following {leader}"),
+            seen=lambda: self.progress.line() if self.progress else "no progress yet",
+        )
 
     def finish(self) -> FollowProgress:
         self.stop.set()
@@ -91,6 +124,11 @@ class Background:
         if isinstance(result, BaseException):
             raise result
         return result
+
+
+def high_watermark(cluster: KafkaCluster) -> int:
+    """The quorum's high watermark as ``kafka-metadata-quorum describe --status`` reports it."""
+    return int(cluster.describe_status()["HighWatermark"])
 
 
 def records(files: list[str]) -> dict[int, dict[str, Any]]:
@@ -148,7 +186,7 @@ def test_follow_while_kafka_tools_change_the_cluster(
     )
     cluster.stop_node(FIRST_BROKER_ID)  # a controlled shutdown: fencing and leader changes
     cluster.start_node(FIRST_BROKER_ID)
-    time.sleep(2)
+    bg.wait_until_caught_up(committed=high_watermark(cluster))  # the tools' changes and the broker's return
     progress = bg.finish()
     assert progress.lag == 0 or progress.high_watermark - progress.log_end < 10
     leader = cluster.leader_id()
@@ -161,12 +199,12 @@ def test_follow_while_kafka_tools_change_the_cluster(
 
 def test_kill_the_leader_while_following(cluster: KafkaCluster, tmp_path: Path) -> None:
     bg = Background(cluster, tmp_path)
-    time.sleep(2)
     leader = cluster.leader_id()
+    bg.wait_until_caught_up(leader=leader)  # following when the leader dies
     cluster.kill(leader)
     new_leader = cluster.wait_for_leader(not_in=[leader], timeout=60)
     cluster.topics_create("after-failover", partitions=1)
-    time.sleep(2)
+    bg.wait_until_caught_up(committed=high_watermark(cluster), leader=new_leader)
     progress = bg.finish()
     cluster.start_node(leader)
     assert progress.leader_id == new_leader and progress.epoch > 1
@@ -175,6 +213,7 @@ def test_kill_the_leader_while_following(cluster: KafkaCluster, tmp_path: Path) 
 
 
 def test_kill_9_the_follower_and_restart(cluster: KafkaCluster, tmp_path: Path) -> None:
+    mirror, status_file = tmp_path / "mirror", tmp_path / "status.json"
     argv = [
         sys.executable,
         "-m",
@@ -183,18 +222,49 @@ def test_kill_9_the_follower_and_restart(cluster: KafkaCluster, tmp_path: Path) 
         "--bootstrap-controller",
         cluster.bootstrap_controllers,
         "--data-dir",
-        str(tmp_path),
+        str(mirror),
         "--quiet",
+        "--status-file",
+        str(status_file),
+        "--progress-every",
+        "0.2",
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for _ in range(2):
+
+    def status() -> dict[str, Any]:
+        return json.loads(status_file.read_text()) if status_file.exists() else {}
+
+    def held(doc: dict[str, Any]) -> int:
+        """Records in the mirror by the status: from its first snapshot (it starts from one) to its end."""
+        snapshots = (mirror / "__cluster_metadata-0").glob("*.checkpoint")
+        return doc["offset"] - min((int(p.name.split("-")[0]) for p in snapshots), default=0)
+
+    for round_ in range(1, 3):
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(6)
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+
+        def following(
+            proc: subprocess.Popen[bytes] = proc, records: int = round_ * RECORDS_PER_ROUND
+        ) -> bool:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            doc = status()
+            return (
+                doc.get("pid") == proc.pid
+                and doc["high_watermark"] > 0
+                and doc["lag"] == 0
+                and held(doc) >= records
+            )
+
+        # killed while following, caught up, after adding records of its own
+        wait_until(
+            following,
+            CATCH_UP_S,
+            f"follower process {proc.pid} caught up, {round_ * RECORDS_PER_ROUND} records in the mirror",
+            seen=status,
+        )
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-    follow(cluster, tmp_path, idle_stop_s=0.5)
-    assert_mirror_is_the_log(cluster, tmp_path, cluster.leader_id())
+    follow(cluster, mirror, idle_stop_s=0.5)
+    assert_mirror_is_the_log(cluster, mirror, cluster.leader_id())
 
 
 @pytest.fixture(scope="module")

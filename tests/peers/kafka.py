@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from waiting import wait_until
+
 from kraftlake import kafka_tools
 
 NODE_ID = 1
@@ -252,16 +254,20 @@ class KafkaPeer:
             self.process = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise KafkaPeerError(
-                    f"Kafka exited with {self.process.returncode} while starting:\n{self.tail()}"
-                )
-            if self._started_line_logged() and self._port_open():
-                return
-            time.sleep(0.25)
-        raise KafkaPeerError(f"Kafka did not start within {timeout:.0f}s:\n{self.tail()}")
+        process = self.process
+
+        def started() -> bool:
+            if process.poll() is not None:
+                raise KafkaPeerError(f"Kafka exited with {process.returncode} while starting:\n{self.tail()}")
+            return self._started_line_logged() and self._port_open()
+
+        wait_until(
+            started,
+            timeout,
+            "Kafka started (its log says so, its port is open)",
+            0.25,
+            fail=lambda msg: KafkaPeerError(f"{msg}:\n{self.tail()}"),
+        )
 
     def _started_line_logged(self) -> bool:
         return self.server_log.exists() and "Kafka Server started" in self.server_log.read_text(
@@ -289,13 +295,15 @@ class KafkaPeer:
         """Wait for a snapshot whose end offset is beyond all of ``offsets``; returns its offset."""
         floor = max(offsets, default=-1)
         metadata_dir = self.log_dir / METADATA_PARTITION
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            newer = [o for o in snapshot_offsets(metadata_dir) if o > floor]
-            if newer:
-                return newer[-1]
-            time.sleep(0.25)
-        raise KafkaPeerError(f"no snapshot beyond offset {floor} within {timeout:.0f}s:\n{self.tail()}")
+        newer = wait_until(
+            lambda: [o for o in snapshot_offsets(metadata_dir) if o > floor],
+            timeout,
+            f"a snapshot beyond offset {floor}",
+            0.25,
+            seen=lambda: snapshot_offsets(metadata_dir),
+            fail=lambda msg: KafkaPeerError(f"{msg}:\n{self.tail()}"),
+        )
+        return newer[-1]
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM the server and wait for its clean shutdown; SIGKILL it if it does not exit in time."""

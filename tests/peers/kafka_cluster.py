@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from waiting import wait_until
+
 from kraftlake import kafka_tools
 from peers.kafka import (
     METADATA_PARTITION,
@@ -742,9 +744,9 @@ broker.heartbeat.interval.ms=1000
             )
 
     def _wait_started(self, nodes: list[KafkaNode], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
         pending = list(nodes)
-        while pending:
+
+        def all_started() -> bool:
             for node in list(pending):
                 if not node.running:
                     code = node.process.returncode if node.process is not None else None
@@ -758,14 +760,16 @@ broker.heartbeat.interval.ms=1000
                 if _STARTED in node.log_since_start() and _port_open(node.port):
                     self.timings[f"node_{node.node_id}"] = time.monotonic() - node.started_at
                     pending.remove(node)
-            if not pending:
-                return
-            if time.monotonic() > deadline:
-                raise KafkaPeerError(
-                    f"nodes {[n.node_id for n in pending]} did not start within {timeout:.0f}s:\n"
-                    + "\n".join(self.tail(n.node_id) for n in pending)
-                )
-            time.sleep(0.1)
+            return not pending
+
+        wait_until(
+            all_started,
+            timeout,
+            f"nodes {[n.node_id for n in nodes]} started",
+            0.1,
+            seen=lambda: f"nodes {[n.node_id for n in pending]} not yet",
+            fail=lambda msg: KafkaPeerError(f"{msg}:\n" + "\n".join(self.tail(n.node_id) for n in pending)),
+        )
 
     def start_node(self, node_id: int, timeout: float = 60.0) -> None:
         """Start a stopped or killed node again with the same config and log dir; wait until it started."""
@@ -911,17 +915,15 @@ broker.heartbeat.interval.ms=1000
 
     def wait_for_snapshot(self, node_id: int, after_offset: int = 0, timeout: float = 60.0) -> int:
         """Wait for a snapshot on ``node_id`` whose end offset is beyond ``after_offset``; returns that offset."""
-        deadline = time.monotonic() + timeout
-        while True:
-            newer = [o for o in self.snapshot_offsets(node_id) if o > after_offset]
-            if newer:
-                return newer[-1]
-            if time.monotonic() > deadline:
-                raise KafkaPeerError(
-                    f"no snapshot beyond offset {after_offset} on node {node_id} within "
-                    f"{timeout:.0f}s:\n{self.tail(node_id)}"
-                )
-            time.sleep(0.2)
+        newer = wait_until(
+            lambda: [o for o in self.snapshot_offsets(node_id) if o > after_offset],
+            timeout,
+            f"a snapshot beyond offset {after_offset} on node {node_id}",
+            0.2,
+            seen=lambda: self.snapshot_offsets(node_id),
+            fail=lambda msg: KafkaPeerError(f"{msg}:\n{self.tail(node_id)}"),
+        )
+        return newer[-1]
 
     def log_start_offset(self, node_id: int) -> int:
         """The node's metadata log start offset: the base offset of its first live ``.log`` segment.
@@ -938,17 +940,20 @@ broker.heartbeat.interval.ms=1000
         (``KafkaRaftClient.RaftMetadataLogCleanerManager``), first run 60 s after the node started: however small
         the retention, the log start offset cannot move before then.
         """
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def moved() -> list[int]:  # a list: offset 0 would read as "not yet"
             start = self.log_start_offset(node_id)
-            if start > above:
-                return start
-            if time.monotonic() > deadline:
-                raise KafkaPeerError(
-                    f"log start offset of node {node_id} still {start} after {timeout:.0f}s:\n"
-                    f"{self.tail(node_id)}"
-                )
-            time.sleep(0.5)
+            return [start] if start > above else []
+
+        (start,) = wait_until(
+            moved,
+            timeout,
+            f"the log start offset of node {node_id} above {above}",
+            0.5,
+            seen=lambda: self.log_start_offset(node_id),
+            fail=lambda msg: KafkaPeerError(f"{msg}:\n{self.tail(node_id)}"),
+        )
+        return start
 
     def tail(self, node_id: int, lines: int = 30) -> str:
         """The last lines of the node's log and stdout, for error messages."""
@@ -1034,25 +1039,33 @@ broker.heartbeat.interval.ms=1000
         Polls the controllers' ``quorum-state`` files (a leader writes its election there), then confirms
         with `leader_id` (``describe --status``), which is what the caller gets.
         """
-        deadline = time.monotonic() + timeout
         last = ""
-        while True:
+
+        def confirmed() -> int | None:
+            nonlocal last
             candidate = self._elected_leader(not_in)
-            if candidate is not None:
-                try:
-                    leader = self.leader_id()
-                    if leader == candidate:
-                        return leader
-                    last = f"describe --status says {leader}, quorum-state files say {candidate}"
-                except KafkaPeerError as exc:
-                    last = str(exc)
-            if time.monotonic() > deadline:
-                states = {i: self.quorum_state(i) for i in self.controller_ids}
-                raise KafkaPeerError(
-                    f"no leader (other than {list(not_in)}) within {timeout:.0f}s: {last}\n"
-                    f"quorum-state: {states}"
-                )
-            time.sleep(0.2)
+            if candidate is None:
+                return None
+            try:
+                leader = self.leader_id()
+            except KafkaPeerError as exc:
+                last = str(exc)
+                return None
+            if leader == candidate:
+                return leader  # a controller id, never 0
+            last = f"describe --status says {leader}, quorum-state files say {candidate}"
+            return None
+
+        return wait_until(
+            confirmed,
+            timeout,
+            f"a leader other than {list(not_in)}",
+            0.2,
+            seen=lambda: last,
+            fail=lambda msg: KafkaPeerError(
+                f"{msg}\nquorum-state: { {i: self.quorum_state(i) for i in self.controller_ids} }"
+            ),
+        )
 
     def topics_create(
         self,

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from waiting import wait_until
+
 from kraftlake import kafka_tools
 from peers.kafka import METADATA_PARTITION, KafkaPeerError, free_port, snapshot_offsets
 from peers.kafka_cluster import random_cluster_id
@@ -453,9 +455,9 @@ metadata.log.segment.ms=5000
             )
 
     def _wait_started(self, nodes: list[Node], timeout: float, message: str = STARTED) -> None:
-        deadline = time.monotonic() + timeout
         waiting = list(nodes)
-        while waiting:
+
+        def all_started() -> bool:
             for node in list(waiting):
                 if node.process is None or node.process.poll() is not None:
                     raise KafkaPeerError(
@@ -466,12 +468,16 @@ metadata.log.segment.ms=5000
                         f.seek(node.log_mark)
                         if message.encode() in f.read():
                             waiting.remove(node)
-            if waiting and time.monotonic() > deadline:
-                raise KafkaPeerError(
-                    f"Kafka {self.release.version} nodes {[n.node_id for n in waiting]} did not start within "
-                    f"{timeout:.0f}s:\n" + "\n".join(self.tail(n) for n in waiting)
-                )
-            time.sleep(0.2)
+            return not waiting
+
+        wait_until(
+            all_started,
+            timeout,
+            f"Kafka {self.release.version} nodes {[n.node_id for n in nodes]} logged {message!r}",
+            0.2,
+            seen=lambda: f"nodes {[n.node_id for n in waiting]} not yet",
+            fail=lambda msg: KafkaPeerError(f"{msg}:\n" + "\n".join(self.tail(n) for n in waiting)),
+        )
 
     def kill(self, node_id: int) -> None:
         """SIGKILL one node and reap it."""
@@ -537,33 +543,39 @@ metadata.log.segment.ms=5000
 
     def leader(self, timeout: float = 60.0, not_in: Sequence[int] = ()) -> int:
         """The running node whose ``quorum-state`` says it leads the highest epoch; waits for one."""
-        deadline = time.monotonic() + timeout
-        while True:
+        states: dict[int, dict[str, int]] = {}
+
+        def elected() -> int | None:
+            nonlocal states
             states = {i: self.quorum_state(i) for i, n in self.nodes.items() if n.running}
             top = max((s["leaderEpoch"] for s in states.values()), default=-1)
             for i, s in states.items():
                 if s["leaderId"] == i and s["leaderEpoch"] == top and i not in not_in:
-                    return i
-            if time.monotonic() > deadline:
-                raise KafkaPeerError(
-                    f"no leader of Kafka {self.release.version} within {timeout:.0f}s: {states}"
-                )
-            time.sleep(0.2)
+                    return i  # a node id, never 0
+            return None
+
+        return wait_until(
+            elected,
+            timeout,
+            f"a leader of Kafka {self.release.version} other than {list(not_in)}",
+            0.2,
+            seen=lambda: states,
+            fail=KafkaPeerError,
+        )
 
     def snapshot_offsets(self, node_id: int) -> list[int]:
         return snapshot_offsets(self.nodes[node_id].metadata_dir)
 
     def wait_for_snapshot(self, node_id: int, after_offset: int = 0, timeout: float = 60.0) -> int:
-        deadline = time.monotonic() + timeout
-        while True:
-            newer = [o for o in self.snapshot_offsets(node_id) if o > after_offset]
-            if newer:
-                return newer[-1]
-            if time.monotonic() > deadline:
-                raise KafkaPeerError(
-                    f"no snapshot past {after_offset} on node {node_id} within {timeout:.0f}s"
-                )
-            time.sleep(0.2)
+        newer = wait_until(
+            lambda: [o for o in self.snapshot_offsets(node_id) if o > after_offset],
+            timeout,
+            f"a snapshot past {after_offset} on node {node_id}",
+            0.2,
+            seen=lambda: self.snapshot_offsets(node_id),
+            fail=KafkaPeerError,
+        )
+        return newer[-1]
 
     def log_start(self, node_id: int) -> int:
         """The base offset of `node_id`'s oldest metadata log segment on disk."""
@@ -571,11 +583,19 @@ metadata.log.segment.ms=5000
 
     def wait_for_log_start(self, node_id: int, past: int = 0, timeout: float = 60.0) -> int:
         """Wait until `node_id` has deleted its segments up to past `past` (``retention_ms``): its log start."""
-        deadline = time.monotonic() + timeout
-        while (start := self.log_start(node_id)) <= past:
-            if time.monotonic() > deadline:
-                raise KafkaPeerError(f"node {node_id}'s log still starts at {start} after {timeout:.0f}s")
-            time.sleep(0.2)
+
+        def moved() -> list[int]:  # a list: offset 0 would read as "not yet"
+            start = self.log_start(node_id)
+            return [start] if start > past else []
+
+        (start,) = wait_until(
+            moved,
+            timeout,
+            f"node {node_id}'s log start past {past}",
+            0.2,
+            seen=lambda: self.log_start(node_id),
+            fail=KafkaPeerError,
+        )
         return start
 
     # --- the release's own tools --------------------------------------------------------------------------

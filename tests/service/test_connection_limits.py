@@ -11,9 +11,20 @@ from pathlib import Path
 
 import pytest
 from service_helpers import CLUSTER, fast_config
+from waiting import wait_until
 
 from kraftlake.cli import main
 from kraftlake.service import LocalQuorum, ObserverClient
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the other end closed `sock` (without reading from it)."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
 
 
 def test_idle_connections_time_out_and_new_clients_get_in_past_the_cap(
@@ -34,7 +45,14 @@ def test_idle_connections_time_out_and_new_clients_get_in_past_the_cap(
         host, port = quorum.endpoints[leader.node_id]
         with caplog.at_level("INFO", logger="kraftlake.service.connections"):
             idle = [socket.create_connection((host, port), timeout=5) for _ in range(30)]
-            time.sleep(0.2)
+            # all 30 admitted: all but the unproven share (max_connections - reserved_connections) evicted
+            wait_until(
+                lambda: sum(map(closed_by_peer, idle)) >= 30 - (12 - 6),
+                5,
+                "24 of the 30 idle connections evicted",
+                0.01,
+                seen=lambda: sum(map(closed_by_peer, idle)),
+            )
             # the voters' own connections (proven by their requests) stay: appends commit
             leader.append([b"during"]).result(10)
             # a new client gets in: the oldest unproven connection makes room

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from service_helpers import CLUSTER, fast_config
+from waiting import wait_until
 
 from kraftlake.cli import main as cli_main
 from kraftlake.controller import (
@@ -212,13 +213,12 @@ def test_snapshots_are_metadata_checkpoints_and_a_restart_loads_snapshot_plus_ta
         image = assert_images_equal(q)
         leader = q.wait_active()
         follower = next(h for h in q.hosts if h != leader.node_id)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not list_snapshots(
-            q.node_dir(follower) / METADATA_PARTITION_DIR
-        ):
-            time.sleep(0.05)
-        snaps = list_snapshots(q.node_dir(follower) / METADATA_PARTITION_DIR)
-        assert snaps, "no snapshot written"
+        snaps = wait_until(
+            lambda: list_snapshots(q.node_dir(follower) / METADATA_PARTITION_DIR),
+            10,
+            f"a snapshot written by follower {follower}",
+            0.05,
+        )
         sid, path = snaps[-1]
         # a checkpoint of metadata records: the image at its end offset - 1, as kraftlake.image reads it
         assert load_snapshot(path).state_equals(image_at(q.node_dir(leader.node_id), sid.end_offset - 1))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import CLUSTER, fast_config
+from service_helpers import CLUSTER, fast_config, wait_until_committed
 
 from kraftlake.follow.observer import AppendBatches, Endpoint, MetadataObserver, Send, Wait, for_version
 from kraftlake.logformat import RecordBatch, build_control_batch, build_data_batch, read_batches
@@ -66,15 +66,6 @@ CTX = WireContext(
     {1: ("127.0.0.1", 9001), 2: ("127.0.0.1", 9002), 3: ("127.0.0.1", 9003)},
 )
 DIR = "T3J0aG9kb3hLYWZrYS0tLQ"
-
-
-def wait_until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 # -- translation -----------------------------------------------------------------------------------------------
@@ -403,7 +394,7 @@ def test_followers_write_the_leaders_batches_byte_for_byte(tmp_path: Path) -> No
         end = 0
         for i in range(20):
             end = leader.append([b"%d-%d" % (i, k) for k in range(1 + i % 7)]).result(10)[1] + 1
-        wait_until(lambda: all(s.high_watermark >= end for s in q.services.values()))
+        wait_until_committed(q, end)
         logs = {
             i: b"".join(
                 p.read_bytes()

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-from service_helpers import CLUSTER, fast_config
+from service_helpers import CLUSTER, fast_config, wait_until_committed
+from waiting import wait_until
 
 from kraftlake.logformat import MetadataLogDir
 from kraftlake.service import (
@@ -19,15 +20,6 @@ from kraftlake.service import (
     QuorumClient,
     SnapshotReader,
 )
-
-
-def wait_until(predicate: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 def values_of(entries: list) -> list[bytes]:  # type: ignore[type-arg]
@@ -42,8 +34,8 @@ def test_append_is_committed_and_readable_on_every_voter(quorum: LocalQuorum) ->
     assert all(last - base == 9 for base, last in offsets)
     assert [b for b, _ in offsets] == sorted(b for b, _ in offsets)
     end = offsets[-1][1] + 1
+    wait_until_committed(quorum, end)
     for service in quorum.services.values():
-        wait_until(lambda s=service: s.high_watermark >= end)
         committed = service.read_committed(0, 1000)
         assert values_of(committed) == records
         assert committed[0].is_control  # the leader's LeaderChange record
@@ -71,7 +63,13 @@ def test_leader_stop_elects_a_new_leader_and_not_leader_names_it(quorum: LocalQu
     # the stopped voter comes back and catches up from its own files
     back = quorum.restart_node(old.node_id)
     end = new.append([b"again"]).result(10)[1] + 1
-    wait_until(lambda: back.high_watermark >= end)
+    wait_until(
+        lambda: back.high_watermark >= end,
+        10,
+        f"the restarted voter's high watermark at {end}",
+        0.02,
+        seen=lambda: back.high_watermark,
+    )
     assert values_of(back.read_committed(0)) == [b"before", b"after", b"again"]
 
 
@@ -165,9 +163,13 @@ def test_listeners_and_restart_from_kafka_layout_files(tmp_path: Path) -> None:
         leader = q.wait_for_leader()
         results = [leader.append([f"{j}-{k}".encode() for k in range(5)]).result(10) for j in range(4)]
         end = results[-1][1] + 1
-        wait_until(lambda: all(s.high_watermark >= end for s in q.services.values()))
+        wait_until_committed(q, end)
         wait_until(
-            lambda: all(r.batches and r.batches[-1].last_offset == end - 1 for r in recorders.values())
+            lambda: all(r.batches and r.batches[-1].last_offset == end - 1 for r in recorders.values()),
+            10,
+            f"every listener's last batch ending at {end - 1}",
+            0.02,
+            seen=lambda: {i: r.batches[-1].last_offset for i, r in recorders.items() if r.batches},
         )
         for recorder in recorders.values():
             offsets = [e.offset for b in recorder.batches for e in b.entries]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import CLUSTER, fast_config
+from service_helpers import CLUSTER, fast_config, wait_until_committed
 from tls_certs import make_ca, make_cert
 
 from kraftlake.cli import main as cli_main
@@ -137,10 +137,7 @@ def test_a_sasl_ssl_quorum_elects_commits_and_replicates(secured: Secured) -> No
     end = 0
     for i in range(10):
         end = leader.append([b"rec-%d-%d" % (i, k) for k in range(3)]).result(10)[1] + 1
-    deadline = time.monotonic() + 10
-    while not all(s.high_watermark >= end for s in q.services.values()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert all(s.high_watermark >= end for s in q.services.values())
+    wait_until_committed(q, end)
     # a client with ALTER and the append credential appends; with DESCRIBE only it describes the quorum
     appender = QuorumClient(
         [secured.endpoint(1)],

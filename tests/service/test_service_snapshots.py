@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from service_helpers import CLUSTER, fast_config
+from waiting import wait_until
 
 from kraftlake.logformat import list_snapshots, read_batches
 from kraftlake.protocol.control import ControlRecordType
@@ -30,13 +30,8 @@ from kraftlake.service import (
 SMALL = {"snapshot_max_bytes": 8 * 1024, "segment_bytes": 4 * 1024, "retention_bytes": 0}
 
 
-def wait_until(predicate: object, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
+#: For a voter to write a snapshot or catch up, on a loaded machine.
+WAIT_S = 15.0
 
 
 class Recorder:
@@ -75,7 +70,13 @@ def restarted(
     try:
         q.wait_for_leader().append([b"after"]).result(10)
         for recorder in again.values():
-            wait_until(lambda r=recorder: r.values[-1:] == [b"after"])  # type: ignore[misc]
+            wait_until(
+                lambda r=recorder: r.values[-1:] == [b"after"],  # type: ignore[misc]
+                WAIT_S,
+                "a listener given the append after the restart",
+                0.02,
+                seen=lambda r=recorder: r.values[-3:],  # type: ignore[misc]
+            )
         yield q, again
     finally:
         q.stop()
@@ -143,7 +144,7 @@ def test_size_policy_snapshots_advance_log_start_and_restart_replays_snapshot_pl
         leader = q.wait_for_leader()
         store = leader.runner.log_store
         assert store is not None
-        wait_until(lambda: store.latest_snapshot() is not None)
+        wait_until(store.latest_snapshot, WAIT_S, "a snapshot on the leader", 0.02)
         part = tmp_path / f"node-{leader.node_id}" / "__cluster_metadata-0"
 
         def look() -> tuple:  # type: ignore[type-arg]
@@ -199,7 +200,13 @@ def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path
         leader = q.wait_for_leader()
         store = leader.runner.log_store
         assert store is not None
-        wait_until(lambda: store.latest_snapshot() is not None and store.log_start_offset > 0)
+        wait_until(
+            lambda: store.latest_snapshot() is not None and store.log_start_offset > 0,
+            WAIT_S,
+            "a snapshot on the leader and its log start past 0",
+            0.02,
+            seen=lambda: (store.latest_snapshot(), store.log_start_offset),
+        )
         part = tmp_path / f"node-{leader.node_id}" / "__cluster_metadata-0"
 
         def look() -> tuple:  # type: ignore[type-arg]
@@ -216,14 +223,20 @@ def test_retention_keeps_the_log_behind_the_latest_snapshot_for_readers(tmp_path
                 store.end_offset,
             )
 
-        seen = leader._loop.call(look)
-        while True:  # until the snapshot written off the loop for the last appends is in
-            time.sleep(0.3)
-            now = leader._loop.call(look)
-            if now == seen:
-                break
-            seen = now
-        latest, start, held, files, end = seen
+        looks: list[tuple] = []  # type: ignore[type-arg]
+
+        def settled() -> tuple | None:  # type: ignore[type-arg]
+            looks.append(leader._loop.call(look))
+            return looks[-1] if looks[-2:-1] == looks[-1:] else None
+
+        # until the snapshot written off the loop for the last appends is in: two looks 0.3 s apart agree
+        latest, start, held, files, end = wait_until(
+            settled,
+            WAIT_S,
+            "the leader's snapshots and log unchanged for 0.3 s",
+            0.3,
+            seen=lambda: looks[-2:],
+        )
         assert 0 < start < latest.offset, (start, latest)  # the log reaches back past the latest snapshot
         assert start in files and latest.offset in files and min(files) == start
         assert held <= 24 * 1024 + 8 * 1024 + 4 * 1024  # at most a snapshot interval and a batch over
@@ -301,14 +314,25 @@ def test_provider_supplies_the_payload_and_a_lagging_follower_installs_the_snaps
         _append_many(q, 150)
         store = leader.runner.log_store
         assert store is not None
-        wait_until(lambda: store.latest_snapshot() is not None)
-        latest = store.latest_snapshot()
-        assert latest is not None and latest in calls
+        latest = wait_until(store.latest_snapshot, WAIT_S, "a snapshot on the leader", 0.02)
+        assert latest in calls
         assert checkpoint_values(store.read_snapshot(latest)) == [b"state", str(latest.offset).encode()]
         restarted = q.restart_node(follower)
-        wait_until(lambda: restarted.high_watermark >= leader.high_watermark > 0)
+        wait_until(
+            lambda: restarted.high_watermark >= leader.high_watermark > 0,
+            WAIT_S,
+            "the restarted follower's high watermark at the leader's",
+            0.02,
+            seen=lambda: (restarted.high_watermark, leader.high_watermark),
+        )
         rec = recorders[follower]
-        wait_until(lambda: any(s.snapshot_id.offset >= latest.offset for s in rec.snapshots))
+        wait_until(
+            lambda: any(s.snapshot_id.offset >= latest.offset for s in rec.snapshots),
+            WAIT_S,
+            f"the restarted follower's listener given a snapshot at {latest.offset} or later",
+            0.02,
+            seen=lambda: [s.snapshot_id.offset for s in rec.snapshots],
+        )
         follower_store = restarted.runner.log_store
         assert follower_store is not None and follower_store.log_start_offset >= latest.offset
     finally:

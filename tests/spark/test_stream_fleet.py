@@ -21,7 +21,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 
 import pytest
 from peers.kafka import WORKLOAD, KafkaPeer, free_port
+from waiting import wait_until
 from warehouse_states import assert_entities_match
 
 from kraftlake.commands.fleet import COLUMNS
@@ -129,15 +129,16 @@ def _members(argv: list[str]) -> Any:
 def _wait(warehouse: Path, ok: Callable[[dict[str, dict[str, Any]]], bool], what: str) -> None:
     from kraftlake.warehouse.fleet_status import newest
 
-    deadline = time.monotonic() + WAIT_S
     rows: dict[str, dict[str, Any]] = {}
-    while time.monotonic() < deadline:
-        if (warehouse / "fleet_status" / "_delta_log").is_dir():
-            rows = {r["cluster"]: r for r in newest(warehouse)}
-            if ok(rows):
-                return
-        time.sleep(0.5)
-    pytest.fail(f"{what} not seen within {WAIT_S:.0f}s: {rows}")
+
+    def seen_ok() -> bool:
+        nonlocal rows
+        if not (warehouse / "fleet_status" / "_delta_log").is_dir():
+            return False
+        rows = {r["cluster"]: r for r in newest(warehouse)}
+        return ok(rows)
+
+    wait_until(seen_ok, WAIT_S, what, 0.5, seen=lambda: rows)
 
 
 def _caught_up(rows: dict[str, dict[str, Any]], name: str) -> bool:

@@ -8,10 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from spark.test_warehouse import assert_state_matches
+from waiting import wait_until
 
 from kraftlake.image.source import segments
 from kraftlake.sim.workloads.entities import write_synthetic_log
 from kraftlake.spark.logtail_source import SegmentIndex, scan_from
+
+#: Between the batches appended to the live log: the stream sees it grow across its triggers (0.3 s apart), as
+#: a follower's mirror grows, not whole at once.
+APPEND_EVERY_S = 0.05
+#: How long the torn last batch stays on disk before the test checks the stream did not read it: several of the
+#: stream's triggers, each of which could have read it.
+TORN_HELD_S = 2.0
 
 
 def _batches(log_dir: Path) -> list[tuple[str, bytes]]:
@@ -92,20 +100,27 @@ def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
         for name, data in batches[third:-1]:
             with open(live / name, "ab") as f:
                 f.write(data)
-            time.sleep(0.05)
+            time.sleep(APPEND_EVERY_S)
         # a torn last batch: must not be read until complete
         name, data = batches[-1]
         with open(live / name, "ab") as f:
             f.write(data[: len(data) // 2])
         before_last = int.from_bytes(data[:8], "big") - 1
-        deadline = time.monotonic() + 480
-        while time.monotonic() < deadline and not errors and t.is_alive():
-            if committed and committed[-1] >= before_last:
-                break
-            time.sleep(0.5)
-        assert not errors, errors
-        assert committed and committed[-1] == before_last, committed
-        time.sleep(2)
+
+        def up_to_the_torn_batch() -> bool:
+            assert not errors, errors
+            assert t.is_alive(), "the stream ended before the torn batch was completed"
+            return bool(committed) and committed[-1] >= before_last
+
+        wait_until(
+            up_to_the_torn_batch,
+            480,
+            f"the stream committed up to {before_last}",
+            0.5,
+            seen=lambda: committed[-3:],
+        )
+        assert committed[-1] == before_last, committed
+        time.sleep(TORN_HELD_S)  # time for what must not happen: the stream reading the torn batch
         assert last_offset(spark, warehouse, "default") == before_last  # the torn batch still held back
         with open(live / name, "ab") as f:
             f.write(data[len(data) // 2 :])
