@@ -8,6 +8,7 @@ import pickle
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from peers.kafka import SHELL_RELEASE_VERSION, KafkaMetadataLog, produce_metadata_log
@@ -28,6 +29,30 @@ FIRST_SPARK_SESSION = frozenset(
         "test_cli_errors.py",
     }
 )
+
+
+#: A test that takes longer (setup, call and teardown together) is marked ``slow`` and says why in its docstring.
+LONG_TEST_SECONDS = 60.0
+
+_seconds: dict[str, float] = {}
+_marked_slow: set[str] = set()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # on the xdist controller too: its reports carry each test's phases and its markers as keywords
+    _seconds[report.nodeid] = _seconds.get(report.nodeid, 0.0) + report.duration
+    if "slow" in report.keywords:
+        _marked_slow.add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    long = sorted(
+        ((s, n) for n, s in _seconds.items() if s > LONG_TEST_SECONDS and n not in _marked_slow), reverse=True
+    )
+    if long:
+        terminalreporter.section(f"over {LONG_TEST_SECONDS:.0f} s and not marked slow")
+        for seconds, nodeid in long:
+            terminalreporter.write_line(f"{seconds:7.1f}s {nodeid}")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -1,9 +1,9 @@
 """The compatibility matrix: which releases and quorum kinds run, and the checks every case shares.
 
 ``$KRAFTLAKE_COMPAT_RELEASES`` (what ``make compat`` sets: every release fetched by ``make compat-jars``) names
-the releases; without it the subset ``make test`` runs, one release per wire generation: 3.3 (Fetch v13, no
-snapshots by time), 3.7 (Fetch v16 without NodeEndpoints from the raft leader), 3.9 (KIP-853: NodeEndpoints,
-dynamic quorums) and 4.4 (the newest).
+the releases; without it (pytest run on tests/compat by hand) the subset, one release per wire generation: 3.3
+(Fetch v13, no snapshots by time), 3.7 (Fetch v16 without NodeEndpoints from the raft leader), 3.9 (KIP-853:
+NodeEndpoints, dynamic quorums) and 4.4 (the newest).
 """
 
 from __future__ import annotations

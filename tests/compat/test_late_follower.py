@@ -26,9 +26,9 @@ RETENTION_MS = 1000
 def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ReleaseCluster]:
     release: Release = require(request.param)
     # each case waits about a minute for the controller's cleaner (it runs once a minute, whatever the retention):
-    # make test runs the newest, make compat every release
+    # the subset runs the newest, make compat every release
     if not os.environ.get(RELEASES_ENV) and release.version != SUBSET[-1]:
-        pytest.skip(f"make test follows {SUBSET[-1]} late; make compat every release")
+        pytest.skip(f"the subset follows {SUBSET[-1]} late; make compat every release")
     with ReleaseCluster(release, tmp_path / "kafka", snapshot_bytes=1024, retention_ms=RETENTION_MS) as c:
         c.workload()
         snapshot = c.wait_for_snapshot(1, after_offset=0, timeout=90)

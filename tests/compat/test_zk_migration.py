@@ -1,5 +1,5 @@
 """A log that went through a ZooKeeper migration (KIP-866), written by each release of the matrix that can migrate
-(3.4 through 3.9; ``make test``: 3.9.1 only): `peers.zk_migration.ZkMigrationCluster` migrates a ZooKeeper-mode
+(3.4 through 3.9; the subset: 3.9.1 only): `peers.zk_migration.ZkMigrationCluster` migrates a ZooKeeper-mode
 broker's topics, topic config and client quota into a KRaft controller, then creates, alters and deletes topics in
 dual-write mode. The controller's log then holds the migration's records (``ZkMigrationStateRecord``s, the
 metadata transaction from 3.6, a migrating broker's registration with ``metadata.version`` of one version).
@@ -60,7 +60,7 @@ def top_level(tree: str) -> dict[str, list[str]]:
 
 
 def migration_cases() -> list[Any]:
-    """Every release of the matrix that can migrate; without ``$KRAFTLAKE_COMPAT_RELEASES`` (``make test``)
+    """Every release of the matrix that can migrate; without ``$KRAFTLAKE_COMPAT_RELEASES`` (the subset)
     3.9.1 only."""
     chosen = [r for r in releases() if r.zk_migration]
     if not os.environ.get(RELEASES_ENV):
