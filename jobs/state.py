@@ -132,10 +132,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     # an offset before the retained history or past the commit point (the functions raise), a --where Spark
     # cannot parse or resolve: one line, exit 2
-    with query_session("state", args) as spark, spark_errors():
-        print_frame(
-            spark.sql(state_query(args.entity, args.offset, args.time, args.where, args.cluster)), args.format
-        )
+    query = state_query(args.entity, args.offset, args.time, args.where, args.cluster)
+    with query_session("state", args, query=query) as spark, spark_errors():
+        print_frame(spark.sql(query), args.format)
     return 0
 
 

@@ -35,12 +35,14 @@ catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
+from kraftlake.delta.append import DeltaAppendError
 from kraftlake.history import ENTITIES
 from kraftlake.spark.tables.creation import open_for_readers
 from kraftlake.spark.tables.fleet_status import ensure_fleet_status
@@ -66,7 +68,7 @@ from kraftlake.spark.tables.queries import (
     retention_guard_at_time,
     state_query,
 )
-from kraftlake.warehouse.guard_values import GuardValues
+from kraftlake.warehouse.guard_values import GuardCache, GuardValues
 from udfs.records import register_udfs
 from udfs.risk import risk_statements
 from udfs.versions import versions_statements
@@ -161,8 +163,10 @@ def function_statements(
                 None,
                 joined=at,
                 guard=retention_guard_at_time(
-                    warehouse, table, "at_time", f"coalesce({narrowed}, {CLUSTER})"
+                    warehouse, table, "at_time", f"coalesce({narrowed}, {CLUSTER})", known
                 ),
+                # not ``known``: the offset at a time is not held to the commit point, and the closes past it
+                # are not in ``known``
             )
         )
 
@@ -241,9 +245,7 @@ def register(
     :mod:`udfs.records`); ``temporary=False`` stores the table functions in ``spark``'s catalog, in
     ``database`` (:func:`udfs.catalog.create_functions` is the way to do that), where Python UDFs cannot go.
     """
-    open_for_readers(spark, warehouse)
-    if Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
-        ensure_fleet_status(spark, warehouse)
+    _open(spark, warehouse)
     names = []
     for stmt in function_statements(warehouse, temporary, database):
         spark.sql(stmt)
@@ -251,6 +253,14 @@ def register(
     if temporary:
         names += register_udfs(spark)
     return names
+
+
+def _open(spark: SparkSession, warehouse: str | Path) -> None:
+    """What the functions need of a warehouse before they are created: an old one migrated
+    (:func:`kraftlake.spark.tables.creation.open_for_readers`), ``fleet_status`` created."""
+    open_for_readers(spark, warehouse)
+    if Path(table_path(warehouse, OFFSETS), "_delta_log").is_dir():
+        ensure_fleet_status(spark, warehouse)
 
 
 def _created(stmt: str) -> str:
@@ -274,10 +284,70 @@ def register_for_query(
     named = []
     for stmt in function_statements(warehouse, temporary=True, known=known):
         name = _created(stmt)
-        if re.search(rf"\b{name}\s*\(", query, re.IGNORECASE):
+        if _names_in(name, query):
             spark.sql(stmt)
             named.append(name)
     return named
+
+
+def _names_in(name: str, query: str) -> bool:
+    """Whether ``query`` calls the function ``name`` (function names are case-insensitive)."""
+    return re.search(rf"\b{name}\s*\(", query, re.IGNORECASE) is not None
+
+
+class QueryFunctions:
+    """The table functions of one session, each created when a query names it, with the guards' values as
+    literals (:func:`register_for_query`): read from the warehouse without Spark, and the functions created
+    again once one of the tables they come from has a new version
+    (:class:`kraftlake.warehouse.guard_values.GuardCache`). Where the values cannot be read so (a table of a
+    layout that reader does not know), the functions are :func:`register`'s, which read the tables.
+
+    A query made by :meth:`sql` (or run after :meth:`prepare` of its text) answers and refuses as
+    :func:`register`'s functions do at the moment the values were read; a DataFrame kept and run again later
+    keeps the values it was analysed with. ``session`` should be one whose temporary functions of these names
+    are this object's alone (a ``newSession()``, or a command's own): they replace any :func:`register` made
+    there, and :func:`register` run there afterwards replaces them. The record UDFs are registered there too.
+    """
+
+    def __init__(self, session: SparkSession, warehouse: str | Path) -> None:
+        self.session = session
+        self.warehouse = Path(warehouse)
+        _open(session, warehouse)
+        register_udfs(session)
+        self._cache = GuardCache(warehouse)
+        self._lock = threading.Lock()
+        # the statements of the values last read (the cache answers with the same object until they change)
+        self._statements: tuple[GuardValues | None, dict[str, str]] | None = None
+        # per function created, the values it was created with
+        self._made: dict[str, GuardValues | None] = {}
+
+    def _values(self) -> GuardValues | None:
+        try:
+            return self._cache.values()
+        except (DeltaAppendError, OSError):  # Unsupported among them
+            return None
+
+    def prepare(self, query: str) -> list[str]:
+        """Create (again, where the values changed) the functions ``query`` names; returns their names."""
+        known = self._values()
+        with self._lock:
+            if self._statements is None or self._statements[0] is not known:
+                statements = function_statements(self.warehouse, temporary=True, known=known)
+                self._statements = (known, {_created(s): s for s in statements})
+            named = []
+            for name, stmt in self._statements[1].items():
+                if not _names_in(name, query):
+                    continue
+                if name not in self._made or self._made[name] is not known:
+                    self.session.sql(stmt)
+                    self._made[name] = known
+                named.append(name)
+            return named
+
+    def sql(self, query: str) -> DataFrame:
+        """``query`` run in the session, the functions it names prepared first (:meth:`prepare`)."""
+        self.prepare(query)
+        return self.session.sql(query)
 
 
 def _ours(text: str) -> bool:

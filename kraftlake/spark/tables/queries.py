@@ -300,16 +300,47 @@ def offset_at_time(warehouse: str | Path, at_time: str, cluster: str | None = No
     )
 
 
-def retention_guard_at_time(warehouse: str | Path, table: str, at_time: str, cluster: str | None) -> str:
+def _bounds_per_cluster(warehouse: str | Path, cluster: str | None, known: GuardValues | None) -> str:
+    """A relation ``g`` of one row per cluster that has ``bounds`` rows (of ``cluster`` alone, an SQL
+    expression, unless None): the cluster and :func:`bounds_relation`'s columns; from ``known`` as literals."""
+    if known is None:
+        of = "" if cluster is None else f" WHERE {CLUSTER} = {cluster}"
+        return f"(SELECT {CLUSTER}, {_BOUNDS_AGGREGATES} FROM {table_ref(warehouse, BOUNDS)}{of} GROUP BY {CLUSTER}) g"
+    rows = []
+    for name, lim in sorted(known.limits.items()):
+        first, last = lim.first_gap or (None, None), lim.last_gap or (None, None)
+        values = (lim.retained, lim.committed, first[0], first[1], last[0], last[1])
+        rows.append(
+            f"SELECT {sql_string(name)} AS {CLUSTER}, "
+            + ", ".join(
+                f"{_bigint(v)} AS {c}"
+                for c, v in zip(("r", "m", "f1", "t1", "f2", "t2"), values, strict=True)
+            )
+        )
+    if not rows:
+        # no cluster has bounds: no row (typed, as the aggregate over an empty table is)
+        none = ", ".join(f"{_bigint(None)} AS {c}" for c in ("r", "m", "f1", "t1", "f2", "t2"))
+        rows.append(f"SELECT CAST(NULL AS STRING) AS {CLUSTER}, {none} WHERE false")
+    of = "" if cluster is None else f" WHERE {CLUSTER} = {cluster}"
+    return f"(SELECT * FROM ({' UNION ALL '.join(rows)}){of}) g"
+
+
+def retention_guard_at_time(
+    warehouse: str | Path,
+    table: str,
+    at_time: str,
+    cluster: str | None,
+    known: GuardValues | None = None,
+) -> str:
     """:func:`offset_guard` for a TIMESTAMP ``at_time``, per cluster (of ``cluster`` alone unless None: an SQL
     expression, a :func:`cluster_choice` raises in it for a cluster not held): raises when its offset
     (:func:`offset_at_time`) is below the retained-from offset, or when no offset is at or before it once the
     history was cut or seeded from a snapshot (before the first record of a cluster that holds the whole log,
     the state is empty), or when that offset is the last before a gap
     (:func:`kraftlake.spark.tables.bounds.record_gap`: the times of the missing records are unknown). The
-    query's rows have the ``cluster`` column first."""
-    of = "" if cluster is None else f" WHERE {CLUSTER} = {cluster}"
-    per_cluster = f"(SELECT {CLUSTER}, {_BOUNDS_AGGREGATES} FROM {table_ref(warehouse, BOUNDS)}{of} GROUP BY {CLUSTER}) g"
+    query's rows have the ``cluster`` column first. ``known``: the bounds as literals (:func:`bounds_relation`'s),
+    no scan of ``bounds``."""
+    per_cluster = _bounds_per_cluster(warehouse, cluster, known)
     return (
         f"{_no_row(table, with_cluster=True)} FROM {per_cluster} "
         f"LEFT JOIN {offset_at_time(warehouse, at_time, cluster)} s ON s.{CLUSTER} = g.{CLUSTER} "
