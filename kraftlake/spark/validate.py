@@ -9,6 +9,14 @@ Two levels share one vocabulary of named checks:
   leader in the ISR or -1, partition epochs increasing, broker epochs in the log matching the registered ones,
   no two live topics sharing a name, an entity's versions never overlapping. Every expectation carries its check
   name in ``meta["check"]``, which is what a failure report and the tests name.
+
+  A table costs one Spark query (:func:`materialize`), run as one job (Delta lists the files of each table it
+  reads in jobs of its own while the query is planned): it reads the table's rows once (cached for the query)
+  and returns the columns the column expectations name together with every SQL check's answer
+  (its row count and first rows). GX evaluates the suite over that with its pandas engine: the column
+  expectations over the columns, the ``UnexpectedRowsExpectation`` ones from their answers (this module gives
+  GX's pandas engine the two metrics of that expectation, which GX computes with its SQL and Spark engines
+  only). The results go to GX's stores and Data Docs as GX makes them.
 - **Record-level rules** (:data:`RECORD_RULES`): SQL predicates a single ``metadata_log`` row must satisfy.
   :func:`validate_records` splits a micro-batch into good rows and bad rows (with the failed rules as the
   reason); :func:`quarantine` appends the bad ones to the ``quarantine`` Delta table. The same predicates are
@@ -20,11 +28,14 @@ order compares per-epoch offset ranges), so a large ``metadata_log`` is never so
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Iterable
-from contextlib import suppress
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -479,6 +490,338 @@ def _project(warehouse: str | Path) -> Any:
     return context
 
 
+# ------------------------------------------------------------------------------- one Spark query per table
+
+#: The columns of a table's rows for the SQL checks' answers (none of a history table's columns starts so).
+_CHECK, _ROW, _COUNT, _RANK = "_kraftlake_check", "_kraftlake_row", "_kraftlake_count", "_kraftlake_rank"
+
+
+@dataclass
+class SqlAnswer:
+    """What an ``UnexpectedRowsExpectation``'s query returned: how many rows, the first of them (as JSON
+    objects, ordered by their JSON text), or the error that stopped it."""
+
+    count: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    error: Exception | None = None
+
+
+@dataclass
+class TableBatch:
+    """A table's rows of one cluster as its suite reads them: ``frame`` holds the columns the column
+    expectations name (GX's pandas engine evaluates them), ``answers`` each SQL check's query (its
+    ``unexpected_rows_query``) -> what it returned over the same rows."""
+
+    frame: Any
+    answers: dict[str, SqlAnswer]
+
+
+#: The batch GX is validating now: its pandas metric providers of ``unexpected_rows_query.*`` answer from it.
+_ANSWERING: ContextVar[TableBatch | None] = ContextVar("kraftlake_gx_answering", default=None)
+
+
+def _unexpected_rows_query(expectation: Any) -> str | None:
+    return getattr(expectation, "unexpected_rows_query", None)
+
+
+def _columns_named(expectations: Iterable[Any]) -> list[str]:
+    """The columns the column expectations among ``expectations`` read, in order of first use."""
+    out: list[str] = []
+    for exp in expectations:
+        kwargs = exp.configuration.kwargs
+        for key in ("column", "column_A", "column_B"):
+            if key in kwargs and kwargs[key] not in out:
+                out.append(kwargs[key])
+        for col in kwargs.get("column_list") or ():
+            if col not in out:
+                out.append(col)
+    return out
+
+
+def _table_rows(spark: SparkSession, warehouse: str | Path, cluster: str, name: str) -> DataFrame:
+    # a history table as its readers see it: the closes not yet folded into it applied
+    if name in ENTITIES:
+        return spark.sql(history_query(warehouse, name, sql_string(cluster)))
+    return spark.read.format("delta").load(table_path(warehouse, name)).where(F.col(CLUSTER) == cluster)
+
+
+def _answers_of(branches: list[DataFrame], limit: int) -> DataFrame:
+    """The SQL checks' rows unioned, each check's counted and its first ``limit`` (by their JSON text) kept."""
+    from pyspark.sql import Window
+
+    union = branches[0]
+    for b in branches[1:]:
+        union = union.unionAll(b)
+    by_check = Window.partitionBy(_CHECK)
+    ranked = union.select(
+        _CHECK,
+        _ROW,
+        F.count(F.lit(1)).over(by_check).alias(_COUNT),
+        F.row_number().over(by_check.orderBy(_ROW)).alias(_RANK),
+    )
+    return ranked.where(F.col(_RANK) <= limit)
+
+
+def _fill(answers: dict[str, SqlAnswer], index: dict[int, str], got: Iterable[dict[str, Any]]) -> None:
+    """Set the answers of the checks in ``index`` (number -> query) from their rows of :func:`_answers_of`;
+    a check without rows has none."""
+    counts: dict[str, int] = {}
+    ranked: dict[str, list[tuple[int, str]]] = {query: [] for query in index.values()}
+    for rec in got:
+        query = index[rec[_CHECK]]
+        counts[query] = rec[_COUNT]
+        ranked[query].append((rec[_RANK], rec[_ROW]))
+    for query, rows in ranked.items():
+        answers[query] = SqlAnswer(
+            count=counts.get(query, 0), rows=[json.loads(row) for _, row in sorted(rows)]
+        )
+
+
+def materialize(
+    spark: SparkSession, warehouse: str | Path, cluster: str, name: str, expectations: list[Any]
+) -> TableBatch:
+    """Read table ``name``'s rows of ``cluster`` and answer every SQL check of ``expectations`` over them, in
+    one Spark query (its result collected as Arrow): the rows' columns the column expectations name, and per
+    check the count of its query's rows and the first :data:`great_expectations.constants.MAX_RESULT_RECORDS`
+    of them as JSON objects.
+
+    ``{batch}`` in a check's query is substituted as GX's Spark engine substitutes it (by the name of a
+    temporary view of the rows), so a query means what it means there. A query Spark cannot analyze gets its
+    error as the answer; when the query of them all fails while it runs, each check is run alone, so that one
+    failing check does not take the others' answers with it.
+    """
+    with _one_job(spark):
+        return _materialize(spark, warehouse, cluster, name, expectations)
+
+
+#: The settings :func:`_one_job` makes.
+_ONE_JOB = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+
+
+@contextmanager
+def _one_job(spark: SparkSession) -> Iterator[None]:
+    """``spark`` set to run a query as one job, its settings restored after.
+
+    Adaptive execution runs each shuffle stage as a job of its own, and a broadcast join collects its small
+    side in a job before the query's; without them a query's stages, shuffles included, are one job.
+    """
+    saved: dict[str, str | None] = {key: spark.conf.get(key, None) for key in _ONE_JOB}
+    for key, value in _ONE_JOB.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, before in saved.items():
+            if before is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, before)
+
+
+def _materialize(
+    spark: SparkSession, warehouse: str | Path, cluster: str, name: str, expectations: list[Any]
+) -> TableBatch:
+    import pandas as pd
+    import pyarrow.compute as pc
+    from great_expectations.constants import MAX_RESULT_RECORDS
+    from great_expectations.expectations.metrics.query_metric_provider import QueryMetricProvider
+
+    # cached: every check reads the same rows, and Delta lists the table's files once (per scan it would
+    # list them again, in jobs of their own)
+    rows = _table_rows(spark, warehouse, cluster, name).persist()
+    view = f"_kraftlake_gx_{name}"
+    rows.createOrReplaceTempView(view)
+    try:
+        # a column the rows lack is left out: GX reports it missing for the expectations naming it
+        columns = [c for c in _columns_named(expectations) if c in rows.columns]
+        answers: dict[str, SqlAnswer] = {}
+        branches: list[DataFrame] = []
+        index: dict[int, str] = {}
+        for exp in expectations:
+            query = _unexpected_rows_query(exp)
+            if query is None or query in answers or query in index.values():
+                continue
+            sql = QueryMetricProvider._format_query(query, batch=view)
+            try:
+                branch = spark.sql(
+                    f"SELECT {len(branches)} AS {_CHECK}, "
+                    f"to_json(struct(*), map('ignoreNullFields', 'false')) AS {_ROW} FROM ({sql})"
+                )
+            except Exception as exc:  # Spark cannot analyze it: that is this check's answer
+                answers[query] = SqlAnswer(error=exc)
+                continue
+            index[len(branches)] = query
+            branches.append(branch)
+        parts = [rows.select(*columns)] if columns else []
+        if branches:
+            parts.append(_answers_of(branches, MAX_RESULT_RECORDS))
+        if not parts:
+            return TableBatch(frame=pd.DataFrame(), answers=answers)
+        both = parts[0]
+        for part in parts[1:]:
+            both = both.unionByName(part, allowMissingColumns=True)
+        try:
+            table = both.toArrow()
+        except Exception:
+            return _materialize_apart(rows, columns, branches, index, answers, MAX_RESULT_RECORDS)
+        if branches:
+            is_row = pc.is_null(table[_CHECK])
+            _fill(answers, index, table.filter(pc.invert(is_row)).to_pylist())
+            table = table.filter(is_row)
+        return TableBatch(frame=table.select(columns).to_pandas(), answers=answers)
+    finally:
+        spark.catalog.dropTempView(view)
+        rows.unpersist()
+
+
+def _materialize_apart(
+    rows: DataFrame,
+    columns: list[str],
+    branches: list[DataFrame],
+    index: dict[int, str],
+    answers: dict[str, SqlAnswer],
+    limit: int,
+) -> TableBatch:
+    """:func:`materialize`'s result one query at a time (after the query of them all failed): an error
+    reading the rows is raised, a check's error is its answer."""
+    import pandas as pd
+
+    frame = rows.select(*columns).toArrow().to_pandas() if columns else pd.DataFrame()
+    for i, branch in enumerate(branches):
+        try:
+            got = _answers_of([branch], limit).collect()
+        except Exception as exc:
+            answers[index[i]] = SqlAnswer(error=exc)
+            continue
+        _fill(answers, {i: index[i]}, (r.asDict() for r in got))
+    return TableBatch(frame=frame, answers=answers)
+
+
+def _answer(execution_engine: Any, domain_kwargs: dict[str, Any], query: str) -> SqlAnswer:
+    from great_expectations.core.metric_domain_types import MetricDomainTypes
+
+    batch = _ANSWERING.get()
+    frame, _, _ = execution_engine.get_compute_domain(domain_kwargs, domain_type=MetricDomainTypes.TABLE)
+    if batch is None or frame is not batch.frame or query not in batch.answers:
+        raise ValidationError(
+            "an unexpected_rows_query over a pandas batch is answered only from the Spark query "
+            "kraftlake.spark.validate.materialize ran for that batch"
+        )
+    answer = batch.answers[query]
+    if answer.error is not None:
+        raise answer.error
+    return answer
+
+
+@cache
+def _register_answer_metrics() -> None:
+    """Give GX's pandas engine the two metrics of ``UnexpectedRowsExpectation``, answered from the batch's
+    :class:`TableBatch` (GX computes them with its Spark and SQL engines only)."""
+    from great_expectations.execution_engine import PandasExecutionEngine
+    from great_expectations.expectations.metrics.metric_provider import metric_value
+    from great_expectations.expectations.metrics.query_metric_provider import QueryMetricProvider
+
+    class AnsweredRowsTable(QueryMetricProvider):
+        metric_name = "unexpected_rows_query.table"
+        value_keys = ("unexpected_rows_query",)
+        query_param_name = "unexpected_rows_query"
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(
+            cls,
+            execution_engine: PandasExecutionEngine,
+            metric_domain_kwargs: dict[str, Any],
+            metric_value_kwargs: dict[str, Any],
+            metrics: dict[str, Any],
+            runtime_configuration: dict[str, Any],
+        ) -> list[dict[str, Any]]:
+            query = cls._get_query_from_metric_value_kwargs(metric_value_kwargs)
+            return _answer(execution_engine, metric_domain_kwargs, query).rows
+
+    class AnsweredRowsCount(QueryMetricProvider):
+        metric_name = "unexpected_rows_query.row_count"
+        value_keys = ("unexpected_rows_query",)
+        query_param_name = "unexpected_rows_query"
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(
+            cls,
+            execution_engine: PandasExecutionEngine,
+            metric_domain_kwargs: dict[str, Any],
+            metric_value_kwargs: dict[str, Any],
+            metrics: dict[str, Any],
+            runtime_configuration: dict[str, Any],
+        ) -> int:
+            query = cls._get_query_from_metric_value_kwargs(metric_value_kwargs)
+            return _answer(execution_engine, metric_domain_kwargs, query).count
+
+
+# ------------------------------------------------------------------------------- GX's project
+
+
+def _datasource(context: Any) -> Any:
+    """The project's pandas datasource (one of another kind left by an older kraftlake is replaced)."""
+    from great_expectations.datasource.fluent import PandasDatasource
+
+    try:
+        source = context.data_sources.get(DATASOURCE)
+    except Exception:  # not there yet
+        source = None
+    if isinstance(source, PandasDatasource):
+        return source
+    if source is not None:
+        context.data_sources.delete(DATASOURCE)
+    return context.data_sources.add_pandas(name=DATASOURCE)
+
+
+def _batch_definition(source: Any, name: str) -> Any:
+    try:
+        asset = source.get_asset(name)
+    except LookupError:
+        asset = source.add_dataframe_asset(name=name)
+    try:
+        return asset.get_batch_definition(name)
+    except (KeyError, LookupError):
+        return asset.add_batch_definition_whole_dataframe(name)
+
+
+def _suite(context: Any, name: str, expectations: list[Any]) -> Any:
+    """The stored suite ``name``, written only when its expectations differ from ``expectations`` (so a changed
+    rule never meets a stale stored copy)."""
+    import great_expectations as gx
+
+    wanted = gx.ExpectationSuite(name=name, expectations=expectations)
+    try:
+        stored = context.suites.get(name)
+    except Exception:  # absent on a first run
+        return context.suites.add(wanted)
+    if _as_stored(stored.expectations) == _as_stored(wanted.expectations):
+        return stored
+    return context.suites.add_or_update(wanted)
+
+
+def _as_stored(expectations: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """What of ``expectations`` a suite stores, in order, without the ids the store gives them (GX's own
+    equality of expectations compares the ids)."""
+    return [(e.expectation_type, e.dict(exclude={"id", "rendered_content"})) for e in expectations]
+
+
+def _definition(context: Any, name: str, batch_def: Any, suite: Any) -> Any:
+    """The stored validation definition ``name`` of ``suite`` over ``batch_def``, added or replaced when it is
+    of another suite or batch definition."""
+    import great_expectations as gx
+
+    try:
+        stored = context.validation_definitions.get(name)
+    except Exception:  # absent on a first run
+        stored = None
+    if stored is not None:
+        if stored.suite.id == suite.id and stored.data.id == batch_def.id:
+            return stored
+        context.validation_definitions.delete(name)
+    return context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch_def, suite=suite))
+
+
 def validate_warehouse(
     spark: SparkSession,
     warehouse: str | Path,
@@ -490,8 +833,9 @@ def validate_warehouse(
     """Run the suites of :func:`warehouse_suites` (or of ``tables``) over the rows of ``cluster``, store the
     results, build Data Docs (made to open offline: :mod:`kraftlake.spark.data_docs`).
 
-    A progress line per table on stderr when it is a terminal (``progress`` forces it on or off)."""
-    import great_expectations as gx
+    Each table is read by one Spark query (:func:`materialize`); GX's pandas engine evaluates the suite over
+    what it returned. A progress line per table on stderr when it is a terminal (``progress`` forces it on or
+    off)."""
     from delta.tables import DeltaTable
 
     from kraftlake.progress import Progress
@@ -504,44 +848,23 @@ def validate_warehouse(
             raise ValidationError(f"no suite for table {name!r}")
         if not DeltaTable.isDeltaTable(spark, table_path(warehouse, name)):
             raise ValidationError(f"{table_path(warehouse, name)} is not a Delta table: ingest first")
+    _register_answer_metrics()
     context = _project(warehouse)
-    try:
-        source = context.data_sources.get(DATASOURCE)
-    except Exception:  # not there yet
-        source = context.data_sources.add_spark(name=DATASOURCE)
+    source = _datasource(context)
     report = ValidationReport(success=True, evaluated=0)
     bar = Progress("validate", len(names), unit="tables", enabled=progress)
     for name in names:
         bar.update(bar.done, note=name)
         t1 = time.monotonic()
+        batch_def = _batch_definition(source, name)
+        suite = _suite(context, f"kraftlake.{name}", suites[name])
+        vd = _definition(context, f"kraftlake.{name}", batch_def, suite)
+        batch = materialize(spark, warehouse, cluster, name, suite.expectations)
+        token = _ANSWERING.set(batch)
         try:
-            asset = source.get_asset(name)
-        except LookupError:
-            asset = source.add_dataframe_asset(name=name)
-        try:
-            batch_def = asset.get_batch_definition(name)
-        except (KeyError, LookupError):
-            batch_def = asset.add_batch_definition_whole_dataframe(name)
-        # the suite is rebuilt every run, so a changed rule never meets a stale stored copy
-        suite_name = f"kraftlake.{name}"
-        with suppress(Exception):  # absent on a first run
-            context.suites.delete(suite_name)
-        suite = context.suites.add(gx.ExpectationSuite(name=suite_name))
-        for exp in suites[name]:
-            suite.add_expectation(exp)
-        vd_name = f"kraftlake.{name}"
-        with suppress(Exception):  # absent on a first run
-            context.validation_definitions.delete(vd_name)
-        vd = context.validation_definitions.add(
-            gx.ValidationDefinition(name=vd_name, data=batch_def, suite=suite)
-        )
-        # a history table as its readers see it: the closes not yet folded into it applied
-        df = (
-            spark.sql(history_query(warehouse, name, sql_string(cluster)))
-            if name in ENTITIES
-            else spark.read.format("delta").load(table_path(warehouse, name)).where(F.col(CLUSTER) == cluster)
-        )
-        result = vd.run(batch_parameters={"dataframe": df}, result_format="SUMMARY")
+            result = vd.run(batch_parameters={"dataframe": batch.frame}, result_format="SUMMARY")
+        finally:
+            _ANSWERING.reset(token)
         for r in result.results:
             report.evaluated += 1
             if not r.success:

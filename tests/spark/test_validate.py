@@ -169,3 +169,113 @@ def test_a_quarantine_made_before_clusters_gains_the_column(spark: Any, tmp_path
     assert spark.table(ref).columns[0] == "cluster" and [(r["cluster"], r["offset"]) for r in rows] == [
         ("a", 7)
     ]
+
+
+def _jobs_of(spark: Any, run: Any) -> tuple[int, Any]:
+    """How many Spark jobs ``run()`` started, and what it returned."""
+    sc = spark.sparkContext
+    group = f"test-validate-{time.monotonic_ns()}"
+    saved = {k: sc.getLocalProperty(k) for k in ("spark.jobGroup.id", "spark.job.description")}
+    sc.setJobGroup(group, group)
+    try:
+        out = run()
+    finally:
+        for key, value in saved.items():
+            sc.setLocalProperty(key, value)
+    return len(sc.statusTracker().getJobIdsForGroup(group)), out
+
+
+def test_a_tables_spark_jobs_do_not_depend_on_its_suite(
+    spark: Any, sim_warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """metadata_log's checks read the table alone: whatever its suite holds, the table costs the same jobs
+    (Delta's listing of the table's files, then one job answering every expectation)."""
+    from kraftlake.spark import validate as V
+    from kraftlake.spark.tables.creation import open_cluster
+
+    warehouse = tmp_path / "w"
+    shutil.copytree(sim_warehouse, warehouse, ignore=shutil.ignore_patterns("_gx"))
+    cluster = open_cluster(spark, warehouse, None)
+    suites = V.warehouse_suites
+
+    def suite_of(pick: Any) -> Any:
+        return lambda w, c: {"metadata_log": pick(suites(w, c)["metadata_log"])}
+
+    def run(pick: Any) -> tuple[int, Any]:
+        monkeypatch.setattr(V, "warehouse_suites", suite_of(pick))
+        return _jobs_of(
+            spark,
+            lambda: V.validate_warehouse(spark, warehouse, cluster, ["metadata_log"], build_docs=False),
+        )
+
+    def is_sql(e: Any) -> bool:
+        return e.expectation_type == "unexpected_rows_expectation"
+
+    run(lambda s: s)  # Delta's snapshot of the table computed once, and GX's project made
+    full = suites(warehouse, cluster)["metadata_log"]
+    assert sum(map(is_sql, full)) >= 10 and sum(not is_sql(e) for e in full) >= 2
+    jobs = {}
+    for label, pick in {
+        "one column expectation": lambda s: [e for e in s if not is_sql(e)][:1],
+        "one SQL check": lambda s: [e for e in s if is_sql(e)][:1],
+        "the whole suite": lambda s: s,
+    }.items():
+        jobs[label], report = run(pick)
+        assert report.success and report.evaluated == len(pick(full)), report.failures
+    assert len(set(jobs.values())) == 1 and jobs["the whole suite"] < len(full), jobs
+
+
+def test_a_failing_sql_check_fails_alone_and_reports_its_rows(
+    spark: Any, sim_warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import great_expectations as gx
+
+    from kraftlake.spark import validate as V
+    from kraftlake.spark.tables.creation import open_cluster
+    from kraftlake.spark.tables.layout import table_path
+
+    warehouse = tmp_path / "w"
+    shutil.copytree(sim_warehouse, warehouse, ignore=shutil.ignore_patterns("_gx"))
+    cluster = open_cluster(spark, warehouse, None)
+    lowest = "SELECT offset, epoch FROM {batch} WHERE offset < (SELECT min(offset) + 3 FROM {batch})"
+    extra = {
+        "lowest_three": lowest,
+        "no_such_column": "SELECT no_such_column FROM {batch}",
+        "raises": "SELECT raise_error('boom') AS x FROM {batch}",
+    }
+    suites = V.warehouse_suites
+
+    def with_extra(w: Any, c: str) -> dict[str, list[Any]]:
+        return {
+            "offsets": suites(w, c)["offsets"]
+            + [
+                gx.expectations.UnexpectedRowsExpectation(unexpected_rows_query=q, meta={"check": name})
+                for name, q in extra.items()
+            ]
+        }
+
+    monkeypatch.setattr(V, "warehouse_suites", with_extra)
+    report = V.validate_warehouse(spark, warehouse, cluster, ["offsets"], build_docs=False)
+    assert report.evaluated == len(suites(warehouse, cluster)["offsets"]) + len(extra)
+    assert {(f.check, f.expectation) for f in report.failures} == {
+        (name, "unexpected_rows_expectation") for name in extra
+    }
+    observed = {f.check: f.observed for f in report.failures}
+    assert observed["lowest_three"] == 3
+
+    expected = [
+        r.asDict()
+        for r in spark.read.format("delta")
+        .load(table_path(warehouse, "offsets"))
+        .orderBy("offset")
+        .select("offset", "epoch")
+        .limit(3)
+        .collect()
+    ]
+    batch = V.materialize(spark, warehouse, cluster, "offsets", with_extra(warehouse, cluster)["offsets"])
+    answer = batch.answers[lowest]
+    assert answer.error is None and answer.count == 3
+    assert sorted(answer.rows, key=lambda r: r["offset"]) == expected
+    assert batch.answers[extra["no_such_column"]].error is not None
+    assert "boom" in str(batch.answers[extra["raises"]].error)
+    assert list(batch.frame.columns) == ["offset", "epoch"] and len(batch.frame) > 3
