@@ -251,6 +251,7 @@ def test_the_functions_named_for_an_unknown_one_are_kraftlake_s() -> None:
     )
 
 
+@pytest.mark.spark  # the jar check comes first: without Delta's jars the JVM is never tried
 def test_a_jvm_that_does_not_start_is_one_error_naming_its_log(tmp_path: Path) -> None:
     # quiet by default, the JVM's stderr goes to the command's log: its reason must still reach the user
     (tmp_path / "metadata_log" / "_delta_log").mkdir(parents=True)
