@@ -27,6 +27,9 @@ FIRST_SPARK_SESSION = frozenset(
         "test_plot.py",
         "test_stream_logdir.py",
         "test_cli_errors.py",
+        "test_fleet.py",
+        "test_migration.py",
+        "test_bounds.py",
     }
 )
 
