@@ -69,8 +69,10 @@ def test_builder_without_a_resolver_names_the_offset(tmp_path: Path) -> None:
     assert f"offset {info.value.offset}" in str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [7, 1000])
 def test_builder_crosses_the_hole_from_its_snapshot(tmp_path: Path, size: int) -> None:
+    """Slow (about 5 s each): every offset of the gapped log's history compared with the image there."""
     whole, gapped, first_missing, nxt = gapped_log(tmp_path)
     recs = list(log_records(gapped))
     builder = HistoryBuilder(on_gap=gap_resolver(gapped))

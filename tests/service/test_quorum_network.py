@@ -178,7 +178,10 @@ def _observer_fetch_frame(corr: int) -> bytes:
     return rpc.encode_request(request, 17, corr, "greedy")
 
 
+@pytest.mark.slow
 def test_unread_fetches_half_sent_frames_and_connection_floods_keep_memory_bounded(tmp_path: Path) -> None:
+    """Slow (about 10 s): a voter process under floods of connections and unread answers, its memory sampled
+    while they last."""
     voter = subprocess.Popen(
         [sys.executable, "-c", _VOTER, str(tmp_path / "v")],
         stdin=subprocess.PIPE,
@@ -237,9 +240,11 @@ def test_unread_fetches_half_sent_frames_and_connection_floods_keep_memory_bound
         voter.wait(30)
 
 
+@pytest.mark.slow
 def test_unread_fetches_on_many_connections_share_one_budget_and_memory_returns(tmp_path: Path) -> None:
     """Issue 25: 70 connections each sending 200 observer Fetches (8 MiB answers) and never reading took a
-    voter to 2.57 GB (32 MiB per connection); one budget (128 MiB) for all of them now."""
+    voter to 2.57 GB (32 MiB per connection); one budget (128 MiB) for all of them now. Slow (about 9 s): the
+    70 connections' floods against a voter process."""
     # tuned as `kraftlake quorum start` tunes its process
     script = _VOTER.replace(
         "quorum.start()\n",

@@ -41,7 +41,9 @@ def _run(tmp_path: Path, events: int = 400, seed: int = 3) -> QuorumSimResult:
     )
 
 
+@pytest.mark.slow
 def test_simulation_through_the_quorum_writes_the_same_log_on_every_voter(tmp_path: Path) -> None:
+    """Slow (about 7 s): 400 cluster events through a three-voter quorum, the invariants checked after each."""
     result = _run(tmp_path)
     summary = result.summary
     assert summary.events == 400 and summary.invariant_checks >= 400
