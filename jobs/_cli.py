@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.errors import KraftlakeError
+from kraftlake.warehouse.location import warehouse_argument
 
 
 class CommandError(KraftlakeError):
@@ -154,7 +155,10 @@ READ_CLUSTER = "the cluster to read (needed when the warehouse holds several)"
 def add_warehouse(parser: argparse.ArgumentParser) -> None:
     """``--warehouse``, and ``--verbose`` (every Spark job has both)."""
     parser.add_argument(
-        "--warehouse", default="./warehouse", help="the warehouse directory (default ./warehouse)"
+        "--warehouse",
+        default="./warehouse",
+        type=warehouse_argument,
+        help="the warehouse directory (default ./warehouse)",
     )
     parser.add_argument(
         "--verbose",

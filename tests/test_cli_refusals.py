@@ -268,3 +268,38 @@ def test_a_jvm_that_does_not_start_is_one_error_naming_its_log(tmp_path: Path) -
     assert first.startswith("kraftlake sql: error: the Spark driver JVM did not start (its output: ")
     assert any(f"{tmp_path / 'no-jdk'}/bin/java" in line for line in rest), done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ingest", "--log-dir", "L"],
+        ["stream", "--log-dir", "L"],
+        ["state", "--offset", "1", "--entity", "brokers"],
+        ["sql", "SELECT 1"],
+        ["serve"],
+        ["functions"],
+        ["compact"],
+        ["validate"],
+        ["reconstruct", "--offset", "1"],
+        ["plot", "--out", "p.png"],
+        ["demo"],
+        ["report"],
+        ["fleet", "status"],
+    ],
+    ids=lambda argv: " ".join(argv[:2]),
+)
+@pytest.mark.parametrize("uri", ["s3://bucket/wh", "s3a://bucket/wh", "gs://bucket/wh", "file:///tmp/wh"])
+def test_a_warehouse_uri_is_refused_before_anything_is_written(
+    argv: list[str],
+    uri: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Taken as a path, ``s3://bucket/wh`` became a local folder ``s3:/bucket/wh`` and the command exited 0."""
+    monkeypatch.chdir(tmp_path)
+    _refused(
+        [*argv, "--warehouse", uri], capsys, f"{uri}: {uri.split(':')[0]}:// warehouses are not supported"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from kraftlake.warehouse.location import warehouse_argument
+
 COLUMNS = ("cluster", "state", "lag", "last_offset", "last_commit", "updated", "last_error")
 
 
@@ -16,7 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     status = sub.add_parser("status", help="each cluster's newest state in the warehouse's fleet_status")
     status.add_argument(
-        "--warehouse", default="./warehouse", help="the warehouse directory (default ./warehouse)"
+        "--warehouse",
+        default="./warehouse",
+        type=warehouse_argument,
+        help="the warehouse directory (default ./warehouse)",
     )
     status.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
 

@@ -17,13 +17,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kraftlake.report.errors import ReportError
+from kraftlake.warehouse.location import warehouse_argument
 
 FORMATS = ("html", "md", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--warehouse", help="a kraftlake warehouse (read without Spark)")
+    source.add_argument(
+        "--warehouse", type=warehouse_argument, help="a kraftlake warehouse (read without Spark)"
+    )
     source.add_argument("--log-dir", help="a metadata log directory (__cluster_metadata-0), replayed")
     parser.add_argument("--from", dest="start", help="the window's start: an offset or an ISO-8601 time")
     parser.add_argument("--to", dest="end", help="the window's end (included): an offset or an ISO-8601 time")
