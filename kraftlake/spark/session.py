@@ -93,6 +93,11 @@ def class_archive(cache: Path | None = None) -> Path:
 #: The JVM's messages about its class-data archive (one it cannot map, classes it leaves out while writing one)
 #: are not the user's concern: the archive is an optimisation.
 _CDS_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+#: The driver's collector where the caller chose none: the throughput collector spends less of two cores than
+#: G1's concurrent threads on a driver whose garbage is short-lived (query plans, task closures).
+DRIVER_GC = "-XX:+UseParallelGC"
+#: A JVM option choosing a collector (two of them stop the JVM from starting).
+_GC_OPTION = re.compile(r"-XX:\+Use\w+GC\b")
 
 
 def read_conf(path: Path = DEFAULT_CONF) -> dict[str, str]:
@@ -209,6 +214,8 @@ def session_settings(
             option = f"{option} -XX:ArchiveClassesAtExit={archive_classes_at_exit} {_CDS_QUIET}"
         elif archive.is_file() and os.environ.get("KRAFTLAKE_CLASS_ARCHIVE", "on") != "off":
             option = f"{option} -XX:SharedArchiveFile={archive} {_CDS_QUIET}"
+        if not _GC_OPTION.search(settings.get("spark.driver.extraJavaOptions", "")):
+            option = f"{option} {DRIVER_GC}"
         _joined(settings, "spark.driver.extraJavaOptions", option, " ")
     if warehouse is not None:
         settings["spark.sql.warehouse.dir"] = str(Path(warehouse).resolve())

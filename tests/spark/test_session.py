@@ -91,3 +91,16 @@ def test_a_callers_java_options_and_class_path_keep_kraftlakes(tmp_path: Path) -
     path = got["spark.driver.extraClassPath"].split(os.pathsep)
     assert path == [*(str(j) for j in delta_jars()), "/opt/site/extra.jar"]
     assert ours["spark.driver.extraClassPath"].split(os.pathsep) == path[:-1]
+
+
+def test_the_driver_gets_the_throughput_collector_unless_the_caller_chose_one(tmp_path: Path) -> None:
+    from kraftlake.spark.session import DRIVER_GC
+
+    log = tmp_path / "spark.log"
+    ours = session_settings(log_file=log, verbose=False)["spark.driver.extraJavaOptions"].split()
+    assert ours.count(DRIVER_GC) == 1
+    # two collectors stop the JVM from starting: the caller's alone
+    chosen = session_settings(conf={"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseG1GC"}, log_file=log)
+    driver = chosen["spark.driver.extraJavaOptions"].split()
+    assert "-XX:+UseG1GC" in driver and DRIVER_GC not in driver
+    assert session_settings()["spark.sql.adaptive.enabled"] == "false"
