@@ -19,7 +19,11 @@ from kraftlake.image.source import log_records, segments, snapshots
 pytestmark = pytest.mark.kafka
 
 
+@pytest.mark.slow
 def test_shell_tree_matches_kafka_metadata_shell(kafka_shell_metadata_log: Any, tmp_path: Path) -> None:
+    """Our image's tree equals kafka-metadata-shell's, for the log's first segment and three snapshots.
+    Slow: needs the Kafka peer's log formatted for the shell (the first test of the run to ask starts a Kafka
+    broker and runs eleven admin tools, each a JVM); then kafka-metadata-shell run four times, each a JVM."""
     from kraftlake.kafka_tools import metadata_shell
 
     work = tmp_path / "log"

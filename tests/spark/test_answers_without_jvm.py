@@ -184,9 +184,14 @@ def gapped(
     return warehouse, times, first_missing, nxt, result.last_offset
 
 
+@pytest.mark.slow
 def test_answers_equal_sparks_around_a_gap_with_closes_pending(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int]
 ) -> None:
+    """Every entity's answer without a JVM equals Spark's around a gap, with the closes left pending.
+    Slow: the module's warehouse is ingested first (the 612-record gapped log in 200-record slices, closes
+    left unfolded); then every entity is asked at 10 offsets and 6 times on both sides, with the history views
+    and each refusal asked of Spark alone: about 40 Spark queries."""
     warehouse, times, first_missing, nxt, last = gapped
     assert Warehouse(warehouse).read("closes").num_rows > 0  # the closes are unfolded
     offsets = [
@@ -211,9 +216,14 @@ def test_answers_equal_sparks_around_a_gap_with_closes_pending(
     assert _spark_refusal(spark, "SELECT * FROM brokers_at(-1)") == "offset -1 is negative"
 
 
+@pytest.mark.slow
 def test_answers_equal_sparks_after_a_compaction_with_deletion_vectors(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
 ) -> None:
+    """Every entity's answer without a JVM equals Spark's after a compaction that leaves deletion vectors.
+    Slow: a compaction of a copy of the module's warehouse (the pending closes folded, the image rebuilt with
+    Spark, a snapshot written, DELETEs on the log and every history table), then every entity asked at 4
+    offsets and 2 times on both sides, with the history views and the refusals: about 35 Spark queries."""
     from pipelines.compact import compact
 
     src, times, _, nxt, last = gapped
@@ -241,9 +251,13 @@ def _run_state(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_state_prints_what_the_spark_path_prints_without_importing_spark(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
 ) -> None:
+    """``kraftlake state`` without a JVM prints what the Spark path prints, and does not import pyspark.
+    Slow: Spark's state query of each of the 11 entities beside the command run in both formats (22 runs),
+    then the command run again in a Python subprocess that lists what it imported."""
     from jobs.state import state_query
     from pipelines.output import print_frame, rows_of, write_rows
     from udfs.sql import register

@@ -32,9 +32,14 @@ def assert_partitions_at(spark: Any, log: Path, n: int) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     spark: Any, log_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A commit not yet published is refused until the writer starts again and publishes it.
+    Slow: four ingest runs into one warehouse (half of the 213-record log in one slice; a run killed after its
+    first commit, before publishing it; one killed at its first commit; the rest in 40-record slices), with
+    the bounds and ``partitions_at`` asked of Spark after them."""
     import pipelines.commit as commit_module
     import pipelines.ingest as ingest_module
     from kraftlake.spark.tables.bounds import bounds_of, last_offset
@@ -92,9 +97,13 @@ def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
         assert_partitions_at(spark, log_dir, n)
 
 
+@pytest.mark.slow
 def test_a_warehouse_made_before_bounds_gets_them_from_offsets_and_retention(
     spark: Any, log_dir: Path, tmp_path: Path
 ) -> None:
+    """A warehouse made before ``bounds`` gets them from ``offsets`` and the old ``retention`` table.
+    Slow: a new warehouse ingested from the 213-record log (every table created), the ``retention`` table
+    created and written with Spark, the functions registered twice and ``partitions_at`` asked three times."""
     from kraftlake.spark.tables.bounds import bounds_of
     from kraftlake.spark.tables.creation import create_table
     from kraftlake.spark.tables.layout import BOUNDS, RETENTION, WarehouseError, arrow_frame, table_path
@@ -123,8 +132,11 @@ def test_a_warehouse_made_before_bounds_gets_them_from_offsets_and_retention(
         spark.sql(f"SELECT * FROM partitions_at({last + 1})").collect()
 
 
+@pytest.mark.slow
 def test_history_views_refuse_below_the_retained_history(spark: Any, log_dir: Path, tmp_path: Path) -> None:
-    """Issue 25: after a cut, leader_history returned the 6 intervals that outlived it of 9, silently."""
+    """Issue 25: after a cut, leader_history returned the 6 intervals that outlived it of 9, silently. Slow: a
+    new warehouse ingested from the 213-record log (every table created), then the history views asked on both
+    sides of the cut: about 14 Spark queries."""
     from kraftlake.spark.tables.bounds import record_retained_from
     from kraftlake.spark.tables.layout import WarehouseError
     from kraftlake.spark.tables.queries import BEFORE_RETAINED

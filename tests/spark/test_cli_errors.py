@@ -33,6 +33,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "starts", "contains"),
     [
@@ -72,6 +73,10 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
     ],
 )
 def test_spark_errors_are_one_line(warehouse: Path, argv: list[str], starts: str, contains: str) -> None:
+    """What Spark refuses in a user's query comes out of the command as one line and exit 2.
+    Slow: the first case ingests the module's warehouse (the 81-record log, every table created); each case
+    runs the command in this process on the shared Spark session, which creates the functions its query names
+    and has Spark parse and plan the query."""
     code, out, err = _run([argv[0], "--warehouse", str(warehouse), *argv[1:]])
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1, err

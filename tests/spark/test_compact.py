@@ -122,9 +122,15 @@ def _versions(warehouse: Path) -> dict[str, int]:
     }
 
 
+@pytest.mark.slow
 def test_a_second_compaction_with_nothing_new_commits_nothing(
     spark: Any, warehouse: tuple[Path, Path, int], tmp_path: Path
 ) -> None:
+    """A second compaction with nothing new commits nothing; a later snapshot reworks only what it touches.
+    Slow: the module's warehouse is ingested first (the 135-record log in 120-record slices); then three
+    compactions of a copy, each reading the Delta history of its 16 tables (the first and the last also
+    rebuilding the image with Spark, writing a snapshot, and running DELETEs and OPTIMIZEs), and the image
+    rebuilt from the warehouse."""
     from pipelines.compact import COMPACTED, HISTORY_TABLES, compact
     from pipelines.reconstruct import image_at_offset
 
@@ -160,10 +166,13 @@ def test_a_second_compaction_with_nothing_new_commits_nothing(
     assert image_at_offset(spark, w, "default", last).state_equals(image_at(log_dir, last))
 
 
+@pytest.mark.slow
 def test_a_concurrent_append_does_not_fail_the_compaction(
     spark: Any, warehouse: tuple[Path, Path, int], tmp_path: Path
 ) -> None:
-    """Blind appends to ``metadata_log`` (what the stream writes) while compaction deletes from and optimizes it."""
+    """Blind appends to ``metadata_log`` (what the stream writes) while compaction deletes from and optimizes it.
+    Slow: a compaction while a thread commits appends to ``metadata_log`` without pause (its DELETE retried up
+    to eight times, with doubling waits, or deferred), then a second compaction that deletes what was left."""
     import threading
 
     from kraftlake.spark.tables.layout import LOG, table_path, table_ref

@@ -76,9 +76,14 @@ def _content(path: str) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 def test_the_same_checkpoint_as_delta_spark_reads_it_as_its_own_and_writes_over_it(
     spark: Any, sliced: Path, tmp_path: Path
 ) -> None:
+    """kraftlake's checkpoint of a table is delta-spark's: Spark reads it as its own and writes over it.
+    Slow: the module's warehouse is ingested first (the 176-record log in 20-record slices, the closes
+    folded); then Delta checkpoints four tables through the JVM, Spark reads the four tables of both copies,
+    and runs a DELETE, a MERGE and a checkpoint on each copy of ``partitions``."""
     ours = _without_checkpoints(sliced, tmp_path / "ours")
     theirs = _without_checkpoints(sliced, tmp_path / "theirs")
     for table in TABLES:

@@ -66,7 +66,12 @@ def _checkpoint(spark: Any, path: str) -> None:
     assert (Path(path) / "_delta_log" / "_last_checkpoint").exists()
 
 
+@pytest.mark.slow
 def test_same_tables_as_the_spark_merge(spark: Any, unfolded: Path, tmp_path: Path) -> None:
+    """kraftlake's fold of the pending closes gives the same tables as delta-spark's MERGE.
+    Slow: the module's warehouse is ingested first (the 324-record log in 150-record slices, closes left
+    pending); then both folds (Spark's: a MERGE per table), each of the 12 tables read by Spark from both
+    copies, and a Delta checkpoint."""
     ours, theirs = _copy(unfolded, tmp_path / "ours"), _copy(unfolded, tmp_path / "theirs")
     partitions = table_path(ours, "partitions")
     before = _commits(partitions)
@@ -93,10 +98,12 @@ def test_same_tables_as_the_spark_merge(spark: Any, unfolded: Path, tmp_path: Pa
     assert _rows(spark, partitions) == after
 
 
+@pytest.mark.slow
 def test_files_with_deletion_vectors_are_read_less_their_deleted_rows(spark: Any, tmp_path: Path) -> None:
     """Our reading of Delta's deletion vectors against Spark's, DELETE after DELETE on one file of 300k rows
     (several 64k containers) and one of 1k: sparse rows (array containers), a range of 6k (run or bitmap), every
-    other row of a 64k block (a bitmap container), the file's last rows."""
+    other row of a 64k block (a bitmap container), the file's last rows. Slow: the 301,000 rows written
+    through Spark, then five DELETEs, each followed by the table's rows collected from Spark into Python."""
     path = str(tmp_path / "t")
     spark.sql(
         f"CREATE TABLE delta.`{path}` (offset BIGINT, tag STRING) USING DELTA "
@@ -177,7 +184,11 @@ def test_commit_races(spark: Any, unfolded: Path, tmp_path: Path) -> None:
     assert len(_rows(spark, path)) == len(_rows(spark, path, snap.version)) + 1
 
 
+@pytest.mark.slow
 def test_one_cluster_s_closes_folded_alone(spark: Any, unfolded: Path, tmp_path: Path) -> None:
+    """A fold of one cluster's closes folds those alone, and what a fold of every cluster folds.
+    Slow: three folds over two copies of the module's warehouse, the pending closes counted by Spark before
+    and after, and each of the 12 tables read by Spark from both copies."""
     alone, every = _copy(unfolded, tmp_path / "alone"), _copy(unfolded, tmp_path / "every")
     pending = pending_closes(spark, unfolded)
     assert fold_closes(spark, alone, cluster="another") == 0 and pending_closes(spark, alone) == pending

@@ -12,6 +12,10 @@ from pipelines.demo import DemoConfig, run_demo
 
 @pytest.mark.slow
 def test_demo_answers_agree_with_the_image(spark: Any, tmp_path: Path) -> None:
+    """``make run``'s job on a small cluster: its answers agree with the image and its validation passes.
+    Slow: the whole job: a 3-voter quorum and a simulated cluster of 300 events streamed into the warehouse in
+    runs restarted from their checkpoint until the cluster is done, then compaction, the questions in SQL, the
+    figures and the validation suites over every table."""
     lines: list[str] = []
     config = DemoConfig(
         warehouse=tmp_path / "warehouse",

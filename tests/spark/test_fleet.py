@@ -67,7 +67,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Fleet:
     return f
 
 
+@pytest.mark.slow
 def test_every_cluster_answers_its_own_image(spark: Any, fleet: Fleet) -> None:
+    """Every cluster of the warehouse answers its own image, and cluster a answers as it did alone.
+    Slow: the module's warehouse is made first (logs of 199, 171 and 612 records ingested as three clusters,
+    cluster a asked before the others came); then every entity of each cluster asked at 4 or 5 offsets, and
+    cluster a's again: 44 Spark queries."""
     assert_entities_match(spark, fleet.a, _offsets(fleet.a), "a")
     assert_entities_match(spark, fleet.b, _offsets(fleet.b), "b")
     last = _last(fleet.c)
@@ -243,9 +248,14 @@ def test_history_views_take_the_cluster(spark: Any, fleet: Fleet) -> None:
         assert 0 < leaders <= got
 
 
+@pytest.mark.slow
 def test_a_killed_cluster_resumes_and_the_other_keeps_its_answers(
     spark: Any, fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A cluster whose ingest was killed resumes, and the other cluster keeps its answers.
+    Slow: three ingest runs into a new warehouse (cluster a's 199 records in one slice, then b's 171 in
+    40-record slices, killed after the first and resumed), then every entity of both clusters asked: 22 Spark
+    queries."""
     import pipelines.ingest as ingest_module
     from kraftlake.spark.tables.bounds import last_offset
     from udfs.sql import register
@@ -277,7 +287,12 @@ def test_a_killed_cluster_resumes_and_the_other_keeps_its_answers(
     assert_entities_match(spark, fleet.a, _offsets(fleet.a), "a")
 
 
+@pytest.mark.slow
 def test_compacting_one_cluster_keeps_the_others_history(spark: Any, fleet: Fleet, tmp_path: Path) -> None:
+    """Compacting one cluster keeps the other clusters' history.
+    Slow: a compaction of cluster a in a copy of the module's three-cluster warehouse (the image rebuilt with
+    Spark, a snapshot written, DELETEs on the log and every history table), then every entity of the three
+    clusters asked: about 35 Spark queries."""
     from kraftlake.spark.tables.bounds import retained_from
     from kraftlake.spark.tables.layout import WarehouseError
     from kraftlake.spark.tables.queries import BEFORE_RETAINED

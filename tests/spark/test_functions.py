@@ -71,7 +71,11 @@ def small(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, P
     return log_dir, warehouse, [last // 3, (2 * last) // 3, last]
 
 
+@pytest.mark.slow
 def test_functions_persist_across_processes(small: tuple[Path, Path, list[int]], tmp_path: Path) -> None:
+    """The functions ``kraftlake functions`` stores answer in a fresh process that registers nothing.
+    Slow: two Spark processes with a Derby metastore (the command, then the reader), each starting its own
+    JVM; the module's warehouse (the 142-record log) is ingested first."""
     log_dir, warehouse, offsets = small
     made = _run(["-m", "kraftlake.cli", "functions", "--warehouse", str(warehouse)], tmp_path)
     assert made.returncode == 0, made.stderr[-4000:]

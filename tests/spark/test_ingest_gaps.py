@@ -15,7 +15,12 @@ from tests.history.test_gaps import gapped_log
 from tests.spark.test_warehouse import assert_state_matches
 
 
+@pytest.mark.slow
 def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path: Path) -> None:
+    """An ingest crosses a gap from its snapshot and refuses the offsets inside it.
+    Slow: the 612-record gapped log ingested in 60-record slices (about ten), every entity asked at 6 offsets,
+    the refusals by offset and by time, and a second ingest run with nothing to add: about 20 Spark
+    queries."""
     from kraftlake.spark.tables.bounds import bounds_of, gaps_of
     from kraftlake.spark.tables.layout import WarehouseError
     from kraftlake.spark.tables.queries import IN_GAP
@@ -50,9 +55,11 @@ def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path
     assert again.records == 0 and gaps_of(spark, warehouse, "default") == [(first_missing, nxt - 2)]
 
 
+@pytest.mark.slow
 def test_stream_crosses_a_gap(spark: Any, tmp_path: Path) -> None:
     """``stream --source log-dir`` over the same directory: it refused the hole before (and told the user to
-    ingest into a new warehouse, which crashed)."""
+    ingest into a new warehouse, which crashed). Slow: the 612-record gapped log streamed into a new warehouse
+    (every table created), every entity asked at 3 offsets, and the validation suites of two tables."""
     from kraftlake.spark.tables.bounds import gaps_of
     from kraftlake.spark.tables.layout import WarehouseError
     from kraftlake.spark.tables.queries import IN_GAP

@@ -72,7 +72,12 @@ def _state(warehouse: Path, offset: int) -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_registration_migrates_an_old_warehouse_and_every_answer_stays(spark: Any, tmp_path: Path) -> None:
+    """Registration migrates a warehouse made before clusters in place, and every answer stays what it was.
+    Slow: the migration runs Spark's UPDATE and ALTER TABLE statements on each of the 16 tables (up to three
+    Delta commits each); then each table is read and described, the functions created twice, every entity
+    asked at six offsets, and the history views of three partitions and two brokers."""
     from kraftlake.spark.tables.clusters import DEFAULT_NAME, names, registered
     from kraftlake.spark.tables.creation import WAREHOUSE_TABLES, needs_migration
     from kraftlake.spark.tables.layout import CLUSTER, CLUSTERS, table_path
@@ -115,9 +120,14 @@ def test_registration_migrates_an_old_warehouse_and_every_answer_stays(spark: An
     assert through_spark.count("\n") > 2
 
 
+@pytest.mark.slow
 def test_a_migration_cut_short_is_finished_by_the_next_writer(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A migration cut short is finished by the next writer.
+    Slow: two ingest runs over the old warehouse, each migrating its 16 tables with Spark's UPDATE and ALTER
+    TABLE statements (the first killed before it registers the cluster, the second folding the 14 pending
+    closes), then every entity asked at six offsets."""
     import kraftlake.spark.tables.creation as creation
     from kraftlake.spark.tables.clusters import names, registered
     from pipelines.ingest import ingest

@@ -280,10 +280,12 @@ def test_the_overview_writes_html_files_holding_each_chart_and_its_data(
         assert layers[0]["encoding"]["x"]["scale"]["type"] == "utc"
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_overview_figures_draw_in_a_browser_offline(spark: Any, built: Built, tmp_path: Path) -> None:
     """``make run``'s figures opened from their files in headless Chromium with no network: Vega drew marks
-    (bars or the step lines' points) and the x axis's labels never repeat."""
+    (bars or the step lines' points) and the x axis's labels never repeat. Slow: the four figures built by
+    Spark, then each page opened by a headless Chromium process of its own, which runs the page's scripts."""
     from browser import dump_dom
 
     from pipelines.plots import write_overview
@@ -360,10 +362,13 @@ def test_the_command_writes_the_file_and_refuses_what_it_cannot(
     assert not (tmp_path / "p.html").exists() and not (tmp_path / "u.html").exists()
 
 
+@pytest.mark.slow
 def test_the_frames_read_without_a_jvm_equal_sparks(spark: Any, built: Built, tmp_path: Path) -> None:
     """Each figure's frame from the Delta tables read without Spark (``kraftlake.warehouse.plot_frames``, the
     pending closes applied) equals Spark's, over the whole log and a range by time; the range and its refusals
-    too; and the command draws without importing pyspark."""
+    too; and the command draws without importing pyspark. Slow: six frames built by Spark (each from queries
+    over the history tables and the pending closes) beside the same read without a JVM, then the command run
+    in a Python subprocess that lists what it imported."""
     from test_cli_startup import _imports
 
     from kraftlake.plot.frames import figure_data

@@ -48,9 +48,11 @@ def test_warehouse_report_equals_the_log_dirs(
     assert {"risk", "brokers", "availability", "elections", "isr", "topics", "configs"} <= found, found
 
 
+@pytest.mark.slow
 def test_each_sections_sql_gives_its_rows(spark: Any, risk_warehouse: tuple[Path, Path]) -> None:
     """The SQL a section shows, run through Spark over the warehouse's functions, gives that section's rows
-    (the columns the SQL has: offsets, keys, values; times and durations come from the offsets table)."""
+    (the columns the SQL has: offsets, keys, values; times and durations come from the offsets table). Slow:
+    the SQL of each of the 14 sections run through Spark for two windows: 28 Spark queries."""
     from warehouse_states import plain
 
     from kraftlake.report.sections import build_report

@@ -140,9 +140,14 @@ def _beeline(jdbc: str, queries: list[str], tmp_path: Path) -> list[list[list[st
     return results
 
 
+@pytest.mark.slow
 def test_connect_and_jdbc_answer_as_in_process_and_the_image(
     spark: Any, small: tuple[Path, Path, list[int]], server: Served, tmp_path: Path
 ) -> None:
+    """The functions answer through Spark Connect and JDBC as they do in this process, and as the image.
+    Slow: the module's warehouse (the 125-record log) is ingested and ``kraftlake serve`` started first (a
+    subprocess with its own Spark driver, Connect and JDBC servers); then the queries go through a Connect
+    client and through beeline, a JVM of its own."""
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
     from udfs.sql import register

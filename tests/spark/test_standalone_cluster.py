@@ -98,6 +98,10 @@ def _jsonl_rows(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def test_ingest_and_partitions_at_on_a_standalone_cluster(tmp_path: Path, cluster: Cluster) -> None:
+    """``ingest`` and ``partitions_at`` run on the standalone cluster through spark-submit answer the image.
+    Slow: the module's cluster is made first (the package built, the executors' Python made, a master and two
+    workers started, each a JVM); then three spark-submits (the probe, ``ingest``, ``sql``), each a driver JVM
+    with executors on the workers."""
     from kraftlake.image import image_at
     from kraftlake.image.render import image_json
     from kraftlake.image.source import log_records

@@ -31,7 +31,13 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
         yield peer
 
 
+@pytest.mark.slow
 def test_stream_a_live_cluster(spark: Any, kafka: KafkaPeer, tmp_path: Path) -> None:
+    """The stream of a live Kafka cluster answers as the image of the controller's own log.
+    Slow: the module's broker is started first (a Kafka JVM, three admin tools run, its first snapshot waited
+    for); the stream then runs while eight more admin tools run, each a JVM, and until the controller's log
+    (its NoOps included) is 30 offsets past where it ended at the start; a second run waits for 20 more; then
+    every entity asked at up to 8 offsets."""
     from kraftlake.spark.tables.bounds import last_offset
     from pipelines.stream import stream
     from udfs.sql import register

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from spark.test_warehouse import assert_state_matches
 from waiting import wait_until
 
@@ -54,7 +55,12 @@ def test_segment_index_holds_back_a_torn_tail(tmp_path: Path) -> None:
     assert index.refresh() == after_first
 
 
+@pytest.mark.slow
 def test_tail_a_growing_log(spark: Any, tmp_path: Path) -> None:
+    """A stream tailing a growing log directory holds back a torn last batch and ends equal to the image.
+    Slow: the 87-record log appended batch by batch (26 batches, two thirds of them while the stream runs), a
+    micro-batch at each trigger committing to several Delta tables and a fold whenever 8 closes are pending;
+    then every entity asked at four offsets."""
     from kraftlake.spark.tables.fold import pending_closes
     from pipelines.stream import stream
     from udfs.sql import register

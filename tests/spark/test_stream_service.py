@@ -112,9 +112,14 @@ def streamed(
     return warehouse, result
 
 
+@pytest.mark.slow
 def test_stream_equals_batch_ingest_and_image(
     spark: Any, quorum: tuple[LocalQuorum, int], streamed: tuple[Path, Any], tmp_path: Path
 ) -> None:
+    """The stream of the quorum equals a batch ingest of the leader's log, and the image.
+    Slow: the module's fixtures come first (a 3-voter quorum to which a synthetic log's 115 records are
+    appended 7 at a time, streamed in micro-batches of at most 48 records); then a batch ingest of the
+    leader's log, the two warehouses compared table by table, and every entity asked at five offsets."""
     from pipelines.ingest import ingest
     from udfs.sql import register
 
@@ -176,9 +181,14 @@ def _cli(q: LocalQuorum, warehouse: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_kill_9_and_restart_gives_the_uninterrupted_tables(
     spark: Any, quorum: tuple[LocalQuorum, int], streamed: tuple[Path, Any], tmp_path: Path
 ) -> None:
+    """A stream killed with SIGKILL mid-batch and restarted gives the uninterrupted stream's tables.
+    Slow: two ``kraftlake stream`` subprocesses, each starting its own Spark JVM (the first killed once a
+    micro-batch committed, the second run to the end), then both warehouses' tables counted and
+    ``partitions_at`` asked of each."""
     from udfs.sql import register
 
     q, last = quorum

@@ -72,10 +72,14 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Pat
     return log_dir, warehouse, [0, 7, last // 3, last // 2, (2 * last) // 3, last]
 
 
+@pytest.mark.slow
 def test_image_at_offset_reads_the_tail_in_ranges(
     spark: Any, synthetic: tuple[Path, Path, list[int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The warehouse's image at N equals the log's, when the tail is read in many small offset ranges."""
+    """The warehouse's image at N equals the log's, when the tail is read in many small offset ranges. Slow:
+    the module's warehouse is ingested first (the 332-record log in 300-record slices, the functions
+    registered); then two images rebuilt from it, the tail read 13 offsets at a time: about 35 Spark
+    queries."""
     import pipelines.reconstruct as reconstruct
 
     log_dir, warehouse, offsets = synthetic
@@ -90,14 +94,22 @@ def test_partitions_at_columns(spark: Any, synthetic: tuple[Path, Path, list[int
     assert spark.sql("SELECT * FROM partitions_at(0)").columns == PARTITION_COLUMNS
 
 
+@pytest.mark.slow
 def test_state_at_offsets_equals_image(spark: Any, synthetic: tuple[Path, Path, list[int]]) -> None:
+    """Every entity at six offsets equals the image there.
+    Slow: every entity asked at six offsets, then ``partitions_at`` again against the image's JSON: 12 Spark
+    queries, each calling a table function through ``LATERAL`` at the six offsets."""
     log_dir, _, offsets = synthetic
     assert_state_matches(spark, log_dir, offsets)
 
 
+@pytest.mark.slow
 def test_reingest_is_a_no_op_and_a_torn_slice_is_replayed(
     spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path
 ) -> None:
+    """A second ingest adds nothing, and a slice torn after its ``metadata_log`` rows is replayed once.
+    Slow: four writes into a new warehouse through Spark (a 200-record prefix ingested, a torn slice appended,
+    the rest ingested, then an ingest with nothing to add), and three tables compared with the module's."""
     from kraftlake.spark.tables.layout import LOG, table_ref, to_stored_log
     from kraftlake.spark.tables.writes import append
     from pipelines.ingest import ingest
@@ -142,7 +154,12 @@ def _prefix_log(log_dir: Path, out: Path, records: int) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_reconstruct_and_compact(spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path) -> None:
+    """The warehouse's image equals the log's before and after a compaction, and the cut is refused below.
+    Slow: four images rebuilt from the warehouse with Spark and two compactions of a copy of the module's
+    warehouse (the first writing a snapshot and its checkpoint file, DELETEs on the log and every history
+    table), then every entity asked at three offsets and the refusals below the cut."""
     from kraftlake.image import load_snapshot
     from kraftlake.spark.tables.layout import WarehouseError
     from pipelines.compact import compact
@@ -262,8 +279,13 @@ def test_cli_state_and_sql(spark: Any, synthetic: tuple[Path, Path, list[int]]) 
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.kafka
 def test_kafka_peer_log(spark: Any, kafka_metadata_log: Any, tmp_path: Path) -> None:
+    """A real Kafka's log ingested answers as the image, and so does the image rebuilt from the warehouse.
+    Slow: needs the real Kafka peer's log (the first test of the run to ask starts a Kafka broker and runs
+    eleven admin tools, each a JVM); then the log ingested into a new warehouse, every entity asked at four
+    offsets and the image rebuilt from the warehouse."""
     from pipelines.ingest import ingest
     from pipelines.reconstruct import image_at_offset
     from udfs.sql import register
@@ -279,10 +301,13 @@ def test_kafka_peer_log(spark: Any, kafka_metadata_log: Any, tmp_path: Path) -> 
     assert image_at_offset(spark, warehouse, cluster, last).state_equals(image_at(log_dir, last))
 
 
+@pytest.mark.slow
 def test_pending_closes_answer_as_folded_ones(
     spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path
 ) -> None:
-    """Closes appended but not folded give the same answers; a fold (also one cut short) gives the same tables."""
+    """Closes appended but not folded give the same answers; a fold (also one cut short) gives the same tables.
+    Slow: the 332-record log ingested again with its closes left pending, every entity asked at six offsets,
+    the 11 history tables read by Spark from both warehouses up to three times, and two folds."""
     from kraftlake.spark.tables.fold import fold_closes, pending_closes
     from kraftlake.spark.tables.layout import CLOSES, table_ref
     from kraftlake.spark.tables.queries import history_query
