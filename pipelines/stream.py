@@ -8,6 +8,15 @@ that directory exactly as ``log-dir`` does, so everything below holds for it too
 committed exactly as :func:`pipelines.ingest.ingest` commits a slice (``metadata_log`` append, history versions and
 ``closes`` appends, ``offsets`` append last, every write carrying Delta ``txnVersion`` = the batch's last offset).
 
+How a micro-batch reaches the driver depends on its size (:data:`DRIVER_APPEND_ROWS` records past the commit
+point). A small ``log-dir`` batch (so a ``kafka`` one too) runs no Spark job: the driver reads its range from the
+log directory itself (the range from the query's offsets log, :class:`DriverRead`) and computes the rows'
+verdicts (:mod:`pipelines.verdicts`); Spark's progress then counts 0 input rows. Any other batch known small (the
+lag probe says so: a live ``service`` stream's) is collected whole in one Spark job, in ``metadata_log``'s layout
+with its verdicts. A larger one is cached, and its ``metadata_log`` append goes through Spark's writer. Why:
+with a fleet's streams in one driver, a live micro-batch costs mostly its Spark jobs, not its few rows. In every
+case the log leg runs beside the driver's replay (:func:`pipelines.commit.commit_replayed`).
+
 Why this is exactly once under ``kill -9`` at any point:
 
 - Spark's checkpoint (``<warehouse>/_checkpoints/stream-<source>``) records a micro-batch's offset range before

@@ -15,7 +15,9 @@ UDFs give null for them, as for a null ``raw``).
 
 They run vectorised: Spark hands each call an Arrow batch, and the result is built as one Arrow array.
 :func:`register_udfs` registers both for a session (local or Spark Connect); ``udfs.sql.register`` does it
-beside the table functions.
+beside the table functions. Python UDFs cannot be stored in a catalog, so each session registers them (``kraftlake
+sql`` on a server: in its Connect session when the query names one, :func:`pipelines.serve.connect_session`);
+JDBC clients of ``kraftlake serve`` and the permanent functions of ``kraftlake functions`` go without them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,13 @@ metadata record classes (immutable tuples with snake_case fields, nested structs
 message: ``FetchRequest.FetchTopic``); ``make(name, **fields)`` builds one.
 
 This module knows the bytes only; which versions a peer speaks is negotiated with ApiVersions by the
-connection (``kraftlake.wire``), from :data:`SUPPORTED`.
+connection (``kraftlake.wire``), from :data:`SUPPORTED`. The schemas hold every version Kafka defines, so the
+codec also reads and writes versions kraftlake does not speak: ApiVersions v5 (Kafka 4.4, KIP-1242: the
+request's ClusterId and NodeId) is one; kraftlake asks and answers in v0-4, which every 4.4 peer accepts.
+
+Why kraftlake's own generator (:mod:`kraftlake.protocol.codegen`) and not a Kafka protocol package such as
+``kio``: the dependency set is fixed, the generator already built a codec per (struct, version) for the
+records, and the RPC codec is not what costs (decoding the records of a Fetch answer is).
 """
 
 from __future__ import annotations

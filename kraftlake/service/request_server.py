@@ -6,6 +6,11 @@ what cannot be read or is not served, authorization, the voter identity checks, 
 DescribeCluster and DescribeQuorum here, the raft RPCs of voters through `RaftDriver.step_request`, observers'
 Fetch and FetchSnapshot through `ObserverServer`, the append RPC (with the append credential) through
 `RaftDriver.append`.
+
+The voter identity checks take KIP-853's view of a replica: a voter is its id and its directory id. A voter
+whose data directory was wiped comes back with a new directory id, and the others refuse it until they are
+restarted knowing that id (or, where they pinned the first id seen in its name, restarted at all): to them it is
+another replica, and its empty log must not count towards the high watermark.
 """
 
 from __future__ import annotations

@@ -1,5 +1,13 @@
 """What the SQL functions answer for: the commit point (``offsets``, published to ``bounds``), the retained-from
-offset, the gaps of the log, and the snapshots stored at offsets."""
+offset, the gaps of the log, and the snapshots stored at offsets.
+
+Rows are only ever appended to ``bounds``: a row holds a published commit point (``committed_to``), a
+retained-from offset or a gap (``gap_from``, ``gap_to``). Readers take the maxima, and the first and the last gap,
+of one cluster's rows in one scan that Delta's file statistics answer
+(:func:`kraftlake.spark.tables.queries.bounds_relation`). So a log with three holes or more has the ones between
+its first and its last unguarded. The commit point is
+published after ``offsets`` is written: a writer killed between the two leaves the functions behind until it
+starts again and publishes it (:func:`pipelines.commit.resume_point`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,16 @@
 """Folding the pending closes into the history tables' ``to_offset``: committed by kraftlake (the files holding a
-version to end rewritten), or through Spark (a MERGE per table) when a table needs more of a writer."""
+version to end rewritten), or through Spark (a MERGE per table) when a table needs more of a writer.
+
+Why closes wait to be folded: ending a version in place rewrites every file that holds an open version of the
+table, whatever the slice. So a slice only appends the ends of the versions it closes to ``closes``
+(:func:`kraftlake.spark.tables.writes.write_history`), and a fold writes many at once: at the end of ``ingest``
+(per cluster in a fleet's, as its slices are committed) and of a ``stream`` run, in a stream once
+``pipelines.stream.FOLD_AT`` are pending, and in ``compact`` before its deletes. Until then every reader applies
+them (:func:`kraftlake.spark.tables.queries.state_query` and ``history_query``,
+:mod:`kraftlake.warehouse.versions`), so an answer is the same before, during and after a fold.
+
+A file with a deletion vector (left by ``compact``'s DELETEs) is read less the rows it marks and replaced by a
+file without one (:mod:`kraftlake.delta.rewrite`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
 """The readers' SQL: a history table with its pending closes applied, the versions valid at an offset, and the
-guards that refuse an offset the warehouse does not hold (what ``udfs``, ``plots`` and ``validate`` read)."""
+guards that refuse an offset the warehouse does not hold (what ``udfs``, ``plots`` and ``validate`` read).
+
+A guard is a branch of a ``UNION ALL`` that yields no row and raises (``raise_error``) for an offset the
+warehouse does not hold: Spark runs every branch of a union, whatever Delta skipped of the history table. Its
+values come from one scan of ``bounds`` (:func:`bounds_relation`), or, in a session that answers one query, as
+literals (``known``, :mod:`kraftlake.warehouse.guard_values`): each table a query reads costs a Delta scan
+planning and a Spark job, and a guard of literals that passes folds away."""
 
 from __future__ import annotations
 

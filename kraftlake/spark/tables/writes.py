@@ -1,5 +1,11 @@
 """Idempotent appends to the warehouse (Delta ``txnVersion`` = a slice's last offset), Delta's checkpoints in the
-background, a slice's history versions and closes, and retries of commit conflicts."""
+background, a slice's history versions and closes, and retries of commit conflicts.
+
+Who commits: rows built in the driver (history versions, closes, ``offsets``, the published commit point, a small
+micro-batch's ``metadata_log`` rows) are committed by kraftlake itself (:func:`append_arrow`:
+:mod:`kraftlake.delta.append`, no Spark job). The bulk ``metadata_log`` appends (an ingest's slices, a large
+micro-batch) stay with Spark's writer (:func:`append`), in the executors that decode the records, and so does
+any append to a table that needs more of a writer than a blind append."""
 
 from __future__ import annotations
 
