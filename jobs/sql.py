@@ -68,7 +68,8 @@ def _through_route(route: str, query: str, fmt: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.endpoint_file import running_record
-    from pipelines.serve import calls_record_udfs, remote_url, same_endpoint
+    from pipelines.record_udf_names import calls_record_udfs
+    from pipelines.serve import remote_url, same_endpoint
 
     if not args.query.strip():
         raise CommandError("the query is empty")

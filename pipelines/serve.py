@@ -53,22 +53,12 @@ _HIVE_ENV = ("HIVE_SERVER2_THRIFT_PORT", "HIVE_SERVER2_THRIFT_BIND_HOST", "HIVE_
 _CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService"
 
 
-#: The Python UDFs a client session registers (:data:`udfs.records.UDFS`), named here so that a client whose
-#: query calls neither does not import them.
-RECORD_UDFS = ("decode_record", "kafka_json")
-
-
 def is_loopback(host: str) -> bool:
     """:func:`kraftlake.service.request_server.is_loopback` (imported when asked: the service's modules are a
     fifth of a second of a client's start)."""
     from kraftlake.service.request_server import is_loopback as loopback
 
     return loopback(host)
-
-
-def calls_record_udfs(query: str) -> bool:
-    """Whether ``query`` names one of :data:`RECORD_UDFS` (function names are case-insensitive)."""
-    return re.search(rf"\b(?:{'|'.join(RECORD_UDFS)})\b", query, re.IGNORECASE) is not None
 
 
 class EndpointError(KraftlakeError):
@@ -375,8 +365,8 @@ def _reachable(url: str, host: str, port: int, timeout: float = 5.0) -> None:
 
 def connect_session(url: str, warehouse: str | Path | None = None, record_udfs: bool = True) -> Any:
     """A Spark Connect session on a ``kraftlake serve`` endpoint; with ``warehouse``, checks that the server
-    serves that warehouse; with ``record_udfs``, registers :data:`RECORD_UDFS` for the session. Raises
-    :class:`EndpointError` when nothing listens or the server refuses us."""
+    serves that warehouse; with ``record_udfs``, registers :data:`pipelines.record_udf_names.RECORD_UDFS` for
+    the session. Raises :class:`EndpointError` when nothing listens or the server refuses us."""
     from pyspark.errors.exceptions.connect import SparkConnectGrpcException
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 

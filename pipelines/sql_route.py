@@ -31,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from kraftlake.errors import KraftlakeError
+from pipelines.record_udf_names import calls_record_udfs
 
 #: The path of the route on the server.
 PATH = "/sql"
@@ -122,8 +123,6 @@ class _RouteServer(ThreadingHTTPServer):
         return hmac.compare_digest(header.encode("utf-8"), f"Bearer {self.token}".encode())
 
     def answer_for(self, query: str, fmt: str) -> str:
-        from pipelines.serve import calls_record_udfs
-
         session = self.spark.newSession()
         if calls_record_udfs(query):
             from udfs.records import register_udfs

@@ -53,7 +53,7 @@ def test_a_live_listener_is_found_a_stale_record_is_not(
 
 
 def test_the_client_registers_the_record_udfs_only_for_a_query_naming_one() -> None:
-    from pipelines.serve import RECORD_UDFS, calls_record_udfs
+    from pipelines.record_udf_names import RECORD_UDFS, calls_record_udfs
     from udfs.records import UDFS
 
     assert tuple(UDFS) == RECORD_UDFS

@@ -1,4 +1,5 @@
-"""Kafka's record batch v2 (``DefaultRecordBatch``): `RecordBatch`, a batch read from bytes, and `decode_batch`.
+"""Kafka's record batch v2 (``DefaultRecordBatch``): `RecordBatch`, a batch read from bytes, `decode_batch`, and
+`reencode`, a batch's records encoded again with its header fields.
 
 The header layout and the scanner of headers are in `kraftlake.logformat.framing`, records in `record`, the
 records' decoding in `record_decoding`, encoding in `batch_encoding`; their public names are importable from
@@ -18,7 +19,6 @@ from kraftlake.logformat.batch_encoding import (
     build_data_batch,
     encode_batch,
     encode_record,
-    reencode,
 )
 from kraftlake.logformat.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression
 from kraftlake.logformat.errors import CompressionError, RecordCountMismatchError
@@ -344,3 +344,24 @@ def decode_batch(
             offset=batch.base_offset,
         )
     return batch
+
+
+# Here, not in batch_encoding: it reads a RecordBatch, and this module imports batch_encoding.
+def reencode(batch: RecordBatch) -> bytes:
+    """Encode `batch`'s records again with all of its header fields (byte-identical for uncompressed batches)."""
+    return encode_batch(
+        batch.records,
+        base_offset=batch.base_offset,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        compression=batch.compression,
+        timestamp_type=batch.timestamp_type,
+        is_transactional=batch.is_transactional,
+        is_control=batch.is_control,
+        delete_horizon_ms=batch.delete_horizon_ms,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        base_timestamp=batch.base_timestamp,
+        max_timestamp=batch.max_timestamp,
+        last_offset_delta=batch.last_offset_delta,
+    )

@@ -4,7 +4,6 @@ them (`build_data_batch`, `build_control_batch`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import crc32c
 
@@ -34,9 +33,6 @@ from kraftlake.logformat.record import (
     control_record_key,
 )
 from kraftlake.logformat.varint import encode_varint, encode_varlong
-
-if TYPE_CHECKING:
-    from kraftlake.logformat.batch import RecordBatch
 
 
 def encode_record(
@@ -189,26 +185,6 @@ def assemble_batch(
     crc = crc32c.crc32c(body, crc32c.crc32c(memoryview(head)[CRC_START:]))
     CRC.pack_into(head, 17, crc)
     return bytes(head) + body
-
-
-def reencode(batch: RecordBatch) -> bytes:
-    """Encode `batch`'s records again with all of its header fields (byte-identical for uncompressed batches)."""
-    return encode_batch(
-        batch.records,
-        base_offset=batch.base_offset,
-        partition_leader_epoch=batch.partition_leader_epoch,
-        compression=batch.compression,
-        timestamp_type=batch.timestamp_type,
-        is_transactional=batch.is_transactional,
-        is_control=batch.is_control,
-        delete_horizon_ms=batch.delete_horizon_ms,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
-        base_timestamp=batch.base_timestamp,
-        max_timestamp=batch.max_timestamp,
-        last_offset_delta=batch.last_offset_delta,
-    )
 
 
 # --------------------------------------------------------------------------------------------- as KRaft writes

@@ -8,7 +8,7 @@ position and base offset, and where in the records the bad record starts.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kraftlake.logformat.compression import (
     Compression,
@@ -25,11 +25,24 @@ from kraftlake.logformat.errors import (
 from kraftlake.logformat.framing import COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE
 from kraftlake.logformat.record import KRAFT_PREFIX_PAIRS, KRAFT_PREFIXES, MIN_RECORD_SIZE, Record
 
-if TYPE_CHECKING:
-    from kraftlake.logformat.batch import RecordBatch
+
+class RawBatch(Protocol):
+    """A v2 batch as the records' decoder reads it: its bytes, the header fields its records area needs, its
+    decompression cap, and where it was read (for the errors). `kraftlake.logformat.batch.RecordBatch` is one."""
+
+    # A protocol, not RecordBatch itself: RecordBatch parses its records with this module, so naming it here
+    # would make the two modules import each other.
+    raw: bytes
+    attributes: int
+    record_count: int
+    base_offset: int
+    base_timestamp: int
+    max_decompressed_bytes: int
+    source: str
+    position: int
 
 
-def records_area(batch: RecordBatch) -> bytes:
+def records_area(batch: RawBatch) -> bytes:
     raw = batch.raw
     codec = batch.attributes & COMPRESSION_MASK
     if codec == 0:
@@ -128,7 +141,7 @@ STREAMED_RECORD_COUNT = 8192
 pass that keeps none, then parsed again as they are taken; up to it they are parsed into a list at once."""
 
 
-def parse_records(batch: RecordBatch) -> Iterator[Record]:
+def parse_records(batch: RawBatch) -> Iterator[Record]:
     """The batch's records, parsed as they are asked for (a generator: nothing runs before the first `next`).
 
     A malformed batch raises before any of its records is yielded. Memory: the decompressed records area (at
@@ -155,7 +168,7 @@ def parse_records(batch: RecordBatch) -> Iterator[Record]:
     yield from _scan_records(batch, data, pos, compressed)
 
 
-def _scan_records(batch: RecordBatch, data: bytes, pos: int, compressed: bool) -> Iterator[Record]:
+def _scan_records(batch: RawBatch, data: bytes, pos: int, compressed: bool) -> Iterator[Record]:
     """The records of the general (not KRaft-shaped) records area `data` from `pos`, each built as it is
     yielded; a malformed record raises when reached. A hand-inlined hot loop."""
     # (kraftlake/bench/bench_decode.py) KRaft-shaped batches take the fast path above; otherwise varints of one

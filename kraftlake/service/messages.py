@@ -1,4 +1,5 @@
-"""What the service hands out besides the raft messages: committed entries and the quorum's description.
+"""What the service hands out besides the raft messages: committed entries and the quorum's description (its
+voters, replicas and the observers a node serves).
 
 The RPCs themselves are Kafka's (`kraftlake.service.kafka_rpc`). A raft `Entry` travels in Kafka's record batches,
 with the leader's append timestamp, the base offset of the leader's batch and its control type, so that every
@@ -47,6 +48,17 @@ class ReplicaInfo:
     last_fetch_timestamp: int
     last_caught_up_timestamp: int
     status: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedObserver:
+    """An observer as the node that serves it knows it (a row of DescribeQuorum's Observers):
+    `kraftlake.service.observer_server.ObserverServer` tracks them, `RaftDriver.describe` lists them."""
+
+    directory_id: str
+    log_end_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int | None
 
 
 @dataclass(frozen=True, slots=True)

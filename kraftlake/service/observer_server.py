@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kraftlake.protocol import rpc_messages
@@ -23,6 +22,7 @@ from kraftlake.service.connections import BUDGET_POLL_S
 from kraftlake.service.entry_batches import encode_entries
 from kraftlake.service.kafka_rpc import encode_response, fetch_replica_id
 from kraftlake.service.limited_log import mono_ms
+from kraftlake.service.messages import TrackedObserver
 from kraftlake.service.response_bodies import fetch_response, fetch_snapshot_response
 from kraftlake.service.rpc_common import ZERO_UUID, metadata_partition
 from kraftlake.service.transport import InboundConnection
@@ -35,16 +35,6 @@ OBSERVER_SESSION_TIMEOUT_MS = 300_000
 _MAX_TRACKED = 1000
 """Past this many observers tracked, a fetch sweeps out the expired ones at once."""
 _SWEEP_EVERY_MS = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class TrackedObserver:
-    """An observer as the node that serves it knows it (a row of DescribeQuorum's Observers)."""
-
-    directory_id: str
-    log_end_offset: int
-    last_fetch_ms: int
-    last_caught_up_ms: int | None
 
 
 class ObserverServer:

@@ -40,8 +40,14 @@ from kraftlake.service.kafka_rpc import (
 )
 from kraftlake.service.limited_log import LimitedLog, mono_ms
 from kraftlake.service.listener import LeaderAndEpoch, Listener, SnapshotReader, group_batches
-from kraftlake.service.messages import CommittedEntry, QuorumDescription, ReplicaInfo, VoterInfo, follower_lag
-from kraftlake.service.observer_server import TrackedObserver
+from kraftlake.service.messages import (
+    CommittedEntry,
+    QuorumDescription,
+    ReplicaInfo,
+    TrackedObserver,
+    VoterInfo,
+    follower_lag,
+)
 from kraftlake.service.peer_login import client_tls, sasl_login
 from kraftlake.service.rpc_common import ZERO_UUID, WireContext
 from kraftlake.service.snapshots import SnapshotJob, SnapshotPolicy, SnapshotProvider
