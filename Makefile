@@ -97,20 +97,20 @@ fuzz: setup ## the fuzz targets (tests/fuzz), each for FUZZ_SECONDS (default 300
 		$(PY) -m pytest -q -s -p no:cacheprovider -o timeout=0 tests/fuzz
 
 lint: $(VENV)/.installed ## ruff (lint and format), the stubs up to date, mypy, import-linter contracts
-	$(VENV)/bin/ruff check kraftlake pipelines udfs jobs tests
-	$(VENV)/bin/ruff format --check kraftlake pipelines udfs jobs tests
+	$(VENV)/bin/ruff check kraftlake pipelines udfs jobs bench tests
+	$(VENV)/bin/ruff format --check kraftlake pipelines udfs jobs bench tests
 	$(PY) -m kraftlake.protocol.stubs --check
-	$(VENV)/bin/mypy kraftlake pipelines udfs jobs
+	$(VENV)/bin/mypy kraftlake pipelines udfs jobs bench
 	$(VENV)/bin/lint-imports
 
 fmt: setup ## format the code
-	$(VENV)/bin/ruff format kraftlake pipelines udfs jobs tests
-	$(VENV)/bin/ruff check --fix kraftlake pipelines udfs jobs tests
+	$(VENV)/bin/ruff format kraftlake pipelines udfs jobs bench tests
+	$(VENV)/bin/ruff check --fix kraftlake pipelines udfs jobs bench tests
 
 bench: setup ## benchmarks; writes bench/results.json
 	# cold commands are timed as an installed package runs them: with its bytecode compiled (pip compiles a wheel's)
 	$(PY) -m compileall -q kraftlake pipelines jobs udfs
-	$(PY) -m kraftlake.bench --out bench/results.json
+	$(PY) -m bench --out bench/results.json
 
 dist: setup ## dist/kraftlake.zip for spark-submit --py-files (the wheel, schemas/ packed in as kraftlake/_schemas)
 	rm -rf build dist kraftlake/_schemas && cp -r schemas kraftlake/_schemas

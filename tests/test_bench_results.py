@@ -1,4 +1,4 @@
-"""``python -m kraftlake.bench --only X`` keeps the other benchmarks' figures in the results file."""
+"""``python -m bench --only X`` keeps the other benchmarks' figures in the results file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kraftlake.bench import __main__ as bench
+from bench import __main__ as bench
 
 
 def _fake(figures: dict[str, Any]) -> types.ModuleType:
@@ -33,7 +33,7 @@ def test_only_replaces_the_benchmarks_it_runs(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(
         importlib,
         "import_module",
-        lambda name: _fake({"p50": 0.9}) if name == "kraftlake.bench.bench_spark" else real_import(name),
+        lambda name: _fake({"p50": 0.9}) if name == "bench.bench_spark" else real_import(name),
     )
     assert bench.main(["--only", "spark", "--out", str(out), "--work-dir", str(tmp_path / "w")]) == 0
     data = json.loads(out.read_text())

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kraftlake.bench.cluster_rate import cluster_records
-from kraftlake.bench.commit_latency import Commit, behind_at, latencies, quantile, summary
+from bench.cluster_rate import cluster_records
+from bench.commit_latency import Commit, behind_at, latencies, quantile, summary
 
 # offsets 0-3 appended at 100.0-100.3, 4-7 at 101.0-101.3; three micro-batches
 APPENDED = {o: 100.0 + o // 4 + (o % 4) / 10 for o in range(8)}

@@ -1,4 +1,4 @@
-"""The fleet bench's CPU accounting (:mod:`kraftlake.bench.cpu_use`): roles by main class and by the JVM a
+"""The fleet bench's CPU accounting (:mod:`bench.cpu_use`): roles by main class and by the JVM a
 Python process descends from, seconds between two readings, on a made-up ``/proc`` and on this one."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kraftlake.bench.cpu_use import ROLES, cpu_by_role, processes
+from bench.cpu_use import ROLES, cpu_by_role, processes
 
 TICK = os.sysconf("SC_CLK_TCK")
 

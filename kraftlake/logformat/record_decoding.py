@@ -1,5 +1,5 @@
 """Decoding the records area of a v2 batch: decompression (capped), the KRaft-shaped fast path and the general
-record parser. Holds hand-inlined hot loops (`kraftlake/bench/bench_decode.py` measures them).
+record parser. Holds hand-inlined hot loops (`bench/bench_decode.py` measures them).
 
 Malformed records raise `CorruptRecordError` / `RecordCountMismatchError` naming the batch's source, byte
 position and base offset, and where in the records the bad record starts.
@@ -171,7 +171,7 @@ def parse_records(batch: RawBatch) -> Iterator[Record]:
 def _scan_records(batch: RawBatch, data: bytes, pos: int, compressed: bool) -> Iterator[Record]:
     """The records of the general (not KRaft-shaped) records area `data` from `pos`, each built as it is
     yielded; a malformed record raises when reached. A hand-inlined hot loop."""
-    # (kraftlake/bench/bench_decode.py) KRaft-shaped batches take the fast path above; otherwise varints of one
+    # (bench/bench_decode.py) KRaft-shaped batches take the fast path above; otherwise varints of one
     # or two bytes are decoded inline, records are built with tuple.__new__, and bounds are checked once per
     # field, not per byte.
     end = len(data)

@@ -1,12 +1,12 @@
 """The jobs on a Spark standalone cluster (master + two 1-core workers on 127.0.0.1, one cluster for the module),
-shipped as the built package (:mod:`kraftlake.bench.standalone`).
+shipped as the built package (:mod:`bench.standalone`).
 
 ``ingest`` and a ``partitions_at`` query run through ``spark-submit --master spark://...`` with the package
 built from the sources (what ``make dist`` builds: a wheel with ``schemas/`` packed as ``kraftlake/_schemas``).
 The cluster's ``sql`` job must print the partitions the oracle (the image) holds at that offset; a fleet of four
 clusters ingested by one ``spark-submit`` (their histories replayed on both workers) must answer each cluster's
 image (``make test-fleet``: minutes; ``make test`` covers the executor replay in local mode). The tests need no local session (they run beside the Spark tests' worker). Every ``kraftlake`` import on
-an executor is the shipped package's (:func:`kraftlake.bench.standalone.isolated_python`), and a probe job asserts
+an executor is the shipped package's (:func:`bench.standalone.isolated_python`), and a probe job asserts
 it.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kraftlake.bench.standalone import (
+from bench.standalone import (
     REPO,
     build_package,
     isolated_python,

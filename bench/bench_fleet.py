@@ -1,7 +1,7 @@
 """Fleet catch-up on a Spark standalone cluster: ``CLUSTERS`` synthetic logs of ``RECORDS`` records each
 (:func:`kraftlake.sim.workloads.churn.generate_log`, one seed a cluster) ingested into one warehouse by
 :func:`pipelines.fleet_ingest.ingest_fleet` (each cluster's history replayed in an executor task), on a master
-with two 1-core workers started from pyspark's distribution (:mod:`kraftlake.bench.standalone`), the package
+with two 1-core workers started from pyspark's distribution (:mod:`bench.standalone`), the package
 shipped as ``--py-files``.
 
 Figures: records/s of the fleet with one executor core (``spark.cores.max=1``: one worker) and with two (both
@@ -14,7 +14,7 @@ runs), against pickling it into the task row and back. Where the time goes (summ
 waited for the tasks (``task_s``, queueing for a core included), of which the tasks read and replayed the
 records (``replay_s``) and wrote the slices' files (``write_s``), and seconds the driver committed them
 (``commit_s``); the times of the first and the last commit and what came after it (the fold of the closes).
-CPU seconds each process used during the timed run, by its part (:mod:`kraftlake.bench.cpu_use`: the driver's JVM
+CPU seconds each process used during the timed run, by its part (:mod:`bench.cpu_use`: the driver's JVM
 and Python, the executors' JVMs and Python workers, the master and workers, anything else on the machine), and
 the cores they kept busy on average. ``KRAFTLAKE_BENCH_FLEET_CLUSTERS`` / ``_RECORDS`` / ``_TOPICS`` shrink the run; the load average is reported
 beside the figures (the workers share the machine's cores with the driver).
@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftlake.bench.standalone import (
+from bench import cpu_use
+from bench.standalone import (
     build_package,
     isolated_python,
     standalone_cluster,
@@ -44,7 +45,9 @@ TOPICS = int(os.environ.get("KRAFTLAKE_BENCH_FLEET_TOPICS", "200"))
 BATCH_RECORDS = 100_000
 GOAL_RATIO = 1.6
 
-#: Submitted to the cluster: ``fleet`` or ``serial`` over the log dirs given, its timings as one JSON line.
+#: Submitted to the cluster: ``fleet`` or ``serial`` over the log dirs given, its timings as one JSON line. The
+#: shipped package holds no ``bench``: :mod:`bench.cpu_use` (standard library only) is copied beside the runner,
+#: whose directory is the first entry of the driver's ``sys.path``.
 RUNNER = """
 import json, pickle, sys, time
 from pathlib import Path
@@ -58,7 +61,7 @@ import logging
 logging.basicConfig(level=logging.WARNING)
 logging.getLogger("kraftlake").setLevel(logging.INFO)
 out = {}
-from kraftlake.bench.cpu_use import cpu_by_role, processes
+from cpu_use import cpu_by_role, processes
 cpu0 = processes()
 t0 = time.monotonic()
 if mode == "fleet":
@@ -131,6 +134,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     python = isolated_python(root)
     runner = root / "runner.py"
     runner.write_text(RUNNER)
+    shutil.copy(cpu_use.__file__, root / "cpu_use.py")
     env = submit_env()
     log = root / "submit.log"
     flags = [f"{n}={d}" for n, d in logs]

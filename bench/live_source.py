@@ -1,5 +1,5 @@
 """One cluster of ``bench_live_fleet``: a 3-voter kraftlake quorum in a process of its own, written at a real
-cluster's rate (:mod:`kraftlake.bench.cluster_rate`), followed by the fleet stream over the network as it
+cluster's rate (:mod:`bench.cluster_rate`), followed by the fleet stream over the network as it
 follows Kafka's controllers (DescribeCluster, DescribeQuorum, KRaft Fetch as an observer).
 
 A process per cluster, not threads of the driver: the voters then share neither the driver's GIL nor its
@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from kraftlake.bench.cluster_rate import Phase, cluster_records, write_noops, write_phases
+from bench.cluster_rate import Phase, cluster_records, write_noops, write_phases
 
 #: Seconds a phase may wait for the stream to commit its last offset.
 COMMIT_WAIT_S = 900.0

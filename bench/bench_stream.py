@@ -3,7 +3,7 @@
 Two runs, each into a fresh warehouse, in one Spark session:
 
 - **throughput**: ``stream --source log-dir`` (AvailableNow, ``maxRecordsPerBatch`` = ``BATCH``) over the synthetic
-  cluster log of :mod:`kraftlake.bench.bench_image` (``RECORDS`` records over ``PARTITIONS`` partitions), i.e. a
+  cluster log of :mod:`bench.bench_image` (``RECORDS`` records over ``PARTITIONS`` partitions), i.e. a
   backlog drained as fast as the pipeline goes. Figures: records/s over the whole run (JVM start and table
   creation excluded) and the median of the per-micro-batch rates.
 - **latency**: a 3-voter ``LocalQuorum`` (fsync on) in the driver, a producer thread appending the same log's
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftlake.bench.commit_latency import quantile
+from bench.commit_latency import quantile
 
 RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_STREAM_RECORDS", "1000000"))
 PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_STREAM_PARTITIONS", "200000"))
@@ -235,7 +235,7 @@ def latency(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
 def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     """Commit-to-queryable at the rate a real cluster writes, and a burst, through ``stream --source service``.
 
-    A 3-voter ``LocalQuorum`` (fsync on) gets, in order (:mod:`kraftlake.bench.cluster_rate`): the cluster's
+    A 3-voter ``LocalQuorum`` (fsync on) gets, in order (:mod:`bench.cluster_rate`): the cluster's
     creation (the bench log's brokers, topics and ``PARTITIONS`` partitions) at once, waited for until queryable;
     ``SECONDS`` of steady state, a NoOp every 500 ms (as a controller writes them) plus ISR and config churn at
     ``CHURN_RATE`` records/s (the bench log's own churn records, in order); then ``BURST`` churn records at once
@@ -244,8 +244,8 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
     record as in :func:`latency`. Figures: the steady state's p50/p99, the time until the burst's last record and
     the creation's last record were queryable (from their append).
     """
-    from kraftlake.bench.cluster_rate import Phase, cluster_records, write_noops, write_phases
-    from kraftlake.bench.commit_latency import Commit, latencies, summary
+    from bench.cluster_rate import Phase, cluster_records, write_noops, write_phases
+    from bench.commit_latency import Commit, latencies, summary
     from kraftlake.protocol import messages as m
     from kraftlake.records import encode_metadata_record
     from kraftlake.service import LocalQuorum
@@ -343,7 +343,7 @@ def live_cluster(spark: Any, log_dir: Path, work: Path) -> dict[str, Any]:
 
 
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
-    from kraftlake.bench.bench_image import cached_log
+    from bench.bench_image import cached_log
     from kraftlake.sim.workloads.churn import PARTITIONS_PER_TOPIC
     from kraftlake.spark.session import build_session
 

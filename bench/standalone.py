@@ -29,7 +29,7 @@ from pathlib import Path
 from kraftlake.dist_bytecode import add_bytecode
 
 #: The sources' root (the package is built from a copy of it).
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def pyspark_home() -> Path:

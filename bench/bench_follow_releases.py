@@ -36,8 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftlake import kafka_tools
-from kraftlake.bench.bench_follow import (
+from bench.bench_follow import (
     _BROKER_HEAP,
     _KAFKA_PERF_OPTS,
     _TOOL_HEAP,
@@ -48,6 +47,7 @@ from kraftlake.bench.bench_follow import (
     _wait_for,
     leader_high_watermark,
 )
+from kraftlake import kafka_tools
 
 RELEASES = ("3.3.2", "4.4.0")
 QUOTAS = 30_000

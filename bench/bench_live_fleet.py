@@ -1,7 +1,7 @@
 """A fleet live: commit-to-queryable of ``CLUSTERS`` clusters, each written at a real cluster's rate, all followed
 by one fleet stream into one warehouse (issue 27's "Live" goal: p99 under 5 s per cluster with 8 clusters).
 
-Each cluster is a 3-voter kraftlake quorum (fsync on) in a process of its own (:mod:`kraftlake.bench.live_source`),
+Each cluster is a 3-voter kraftlake quorum (fsync on) in a process of its own (:mod:`bench.live_source`),
 which the stream follows over the network exactly as it follows Kafka's controllers: ``stream --source kafka``
 (:func:`pipelines.fleet.stream_fleet`, one streaming query per cluster in one Spark session, each with its own
 follower and mirror, 1 s trigger). Why kraftlake's quorums and not Kafka nodes: they serve the same
@@ -9,12 +9,12 @@ DescribeCluster, DescribeQuorum and observer Fetch, and 24 voters cost less than
 (~300 MB each) this 2-core machine would otherwise run beside Spark's; the stream's side, which is what is
 measured, is the same code either way.
 
-Each cluster writes as ``bench_stream.live_cluster`` does (:mod:`kraftlake.bench.cluster_rate`, its own
+Each cluster writes as ``bench_stream.live_cluster`` does (:mod:`bench.cluster_rate`, its own
 synthetic log, one seed a cluster): its creation (``PARTITIONS`` partitions) at once, then ``SECONDS`` of
 steady state (a NoOp every 500 ms plus ``CHURN_RATE`` changes/s), then a burst of ``BURST`` changes; a phase
 starts when the one before is queryable for that cluster. A record's latency is from its append (its batch's
 timestamp, read back from ``metadata_log``) to the commit of the micro-batch holding it
-(:mod:`kraftlake.bench.commit_latency`).
+(:mod:`bench.commit_latency`).
 
 Figures per cluster: the steady state's p50/p99/max commit-to-queryable, the records appended but not queryable
 when its steady state ended (``behind``), the micro-batch time p50 during the steady state, the creation's and
@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kraftlake.bench.commit_latency import Commit, behind_at, latencies, summary
+from bench.commit_latency import Commit, behind_at, latencies, summary
 
 if TYPE_CHECKING:
     from pipelines.stream import StreamProgress
@@ -56,7 +56,7 @@ SAMPLE_S = 5.0
 
 
 def _logs(work: Path) -> list[tuple[str, Path]]:
-    from kraftlake.bench.bench_fleet import fleet_logs
+    from bench.bench_fleet import fleet_logs
     from kraftlake.sim.workloads.churn import PARTITIONS_PER_TOPIC
 
     topics = max(1, PARTITIONS // PARTITIONS_PER_TOPIC)
@@ -70,7 +70,7 @@ class _Sources:
     """The source processes, their reports and the commit points the driver tells them."""
 
     def __init__(self, work: Path, logs: list[tuple[str, Path]]) -> None:
-        from kraftlake.bench.live_source import serve_cluster
+        from bench.live_source import serve_cluster
 
         ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no JVM gateway or threads inherited
         self.reports: Any = ctx.Queue()

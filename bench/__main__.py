@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import kraftlake.bench as pkg
+import bench as pkg
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kraftlake.bench")
+    parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--out", default="bench/results.json")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--work-dir", default=".cache/bench")
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         if only and short not in only:
             continue
         print(f"== {short}", flush=True)
-        module = importlib.import_module(f"kraftlake.bench.{name}")
+        module = importlib.import_module(f"bench.{name}")
         try:
             figures = module.run({"work_dir": work / short})
         except Exception as exc:  # a failing benchmark is reported, the others still run

@@ -1,6 +1,6 @@
 """Answers without a JVM against the same answers through Spark, each a user's command run cold (a process each).
 
-The warehouse: ``kraftlake.bench.bench_image``'s synthetic cluster log of ``RECORDS`` records over ``TOPICS``
+The warehouse: ``bench.bench_image``'s synthetic cluster log of ``RECORDS`` records over ``TOPICS``
 topics of 100 partitions (env ``KRAFTLAKE_BENCH_ANSWERS_RECORDS`` / ``..._TOPICS``, default 1M over 1,000; the
 figures report the size used) ingested once under the bench work dir (an ingest over a warehouse that holds
 the log already adds nothing).
@@ -65,7 +65,7 @@ def _median_run(argv: list[str]) -> tuple[float, str, str]:
 def warehouse_of(work: Path, days: float | None = None) -> tuple[Path, int]:
     """The bench's warehouse (ingested on first use) and its last offset; with ``days``, of the same log on a
     real cluster's clock over about that many days (``cached_log``), in a warehouse of its own."""
-    from kraftlake.bench.bench_image import cached_log
+    from bench.bench_image import cached_log
     from kraftlake.spark.session import build_session
     from pipelines.ingest import ingest
 

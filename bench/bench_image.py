@@ -19,7 +19,7 @@ shared, wall time beside it):
   until the whole image is loaded; CPU of the process, children's ``rusage``), minus the same on a tiny
   snapshot (JVM start); the ratios are Kafka's load time over ours.
 
-Run alone: ``python -m kraftlake.bench --only image`` (or ``python -m kraftlake.bench.bench_image``).
+Run alone: ``python -m bench --only image`` (or ``python -m bench.bench_image``).
 """
 
 from __future__ import annotations

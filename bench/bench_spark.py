@@ -1,6 +1,6 @@
 """Spark layer: ingest throughput, ``partitions_at(N)`` latency against replay from offset 0, compaction time.
 
-The log is ``kraftlake.bench.bench_image``'s synthetic cluster log (100 brokers, topics of 100 partitions with
+The log is ``bench.bench_image``'s synthetic cluster log (100 brokers, topics of 100 partitions with
 RF 3 created first, then controller-like churn: ISR shrink/expand with leader moves, NoOps, topic configs,
 broker fence/unfence, topic re-creation), generated once (seeded) and cached under the bench work dir. The
 issue's target is 10M records over 2M partitions; the default here is what fits in about ten minutes of bench
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftlake.bench.commit_latency import quantile
+from bench.commit_latency import quantile
 
 RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_RECORDS", "10000000"))
 PARTITIONS = int(os.environ.get("KRAFTLAKE_BENCH_SPARK_PARTITIONS", "2000000"))
@@ -104,7 +104,7 @@ def _sql_cli_latencies(warehouse: Path, offsets: list[int], expected: dict[int, 
 
 
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
-    from kraftlake.bench.bench_image import cached_log
+    from bench.bench_image import cached_log
     from kraftlake.image import image_at
     from kraftlake.sim.workloads.churn import PARTITIONS_PER_TOPIC
     from kraftlake.spark.session import build_session

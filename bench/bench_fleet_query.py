@@ -25,8 +25,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from kraftlake.bench.bench_fleet import fleet_logs
-from kraftlake.bench.commit_latency import quantile
+from bench.bench_fleet import fleet_logs
+from bench.commit_latency import quantile
 
 CLUSTERS = int(os.environ.get("KRAFTLAKE_BENCH_FLEETQ_CLUSTERS", "8"))
 RECORDS = int(os.environ.get("KRAFTLAKE_BENCH_FLEETQ_RECORDS", "20000"))

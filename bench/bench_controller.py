@@ -17,7 +17,7 @@ for it until all its records (one metadata transaction when over 10,000) are com
 active's death until a standby answered a command and its records are committed (no bootstrap: the
 standby's image is hot). The quorum runs at 200k and 2M partitions, measured (not extrapolated).
 
-Run: ``python -m kraftlake.bench.bench_controller --setup quorum --partitions 200000 2000000``.
+Run: ``python -m bench.bench_controller --setup quorum --partitions 200000 2000000``.
 """
 
 from __future__ import annotations

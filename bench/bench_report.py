@@ -2,7 +2,7 @@
 report's data-at-risk SQL through Spark (``kraftlake sql --local``): the report has no Spark path, so the
 like-for-like is what a user would otherwise run, its first and heaviest section's query.
 
-The log is :mod:`kraftlake.bench.bench_answers`' (the same sizes and environment variables) on a real
+The log is :mod:`bench.bench_answers`' (the same sizes and environment variables) on a real
 cluster's clock (``cached_log(..., days=DAYS)``: the same records spread over about 30 days,
 :mod:`kraftlake.sim.workloads.cluster_clock`), ingested once into a warehouse of its own under the answers
 bench's work dir. The day timed is the log's last whole UTC day (``T1 = 00:00:00.000Z``, ``T2 =
@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kraftlake.bench.bench_answers import BenchAnswerError, _timed, warehouse_of
+from bench.bench_answers import BenchAnswerError, _timed, warehouse_of
 
 RUNS = int(os.environ.get("KRAFTLAKE_BENCH_REPORT_RUNS", "3"))
 SQL_RUNS = int(os.environ.get("KRAFTLAKE_BENCH_REPORT_SQL_RUNS", str(RUNS)))
@@ -95,8 +95,8 @@ def _check_sql(name: str, report_rows: list[tuple[Any, ...]], printed: str) -> N
 def _ingested(work: Path) -> tuple[Path, int]:
     """The clocked warehouse and its last offset: read without Spark when it holds the whole log already (a
     session's JVM would stay up beside every timed command), else ingested (``warehouse_of``)."""
-    from kraftlake.bench.bench_answers import RECORDS, TOPICS
-    from kraftlake.bench.bench_image import cached_log
+    from bench.bench_answers import RECORDS, TOPICS
+    from bench.bench_image import cached_log
     from kraftlake.errors import KraftlakeError
     from kraftlake.warehouse.tables import OFFSETS, Warehouse
 

@@ -41,7 +41,7 @@ from kraftlake.service.errors import ServiceError
 CLUSTER = "bench-raft"
 RECORD = b"r" * 256
 KAFKA_JARS = (
-    Path(os.environ.get("KRAFTLAKE_JARS", Path(__file__).resolve().parents[2] / ".cache" / "jars")) / "kafka"
+    Path(os.environ.get("KRAFTLAKE_JARS", Path(__file__).resolve().parents[1] / ".cache" / "jars")) / "kafka"
 )
 
 
