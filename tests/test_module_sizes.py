@@ -5,31 +5,22 @@ Exempt: generated modules (a ``# ... do not edit`` line at the top), modules who
 hand-inlined hot loops, and functions whose docstring, or the comment right above or at the top of their body,
 says "hand-inlined".
 
-``PENDING`` lists what is oversized and not split yet: each entry is an expected failure (xfail) until its
-module or function is split, then it passes (XPASS in the report) and its entry should go. Anything oversized
-that is not listed fails. Run ``python tests/test_module_sizes.py`` for the report alone (exit 1 when an
-unlisted module or function is oversized).
+Anything oversized fails. Run ``python tests/test_module_sizes.py`` for the report alone (exit 1 when a module
+or function is oversized).
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 TREES = ("kraftlake", "pipelines", "udfs", "jobs")  # not bench/: the benchmarks are aside
 MAX_MODULE_LINES = 900
 MAX_FUNCTION_LINES = 120
-
-# Oversized and not split yet: "path" for a module, "path::qualified.name" for a function. Remove an entry
-# when its split lands (the test then reports XPASS).
-PENDING: dict[str, str] = {}
 
 _GENERATED = re.compile(r"^#.*\bdo not edit\b", re.IGNORECASE)
 _HAND_INLINED = re.compile(r"hand[- ]inlined", re.IGNORECASE)
@@ -104,11 +95,6 @@ def scan(root: Path = ROOT) -> dict[str, int]:
     return out
 
 
-@functools.cache
-def _scan_repo() -> dict[str, int]:
-    return scan()
-
-
 def _describe(found: dict[str, int]) -> str:
     return "\n".join(
         f"  {key}: {n} lines (max {MAX_FUNCTION_LINES if '::' in key else MAX_MODULE_LINES})"
@@ -116,22 +102,9 @@ def _describe(found: dict[str, int]) -> str:
     )
 
 
-def test_nothing_oversized_but_the_pending_list() -> None:
-    unlisted = {k: n for k, n in _scan_repo().items() if k not in PENDING}
-    assert not unlisted, "oversized, split it (or mark a hot loop hand-inlined):\n" + _describe(unlisted)
-
-
-@pytest.mark.parametrize(
-    "key",
-    [
-        pytest.param(k, marks=pytest.mark.xfail(reason=f"not split yet: {why}", strict=False))
-        for k, why in PENDING.items()
-    ],
-)
-def test_pending_split(key: str) -> None:
-    """Fails (xfail) while ``key`` is oversized; passes once it is split: then remove it from PENDING."""
-    found = _scan_repo()
-    assert key not in found, f"{key}: {found.get(key)} lines"
+def test_nothing_oversized() -> None:
+    found = scan()
+    assert not found, "oversized, split it (or mark a hot loop hand-inlined):\n" + _describe(found)
 
 
 # -- the checker itself ---------------------------------------------------------------------------------------
@@ -174,13 +147,8 @@ def test_the_benchmarks_are_aside(tmp_path: Path) -> None:
 
 def main() -> int:
     found = scan()
-    unlisted = {k: n for k, n in found.items() if k not in PENDING}
-    listed = {k: n for k, n in found.items() if k in PENDING}
-    done = sorted(k for k in PENDING if k not in found)
-    print(f"oversized, not split yet (PENDING):\n{_describe(listed) or '  none'}")
-    print(f"oversized and not listed (fails the test):\n{_describe(unlisted) or '  none'}")
-    print("split since listed (remove from PENDING):\n" + ("\n".join(f"  {k}" for k in done) or "  none"))
-    return 1 if unlisted else 0
+    print(f"oversized (fails the test):\n{_describe(found) or '  none'}")
+    return 1 if found else 0
 
 
 if __name__ == "__main__":
