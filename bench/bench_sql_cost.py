@@ -5,16 +5,15 @@ ingested in slices of 40 records (what the Spark tests read), once under the ben
 after a warm-up, each way of calling a function is timed ``RUNS`` times, the ways alternating (so that the
 machine's load weighs on each alike), one ``collect()`` a call:
 
-- ``register``: the temporary functions of :func:`udfs.sql.register`, which read ``clusters``, ``bounds`` and
-  ``closes`` in the query (what a user's ``spark.sql`` pays after ``register``, and the catalog's functions);
-- ``literal``: :class:`udfs.sql.QueryFunctions` in a ``newSession()``, the guards' values as literals,
-  recreated when the warehouse's guard tables change (what the ``sql`` and ``state`` commands and the server's
-  SQL route run).
+- ``sql``: the SQL functions (:func:`udfs.sql.register_sql_functions` in a ``newSession()``), which read
+  ``clusters``, ``bounds`` and ``closes`` in the query (what a catalog's functions and ``serve``'s clients pay);
+- ``udtf``: :func:`udfs.sql.register`'s Python UDTFs in another ``newSession()``, over the answers read without a
+  JVM (what a user's ``spark.sql`` after ``register`` and the ``sql`` and ``state`` commands run).
 
 Figures per function and way: ``<function>_<way>_s`` (median wall seconds a call), ``..._jobs`` (Spark jobs a
 call, by job group) and ``..._tables`` (the Delta tables its executed plan scans, subqueries included); the
-answers of the two ways must be equal, else the benchmark fails. ``register_s``: one :func:`udfs.sql.register`
-of every function, warm.
+answers of the two ways must be equal, else the benchmark fails. ``register_<way>_s``: registering every
+function that way, warm.
 """
 
 from __future__ import annotations
@@ -79,18 +78,24 @@ def _call(
 
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
     from kraftlake.spark.session import build_session
-    from udfs.sql import QueryFunctions, register
+    from udfs.sql import register, register_sql_functions
 
     work = Path(ctx["work_dir"])
     work.mkdir(parents=True, exist_ok=True)
     spark = build_session("kraftlake-bench-sql-cost", verbose=False, log_file=work / "spark.log")
     try:
         warehouse, cluster, last = small_warehouse(work, spark)
-        register(spark, warehouse)  # warm-up: the JVM, Delta's snapshots
-        t = time.monotonic()
-        register(spark, warehouse)
-        register_s = time.monotonic() - t
-        literal = QueryFunctions(spark.newSession(), warehouse)
+        sessions = {"sql": spark.newSession(), "udtf": spark.newSession()}
+        registers: dict[str, Callable[[Any, Path], list[str]]] = {
+            "sql": register_sql_functions,
+            "udtf": register,
+        }
+        register_s = {}
+        for way, session in sessions.items():
+            registers[way](session, warehouse)  # warm-up: the JVM, Delta's snapshots
+            t = time.monotonic()
+            registers[way](session, warehouse)
+            register_s[way] = time.monotonic() - t
         at = last * 2 // 3
         row = spark.sql(
             f"SELECT timestamp_millis(max(timestamp)) FROM delta.`{(warehouse / 'offsets').resolve()}` "
@@ -105,8 +110,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             "partition_history": "SELECT * FROM partition_history('jepsen', 0)",
         }
         ways: dict[str, tuple[Any, Callable[[str], Any]]] = {
-            "register": (spark, spark.sql),
-            "literal": (literal.session, literal.sql),
+            way: (session, session.sql) for way, session in sessions.items()
         }
         timed: dict[tuple[str, str], list[float]] = {}
         seen: dict[tuple[str, str], tuple[int, list[str], Any]] = {}
@@ -118,10 +122,11 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                         continue  # warm-up
                     timed.setdefault((name, way), []).append(took)
                     seen[(name, way)] = (jobs, tables, rows)
-        figures: dict[str, Any] = {"records": last + 1, "register_s": round(register_s, 2)}
+        figures: dict[str, Any] = {"records": last + 1}
+        figures.update({f"register_{way}_s": round(took, 2) for way, took in register_s.items()})
         for name in calls:
-            if seen[(name, "register")][2] != seen[(name, "literal")][2]:
-                raise BenchAnswerError(f"{name}: the literal guards' answer differs from the tables'")
+            if seen[(name, "sql")][2] != seen[(name, "udtf")][2]:
+                raise BenchAnswerError(f"{name}: the UDTF's answer differs from the SQL function's")
             for way in ways:
                 jobs, tables, _ = seen[(name, way)]
                 figures[f"{name}_{way}_s"] = round(statistics.median(timed[(name, way)]), 3)

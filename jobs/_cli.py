@@ -187,13 +187,11 @@ def query_session(
     args: argparse.Namespace,
     local: bool = False,
     record_udfs: bool = True,
-    query: str | None = None,
 ) -> Iterator[Any]:
     """The session a query command runs on: a ``kraftlake serve`` endpoint (``--remote`` or ``$SPARK_REMOTE``),
     whose functions are registered already (the record UDFs only with ``record_udfs``: each is a round trip),
-    else (or when ``local``) a local session with the functions registered for the warehouse: with ``query``,
-    the one query the command runs, only the functions it names, with the guards' values as literals
-    (:class:`udfs.sql.QueryFunctions`).
+    else (or when ``local``) a local session with the functions registered for the warehouse
+    (:func:`udfs.sql.register`).
 
     An endpoint's session is stopped on leaving: pyspark makes it the process's default Connect session, which
     other code of a process that goes on (great_expectations' Spark engine picks a Connect session first) would
@@ -208,15 +206,12 @@ def query_session(
         finally:
             remote.stop()
         return
-    from udfs.sql import QueryFunctions, register
+    from udfs.sql import register
 
     warehouse = args.warehouse or "./warehouse"
     check_warehouse(warehouse)
     spark = session(app, warehouse, args.verbose)
-    if query is None:
-        register(spark, warehouse)
-    else:
-        QueryFunctions(spark, warehouse).prepare(query)
+    register(spark, warehouse)
     yield spark
 
 

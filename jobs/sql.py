@@ -88,9 +88,7 @@ def run(args: argparse.Namespace) -> int:
             args.remote = remote or found.url
     if args.local and args.remote:
         raise CommandError("--local and --remote: choose one")
-    with query_session(
-        "sql", args, local=args.local, record_udfs=calls_record_udfs(args.query), query=args.query
-    ) as spark:
+    with query_session("sql", args, local=args.local, record_udfs=calls_record_udfs(args.query)) as spark:
         sys.stdout.write(printed(spark, args.query, args.format))
     return 0
 

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     # an offset before the retained history or past the commit point (the functions raise), a --where Spark
     # cannot parse or resolve: one line, exit 2
     query = state_query(args.entity, args.offset, args.time, args.where, args.cluster)
-    with query_session("state", args, query=query) as spark, spark_errors():
+    with query_session("state", args) as spark, spark_errors():
         print_frame(spark.sql(query), args.format)
     return 0
 

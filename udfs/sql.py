@@ -1,8 +1,11 @@
-"""The SQL surface: table functions "state at offset N" over the warehouse's history tables.
+"""The SQL surface: table functions "state at offset N" over the warehouse's history tables, as SQL.
 
-``register(spark, warehouse)`` creates SQL table functions (``CREATE FUNCTION ... RETURNS TABLE ... RETURN``)
-as temporary functions of that ``SparkSession``; :mod:`udfs.catalog` stores the same functions permanently in a
-catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over that metastore):
+:func:`function_statements` gives each function as SQL (``CREATE FUNCTION ... RETURNS TABLE ... RETURN``):
+what :mod:`udfs.catalog` stores permanently in a catalog database (``kraftlake.partitions_at(N)`` in every
+``SparkSession`` over that metastore) and what ``serve`` gives every client session. :func:`register` gives a
+session the same functions as Python UDTFs over the answers read without a JVM (:mod:`udfs.table_functions`):
+nothing to analyse when they are made and no Delta table to plan when they are called.
+:func:`register_sql_functions` makes the SQL ones temporary functions of a session instead.
 
 - ``<entity>_at(offset)`` for every history table (``partitions_at``, ``brokers_at``, ``topics_at``,
   ``configs_at``, ``features_at``, ``controllers_at``, ``client_quotas_at``, ``producer_ids_at``, ``acls_at``,
@@ -35,14 +38,12 @@ catalog database (``kraftlake.partitions_at(N)`` in every ``SparkSession`` over 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
-from kraftlake.delta.append import DeltaAppendError
 from kraftlake.history import ENTITIES
 from kraftlake.spark.tables.creation import open_for_readers
 from kraftlake.spark.tables.fleet_status import ensure_fleet_status
@@ -68,9 +69,10 @@ from kraftlake.spark.tables.queries import (
     retention_guard_at_time,
     state_query,
 )
-from kraftlake.warehouse.guard_values import GuardCache, GuardValues
+from kraftlake.warehouse.guard_values import GuardValues
 from udfs.records import register_udfs
 from udfs.risk import risk_statements
+from udfs.table_functions import register_table_functions
 from udfs.versions import versions_statements
 
 AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
@@ -241,17 +243,32 @@ def register(
 ) -> list[str]:
     """Create the table functions over ``warehouse`` for ``spark``; returns their (qualified) names.
 
-    Temporary by default (``spark`` only), with the record UDFs (``decode_record``, ``kafka_json``:
-    :mod:`udfs.records`); ``temporary=False`` stores the table functions in ``spark``'s catalog, in
-    ``database`` (:func:`udfs.catalog.create_functions` is the way to do that), where Python UDFs cannot go.
+    Temporary by default (``spark`` only): the Python UDTFs of :mod:`udfs.table_functions`, with the record
+    UDFs (``decode_record``, ``kafka_json``: :mod:`udfs.records`). ``temporary=False`` stores the SQL
+    functions in ``spark``'s catalog, in ``database`` (:func:`udfs.catalog.create_functions` is the way to do
+    that), where Python functions cannot go.
     """
     _open(spark, warehouse)
+    if temporary:
+        if database is not None:
+            raise ValueError("temporary functions belong to the session, not to a database")
+        return register_table_functions(spark, warehouse) + register_udfs(spark)
+    return _run(spark, function_statements(warehouse, temporary, database))
+
+
+def register_sql_functions(spark: SparkSession, warehouse: str | Path) -> list[str]:
+    """The SQL functions (:func:`function_statements`) as temporary functions of ``spark``, in place of
+    :func:`register`'s; returns their names. What a catalog stores, in one session: to compare them with
+    :func:`register`'s, and to measure them."""
+    _open(spark, warehouse)
+    return _run(spark, function_statements(warehouse))
+
+
+def _run(spark: SparkSession, statements: list[str]) -> list[str]:
     names = []
-    for stmt in function_statements(warehouse, temporary, database):
+    for stmt in statements:
         spark.sql(stmt)
         names.append(_created(stmt))
-    if temporary:
-        names += register_udfs(spark)
     return names
 
 
@@ -295,61 +312,6 @@ def _names_in(name: str, query: str) -> bool:
     return re.search(rf"\b{name}\s*\(", query, re.IGNORECASE) is not None
 
 
-class QueryFunctions:
-    """The table functions of one session, each created when a query names it, with the guards' values as
-    literals (:func:`register_for_query`): read from the warehouse without Spark, and the functions created
-    again once one of the tables they come from has a new version
-    (:class:`kraftlake.warehouse.guard_values.GuardCache`). Where the values cannot be read so (a table of a
-    layout that reader does not know), the functions are :func:`register`'s, which read the tables.
-
-    A query made by :meth:`sql` (or run after :meth:`prepare` of its text) answers and refuses as
-    :func:`register`'s functions do at the moment the values were read; a DataFrame kept and run again later
-    keeps the values it was analysed with. ``session`` should be one whose temporary functions of these names
-    are this object's alone (a ``newSession()``, or a command's own): they replace any :func:`register` made
-    there, and :func:`register` run there afterwards replaces them. The record UDFs are registered there too.
-    """
-
-    def __init__(self, session: SparkSession, warehouse: str | Path) -> None:
-        self.session = session
-        self.warehouse = Path(warehouse)
-        _open(session, warehouse)
-        register_udfs(session)
-        self._cache = GuardCache(warehouse)
-        self._lock = threading.Lock()
-        # the statements of the values last read (the cache answers with the same object until they change)
-        self._statements: tuple[GuardValues | None, dict[str, str]] | None = None
-        # per function created, the values it was created with
-        self._made: dict[str, GuardValues | None] = {}
-
-    def _values(self) -> GuardValues | None:
-        try:
-            return self._cache.values()
-        except (DeltaAppendError, OSError):  # Unsupported among them
-            return None
-
-    def prepare(self, query: str) -> list[str]:
-        """Create (again, where the values changed) the functions ``query`` names; returns their names."""
-        known = self._values()
-        with self._lock:
-            if self._statements is None or self._statements[0] is not known:
-                statements = function_statements(self.warehouse, temporary=True, known=known)
-                self._statements = (known, {_created(s): s for s in statements})
-            named = []
-            for name, stmt in self._statements[1].items():
-                if not _names_in(name, query):
-                    continue
-                if name not in self._made or self._made[name] is not known:
-                    self.session.sql(stmt)
-                    self._made[name] = known
-                named.append(name)
-            return named
-
-    def sql(self, query: str) -> DataFrame:
-        """``query`` run in the session, the functions it names prepared first (:meth:`prepare`)."""
-        self.prepare(query)
-        return self.session.sql(query)
-
-
 def _ours(text: str) -> bool:
     return any(refusal in text for refusal in REFUSALS)
 
@@ -367,14 +329,24 @@ def _message_of(text: str) -> str:
     return match.group(1).strip() if match else ""
 
 
+#: A refusal of :mod:`udfs.table_functions`' UDTFs in the Python worker's traceback that Spark carries: the
+#: exception's last line, ``kraftlake.warehouse.tables.WarehouseError: message``.
+_REFUSED = re.compile(r"(?:^|[\s.])WarehouseError: (.*)$", re.M)
+
+
 def raised_message(exc: BaseException) -> str | None:
-    """The message of a ``raise_error`` of the table functions (an offset outside what the warehouse holds:
-    negative, before the retained history, past the commit point) carried by a Spark exception, else None.
+    """The message of a refusal of the table functions (an offset outside what the warehouse holds: negative,
+    before the retained history, past the commit point; a cluster the warehouse does not hold) carried by a
+    Spark exception, else None: a ``raise_error`` of the SQL functions, or a ``WarehouseError`` raised in a
+    UDTF of :mod:`udfs.table_functions` (a ``PythonException``).
 
     Works on the exceptions of a local session (py4j's, with the Java cause chain) and on Spark Connect's
     (``pyspark.errors.exceptions.connect``: the condition and parameters travel in the gRPC error's details;
     where the parameters did not arrive, the message is read from the text).
     """
+    refused = _REFUSED.findall(str(exc))
+    if refused and "PythonException" in type(exc).__name__ + str(exc)[:200]:
+        return str(refused[-1]).strip()
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:

@@ -46,10 +46,9 @@ def _time(ms: int | None) -> str | None:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def newest(warehouse: str | Path) -> list[dict[str, Any]]:
-    """Each cluster's newest row of ``fleet_status`` (by ``updated_ms``), sorted by cluster, its times as UTC
-    ISO-8601 text (``last_commit``, ``updated``). None recorded yet in a warehouse: an empty list; a path that
-    is neither: :class:`WarehouseError`."""
+def newest_rows(warehouse: str | Path) -> list[dict[str, Any]]:
+    """Each cluster's newest row of ``fleet_status`` (by ``updated_ms``) as stored, sorted by cluster. None
+    recorded yet in a warehouse: an empty list; a path that is neither: :class:`WarehouseError`."""
     path = Path(warehouse) / FLEET_STATUS
     if not (path / "_delta_log").is_dir():
         check_warehouse(warehouse)  # a fleet whose clusters all failed so far has this table alone
@@ -64,6 +63,12 @@ def newest(warehouse: str | Path) -> list[dict[str, Any]]:
         seen = latest.get(row["cluster"])
         if seen is None or row["updated_ms"] >= seen["updated_ms"]:
             latest[row["cluster"]] = row
+    return [r for _, r in sorted(latest.items())]
+
+
+def newest(warehouse: str | Path) -> list[dict[str, Any]]:
+    """:func:`newest_rows` as ``fleet status`` prints them: times as UTC ISO-8601 text (``last_commit``,
+    ``updated``), no error as an empty text."""
     return [
         {
             "cluster": r["cluster"],
@@ -74,5 +79,5 @@ def newest(warehouse: str | Path) -> list[dict[str, Any]]:
             "last_error": r["last_error"] or "",
             "updated": _time(r["updated_ms"]),
         }
-        for _, r in sorted(latest.items())
+        for r in newest_rows(warehouse)
     ]

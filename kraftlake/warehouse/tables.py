@@ -84,6 +84,11 @@ class Warehouse:
         """Whether the tables carry a ``cluster`` column (``bounds`` tells for all of them)."""
         return CLUSTER in arrow_schema(self.snapshot(BOUNDS)).names
 
+    def clusters(self) -> list[str]:
+        """The clusters ``bounds`` names, sorted."""
+        names = read_rows(self.snapshot(BOUNDS), arrow_schema(self.snapshot(BOUNDS)), columns=[CLUSTER])
+        return sorted({c for c in names.column(CLUSTER).to_pylist() if c is not None})
+
     def resolve_cluster(self) -> None:
         """Check the cluster asked for against those ``bounds`` names (each cluster publishes its commit point
         there): an unknown one, or none asked for among several, is refused naming them."""
@@ -95,8 +100,7 @@ class Warehouse:
                 f"{self.path} was made by an earlier kraftlake (its tables have no {CLUSTER} column)"
             )
         else:
-            names = read_rows(self.snapshot(BOUNDS), arrow_schema(self.snapshot(BOUNDS)), columns=[CLUSTER])
-            known = sorted({c for c in names.column(CLUSTER).to_pylist() if c is not None})
+            known = self.clusters()
             if known or self.cluster is not None:
                 try:
                     # the one cluster held is named in the refusals, as the functions do

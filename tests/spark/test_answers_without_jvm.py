@@ -9,6 +9,7 @@ import contextlib
 import io
 import shutil
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,15 +97,22 @@ def _union(
 
 
 def assert_answers_equal(
-    spark: Any, warehouse: Path, offsets: list[int], times: list[int], partitions: int = 2
+    spark: Any,
+    warehouse: Path,
+    offsets: list[int],
+    times: list[int],
+    partitions: int = 2,
+    functions: Callable[[Any, Path], list[str]] | None = None,
 ) -> int:
     """Every entity at each offset and time (epoch ms), the history views of ``partitions`` partitions and two
     brokers (and of one of each that does not exist), equal on both sides (rows or refusal, word for word);
     returns how many answers were refusals. The answers Spark gives as rows come from one action per entity, each
-    refusal from a query of its own (a refusal fails the whole query)."""
-    from udfs.sql import register
+    refusal from a query of its own (a refusal fails the whole query). Spark's are the SQL functions' (what a
+    catalog stores and ``serve`` gives its clients; a session's own are the answers without a JVM), or those
+    ``functions`` registers."""
+    from udfs.sql import register_sql_functions
 
-    register(spark, warehouse)
+    (functions or register_sql_functions)(spark, warehouse)
     refused = 0
     seen: dict[tuple[str, int], list[str] | str] = {}
     for table in sorted(ENTITIES, key=lambda t: t not in REFUSALS_ASKED):
@@ -155,6 +163,29 @@ def assert_answers_equal(
     return refused
 
 
+def assert_ranges_equal(spark: Any, warehouse: Path, ranges: list[tuple[int, int]]) -> int:
+    """Every entity's ``<entity>_versions``, ``leader_changes`` and ``risk_windows`` over each of ``ranges``
+    equal on both sides (:mod:`kraftlake.warehouse.range_answers` and the SQL functions :func:`assert_answers_equal`
+    registered): rows, or the refusal word for word. Returns how many were refusals."""
+    from kraftlake.warehouse import range_answers
+
+    calls: dict[str, Callable[..., Any]] = {
+        **{f"{t}_versions": partial(range_answers.versions_between, table=t) for t in ENTITIES},
+        "leader_changes": range_answers.leader_changes,
+        "risk_windows": range_answers.risk_windows,
+    }
+    refused = 0
+    for name, call in calls.items():
+
+        def ask(wh: Warehouse, lo: int, hi: int, call: Callable[..., Any] = call) -> Any:
+            return call(wh, range_from=lo, range_to=hi)
+
+        refused += _assert_views_equal(
+            spark, name, {f"{lo}, {hi}": _mine(ask, warehouse, lo, hi) for lo, hi in ranges}
+        )
+    return refused
+
+
 def _assert_views_equal(spark: Any, view: str, mine: dict[str, list[str] | str]) -> int:
     """``view`` called with each of ``mine``'s arguments equal on both sides; the answers Spark gives as rows in
     one action (a UNION ALL), each refusal from a query of its own. Returns how many were refusals."""
@@ -191,7 +222,7 @@ def test_answers_equal_sparks_around_a_gap_with_closes_pending(
     """Every entity's answer without a JVM equals Spark's around a gap, with the closes left pending.
     Slow: the module's warehouse is ingested first (the 612-record gapped log in 200-record slices, closes
     left unfolded); then every entity is asked at 10 offsets and 6 times on both sides, with the history views
-    and each refusal asked of Spark alone: about 40 Spark queries."""
+    and each refusal asked of Spark alone, and the range functions over 5 ranges: about 60 Spark queries."""
     warehouse, times, first_missing, nxt, last = gapped
     assert Warehouse(warehouse).read("closes").num_rows > 0  # the closes are unfolded
     offsets = [
@@ -211,6 +242,8 @@ def test_answers_equal_sparks_around_a_gap_with_closes_pending(
     refused = assert_answers_equal(spark, warehouse, offsets, moments)
     # the gap's offsets, the one past the commit point and the time after the last record before the gap
     assert refused >= 5 * len(ENTITIES)
+    ranges = [(0, last), (5, first_missing - 1), (nxt, last), (first_missing, nxt), (nxt, last + 1)]
+    assert assert_ranges_equal(spark, warehouse, ranges) == 2 * (len(ENTITIES) + 2)
     with pytest.raises(WarehouseError, match="offset -1 is negative"):
         answers.state_at(Warehouse(warehouse), "brokers", -1)
     assert _spark_refusal(spark, "SELECT * FROM brokers_at(-1)") == "offset -1 is negative"
@@ -223,7 +256,8 @@ def test_answers_equal_sparks_after_a_compaction_with_deletion_vectors(
     """Every entity's answer without a JVM equals Spark's after a compaction that leaves deletion vectors.
     Slow: a compaction of a copy of the module's warehouse (the pending closes folded, the image rebuilt with
     Spark, a snapshot written, DELETEs on the log and every history table), then every entity asked at 4
-    offsets and 2 times on both sides, with the history views and the refusals: about 35 Spark queries."""
+    offsets and 2 times on both sides, with the history views, the refusals and the range functions over 2
+    ranges: about 50 Spark queries."""
     from pipelines.compact import compact
 
     src, times, _, nxt, last = gapped
@@ -240,6 +274,33 @@ def test_answers_equal_sparks_after_a_compaction_with_deletion_vectors(
         spark, warehouse, [r - 1, r, (r + last) // 2, last], [times[nxt], times[last]]
     )
     assert refused >= 2 * len(ENTITIES)  # r - 1 and the time before the cut
+    assert assert_ranges_equal(spark, warehouse, [(r, last), (r - 1, last)]) == len(ENTITIES) + 2
+
+
+def test_a_sessions_functions_give_the_answers_without_jvm(
+    spark: Any, gapped: tuple[Path, dict[int, int], int, int, int]
+) -> None:
+    """The functions :func:`udfs.sql.register` gives a session (Python UDTFs) answer and refuse as the answers
+    without a JVM, called as SQL functions are (a LATERAL join, named and left-out arguments), and word a
+    cluster refusal as the SQL functions do."""
+    from kraftlake.spark.tables.queries import NO_SUCH_CLUSTER
+    from kraftlake.warehouse import range_answers
+    from udfs.sql import register
+
+    warehouse, times, first_missing, nxt, last = gapped
+    session = spark.newSession()
+    offsets = [0, first_missing - 1, first_missing, nxt, last, last + 1, -1]
+    moments = [times[0] - 1, times[first_missing - 1], times[nxt], times[last] + 10_000]
+    refused = assert_answers_equal(session, warehouse, offsets, moments, functions=register)
+    assert refused >= 3 * len(ENTITIES)
+    assert assert_ranges_equal(session, warehouse, [(0, last), (first_missing, nxt)]) == len(ENTITIES) + 2
+    (cluster,) = Warehouse(warehouse).clusters()
+    named = _spark_rows(session, f"SELECT * FROM brokers_at(in_cluster => '{cluster}', at_offset => {nxt})")
+    assert canon(named) == canon(answers.state_at(Warehouse(warehouse), "brokers", nxt).rows)
+    refusal = _spark_refusal(session, f"SELECT * FROM brokers_at({nxt}, 'nope')")
+    assert refusal == f"cluster nope {NO_SUCH_CLUSTER} ({cluster})"
+    rows = _spark_rows(session, f"SELECT * FROM risk_windows(0, {last})")
+    assert canon(rows) == canon(range_answers.risk_windows(Warehouse(warehouse), 0, last).rows)
 
 
 def _run_state(argv: list[str]) -> tuple[int, str, str]:

@@ -1,5 +1,6 @@
 """``risk_windows(from, to)`` over a warehouse ingested from the risk scenarios' real log equals the oracle
-(the log replayed offset by offset), and refuses offsets the warehouse does not hold."""
+(the log replayed offset by offset), and refuses offsets the warehouse does not hold: the SQL function (what a
+catalog stores) and the session's (a Python UDTF over the answers without a JVM) alike."""
 
 from __future__ import annotations
 
@@ -12,10 +13,17 @@ from kraftlake.history.risk import KINDS, RiskWindow, risk_windows
 from kraftlake.image.source import log_records
 
 
-def _query(spark: Any, warehouse: Path, lo: int, hi: int) -> list[RiskWindow]:
-    from udfs.sql import register
+@pytest.fixture(scope="module", params=["sql", "udtf"])
+def session(request: pytest.FixtureRequest, spark: Any, risk_warehouse: tuple[Path, Path]) -> Any:
+    """A session with the SQL functions (``sql``) or :func:`udfs.sql.register`'s (``udtf``)."""
+    from udfs.sql import register, register_sql_functions
 
-    register(spark, warehouse)
+    made = spark.newSession()
+    (register_sql_functions if request.param == "sql" else register)(made, risk_warehouse[1])
+    return made
+
+
+def _query(spark: Any, lo: int, hi: int) -> list[RiskWindow]:
     rows = spark.sql(f"SELECT * FROM risk_windows({lo}, {hi})").collect()
     out = []
     for r in rows:
@@ -27,31 +35,30 @@ def _query(spark: Any, warehouse: Path, lo: int, hi: int) -> list[RiskWindow]:
     return sorted(out, key=RiskWindow.sort_key)
 
 
-def test_risk_windows_equal_the_oracle(spark: Any, risk_warehouse: tuple[Path, Path]) -> None:
-    log_dir, wh = risk_warehouse
+def test_risk_windows_equal_the_oracle(session: Any, risk_warehouse: tuple[Path, Path]) -> None:
+    log_dir, _ = risk_warehouse
     records = list(log_records(log_dir))
     last = records[-1].offset
     expected = risk_windows(records)
     assert {w.kind for w in expected} == set(KINDS)  # every kind, from the scenarios
-    assert _query(spark, wh, 0, last) == expected
+    assert _query(session, 0, last) == expected
     # a range keeps the windows overlapping it, whole
     elected = next(w for w in expected if w.kind == "unclean_election")
     lo, hi = elected.from_offset - 3, elected.from_offset
     inside = [w for w in expected if w.from_offset <= hi and (w.to_offset is None or w.to_offset > lo)]
     assert elected in inside and len(inside) < len(expected)
-    assert _query(spark, wh, lo, hi) == inside
+    assert _query(session, lo, hi) == inside
 
 
 def test_risk_windows_refuse_offsets_the_warehouse_does_not_hold(
-    spark: Any, risk_warehouse: tuple[Path, Path]
+    session: Any, risk_warehouse: tuple[Path, Path]
 ) -> None:
     from kraftlake.spark.tables.layout import WarehouseError
-    from udfs.sql import register, warehouse_errors
+    from udfs.sql import warehouse_errors
 
-    log_dir, wh = risk_warehouse
+    log_dir, _ = risk_warehouse
     last = max(r.offset for r in log_records(log_dir))
-    register(spark, wh)
     with pytest.raises(WarehouseError, match="offset -1 is negative"), warehouse_errors():
-        spark.sql(f"SELECT * FROM risk_windows(-1, {last})").collect()
+        session.sql(f"SELECT * FROM risk_windows(-1, {last})").collect()
     with pytest.raises(WarehouseError, match="is after the last committed offset"), warehouse_errors():
-        spark.sql(f"SELECT * FROM risk_windows(0, {last + 1})").collect()
+        session.sql(f"SELECT * FROM risk_windows(0, {last + 1})").collect()
