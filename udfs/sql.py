@@ -38,7 +38,7 @@ nothing to analyse when they are made and no Delta table to plan when they are c
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -48,8 +48,11 @@ from kraftlake.history import ENTITIES
 from kraftlake.spark.tables.creation import open_for_readers
 from kraftlake.spark.tables.fleet_status import ensure_fleet_status
 from kraftlake.spark.tables.layout import (
+    BOUNDS,
+    CLOSES,
     CLUSTER,
     FLEET_STATUS,
+    LOG,
     OFFSETS,
     WarehouseError,
     history_columns,
@@ -70,6 +73,7 @@ from kraftlake.spark.tables.queries import (
     state_query,
 )
 from kraftlake.warehouse.guard_values import GuardValues
+from kraftlake.warehouse.tables import Warehouse
 from udfs.records import register_udfs
 from udfs.risk import risk_statements
 from udfs.table_functions import register_table_functions
@@ -244,16 +248,20 @@ def register(
     """Create the table functions over ``warehouse`` for ``spark``; returns their (qualified) names.
 
     Temporary by default (``spark`` only): the Python UDTFs of :mod:`udfs.table_functions`, with the record
-    UDFs (``decode_record``, ``kafka_json``: :mod:`udfs.records`). ``temporary=False`` stores the SQL
-    functions in ``spark``'s catalog, in ``database`` (:func:`udfs.catalog.create_functions` is the way to do
-    that), where Python functions cannot go.
+    UDFs (``decode_record``, ``kafka_json``: :mod:`udfs.records`); where the answers without a JVM cannot read
+    one of the warehouse's tables (a Delta feature their reader does not implement), the SQL functions, which
+    Delta's own reader serves. ``temporary=False`` stores the SQL functions in ``spark``'s catalog, in
+    ``database`` (:func:`udfs.catalog.create_functions` is the way to do that), where Python functions cannot
+    go.
     """
     _open(spark, warehouse)
-    if temporary:
-        if database is not None:
-            raise ValueError("temporary functions belong to the session, not to a database")
-        return register_table_functions(spark, warehouse) + register_udfs(spark)
-    return _run(spark, function_statements(warehouse, temporary, database))
+    if not temporary:
+        return _run(spark, function_statements(warehouse, temporary, database))
+    if database is not None:
+        raise ValueError("temporary functions belong to the session, not to a database")
+    if Warehouse(Path(warehouse)).unreadable(READ_TABLES) is None:
+        return _replace(spark, register_table_functions, warehouse) + register_udfs(spark)
+    return _replace(spark, _sql_functions, warehouse) + register_udfs(spark)
 
 
 def register_sql_functions(spark: SparkSession, warehouse: str | Path) -> list[str]:
@@ -261,7 +269,32 @@ def register_sql_functions(spark: SparkSession, warehouse: str | Path) -> list[s
     :func:`register`'s; returns their names. What a catalog stores, in one session: to compare them with
     :func:`register`'s, and to measure them."""
     _open(spark, warehouse)
+    return _replace(spark, _sql_functions, warehouse)
+
+
+#: The tables the table functions read.
+READ_TABLES = (*ENTITIES, BOUNDS, CLOSES, OFFSETS, LOG, FLEET_STATUS)
+
+
+def _sql_functions(spark: SparkSession, warehouse: str | Path) -> list[str]:
     return _run(spark, function_statements(warehouse))
+
+
+def _replace(
+    spark: SparkSession, make: Callable[[SparkSession, str | Path], list[str]], warehouse: str | Path
+) -> list[str]:
+    """``make``'s temporary functions in ``spark``, those of the same names dropped first: Spark replaces a
+    Python UDTF with a Python UDTF and an SQL function with an SQL function, but not one kind with the other."""
+    for name in _temporary_functions(spark, warehouse):
+        spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS `{name}`")
+    return make(spark, warehouse)
+
+
+def _temporary_functions(spark: SparkSession, warehouse: str | Path) -> list[str]:
+    """The names of the table functions over ``warehouse`` that are temporary functions of ``spark`` now."""
+    ours = {_created(s) for s in function_statements(warehouse)}
+    # not spark.catalog.listFunctions(): it makes an object of each of Spark's 500 built-in functions (4 s)
+    return [r[0] for r in spark.sql("SHOW USER FUNCTIONS").collect() if r[0] in ours]
 
 
 def _run(spark: SparkSession, statements: list[str]) -> list[str]:

@@ -3,7 +3,7 @@ rows of a table that satisfy a filter (:mod:`kraftlake.delta.scan`), that cluste
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +79,17 @@ class Warehouse:
             with _unreadable():
                 self._snapshots[table] = table_snapshot(where)
         return self._snapshots[table]
+
+    def unreadable(self, tables: Iterable[str]) -> str | None:
+        """Why this reader cannot read one of ``tables`` (a Delta feature it does not implement: Spark can),
+        None when it can read every one the warehouse has."""
+        for table in tables:
+            if (self.path / table / "_delta_log").is_dir():
+                try:
+                    self.snapshot(table)
+                except Unsupported as exc:
+                    return str(exc)
+        return None
 
     def has_clusters(self) -> bool:
         """Whether the tables carry a ``cluster`` column (``bounds`` tells for all of them)."""

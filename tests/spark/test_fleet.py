@@ -151,7 +151,12 @@ def test_a_named_cluster_reads_its_own_files_only(spark: Any, fleet: Fleet) -> N
             if {(stats_of(a) or {}).get(k, {}).get(CLUSTER) for k in ("minValues", "maxValues")} == {"b"}
         )
 
-    scanned = _files_scanned(spark, f"SELECT * FROM partitions_at({_last(fleet.b)}, 'b')")
+    from udfs.sql import register_for_query
+
+    query = f"SELECT * FROM partitions_at({_last(fleet.b)}, 'b')"
+    session = spark.newSession()
+    register_for_query(session, fleet.warehouse, query, None)  # the SQL function, as a catalog stores it
+    scanned = _files_scanned(session, query)
     # Delta skips the other clusters' files by the literal the function is called with
     assert 0 < scanned["partitions"] <= own_files("partitions")
     assert 0 < scanned["bounds"] <= own_files("bounds")

@@ -60,6 +60,7 @@ def test_the_answers_are_the_same_after_a_compaction(
 ) -> None:
     from kraftlake.warehouse.fleet_status import newest
     from udfs.sql import fleet_status_statement
+    from udfs.table_functions import register_table_functions
 
     warehouse = tmp_path / "wh"
     # one sample window for every row (windows are aligned to the epoch: an hour's could end mid-test)
@@ -75,10 +76,17 @@ def test_the_answers_are_the_same_after_a_compaction(
             board.flush(force=True)
         board.set("c3", "failed", error="disk full")
         board.flush(force=True)
-        spark.sql(fleet_status_statement(warehouse, "TEMPORARY FUNCTION "))
+        as_sql = spark.newSession()
+        as_sql.sql(fleet_status_statement(warehouse, "TEMPORARY FUNCTION "))  # as a catalog stores it
+        as_udtf = spark.newSession()
+        register_table_functions(as_udtf, warehouse)  # as `register` gives it a session
 
         def answers() -> tuple[Any, ...]:
-            sql = [r.asDict() for r in spark.sql("SELECT * FROM fleet_status() ORDER BY cluster").collect()]
+            sql, udtf = (
+                [r.asDict() for r in s.sql("SELECT * FROM fleet_status() ORDER BY cluster").collect()]
+                for s in (as_sql, as_udtf)
+            )
+            assert sql == udtf
             return newest(warehouse), sql, _cli(warehouse, "table", capsys), _cli(warehouse, "jsonl", capsys)
 
         before = answers()

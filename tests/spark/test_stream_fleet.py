@@ -49,6 +49,7 @@ def test_a_dead_address_and_a_held_cluster_leave_their_state(spark: Any, tmp_pat
     from kraftlake.warehouse.fleet_status import newest
     from pipelines.fleet import stream_fleet
     from udfs.sql import fleet_status_statement
+    from udfs.table_functions import register_table_functions
 
     warehouse = tmp_path / "wh"
     warehouse.mkdir()
@@ -79,12 +80,16 @@ def test_a_dead_address_and_a_held_cluster_leave_their_state(spark: Any, tmp_pat
     (row,) = newest(warehouse)  # the held cluster's state is its stream's to write
     assert (row["cluster"], row["state"], row["last_offset"]) == ("dead", "unreachable", None)
     assert row["last_error"] == f"127.0.0.1:{dead}: cannot connect to 127.0.0.1:{dead}: Connection refused"
-    spark.sql(fleet_status_statement(warehouse, "TEMPORARY FUNCTION "))  # as `register` creates it
-    got = [r.asDict() for r in spark.sql("SELECT * FROM fleet_status()").collect()]
-    assert [(r["cluster"], r["state"], r["last_error"]) for r in got] == [
-        ("dead", "unreachable", row["last_error"])
-    ]
-    assert got[0]["updated"] is not None and got[0]["last_commit"] is None
+    as_sql = spark.newSession()
+    as_sql.sql(fleet_status_statement(warehouse, "TEMPORARY FUNCTION "))  # as a catalog stores it
+    as_udtf = spark.newSession()
+    register_table_functions(as_udtf, warehouse)  # as `register` gives it a session
+    for session in (as_sql, as_udtf):
+        got = [r.asDict() for r in session.sql("SELECT * FROM fleet_status()").collect()]
+        assert [(r["cluster"], r["state"], r["last_error"]) for r in got] == [
+            ("dead", "unreachable", row["last_error"])
+        ]
+        assert got[0]["updated"] is not None and got[0]["last_commit"] is None
     out = subprocess.run(
         [sys.executable, "-m", "kraftlake.cli", "fleet", "status", "--warehouse", str(warehouse)],
         capture_output=True,
