@@ -77,8 +77,8 @@ compat: setup compat-jars ## the whole compatibility matrix (every release in CO
 run: setup ## the main job on embedded defaults: local quorum, simulated cluster, Delta warehouse, queries by offset
 	$(PY) -m kraftlake.cli demo --warehouse ./warehouse
 
-test: setup ## the test suite (pure layers, Spark, the real Kafka peer, the browser), on two workers (a Spark session each)
-	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not compat" --durations=25
+test: setup ## the test suite (pure layers, Spark, the real Kafka peer, the browser, the standalone cluster), on two workers (a Spark session each); the heavy scenarios are make test-slow's
+	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not compat and not heavy" --durations=25
 
 test-fleet: setup ## the fleet at full size (minutes): two live Kafka clusters and a dead address streamed into one warehouse; four clusters replayed on a standalone Spark cluster's two workers
 	KRAFTLAKE_FLEET=1 $(PY) -m pytest -q -n 0 -p no:cacheprovider --durations=5 tests/spark/test_stream_fleet.py \
@@ -87,9 +87,9 @@ test-fleet: setup ## the fleet at full size (minutes): two live Kafka clusters a
 test-fast: $(VENV)/.installed ## the pure layers (no JVM, no browser), on two workers: needs only the virtualenv
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider -m "not spark and not kafka and not slow and not browser" --durations=10
 
-test-slow: setup ## the randomized sweeps at full size (Hypothesis examples, simulation seeds; make test runs them cut)
-	KRAFTLAKE_SWEEPS=full $(PY) -m pytest -q -n 2 -p no:cacheprovider -m "not spark and not kafka and not browser" \
-		--durations=10
+test-slow: setup ## what make test leaves out or cuts: the heavy Spark and Kafka scenarios, and the pure layers with the randomized sweeps at full size (Hypothesis examples, simulation seeds)
+	KRAFTLAKE_SWEEPS=full $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -p no:cacheprovider \
+		-m "heavy or not (spark or kafka or browser or compat)" --durations=25
 
 FUZZ_SECONDS ?= 300
 fuzz: setup ## the fuzz targets (tests/fuzz), each for FUZZ_SECONDS (default 300) from a new seed (FUZZ_SEED=N replays one)

@@ -303,6 +303,7 @@ def test_sasl_ssl_needs_cluster_action(sasl_cluster: KafkaCluster, tmp_path: Pat
     assert_mirror_is_the_log(cluster, tmp_path / "granted", cluster.leader_id())
 
 
+@pytest.mark.heavy
 def test_fall_behind_the_log_start(cluster: KafkaCluster, early_mirror: Path) -> None:
     """Retention removed what the early mirror needs next: it installs the newer snapshot and goes on."""
     before = MetadataMirror(early_mirror, fsync=False)
@@ -338,6 +339,7 @@ def test_an_observer_id_of_a_broker_is_refused(cluster: KafkaCluster, tmp_path: 
     assert mirror.position.log_end == 0
 
 
+@pytest.mark.heavy
 def test_a_quorum_without_a_majority_ends_in_no_progress(cluster: KafkaCluster, tmp_path: Path) -> None:
     """Issue 29: two of three controllers killed, the third answers every fetch (no leader): answers that never
     let following go on end in a typed one-line error at the give-up time (they used to keep it retrying for

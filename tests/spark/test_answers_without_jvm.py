@@ -230,6 +230,7 @@ def gapped(
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_answers_equal_sparks_around_a_gap_with_closes_pending(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int]
 ) -> None:
@@ -264,6 +265,7 @@ def test_answers_equal_sparks_around_a_gap_with_closes_pending(
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_answers_equal_sparks_after_a_compaction_with_deletion_vectors(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
 ) -> None:

@@ -33,6 +33,7 @@ def assert_partitions_at(spark: Any, log: Path, n: int) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_commit_not_yet_published_is_refused_until_the_writer_starts_again(
     spark: Any, log_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -133,6 +134,7 @@ def test_a_warehouse_made_before_bounds_gets_them_from_offsets_and_retention(
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_history_views_refuse_below_the_retained_history(spark: Any, log_dir: Path, tmp_path: Path) -> None:
     """Issue 25: after a cut, leader_history returned the 6 intervals that outlived it of 9, silently. Slow: a
     new warehouse ingested from the 213-record log (every table created), then the history views asked on both

@@ -123,6 +123,7 @@ def _versions(warehouse: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_second_compaction_with_nothing_new_commits_nothing(
     spark: Any, warehouse: tuple[Path, Path, int], tmp_path: Path
 ) -> None:
@@ -167,6 +168,7 @@ def test_a_second_compaction_with_nothing_new_commits_nothing(
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_concurrent_append_does_not_fail_the_compaction(
     spark: Any, warehouse: tuple[Path, Path, int], tmp_path: Path
 ) -> None:

@@ -77,6 +77,7 @@ def _content(path: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_the_same_checkpoint_as_delta_spark_reads_it_as_its_own_and_writes_over_it(
     spark: Any, sliced: Path, tmp_path: Path
 ) -> None:

@@ -67,6 +67,7 @@ def _checkpoint(spark: Any, path: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_same_tables_as_the_spark_merge(spark: Any, unfolded: Path, tmp_path: Path) -> None:
     """kraftlake's fold of the pending closes gives the same tables as delta-spark's MERGE.
     Slow: the module's warehouse is ingested first (the 324-record log in 150-record slices, closes left

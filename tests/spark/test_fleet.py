@@ -86,7 +86,11 @@ def test_every_cluster_answers_its_own_image(spark: Any, fleet: Fleet) -> None:
         }, table
 
 
+@pytest.mark.heavy
 def test_every_table_carries_the_cluster_first_and_clusters_on_it(spark: Any, fleet: Fleet) -> None:
+    """Every table of a fleet's warehouse has the cluster as its first column, never NULL, and as its first
+    clustering column; each cluster's offsets are all there. Heavy: every table read through Spark (about 40 s);
+    the module's other tests read the same warehouse through the functions."""
     from kraftlake.spark.tables.creation import WAREHOUSE_TABLES
     from kraftlake.spark.tables.layout import CLUSTER, CLUSTERS, table_path
 
@@ -293,6 +297,7 @@ def test_a_killed_cluster_resumes_and_the_other_keeps_its_answers(
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_compacting_one_cluster_keeps_the_others_history(spark: Any, fleet: Fleet, tmp_path: Path) -> None:
     """Compacting one cluster keeps the other clusters' history.
     Slow: a compaction of cluster a in a copy of the module's three-cluster warehouse (the image rebuilt with

@@ -99,9 +99,13 @@ def test_a_failing_replay_keeps_its_committed_slices_and_the_other_clusters(
         ingest_fleet(spark, [("a", f.a), (None, f.a)], tmp_path / "twice", batch_records=60)
 
 
+@pytest.mark.heavy
 def test_a_fleet_ingest_killed_after_its_task_wrote_files_resumes_to_the_same_tables(
     tmp_path: Path, spark: Any
 ) -> None:
+    """A fleet ingest killed after its task wrote every slice's files and the driver committed some resumes to
+    the tables of an ingest never killed. Heavy: two ingests of the same cluster and a resumed one; the
+    module's other tests replay fleets on the executors."""
     from kraftlake.delta.scan import table_snapshot
     from kraftlake.spark.tables.layout import LOG, OFFSETS, table_path
     from pipelines.fleet_ingest import ingest_fleet, task_row

@@ -72,6 +72,7 @@ def small(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, P
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_functions_persist_across_processes(small: tuple[Path, Path, list[int]], tmp_path: Path) -> None:
     """The functions ``kraftlake functions`` stores answer in a fresh process that registers nothing.
     Slow: two Spark processes with a Derby metastore (the command, then the reader), each starting its own

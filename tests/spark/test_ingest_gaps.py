@@ -16,6 +16,7 @@ from tests.spark.test_warehouse import assert_state_matches
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_ingest_crosses_a_gap_and_refuses_offsets_inside_it(spark: Any, tmp_path: Path) -> None:
     """An ingest crosses a gap from its snapshot and refuses the offsets inside it.
     Slow: the 612-record gapped log ingested in 60-record slices (about ten), every entity asked at 6 offsets,

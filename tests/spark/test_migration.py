@@ -121,6 +121,7 @@ def test_registration_migrates_an_old_warehouse_and_every_answer_stays(spark: An
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_migration_cut_short_is_finished_by_the_next_writer(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

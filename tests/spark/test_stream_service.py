@@ -182,6 +182,7 @@ def _cli(q: LocalQuorum, warehouse: Path, *extra: str) -> subprocess.Popen[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_kill_9_and_restart_gives_the_uninterrupted_tables(
     spark: Any, quorum: tuple[LocalQuorum, int], streamed: tuple[Path, Any], tmp_path: Path
 ) -> None:

@@ -39,7 +39,11 @@ def sim_warehouse(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Path:
     return warehouse
 
 
+@pytest.mark.heavy
 def test_good_warehouse_passes_and_builds_docs(spark: Any, sim_warehouse: Path) -> None:
+    """Every suite passes on the simulated cluster's warehouse and Data Docs are built, a page per suite.
+    Heavy: every table's suite and the docs site (about 50 s); the module's other tests run the suites on a
+    corrupted copy and the quarantine."""
     from pipelines.validate import validate
 
     t0 = time.monotonic()

@@ -73,6 +73,7 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Pat
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_image_at_offset_reads_the_tail_in_ranges(
     spark: Any, synthetic: tuple[Path, Path, list[int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,6 +156,7 @@ def _prefix_log(log_dir: Path, out: Path, records: int) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_reconstruct_and_compact(spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path) -> None:
     """The warehouse's image equals the log's before and after a compaction, and the cut is refused below.
     Slow: four images rebuilt from the warehouse with Spark and two compactions of a copy of the module's
@@ -302,6 +304,7 @@ def test_kafka_peer_log(spark: Any, kafka_metadata_log: Any, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_pending_closes_answer_as_folded_ones(
     spark: Any, synthetic: tuple[Path, Path, list[int]], tmp_path: Path
 ) -> None:
