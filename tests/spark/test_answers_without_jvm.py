@@ -293,12 +293,14 @@ def test_answers_equal_sparks_after_a_compaction_with_deletion_vectors(
     assert assert_ranges_equal(spark, warehouse, [(r, last), (r - 1, last)]) == len(ENTITIES) + 2
 
 
+@pytest.mark.slow
 def test_a_sessions_functions_give_the_answers_without_jvm(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int]
 ) -> None:
     """The functions :func:`udfs.sql.register` gives a session (Python UDTFs) answer and refuse as the answers
     without a JVM, called as SQL functions are (a LATERAL join, named and left-out arguments), and word a
-    cluster refusal as the SQL functions do."""
+    cluster refusal as the SQL functions do. Slow: the first in make test to ask for the module's warehouse,
+    ingested in 200-record slices (about 75 s), then about 70 calls of the functions."""
     from kraftlake.spark.tables.queries import NO_SUCH_CLUSTER
     from kraftlake.warehouse import range_answers
     from udfs.sql import register
@@ -404,9 +406,13 @@ def test_the_names_and_texts_shared_with_the_spark_layer_agree() -> None:
     assert tables.close_key((3, "a")) == layout.close_key((3, "a"))
 
 
+@pytest.mark.slow
 def test_a_table_the_reader_cannot_read_is_answered_through_spark(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
 ) -> None:
+    """A table with a Delta feature the reader without a JVM does not implement (a v2Checkpoint): ``state``
+    answers through Spark and says so, and a session gets the SQL functions, which Delta's reader serves.
+    Slow: the ``state`` command's Spark session and the SQL functions registered (about 40, each analysed)."""
     from jobs.state import state_query
     from kraftlake.delta.append import put_commit
     from pipelines.output import print_frame
