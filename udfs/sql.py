@@ -76,7 +76,7 @@ from kraftlake.warehouse.guard_values import GuardValues
 from kraftlake.warehouse.tables import Warehouse
 from udfs.records import register_udfs
 from udfs.risk import risk_statements
-from udfs.table_functions import register_table_functions
+from udfs.table_functions import register_table_functions, table_functions
 from udfs.versions import versions_statements
 
 AT_FUNCTIONS = tuple(f"{t}_at" for t in ENTITIES)
@@ -292,7 +292,7 @@ def _replace(
 
 def _temporary_functions(spark: SparkSession, warehouse: str | Path) -> list[str]:
     """The names of the table functions over ``warehouse`` that are temporary functions of ``spark`` now."""
-    ours = {_created(s) for s in function_statements(warehouse)}
+    ours = set(table_functions(warehouse))
     # not spark.catalog.listFunctions(): it makes an object of each of Spark's 500 built-in functions (4 s)
     return [r[0] for r in spark.sql("SHOW USER FUNCTIONS").collect() if r[0] in ours]
 

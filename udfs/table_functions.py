@@ -47,16 +47,18 @@ def _rows(answer: Answer, prefix: Row = ()) -> Iterator[Row]:
         yield (*prefix, *(row[c] for c in answer.columns))
 
 
-def _held(root: str, cluster: str | None) -> Warehouse:
+def _held(root: str, cluster: str | None, held: list[str] | None = None) -> Warehouse:
     """The warehouse at ``root`` read for ``cluster``, refused as the SQL functions refuse it
-    (:func:`kraftlake.spark.tables.queries.cluster_refusal`): a cluster not held, or none named among several."""
+    (:func:`kraftlake.spark.tables.queries.cluster_refusal`): a cluster not held, or none named among several
+    (``held``: the clusters it holds, when already read)."""
     wh = Warehouse(Path(root), cluster)
-    held = wh.clusters()
+    held = wh.clusters() if held is None else held
     listed = ", ".join(held)
     if cluster is not None and cluster not in held:
         raise WarehouseError(f"cluster {cluster} {NO_SUCH_CLUSTER} ({listed})")
     if cluster is None and len(held) > 1:
         raise WarehouseError(f"the warehouse holds {len(held)} clusters ({listed}): {NAME_ONE}")
+    wh.resolve_cluster(held)
     return wh
 
 
@@ -82,9 +84,9 @@ def _at_time(root: str, table: str) -> type:
             if at_time is None:
                 return
             # left out: every cluster, each at its own last offset at or before the time
-            for cluster in Warehouse(Path(root)).clusters() if in_cluster is None else [in_cluster]:
-                wh = _held(root, cluster)
-                wh.resolve_cluster()
+            held = Warehouse(Path(root)).clusters()
+            for cluster in held if in_cluster is None else [in_cluster]:
+                wh = _held(root, cluster, held)
                 yield from _rows(answers.state_at_time(wh, table, _moment(at_time)), (wh.cluster,))
 
     return AtTime

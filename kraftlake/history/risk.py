@@ -23,7 +23,8 @@ in which a condition held with the same attributes (leader, ISR, and for ``under
   replicas or the last known ones (KIP-966).
 
 The elections carry the previous leader and ISR. ``from_timestamp`` and ``to_timestamp`` are the timestamps
-of the records at ``from_offset`` and ``to_offset`` (a one-offset event: both its own record's). Inside a
+of the records at ``from_offset`` and ``to_offset`` (a one-offset event: both its own record's; ``None`` where
+the warehouse's ``offsets`` table no longer holds the offset). Inside a
 metadata transaction the image shows the state before it, so a transaction's changes start and end windows at
 its ``EndTransactionRecord``, as in the history tables. A topic deleted ends its partitions' windows at the
 ``RemoveTopicRecord``.
@@ -60,7 +61,7 @@ class RiskWindow:
     partition: int
     from_offset: int
     to_offset: int | None
-    from_timestamp: int
+    from_timestamp: int | None
     to_timestamp: int | None
     leader: int
     isr: tuple[int, ...]

@@ -18,9 +18,9 @@ from kraftlake.report.errors import ReportError
 from kraftlake.report.log_dir import window_offsets
 from kraftlake.report.model import REPORT_ENTITIES, ReportInput, Window
 from kraftlake.warehouse.answers import check_offset, limits
+from kraftlake.warehouse.range_answers import elections
 from kraftlake.warehouse.tables import (
     CLOSES,
-    LOG,
     OFFSETS,
     Warehouse,
     WarehouseError,
@@ -31,8 +31,6 @@ from kraftlake.warehouse.tables import (
 #: Columns no section reads, left in the files: a partition's log directories are three UUIDs a version, the
 #: largest column of the largest table.
 UNREAD = {"partitions": ("directories", "partition_epoch")}
-#: The ``metadata_log`` column of the controller's LeaderChange records (``kraftlake.records.layout``).
-LEADER_CHANGE = "leader_change_message"
 
 
 def _pending_closes(wh: Warehouse, entity: str) -> dict[str, list[int]]:
@@ -116,24 +114,10 @@ def report_input(
     versions = {entity: _versions(wh, entity, lo, hi) for entity in REPORT_ENTITIES}
     inside = (offsets >= lo - 1) & (offsets <= hi)
     times = pd.DataFrame({"offset": offsets[inside], "timestamp": stamps[inside]})
-    log = wh.read(
-        LOG,
-        (Bound("type", "==", "LeaderChangeMessage"), Bound("offset", ">=", lo), Bound("offset", "<=", hi)),
-        columns=["offset", "epoch", LEADER_CHANGE],
-    )
-    elections = [
-        (int(o), int(e), int(m["leader_id"]))
-        for o, e, m in zip(
-            log.column("offset").to_pylist(),
-            log.column("epoch").to_pylist(),
-            log.column(LEADER_CHANGE).to_pylist(),
-            strict=True,
-        )
-    ]
     return ReportInput(
         Window(lo, hi, _stamp(times, lo), _stamp(times, hi)),
         versions,
         times,
-        pd.DataFrame(sorted(elections), columns=["offset", "epoch", "leader_id"]),
+        pd.DataFrame(elections(wh, lo, hi), columns=["offset", "epoch", "leader_id"]),
         cluster,
     )

@@ -13,7 +13,6 @@ Each refuses a range end the warehouse does not hold (:func:`kraftlake.warehouse
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import astuple, fields
 
 import pyarrow as pa
@@ -56,6 +55,13 @@ def leader_changes(wh: Warehouse, range_from: int, range_to: int) -> Answer:
     """``leader_changes(range_from, range_to)``: ``offset``, ``epoch`` and the new ``leader`` of each election
     of the active controller in the range."""
     check_range(wh, range_from, range_to)
+    rows = [{"offset": o, "epoch": e, "leader": m} for o, e, m in elections(wh, range_from, range_to)]
+    return Answer(["offset", "epoch", "leader"], rows)
+
+
+def elections(wh: Warehouse, range_from: int, range_to: int) -> list[tuple[int, int, int]]:
+    """``(offset, epoch, leader_id)`` of each LeaderChange record of ``[range_from, range_to]``, in offset
+    order; the range is not checked against what the warehouse holds."""
     log = wh.read(
         LOG,
         (
@@ -65,16 +71,15 @@ def leader_changes(wh: Warehouse, range_from: int, range_to: int) -> Answer:
         ),
         columns=["offset", "epoch", LEADER_CHANGE],
     )
-    rows = [
-        {"offset": o, "epoch": e, "leader": m["leader_id"]}
+    return sorted(
+        (o, e, m["leader_id"])
         for o, e, m in zip(
             log.column("offset").to_pylist(),
             log.column("epoch").to_pylist(),
             log.column(LEADER_CHANGE).to_pylist(),
             strict=True,
         )
-    ]
-    return Answer(["offset", "epoch", "leader"], rows)
+    )
 
 
 def risk_windows(wh: Warehouse, range_from: int, range_to: int) -> Answer:
@@ -83,11 +88,7 @@ def risk_windows(wh: Warehouse, range_from: int, range_to: int) -> Answer:
     check_range(wh, range_from, range_to)
     partitions, configs, brokers = (versions(wh, t).to_pandas() for t in ("partitions", "configs", "brokers"))
     times = wh.read(OFFSETS, columns=["offset", "timestamp"])
-    # the SQL function joins the times: a window's end past the last record has none
-    stamps: dict[int, int] = defaultdict(
-        lambda: None,  # type: ignore[arg-type,return-value]
-        zip(times.column("offset").to_pylist(), times.column("timestamp").to_pylist(), strict=True),
-    )
+    stamps = dict(zip(times.column("offset").to_pylist(), times.column("timestamp").to_pylist(), strict=True))
     found = risk_windows_from_history(partitions, configs, brokers, stamps)
     rows = [
         dict(zip(RISK_COLUMNS, _listed(astuple(w)), strict=True))

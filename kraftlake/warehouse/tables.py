@@ -100,9 +100,10 @@ class Warehouse:
         names = read_rows(self.snapshot(BOUNDS), arrow_schema(self.snapshot(BOUNDS)), columns=[CLUSTER])
         return sorted({c for c in names.column(CLUSTER).to_pylist() if c is not None})
 
-    def resolve_cluster(self) -> None:
+    def resolve_cluster(self, known: list[str] | None = None) -> None:
         """Check the cluster asked for against those ``bounds`` names (each cluster publishes its commit point
-        there): an unknown one, or none asked for among several, is refused naming them."""
+        there; ``known``: :meth:`clusters` when already read): an unknown one, or none asked for among several,
+        is refused naming them."""
         if self._resolved:
             return
         if not self.has_clusters():
@@ -111,7 +112,7 @@ class Warehouse:
                 f"{self.path} was made by an earlier kraftlake (its tables have no {CLUSTER} column)"
             )
         else:
-            known = self.clusters()
+            known = self.clusters() if known is None else known
             if known or self.cluster is not None:
                 try:
                     # the one cluster held is named in the refusals, as the functions do
