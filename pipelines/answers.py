@@ -14,6 +14,9 @@ from pyspark.sql import SparkSession
 
 from kraftlake.spark.tables.layout import cluster_rows
 from kraftlake.spark.tables.queries import bounds_relation, cluster_sql, history_query
+from kraftlake.warehouse.answers import limits
+from kraftlake.warehouse.cluster_ranges import column_ranges
+from kraftlake.warehouse.tables import Warehouse, WarehouseError
 from pipelines.output import is_epoch_ms_column, with_time
 
 
@@ -32,17 +35,17 @@ def ask(spark: SparkSession, question: str, sql: str) -> Answer:
     return Answer(question, sql, df.columns, [tuple(r) for r in df.collect()])
 
 
-def offset_range(spark: SparkSession, warehouse: str | Path, cluster: str) -> tuple[int, int]:
-    """The first and last offset of ``cluster`` the warehouse still answers for (compaction moves the first)."""
-    parts = cluster_rows(warehouse, "partitions", cluster)
+def offset_range(warehouse: str | Path, cluster: str) -> tuple[int, int]:
+    """The first and last offset of ``cluster`` the warehouse still answers for (compaction moves the first),
+    read from its Delta tables without Spark."""
+    wh = Warehouse(Path(warehouse), cluster)
+    lim = limits(wh)
+    if lim.committed is None:
+        raise WarehouseError(f"{warehouse} holds no committed records of cluster {cluster}")
     # versions that outlived a retention cut start below it: the first answerable offset is the cut; the last is
     # the commit point the SQL functions answer up to
-    row = spark.sql(
-        f"SELECT greatest((SELECT coalesce(min(from_offset), 0) FROM {parts}), g.r) AS lo, g.m AS hi "
-        f"FROM {bounds_relation(warehouse, cluster_sql(cluster))}"
-    ).first()
-    assert row is not None
-    return int(row.lo), int(row.hi)
+    first = column_ranges(wh.snapshot("partitions"), "from_offset").get(cluster, (0, 0))[0]
+    return max(first, lim.retained), lim.committed
 
 
 def sample_offsets(lo: int, hi: int, points: int) -> list[int]:

@@ -7,9 +7,10 @@
    thread: brokers register and heartbeat, topics come and go, ISRs churn, brokers crash and restart, and the
    active controller fails over.
 3. Meanwhile Structured Streaming reads the committed records from the quorum as an observer (the
-   ``kraftlake-service`` source) and commits them into the Delta warehouse, micro-batch by micro-batch. The
-   stream is stopped and restarted from its checkpoint while the cluster runs (exactly once across restarts),
-   and a last AvailableNow run catches up with the quorum's high watermark.
+   ``kraftlake-service`` source) and commits them into the Delta warehouse, micro-batch by micro-batch, in
+   runs of ``stream_rounds_s`` each restarted from its checkpoint until the cluster is done; a last
+   AvailableNow run, restarted from the checkpoint again, catches up with the quorum's high watermark
+   (exactly once across restarts).
 4. Compaction stores a snapshot at the last offset and drops what the retention no longer needs.
 5. Questions by offset are answered in SQL (printed with their SQL), and one answer is checked against the
    pure-Python image replayed from a voter's log files (the oracle); then the warehouse's validation suites
@@ -149,11 +150,15 @@ def _run_cluster(
         simulator = QuorumClusterSimulator(sim_config, quorum)
         outcome: dict[str, Any] = {}
 
+        done = threading.Event()
+
         def drive() -> None:
             try:
                 outcome["summary"] = simulator.run()
             except BaseException as exc:  # surfaced on the main thread below
                 outcome["error"] = exc
+            finally:
+                done.set()  # the running stream round ends: the AvailableNow run catches up
 
         cluster = threading.Thread(target=drive, name="simulated-cluster", daemon=True)
         cluster.start()
@@ -179,6 +184,7 @@ def _run_cluster(
                 max_records_per_batch=config.max_records_per_batch,
                 timeout_s=config.stream_rounds_s,
                 progress=progress,
+                stop=done,
             )
             report.stream_runs += 1
             report.streamed_records += run.records
@@ -192,6 +198,7 @@ def _run_cluster(
         cluster.join()
         if "error" in outcome:
             raise outcome["error"]
+
         report.sim = outcome["summary"]
         report.timings["cluster_s"] = time.monotonic() - t0
         say(f"cluster done: {report.sim.events} events, {report.sim.failovers} controller failovers")
@@ -217,7 +224,7 @@ def _compact(
     spark: SparkSession, config: DemoConfig, warehouse: Path, report: DemoReport, say: Callable[[str], None]
 ) -> None:
     """Compaction keeping ``config.retain_fraction`` of the offsets."""
-    lo, hi = answers.offset_range(spark, warehouse, open_cluster(spark, warehouse, None))
+    lo, hi = answers.offset_range(warehouse, open_cluster(spark, warehouse, None))
     report.last_offset = hi
     retain = max(1, int((hi - lo + 1) * config.retain_fraction))
     t1 = time.monotonic()
@@ -238,7 +245,7 @@ def _ask(
     """The questions by offset, printed; the (offset, count) row of the most under-replicated sample point
     and the busiest partition."""
     cluster = open_cluster(spark, warehouse, None)  # the demo's one cluster
-    lo, hi = answers.offset_range(spark, warehouse, cluster)
+    lo, hi = answers.offset_range(warehouse, cluster)
     points = answers.sample_offsets(lo, hi, config.sample_points)
     over_time = answers.under_replicated_over_time(spark, points)
     report.answers.append(over_time)

@@ -108,15 +108,10 @@ class ClusterWriter:
     key: tuple[int, str, str] = (0, "", "")
 
     def history_builder(self) -> HistoryBuilder:
-        """The builder at the commit point, its image rebuilt from the warehouse the first time (by kraftlake's
-        reader, :func:`kraftlake.warehouse.images.image_at_offset`; through Spark where that cannot read the
-        tables)."""
+        """The builder at the commit point, its image rebuilt from the warehouse the first time
+        (:func:`pipelines.reconstruct.image_at_offset`)."""
         if self.builder is None:
-            cluster = self.result.cluster
-            if images.readable(self.warehouse):
-                image = images.image_at_offset(self.warehouse, cluster, self.committed)
-            else:
-                image = image_at_offset(self.spark, self.warehouse, cluster, self.committed)
+            image = image_at_offset(self.spark, self.warehouse, self.result.cluster, self.committed)
             self.builder = HistoryBuilder(image, gap_resolver(self.log_dir))
         return self.builder
 

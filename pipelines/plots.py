@@ -22,14 +22,16 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from kraftlake.plot import figures
-from kraftlake.plot.frames import PlotRange, PlotResult, frame_of, running_counts
+from kraftlake.plot.frames import FrameSource, PlotRange, PlotResult, frame_of, running_counts
 from kraftlake.plot.frames import figure_data as figure_of
 from kraftlake.plot.options import Bound, PlotError, PlotRequest
 from kraftlake.plot.output import save
 from kraftlake.spark.tables.creation import open_cluster
 from kraftlake.spark.tables.layout import OFFSETS, WarehouseError, cluster_rows
 from kraftlake.spark.tables.queries import bounds_relation, cluster_sql, history_query
-from kraftlake.warehouse.plot_frames import range_offsets
+from kraftlake.warehouse.plot_frames import WarehouseFrames, range_offsets
+from kraftlake.warehouse.plot_frames import resolve_range as resolve_range_without_jvm
+from kraftlake.warehouse.tables import NeedsSpark, Warehouse
 
 
 def resolve_range(
@@ -264,11 +266,12 @@ def write_overview(
     """One figure of each kind over the whole warehouse into ``out_dir`` (what ``make run`` writes): the
     under-replicated counts, every broker's states, the leader/ISR timeline of ``partition`` (default: the
     partition whose leader changed most) and the configs of the resource changed most. A kind with nothing to
-    draw is left out."""
+    draw is left out. The frames are read as ``kraftlake plot`` reads them: without a JVM
+    (:mod:`kraftlake.warehouse.plot_frames`), through Spark where that reader cannot read a table."""
     from pipelines.answers import busiest_partition
 
     out = Path(out_dir)
-    rng = resolve_range(spark, warehouse, cluster=cluster)
+    frames, rng = _overview_frames(spark, warehouse, cluster)
     requests = [
         (PlotRequest("under-replicated"), "under-replicated.html"),
         (PlotRequest("brokers"), "brokers.html"),
@@ -292,8 +295,20 @@ def write_overview(
     results = []
     for request, name in requests:
         try:
-            data, chart, title = figure_data(spark, warehouse, request, rng)
+            data, chart, title = figure_of(frames, request, rng)
         except PlotError:
             continue
         results.append(PlotResult(save(chart, out / name, title), request.kind, rng, data, title))
     return results
+
+
+def _overview_frames(
+    spark: SparkSession, warehouse: str | Path, cluster: str | None
+) -> tuple[FrameSource, PlotRange]:
+    """The frames of the whole warehouse and their range: read without a JVM, through Spark where a table
+    needs it (an old warehouse Spark migrates first, a Delta feature kraftlake's reader lacks)."""
+    wh = Warehouse(Path(warehouse), cluster)
+    try:
+        return WarehouseFrames(wh), resolve_range_without_jvm(wh, where=str(warehouse))
+    except NeedsSpark:
+        return SparkFrames(spark, warehouse), resolve_range(spark, warehouse, cluster=cluster)

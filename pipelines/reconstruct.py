@@ -18,6 +18,7 @@ from kraftlake.spark.tables.layout import (
     sql_string,
     table_ref,
 )
+from kraftlake.warehouse import images
 from kraftlake.warehouse.images import decoded
 
 _TAIL_COLUMNS = "offset, epoch, timestamp, batch_offset, is_control, type, api_key, version, raw"
@@ -66,7 +67,19 @@ def _first_offset(spark: SparkSession, warehouse: str | Path, cluster: str) -> i
 
 
 def image_at_offset(spark: SparkSession, warehouse: str | Path, cluster: str, offset: int) -> MetadataImage:
-    """The image of ``cluster`` at ``offset`` (including its record) rebuilt from the warehouse tables.
+    """The image of ``cluster`` at ``offset`` (including its record) rebuilt from the warehouse tables: by
+    kraftlake's Delta reader (:func:`kraftlake.warehouse.images.image_at_offset`), through Spark
+    (:func:`image_at_offset_in_spark`) where that reader cannot read the tables."""
+    if images.readable(warehouse):
+        return images.image_at_offset(warehouse, cluster, offset)
+    return image_at_offset_in_spark(spark, warehouse, cluster, offset)
+
+
+def image_at_offset_in_spark(
+    spark: SparkSession, warehouse: str | Path, cluster: str, offset: int
+) -> MetadataImage:
+    """The image of ``cluster`` at ``offset`` (including its record) rebuilt from the warehouse tables by Spark
+    queries.
 
     Raises
     ------

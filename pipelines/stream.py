@@ -59,6 +59,7 @@ from kraftlake.history import HistoryBatch
 from kraftlake.image import EMPTY
 from kraftlake.image.gaps import gap_resolver
 from kraftlake.spark import logtail_source, service_source
+from kraftlake.spark.record_rules import REASONS, quarantine, reasons_sql, validate_records
 from kraftlake.spark.service_source import StreamSourceError, entry_record
 from kraftlake.spark.tables.clusters import log_dir_cluster_id
 from kraftlake.spark.tables.creation import open_for_writer
@@ -79,7 +80,6 @@ from kraftlake.spark.tables.writes import (
     retry_conflicts,
     wait_checkpoints,
 )
-from kraftlake.spark.validate import REASONS, quarantine, reasons_sql, validate_records
 from pipelines.commit import Resume, commit_replayed, crossed_gaps, gap_line, resume, starting_point
 from pipelines.verdicts import verdicts
 

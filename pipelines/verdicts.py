@@ -1,7 +1,7 @@
 """The record-level suite's verdicts of ``metadata_log`` rows the driver holds, without a Spark job.
 
-:func:`verdicts` evaluates :func:`kraftlake.spark.validate.reasons_sql` (the SQL of
-:data:`kraftlake.spark.validate.RECORD_RULES`) over the rows handed to Spark as Arrow: a local relation, whose
+:func:`verdicts` evaluates :func:`kraftlake.spark.record_rules.reasons_sql` (the SQL of
+:data:`kraftlake.spark.record_rules.RECORD_RULES`) over the rows handed to Spark as Arrow: a local relation, whose
 projection Spark folds in the driver's JVM, so ``collect`` runs no job. The rows handed over hold only what the
 rules read: the columns they name and, of a struct column, the fields they name (``partition_record.isr``); a
 predicate over a struct with fewer fields gives the same answer, and the hand-over and the analysis cost less.
@@ -16,8 +16,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from kraftlake.spark.record_rules import RECORD_RULES, reasons_sql
 from kraftlake.spark.structs import metadata_log_struct_type
-from kraftlake.spark.validate import RECORD_RULES, reasons_sql
 
 
 @cache

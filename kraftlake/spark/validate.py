@@ -17,10 +17,9 @@ Two levels share one vocabulary of named checks:
   expectations over the columns, the ``UnexpectedRowsExpectation`` ones from their answers (this module gives
   GX's pandas engine the two metrics of that expectation, which GX computes with its SQL and Spark engines
   only). The results go to GX's stores and Data Docs as GX makes them.
-- **Record-level rules** (:data:`RECORD_RULES`): SQL predicates a single ``metadata_log`` row must satisfy.
-  :func:`validate_records` splits a micro-batch into good rows and bad rows (with the failed rules as the
-  reason); :func:`quarantine` appends the bad ones to the ``quarantine`` Delta table. The same predicates are
-  part of the ``metadata_log`` suite, so a row the stream would quarantine also fails the warehouse suite.
+- **Record-level rules** (:data:`kraftlake.spark.record_rules.RECORD_RULES`, with the quarantine the stream
+  sets bad rows aside in): the same predicates are part of the ``metadata_log`` suite, so a row the stream
+  would quarantine also fails the warehouse suite.
 
 Aggregates are preferred over global windows where both work (contiguity is ``count = max - min + 1``; epoch
 order compares per-epoch offset ranges), so a large ``metadata_log`` is never sorted into one partition.
@@ -32,6 +31,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -40,167 +40,30 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES
 from kraftlake.spark.data_docs import localize_sites
-from kraftlake.spark.tables.creation import add_cluster_column
+from kraftlake.spark.record_rules import RECORD_RULES
 from kraftlake.spark.tables.layout import (
     BOUNDS,
     CLUSTER,
     LOG,
     OFFSETS,
-    QUARANTINE,
     cluster_rows,
     sql_string,
     table_path,
-    table_ref,
 )
 from kraftlake.spark.tables.queries import history_query
 
 GX_PROJECT = "_gx"
 DATASOURCE = "kraftlake"
 
-#: (check name, SQL predicate true for a valid ``metadata_log`` row). Array fields absent from a change record
-#: are NULL, and ``PartitionChangeRecord.leader`` is -2 for "no change", so the change-record rules apply only
-#: to what the record sets.
-RECORD_RULES: tuple[tuple[str, str], ...] = (
-    ("record_offset_valid", "offset IS NOT NULL AND offset >= 0"),
-    ("record_epoch_valid", "epoch IS NOT NULL AND epoch >= 0"),
-    ("record_type_known", "type IS NOT NULL AND type <> ''"),
-    ("record_batch_offset_valid", "batch_offset IS NOT NULL AND batch_offset <= offset"),
-    (
-        "record_partition_isr_subset_of_replicas",
-        "partition_record IS NULL OR size(array_except(partition_record.isr, partition_record.replicas)) = 0",
-    ),
-    (
-        "record_partition_leader_in_isr_or_none",
-        "partition_record IS NULL OR partition_record.leader = -1 "
-        "OR array_contains(partition_record.isr, partition_record.leader)",
-    ),
-    (
-        "record_partition_change_isr_subset_of_replicas",
-        "partition_change_record IS NULL OR partition_change_record.isr IS NULL "
-        "OR partition_change_record.replicas IS NULL "
-        "OR size(array_except(partition_change_record.isr, partition_change_record.replicas)) = 0",
-    ),
-    (
-        "record_partition_change_leader_in_isr",
-        "partition_change_record IS NULL OR partition_change_record.isr IS NULL "
-        "OR partition_change_record.leader IN (-1, -2) "
-        "OR array_contains(partition_change_record.isr, partition_change_record.leader)",
-    ),
-    (
-        "record_broker_epoch_valid",
-        "register_broker_record IS NULL OR register_broker_record.broker_epoch >= 0",
-    ),
-)
-
-QUARANTINE_DDL = (
-    "cluster STRING, offset BIGINT, epoch INT, timestamp BIGINT, type STRING, raw BINARY, "
-    "reasons ARRAY<STRING>, reason STRING, quarantined_at TIMESTAMP"
-)
-
 
 class ValidationError(KraftlakeError):
     """Raised when validation cannot run: the warehouse lacks a table or GX cannot be set up."""
-
-
-# --------------------------------------------------------------------------------------------- record level
-
-
-def _rules_for(columns: Iterable[str]) -> list[tuple[str, str]]:
-    """The rules whose columns are among ``columns`` (a rule over a record type the frame lacks cannot fail)."""
-    cols = set(columns)
-    out = []
-    for name, expr in RECORD_RULES:
-        needed = {
-            c for c in ("partition_record", "partition_change_record", "register_broker_record") if c in expr
-        }
-        if needed <= cols:
-            out.append((name, expr))
-    return out
-
-
-def reasons_sql(columns: Iterable[str]) -> str:
-    """The SQL of an ``ARRAY<STRING>`` of the rules a row of a frame with ``columns`` fails (empty when valid);
-    a NULL predicate counts as a failure. One expression: a Column built per rule is several py4j round trips
-    each, which a fleet's micro-batches pay under one GIL."""
-    rules = _rules_for(columns)
-    if not rules:
-        return "CAST(array() AS ARRAY<STRING>)"
-    failed = ", ".join(f"CASE WHEN NOT coalesce(({expr}), false) THEN '{name}' END" for name, expr in rules)
-    return f"filter(array({failed}), x -> x IS NOT NULL)"
-
-
-def _reasons(df: DataFrame) -> Column:
-    return F.expr(reasons_sql(df.columns))
-
-
-#: The column of the rules a row fails, beside the rows :func:`reasons_sql` checks.
-REASONS = "_reasons"
-
-
-def validate_records(df: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Split ``metadata_log`` rows into ``(good, bad)``: ``bad`` has ``reasons`` and ``reason`` columns.
-
-    Both are lazy filters of one projection; callers writing both should ``persist`` ``df`` first.
-    """
-    checked = df.withColumn("_reasons", _reasons(df))
-    good = checked.filter(F.size("_reasons") == 0).drop("_reasons")
-    bad = (
-        checked.filter(F.size("_reasons") > 0)
-        .withColumnRenamed("_reasons", "reasons")
-        .withColumn("reason", F.array_join("reasons", "; "))
-    )
-    return good, bad
-
-
-def ensure_quarantine(spark: SparkSession, warehouse: str | Path, cluster: str) -> None:
-    """Create ``quarantine``; one made before it held clusters (its rows are of the warehouse's one cluster,
-    the one writing now) gains the ``cluster`` column, filled."""
-    ref = table_ref(warehouse, QUARANTINE)
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {ref} ({QUARANTINE_DDL}) USING DELTA")
-    add_cluster_column(spark, warehouse, QUARANTINE, cluster)
-
-
-def quarantine(spark: SparkSession, warehouse: str | Path, bad: DataFrame, cluster: str) -> int:
-    """Add ``bad`` rows (from :func:`validate_records`) of ``cluster`` to ``quarantine``; returns how many were
-    new.
-
-    Idempotent by content (a MERGE on the cluster and the offset), so a micro-batch replayed after a crash, even
-    cut differently, adds nothing twice, and another cluster's row at the same offset is another row; a batch
-    without bad rows writes nothing.
-    """
-    rows = bad.select(
-        F.lit(cluster).alias(CLUSTER),
-        "offset",
-        "epoch",
-        "timestamp",
-        "type",
-        "raw",
-        "reasons",
-        "reason",
-        F.current_timestamp().alias("quarantined_at"),
-    ).persist()
-    try:
-        if rows.isEmpty():
-            return 0
-        ensure_quarantine(spark, warehouse, cluster)
-        view = "_kraftlake_quarantine"
-        # the view lives in the rows' own session (a foreachBatch frame's session is the query's clone)
-        session = rows.sparkSession
-        rows.createOrReplaceTempView(view)
-        out = session.sql(
-            f"MERGE INTO {table_ref(warehouse, QUARANTINE)} t USING {view} s "
-            f"ON t.{CLUSTER} = s.{CLUSTER} AND t.offset = s.offset WHEN NOT MATCHED THEN INSERT *"
-        ).first()
-        session.catalog.dropTempView(view)
-        return int(out["num_inserted_rows"]) if out is not None else 0
-    finally:
-        rows.unpersist()
 
 
 # --------------------------------------------------------------------------------------------- warehouse level
@@ -833,8 +696,8 @@ def validate_warehouse(
     """Run the suites of :func:`warehouse_suites` (or of ``tables``) over the rows of ``cluster``, store the
     results, build Data Docs (made to open offline: :mod:`kraftlake.spark.data_docs`).
 
-    Each table is read by one Spark query (:func:`materialize`); GX's pandas engine evaluates the suite over
-    what it returned. A progress line per table on stderr when it is a terminal (``progress`` forces it on or
+    Each table is read by one Spark query (:func:`materialize`), :data:`VALIDATE_THREADS` tables at a time;
+    GX's pandas engine evaluates the suite over what it returned. A progress line per table on stderr when it is a terminal (``progress`` forces it on or
     off)."""
     from delta.tables import DeltaTable
 
@@ -853,33 +716,26 @@ def validate_warehouse(
     source = _datasource(context)
     report = ValidationReport(success=True, evaluated=0)
     bar = Progress("validate", len(names), unit="tables", enabled=progress)
+    definitions = {}
     for name in names:
-        bar.update(bar.done, note=name)
-        t1 = time.monotonic()
         batch_def = _batch_definition(source, name)
         suite = _suite(context, f"kraftlake.{name}", suites[name])
-        vd = _definition(context, f"kraftlake.{name}", batch_def, suite)
-        batch = materialize(spark, warehouse, cluster, name, suite.expectations)
-        token = _ANSWERING.set(batch)
-        try:
-            result = vd.run(batch_parameters={"dataframe": batch.frame}, result_format="SUMMARY")
-        finally:
-            _ANSWERING.reset(token)
-        for r in result.results:
-            report.evaluated += 1
-            if not r.success:
-                cfg = r.expectation_config
-                report.failures.append(
-                    Failure(
-                        table=name,
-                        check=(cfg.meta or {}).get("check", cfg.type),
-                        expectation=cfg.type,
-                        description=getattr(cfg, "description", None) or "",
-                        observed=_observed(r),
-                    )
-                )
-        report.table_seconds[name] = time.monotonic() - t1
-        bar.advance(1)
+        definitions[name] = (suite, _definition(context, f"kraftlake.{name}", batch_def, suite))
+    # the tables' queries side by side (each mostly waits on the driver's planning and small jobs), GX's
+    # evaluations in this thread as their batches arrive, in the tables' order
+    with _one_job(spark), ThreadPoolExecutor(VALIDATE_THREADS, thread_name_prefix="kraftlake-gx") as pool:
+        batches = {
+            name: pool.submit(
+                _timed_batch, spark, warehouse, cluster, name, definitions[name][0].expectations
+            )
+            for name in names
+        }
+        for name in names:
+            bar.update(bar.done, note=name)
+            batch, t1 = batches[name].result()
+            _evaluate(report, name, definitions[name][1], batch)
+            report.table_seconds[name] = time.monotonic() - t1
+            bar.advance(1)
     bar.close()
     report.success = not report.failures
     if build_docs:
@@ -888,6 +744,40 @@ def validate_warehouse(
         localize_sites(report.docs.values())
     report.seconds = time.monotonic() - t0
     return report
+
+
+#: Tables whose queries :func:`validate_warehouse` runs at once.
+VALIDATE_THREADS = 3
+
+
+def _timed_batch(
+    spark: SparkSession, warehouse: str | Path, cluster: str, name: str, expectations: list[Any]
+) -> tuple[TableBatch, float]:
+    """:func:`_materialize` of table ``name`` and when it began."""
+    t1 = time.monotonic()
+    return _materialize(spark, warehouse, cluster, name, expectations), t1
+
+
+def _evaluate(report: ValidationReport, name: str, vd: Any, batch: TableBatch) -> None:
+    """GX's evaluation of ``vd`` over table ``name``'s ``batch``, its failures added to ``report``."""
+    token = _ANSWERING.set(batch)
+    try:
+        result = vd.run(batch_parameters={"dataframe": batch.frame}, result_format="SUMMARY")
+    finally:
+        _ANSWERING.reset(token)
+    for r in result.results:
+        report.evaluated += 1
+        if not r.success:
+            cfg = r.expectation_config
+            report.failures.append(
+                Failure(
+                    table=name,
+                    check=(cfg.meta or {}).get("check", cfg.type),
+                    expectation=cfg.type,
+                    description=getattr(cfg, "description", None) or "",
+                    observed=_observed(r),
+                )
+            )
 
 
 def _docs_urls(context: Any) -> dict[str, str]:

@@ -294,13 +294,15 @@ def test_answers_equal_sparks_after_a_compaction_with_deletion_vectors(
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_sessions_functions_give_the_answers_without_jvm(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int]
 ) -> None:
     """The functions :func:`udfs.sql.register` gives a session (Python UDTFs) answer and refuse as the answers
     without a JVM, called as SQL functions are (a LATERAL join, named and left-out arguments), and word a
-    cluster refusal as the SQL functions do. Slow: the first in make test to ask for the module's warehouse,
-    ingested in 200-record slices (about 75 s), then about 70 calls of the functions."""
+    cluster refusal as the SQL functions do. Slow: the module's warehouse is ingested first (in 200-record
+    slices), then about 70 calls of the functions; make test holds the UDTFs to the SQL functions in
+    test_guard_literals and test_risk_windows_sql."""
     from kraftlake.spark.tables.queries import NO_SUCH_CLUSTER
     from kraftlake.warehouse import range_answers
     from udfs.sql import register
@@ -407,6 +409,7 @@ def test_the_names_and_texts_shared_with_the_spark_layer_agree() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_table_the_reader_cannot_read_is_answered_through_spark(
     spark: Any, gapped: tuple[Path, dict[int, int], int, int, int], tmp_path: Path
 ) -> None:

@@ -100,6 +100,7 @@ def test_same_tables_as_the_spark_merge(spark: Any, unfolded: Path, tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_files_with_deletion_vectors_are_read_less_their_deleted_rows(spark: Any, tmp_path: Path) -> None:
     """Our reading of Delta's deletion vectors against Spark's, DELETE after DELETE on one file of 300k rows
     (several 64k containers) and one of 1k: sparse rows (array containers), a range of 6k (run or bitmap), every

@@ -258,6 +258,7 @@ def test_history_views_take_the_cluster(spark: Any, fleet: Fleet) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_killed_cluster_resumes_and_the_other_keeps_its_answers(
     spark: Any, fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

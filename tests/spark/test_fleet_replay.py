@@ -175,7 +175,7 @@ def test_a_fleet_of_resumed_and_new_clusters_equals_the_driver_replay(
     from kraftlake.spark.tables.bounds import last_offset, last_offsets
     from kraftlake.warehouse import images
     from pipelines.fleet_ingest import ingest_fleet, task_row
-    from pipelines.reconstruct import image_at_offset
+    from pipelines.reconstruct import image_at_offset_in_spark
     from pipelines.slice_files import table_formats
 
     f = Fleet(tmp_path)
@@ -204,7 +204,7 @@ def test_a_fleet_of_resumed_and_new_clusters_equals_the_driver_replay(
         "b": -1,
     }
     # kraftlake's reader rebuilds the image Spark rebuilds, past the hole's snapshot
-    assert images.image_at_offset(mixed, C_ID, done) == image_at_offset(spark, mixed, C_ID, done)
+    assert images.image_at_offset(mixed, C_ID, done) == image_at_offset_in_spark(spark, mixed, C_ID, done)
     # opened for the executors: the new cluster's task gets its starting image, the resumed one its commit point
     writers, refused = ingest_module.open_writers(spark, dirs, mixed, 200, rebuild=False)
     rows = [task_row(w, table_formats()) for w in writers]

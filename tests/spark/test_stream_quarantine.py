@@ -51,8 +51,8 @@ def _log_with_a_bad_record(root: Path) -> tuple[Path, int, int]:
 
 
 def test_failing_rows_are_quarantined_and_the_rest_commits(spark: Any, tmp_path: Path) -> None:
+    from kraftlake.spark.record_rules import QUARANTINE
     from kraftlake.spark.tables.layout import table_ref
-    from kraftlake.spark.validate import QUARANTINE
     from pipelines.stream import stream
 
     log_dir, bad_offset, n = _log_with_a_bad_record(tmp_path / "src")
@@ -79,8 +79,8 @@ def test_the_drivers_verdicts_are_the_suites_and_run_no_job(spark: Any, tmp_path
     columns and fields the rules read) equal the record-level suite's over the same rows in a DataFrame, and
     no Spark job runs for them."""
     from kraftlake.image.source import log_records
+    from kraftlake.spark.record_rules import validate_records
     from kraftlake.spark.tables.layout import LOG, arrow_schema_of, stored_log_rows
-    from kraftlake.spark.validate import validate_records
     from pipelines.verdicts import verdicts
 
     log_dir, bad_offset, n = _log_with_a_bad_record(tmp_path / "src")

@@ -120,8 +120,8 @@ def test_validate_records_quarantines_bad_rows_and_keeps_the_rest(
 ) -> None:
     from pyspark.sql import functions as F
 
+    from kraftlake.spark.record_rules import QUARANTINE, quarantine, validate_records
     from kraftlake.spark.tables.layout import LOG, table_path
-    from kraftlake.spark.validate import QUARANTINE, quarantine, validate_records
 
     log = spark.read.format("delta").load(table_path(sim_warehouse, LOG))
     total = log.count()
@@ -153,8 +153,8 @@ def test_validate_records_quarantines_bad_rows_and_keeps_the_rest(
 
 
 def test_a_quarantine_made_before_clusters_gains_the_column(spark: Any, tmp_path: Path) -> None:
+    from kraftlake.spark.record_rules import QUARANTINE, quarantine
     from kraftlake.spark.tables.layout import table_ref
-    from kraftlake.spark.validate import QUARANTINE, quarantine
 
     warehouse = tmp_path / "w"
     old_ddl = (

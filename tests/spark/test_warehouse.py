@@ -86,7 +86,7 @@ def test_image_at_offset_reads_the_tail_in_ranges(
     log_dir, warehouse, offsets = synthetic
     monkeypatch.setattr(reconstruct, "TAIL_CHUNK", 13)
     for n in (offsets[2], offsets[-1]):
-        assert reconstruct.image_at_offset(spark, warehouse, "default", n).state_equals(
+        assert reconstruct.image_at_offset_in_spark(spark, warehouse, "default", n).state_equals(
             image_at(log_dir, n)
         ), n
 

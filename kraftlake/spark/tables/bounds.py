@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from kraftlake.delta.append import Unsupported
-from kraftlake.delta.scan import table_snapshot
+from kraftlake.delta.scan import Bound, arrow_schema, read_rows, table_snapshot
 from kraftlake.history import HistoryBatch
 from kraftlake.spark.tables.layout import (
     BOUNDS,
@@ -39,13 +40,9 @@ from kraftlake.warehouse.cluster_ranges import column_ranges
 
 def last_offset(spark: SparkSession, warehouse: str | Path, cluster: str, table: str = OFFSETS) -> int:
     """A cluster's commit point: its highest offset in ``offsets`` (-1 when none); of ``metadata_log`` with
-    ``table`` = LOG (past the commit point when a run was killed between the two)."""
-    if never_written(warehouse, table):
-        return -1
-    row = spark.sql(
-        f"SELECT max(offset) AS m FROM {table_ref(warehouse, table)} WHERE {CLUSTER} = {cluster_sql(cluster)}"
-    ).first()
-    return -1 if row is None or row["m"] is None else int(row["m"])
+    ``table`` = LOG (past the commit point when a run was killed between the two). Read as
+    :func:`last_offsets` reads it."""
+    return last_offsets(spark, warehouse, [cluster], table)[cluster]
 
 
 def last_offsets(
@@ -59,8 +56,15 @@ def last_offsets(
     try:
         ranges = column_ranges(table_snapshot(table_path(warehouse, table)), "offset")
     except Unsupported:
-        return {c: last_offset(spark, warehouse, c, table) for c in clusters}
+        return {c: _last_offset_in_spark(spark, warehouse, c, table) for c in clusters}
     return {c: ranges[c][1] if c in ranges else -1 for c in clusters}
+
+
+def _last_offset_in_spark(spark: SparkSession, warehouse: str | Path, cluster: str, table: str) -> int:
+    row = spark.sql(
+        f"SELECT max(offset) AS m FROM {table_ref(warehouse, table)} WHERE {CLUSTER} = {cluster_sql(cluster)}"
+    ).first()
+    return -1 if row is None or row["m"] is None else int(row["m"])
 
 
 def bounds_of(spark: SparkSession, warehouse: str | Path, cluster: str) -> tuple[int | None, int | None]:
@@ -181,11 +185,31 @@ def write_offsets(spark: SparkSession, warehouse: str | Path, batch: HistoryBatc
 
 def has_snapshot(spark: SparkSession, warehouse: str | Path, cluster: str, offset: int) -> bool:
     """Whether the snapshot of ``cluster`` at ``offset`` is stored."""
+    held = rows_without_jvm(
+        warehouse,
+        SNAPSHOTS,
+        (Bound(CLUSTER, "==", cluster), Bound("snapshot_offset", "==", int(offset))),
+        ["snapshot_offset"],
+    )
+    if held is not None:
+        return bool(held.num_rows > 0)
     row = spark.sql(
         f"SELECT count(*) AS n FROM {table_ref(warehouse, SNAPSHOTS)} "
         f"WHERE {CLUSTER} = {cluster_sql(cluster)} AND snapshot_offset = {int(offset)}"
     ).first()
     return row is not None and row["n"] > 0
+
+
+def rows_without_jvm(
+    warehouse: str | Path, table: str, bounds: tuple[Bound, ...], columns: list[str]
+) -> pa.Table | None:
+    """The live rows of ``table`` satisfying ``bounds`` read by kraftlake's Delta reader (a lookup costs
+    milliseconds there, a second or more as a Spark query); None when that reader cannot read the table."""
+    try:
+        snap = table_snapshot(table_path(warehouse, table))
+        return read_rows(snap, arrow_schema(snap), bounds, columns)
+    except Unsupported:
+        return None
 
 
 def write_snapshot(

@@ -26,6 +26,7 @@ from pyspark.sql import SparkSession
 from kraftlake.delta import append as delta_append
 from kraftlake.delta import rewrite as delta_rewrite
 from kraftlake.history import ENTITIES
+from kraftlake.spark.tables.bounds import rows_without_jvm
 from kraftlake.spark.tables.layout import (
     CLOSES,
     CLUSTER,
@@ -46,6 +47,9 @@ def pending_closes(spark: SparkSession, warehouse: str | Path) -> int:
     """How many closes wait in ``closes`` to be folded."""
     if never_written(warehouse, CLOSES):
         return 0
+    held = rows_without_jvm(warehouse, CLOSES, (), ["entity"])
+    if held is not None:
+        return int(held.num_rows)
     row = spark.sql(f"SELECT count(*) AS n FROM {table_ref(warehouse, CLOSES)}").first()
     return 0 if row is None else int(row["n"])
 

@@ -11,9 +11,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from kraftlake.errors import KraftlakeError
 from kraftlake.history import ENTITIES
 from kraftlake.spark.structs import metadata_log_struct_type
+
+# one class of refusal whichever reader refuses (Spark's or kraftlake's own)
+from kraftlake.warehouse.tables import WarehouseError as WarehouseError
 
 APP_ID = "kraftlake"
 #: The column naming the Kafka cluster a row belongs to: the first column of every warehouse table, always filled
@@ -32,7 +34,7 @@ CLOSES = "closes"
 #: (see :func:`kraftlake.spark.tables.bounds.publish_commit_point`,
 #: :func:`kraftlake.spark.tables.bounds.retained_from`), one small table that a query's guard reads at once.
 BOUNDS = "bounds"
-#: Rows the stream's record-level checks set aside (:mod:`kraftlake.spark.validate`), made when the first one is.
+#: Rows the stream's record-level checks set aside (:mod:`kraftlake.spark.record_rules`), made when the first one is.
 QUARANTINE = "quarantine"
 #: Where warehouses made before ``bounds`` kept the retained-from offset (read once, to fill ``bounds``).
 RETENTION = "retention"
@@ -138,10 +140,6 @@ HISTORY_TYPES: dict[str, dict[str, str]] = {
     },
 }
 LOG_STATS_COLUMNS = "offset,epoch,timestamp,batch_offset,type,api_key"
-
-
-class WarehouseError(KraftlakeError):
-    """Raised when the warehouse cannot answer: missing tables, or an offset outside the retained history."""
 
 
 def table_path(warehouse: str | Path, name: str) -> str:
