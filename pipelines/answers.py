@@ -12,11 +12,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kraftlake.spark.tables.layout import cluster_rows
-from kraftlake.spark.tables.queries import bounds_relation, cluster_sql, history_query
 from kraftlake.warehouse.answers import limits
 from kraftlake.warehouse.cluster_ranges import column_ranges
 from kraftlake.warehouse.tables import Warehouse, WarehouseError
+from kraftlake.warehouse.versions import versions
 from pipelines.output import is_epoch_ms_column, with_time
 
 
@@ -76,16 +75,21 @@ def under_replicated_at(spark: SparkSession, offset: int, limit: int = 10) -> An
     return ask(spark, f"Under-replicated partitions at offset {offset}", sql)
 
 
-def busiest_partition(spark: SparkSession, warehouse: str | Path, cluster: str) -> tuple[str, int] | None:
-    """The partition of ``cluster`` whose leader changed most often (the most interesting leader history), among those whose
-    whole history the warehouse holds (the history views refuse the others after a cut)."""
-    parts = cluster_rows(warehouse, "partitions", cluster)
-    row = spark.sql(
-        f"SELECT p.topic, p.`partition`, count(DISTINCT p.leader_epoch) AS n FROM {parts} p "
-        f"CROSS JOIN {bounds_relation(warehouse, cluster_sql(cluster))} GROUP BY p.topic, p.`partition`, g.r "
-        "HAVING min(p.from_offset) >= g.r ORDER BY n DESC, p.topic, p.`partition` LIMIT 1"
-    ).first()
-    return None if row is None else (str(row.topic), int(row.partition))
+def busiest_partition(warehouse: str | Path, cluster: str) -> tuple[str, int] | None:
+    """The partition of ``cluster`` whose leader changed most often (the most interesting leader history), among
+    those whose whole history the warehouse holds (the history views refuse the others after a cut); read
+    without Spark."""
+    wh = Warehouse(Path(warehouse), cluster)
+    rows = wh.read("partitions", columns=["topic", "partition", "leader_epoch", "from_offset"]).to_pandas()
+    if rows.empty:
+        return None
+    by = rows.groupby(["topic", "partition"])
+    counts = by.agg(n=("leader_epoch", "nunique"), first=("from_offset", "min")).reset_index()
+    held = counts[counts["first"] >= limits(wh).retained]
+    if held.empty:
+        return None
+    top = held.sort_values(["n", "topic", "partition"], ascending=[False, True, True]).iloc[0]
+    return str(top["topic"]), int(top["partition"])
 
 
 def leader_history(spark: SparkSession, topic: str, partition: int) -> Answer:
@@ -96,16 +100,17 @@ def leader_history(spark: SparkSession, topic: str, partition: int) -> Answer:
     return ask(spark, f"Leader history of {topic}-{partition}", sql)
 
 
-def most_fenced_offset(spark: SparkSession, warehouse: str | Path, cluster: str, points: list[int]) -> int:
-    """Of `points`, the offset at which the most brokers of ``cluster`` were fenced (the last one on a tie)."""
-    brokers = f"({history_query(warehouse, 'brokers', cluster_sql(cluster))})"
-    values = ", ".join(f"({p})" for p in points)
-    row = spark.sql(
-        f"SELECT at.offset, count(b.id) AS n FROM (VALUES {values}) AS at(offset) LEFT JOIN {brokers} b "
-        "ON b.from_offset <= at.offset AND (b.to_offset IS NULL OR b.to_offset > at.offset) AND b.fenced "
-        "GROUP BY at.offset ORDER BY n DESC, at.offset DESC LIMIT 1"
-    ).first()
-    return points[-1] if row is None else int(row.offset)
+def most_fenced_offset(warehouse: str | Path, cluster: str, points: list[int]) -> int:
+    """Of ``points``, the offset at which the most brokers of ``cluster`` were fenced (the last one on a tie);
+    read without Spark."""
+    brokers = versions(Warehouse(Path(warehouse), cluster), "brokers", columns=["id", "fenced"]).to_pandas()
+    fenced = brokers[brokers["fenced"].fillna(False).astype(bool)]
+    starts, ends = fenced["from_offset"], fenced["to_offset"]
+
+    def count(at: int) -> int:
+        return int(((starts <= at) & (ends.isna() | (ends > at))).sum())
+
+    return max(points, key=lambda at: (count(at), at)) if points else -1
 
 
 def fenced_brokers_at(spark: SparkSession, offset: int) -> Answer:

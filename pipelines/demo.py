@@ -115,7 +115,7 @@ def run_demo(spark: SparkSession, config: DemoConfig, say: Callable[[str], None]
     warehouse_sql.register(spark, warehouse)
     _compact(spark, config, warehouse, report, say)
     worst, busiest = _ask(spark, config, warehouse, report, say)
-    _draw(spark, warehouse, busiest, report, say)
+    _draw(warehouse, busiest, report, say)
     _check_oracle(log_dir, worst, report, say)
     _validate(spark, warehouse, report, say)
     report.timings["total_s"] = time.monotonic() - t0
@@ -251,11 +251,11 @@ def _ask(
     report.answers.append(over_time)
     worst = max(over_time.rows, key=lambda r: (r[1], r[0]))
     report.answers.append(answers.under_replicated_at(spark, int(worst[0])))
-    busiest = answers.busiest_partition(spark, warehouse, cluster)
+    busiest = answers.busiest_partition(warehouse, cluster)
     if busiest is not None:
         report.answers.append(answers.leader_history(spark, *busiest))
     report.answers.append(
-        answers.fenced_brokers_at(spark, answers.most_fenced_offset(spark, warehouse, cluster, points))
+        answers.fenced_brokers_at(spark, answers.most_fenced_offset(warehouse, cluster, points))
     )
     for answer in report.answers:
         say("")
@@ -264,7 +264,6 @@ def _ask(
 
 
 def _draw(
-    spark: SparkSession,
     warehouse: Path,
     busiest: tuple[str, int] | None,
     report: DemoReport,
@@ -273,7 +272,7 @@ def _draw(
     """The answers drawn over the whole retained history, from the warehouse just queried."""
     t2 = time.monotonic()
     say("")
-    for plot in write_overview(spark, warehouse, warehouse / "_plots", partition=busiest):
+    for plot in write_overview(warehouse, warehouse / "_plots", partition=busiest):
         report.plots.append(plot.path)
         say(f"plot: {plot.path} ({plot.title}, offsets {plot.range.lo}..{plot.range.hi})")
     report.timings["plots_s"] = time.monotonic() - t2

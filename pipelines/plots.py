@@ -22,7 +22,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from kraftlake.plot import figures
-from kraftlake.plot.frames import FrameSource, PlotRange, PlotResult, frame_of, running_counts
+from kraftlake.plot.frames import PlotRange, PlotResult, frame_of, running_counts
 from kraftlake.plot.frames import figure_data as figure_of
 from kraftlake.plot.options import Bound, PlotError, PlotRequest
 from kraftlake.plot.output import save
@@ -31,7 +31,7 @@ from kraftlake.spark.tables.layout import OFFSETS, WarehouseError, cluster_rows
 from kraftlake.spark.tables.queries import bounds_relation, cluster_sql, history_query
 from kraftlake.warehouse.plot_frames import WarehouseFrames, range_offsets
 from kraftlake.warehouse.plot_frames import resolve_range as resolve_range_without_jvm
-from kraftlake.warehouse.tables import NeedsSpark, Warehouse
+from kraftlake.warehouse.tables import Warehouse
 
 
 def resolve_range(
@@ -239,17 +239,15 @@ def write_plot(
     return PlotResult(save(chart, out, title), request.kind, rng, data, title)
 
 
-def busiest_config_resource(
-    spark: SparkSession, warehouse: str | Path, cluster: str
-) -> tuple[str, str] | None:
+def busiest_config_resource(warehouse: str | Path, cluster: str) -> tuple[str, str] | None:
     """The config resource of ``cluster`` changed most often (the most telling config figure), None without
-    configs."""
-    row = spark.sql(
-        f"SELECT resource_type, resource_name, count(*) AS n FROM {cluster_rows(warehouse, 'configs', cluster)} "
-        "GROUP BY resource_type, resource_name ORDER BY n DESC, resource_type, resource_name "
-        "LIMIT 1"
-    ).first()
-    return None if row is None else (str(row["resource_type"]), str(row["resource_name"]))
+    configs; read without Spark."""
+    rows = Warehouse(Path(warehouse), cluster).read("configs", columns=["resource_type", "resource_name"])
+    if rows.num_rows == 0:
+        return None
+    counts = rows.to_pandas().value_counts().rename("n").reset_index()
+    top = counts.sort_values(["n", "resource_type", "resource_name"], ascending=[False, True, True]).iloc[0]
+    return str(top["resource_type"]), str(top["resource_name"])
 
 
 def _file_part(name: str) -> str:
@@ -257,7 +255,6 @@ def _file_part(name: str) -> str:
 
 
 def write_overview(
-    spark: SparkSession,
     warehouse: str | Path,
     out_dir: str | Path,
     partition: tuple[str, int] | None = None,
@@ -266,17 +263,18 @@ def write_overview(
     """One figure of each kind over the whole warehouse into ``out_dir`` (what ``make run`` writes): the
     under-replicated counts, every broker's states, the leader/ISR timeline of ``partition`` (default: the
     partition whose leader changed most) and the configs of the resource changed most. A kind with nothing to
-    draw is left out. The frames are read as ``kraftlake plot`` reads them: without a JVM
-    (:mod:`kraftlake.warehouse.plot_frames`), through Spark where that reader cannot read a table."""
+    draw is left out. Read as ``kraftlake plot`` reads by default: without a JVM
+    (:mod:`kraftlake.warehouse.plot_frames`); a warehouse that needs Spark is refused (``NeedsSpark``)."""
     from pipelines.answers import busiest_partition
 
     out = Path(out_dir)
-    frames, rng = _overview_frames(spark, warehouse, cluster)
+    wh = Warehouse(Path(warehouse), cluster)
+    frames, rng = WarehouseFrames(wh), resolve_range_without_jvm(wh, where=str(warehouse))
     requests = [
         (PlotRequest("under-replicated"), "under-replicated.html"),
         (PlotRequest("brokers"), "brokers.html"),
     ]
-    partition = partition or busiest_partition(spark, warehouse, rng.cluster)
+    partition = partition or busiest_partition(warehouse, rng.cluster)
     if partition is not None:
         requests.append(
             (
@@ -284,7 +282,7 @@ def write_overview(
                 f"partition-{_file_part(partition[0])}-{partition[1]}.html",
             )
         )
-    resource = busiest_config_resource(spark, warehouse, rng.cluster)
+    resource = busiest_config_resource(warehouse, rng.cluster)
     if resource is not None:
         requests.append(
             (
@@ -300,15 +298,3 @@ def write_overview(
             continue
         results.append(PlotResult(save(chart, out / name, title), request.kind, rng, data, title))
     return results
-
-
-def _overview_frames(
-    spark: SparkSession, warehouse: str | Path, cluster: str | None
-) -> tuple[FrameSource, PlotRange]:
-    """The frames of the whole warehouse and their range: read without a JVM, through Spark where a table
-    needs it (an old warehouse Spark migrates first, a Delta feature kraftlake's reader lacks)."""
-    wh = Warehouse(Path(warehouse), cluster)
-    try:
-        return WarehouseFrames(wh), resolve_range_without_jvm(wh, where=str(warehouse))
-    except NeedsSpark:
-        return SparkFrames(spark, warehouse), resolve_range(spark, warehouse, cluster=cluster)

@@ -208,7 +208,7 @@ def test_broker_states_equal_the_image(spark: Any, built: Built) -> None:
 def test_config_segments_equal_the_image(spark: Any, built: Built) -> None:
     from pipelines.plots import busiest_config_resource, config_segments, resolve_range
 
-    resource = busiest_config_resource(spark, built.warehouse, "default")
+    resource = busiest_config_resource(built.warehouse, "default")
     assert resource is not None
     rtype = next(k for k, v in CONFIG_RESOURCE_TYPES.items() if v == resource[0])
     rng = resolve_range(spark, built.warehouse)
@@ -258,7 +258,7 @@ def test_the_overview_writes_html_files_holding_each_chart_and_its_data(
     """What ``make run`` writes: one figure per kind, each file holding its Vega-Lite spec and the frame."""
     from pipelines.plots import write_overview
 
-    results = write_overview(spark, built.warehouse, tmp_path / "plots")
+    results = write_overview(built.warehouse, tmp_path / "plots")
     assert sorted(r.kind for r in results) == ["brokers", "configs", "partition", "under-replicated"]
     for result in results:
         assert result.path.parent == tmp_path / "plots"
@@ -290,7 +290,7 @@ def test_the_overview_figures_draw_in_a_browser_offline(spark: Any, built: Built
 
     from pipelines.plots import write_overview
 
-    for result in write_overview(spark, built.warehouse, tmp_path / "plots"):
+    for result in write_overview(built.warehouse, tmp_path / "plots"):
         dom = dump_dom(result.path)
         assert ">figure not drawn" not in dom, result.kind
         shapes = re.findall(r'<g class="mark-(?:rect|symbol) role-mark[^"]*"[^>]*>(.*?)</g>', dom, re.S)
@@ -379,7 +379,7 @@ def test_the_frames_read_without_a_jvm_equal_sparks(spark: Any, built: Built, tm
     from pipelines.plots import SparkFrames, busiest_config_resource, resolve_range
 
     topic, index = _busiest_partition(built)
-    resource = busiest_config_resource(spark, built.warehouse, "default")
+    resource = busiest_config_resource(built.warehouse, "default")
     assert resource is not None
     whole = [
         PlotRequest("under-replicated"),
