@@ -697,10 +697,8 @@ def validate_warehouse(
     results, build Data Docs (made to open offline: :mod:`kraftlake.spark.data_docs`).
 
     Each table is read by one Spark query (:func:`materialize`), :data:`VALIDATE_THREADS` tables at a time;
-    GX's pandas engine evaluates the suite over what it returned. A progress line per table on stderr when it is a terminal (``progress`` forces it on or
-    off)."""
-    from delta.tables import DeltaTable
-
+    GX's pandas engine evaluates the suite over what it returned. A progress line per table on stderr when it
+    is a terminal (``progress`` forces it on or off)."""
     from kraftlake.progress import Progress
 
     t0 = time.monotonic()
@@ -709,7 +707,8 @@ def validate_warehouse(
     for name in names:
         if name not in suites:
             raise ValidationError(f"no suite for table {name!r}")
-        if not DeltaTable.isDeltaTable(spark, table_path(warehouse, name)):
+        # a Delta table is a folder with a _delta_log (DeltaTable.isDeltaTable loads each log: 0.5 s a table)
+        if not Path(table_path(warehouse, name), "_delta_log").is_dir():
             raise ValidationError(f"{table_path(warehouse, name)} is not a Delta table: ingest first")
     _register_answer_metrics()
     context = _project(warehouse)
