@@ -187,9 +187,10 @@ def test_commit_races(spark: Any, unfolded: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_one_cluster_s_closes_folded_alone(spark: Any, unfolded: Path, tmp_path: Path) -> None:
-    """A fold of one cluster's closes folds those alone, and what a fold of every cluster folds.
-    Slow: three folds over two copies of the module's warehouse, the pending closes counted by Spark before
+    """A fold of one cluster's closes folds those alone, and what a fold of every cluster folds (the fleet's
+    per-cluster fold; make test folds a whole warehouse in this module and test_fleet_replay). Slow: three folds over two copies of the module's warehouse, the pending closes counted by Spark before
     and after, and each of the 12 tables read by Spark from both copies."""
     alone, every = _copy(unfolded, tmp_path / "alone"), _copy(unfolded, tmp_path / "every")
     pending = pending_closes(spark, unfolded)

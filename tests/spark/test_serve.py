@@ -285,11 +285,14 @@ def test_serve_refuses_before_starting_spark(
     assert code == 2 and err.startswith(f"kraftlake sql: error: nothing answers at sc://localhost:{busy}")
 
 
+@pytest.mark.heavy
 def test_record_udfs_through_connect_answer_as_in_process(
     spark: Any, small: tuple[Path, Path, list[int]], server: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Connect client's session registers decode_record and kafka_json (Python UDFs live in one session);
-    they run in the server's Python workers and answer what they answer in process."""
+    they run in the server's Python workers and answer what they answer in process. Heavy: a Connect session
+    of its own and two Python UDF queries in the server (about 20 s); make test keeps the UDFs in process
+    (test_udfs) and the server's SQL (this module's other tests)."""
     _, warehouse, _ = small
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     query = (
